@@ -1,0 +1,23 @@
+// libs/crypto: hashing and signatures, each through the fastest implementation available here.
+// sha256 (node:crypto) and keccak256 (native binding).
+
+// ed25519 for consensus and node keys; CometBFT addresses and node IDs.
+export {
+  type Ed25519KeyPair,
+  ed25519Address,
+  ed25519Generate,
+  ed25519PublicKey,
+  ed25519Sign,
+  ed25519Verify,
+  nodeIdFromPublicKey,
+} from './src/ed25519.js';
+export { keccak256, sha256 } from './src/hash.js';
+// secp256k1 for Ethereum accounts.
+export {
+  ethAddressFromPrivateKey,
+  ethAddressFromPublicKey,
+  isValidSecp256k1PrivateKey,
+  secp256k1PublicKey,
+  secp256k1Recover,
+  secp256k1Sign,
+} from './src/secp256k1.js';

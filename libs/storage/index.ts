@@ -1,0 +1,7 @@
+// libs/storage: the key-value interface and its engines.
+// The interface every persistent component writes through.
+export type { BatchOp, KVStore, Range } from './src/kv.js';
+// In-memory engine for simulations and unit tests.
+export { MemoryKV } from './src/memory.js';
+// RocksDB on disk: the one production engine.
+export { RocksKV } from './src/rocksdb.js';

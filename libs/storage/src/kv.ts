@@ -1,0 +1,22 @@
+// The one key-value interface every persistent part of the node writes through. Keys and values
+// are raw bytes; ordering is bytewise, so big-endian integers in keys iterate in numeric order.
+
+export type BatchOp = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
+
+export interface Range {
+  gt?: Uint8Array;
+  gte?: Uint8Array;
+  lt?: Uint8Array;
+  lte?: Uint8Array;
+  reverse?: boolean;
+  limit?: number;
+}
+
+export interface KVStore {
+  get(key: Uint8Array): Promise<Uint8Array | undefined>;
+  getMany(keys: Uint8Array[]): Promise<Array<Uint8Array | undefined>>;
+  /** Applies every op or none. With sync the write is on disk (fsync) before the promise resolves. */
+  write(ops: BatchOp[], options?: { sync?: boolean }): Promise<void>;
+  iterate(range: Range): AsyncIterable<[Uint8Array, Uint8Array]>;
+  close(): Promise<void>;
+}

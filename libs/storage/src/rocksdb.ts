@@ -1,0 +1,81 @@
+import { createRequire } from 'node:module';
+import type { BatchOp, KVStore, Range } from './kv.js';
+
+const require = createRequire(import.meta.url);
+
+interface RocksIterator {
+  next(): Promise<[Buffer, Buffer] | undefined>;
+  close(): Promise<void>;
+}
+interface RocksLevelDb {
+  open(options?: { createIfMissing?: boolean; errorIfExists?: boolean }): Promise<void>;
+  close(): Promise<void>;
+  getMany(keys: Uint8Array[]): Promise<Array<Buffer | undefined>>;
+  batch(
+    ops: Array<{ type: 'put' | 'del'; key: Uint8Array; value?: Uint8Array }>,
+    options?: { sync?: boolean },
+  ): Promise<void>;
+  iterator(options: Record<string, unknown>): RocksIterator;
+  status: string;
+}
+const { RocksLevel } = require('@nxtedition/rocksdb') as {
+  RocksLevel: new (location: string, options: Record<string, unknown>) => RocksLevelDb;
+};
+
+const toView = (b: Buffer): Uint8Array => new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+
+/** RocksDB on disk (@nxtedition/rocksdb). Opening a directory another process holds fails. */
+export class RocksKV implements KVStore {
+  private constructor(
+    private readonly db: RocksLevelDb,
+    readonly location: string,
+  ) {}
+
+  static async open(location: string): Promise<RocksKV> {
+    const db = new RocksLevel(location, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    try {
+      await db.open({ createIfMissing: true });
+    } catch (err) {
+      const cause = (err as { cause?: Error }).cause?.message ?? (err as Error).message;
+      throw new Error(`cannot open database at ${location}: ${cause}`);
+    }
+    return new RocksKV(db, location);
+  }
+
+  async get(key: Uint8Array): Promise<Uint8Array | undefined> {
+    const [value] = await this.db.getMany([key]);
+    return value === undefined ? undefined : toView(value);
+  }
+
+  async getMany(keys: Uint8Array[]): Promise<Array<Uint8Array | undefined>> {
+    if (keys.length === 0) return [];
+    const values = await this.db.getMany(keys);
+    return values.map((v) => (v === undefined ? undefined : toView(v)));
+  }
+
+  async write(ops: BatchOp[], options: { sync?: boolean } = {}): Promise<void> {
+    if (ops.length === 0) return;
+    await this.db.batch(ops as Array<{ type: 'put' | 'del'; key: Uint8Array; value?: Uint8Array }>, {
+      sync: options.sync ?? false,
+    });
+  }
+
+  async *iterate(range: Range): AsyncIterable<[Uint8Array, Uint8Array]> {
+    const opts: Record<string, unknown> = { ...range };
+    if (range.limit === undefined) delete opts.limit;
+    const it = this.db.iterator(opts);
+    try {
+      for (;;) {
+        const entry = await it.next();
+        if (entry === undefined) return;
+        yield [toView(entry[0]), toView(entry[1])];
+      }
+    } finally {
+      await it.close();
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.db.status === 'open') await this.db.close();
+  }
+}

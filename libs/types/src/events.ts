@@ -1,0 +1,43 @@
+// Events the node publishes after each step; the RPC subscriptions and metrics consume them.
+import type { ExecTxResult, FinalizeBlockResponse, ValidatorUpdate } from './app.js';
+import type { Block, BlockId, Proposal, Vote } from './consensus.js';
+import type { EthBlock, EthLog, Hex } from './eth.js';
+
+export type NodeEvent =
+  | { kind: 'NewBlock'; block: Block; blockId: BlockId; result: FinalizeBlockResponse }
+  | { kind: 'Tx'; height: number; index: number; tx: Uint8Array; result: ExecTxResult }
+  | { kind: 'NewRound'; height: number; round: number; proposerAddress: Uint8Array; proposerIndex: number }
+  | { kind: 'NewRoundStep'; height: number; round: number; step: string }
+  | { kind: 'CompleteProposal'; height: number; round: number; blockId: BlockId; proposal: Proposal }
+  | { kind: 'Vote'; vote: Vote }
+  | { kind: 'ValidatorSetUpdates'; updates: ValidatorUpdate[] }
+  /** Emitted by execution after a block is committed: the Ethereum head and its logs. */
+  | { kind: 'EthNewHead'; block: EthBlock; logs: EthLog[] }
+  | { kind: 'EthPendingTx'; hash: Hex };
+
+export type NodeEventKind = NodeEvent['kind'];
+export type Listener = (event: NodeEvent) => void;
+
+/** A synchronous in-process publish/subscribe bus. Listeners must not throw or block. */
+export class EventBus {
+  private readonly listeners = new Set<Listener>();
+
+  subscribe(listener: Listener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  publish(event: NodeEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A faulty subscriber must never stop consensus; subscribers log their own errors.
+      }
+    }
+  }
+
+  get size(): number {
+    return this.listeners.size;
+  }
+}

@@ -1,0 +1,115 @@
+// What the CometBFT-compatible RPC (:26657), the REST API (:1317) and metrics read from the node.
+// The consensus runtime implements it in the all-in-one process; a gRPC client can in a cluster.
+import type { AbciEvent, CheckTxResult, ExecTxResult, FinalizeBlockResponse } from './app.js';
+import type {
+  Block,
+  BlockId,
+  BlockMeta,
+  Commit,
+  ConsensusParams,
+  Evidence,
+  TimeNs,
+  Validator,
+} from './consensus.js';
+
+export interface PeerInfo {
+  nodeId: string;
+  moniker: string;
+  remoteIp: string;
+  listenAddr: string;
+  isOutbound: boolean;
+  network: string;
+  version: string;
+}
+
+export interface NodeIdentity {
+  nodeId: string;
+  listenAddr: string;
+  network: string; // chain id
+  version: string;
+  moniker: string;
+  channels: string;
+  txIndex: 'on' | 'off';
+  rpcAddress: string;
+}
+
+export interface SyncInfo {
+  latestBlockHash: Uint8Array;
+  latestAppHash: Uint8Array;
+  latestBlockHeight: number;
+  latestBlockTime: TimeNs;
+  earliestBlockHash: Uint8Array;
+  earliestAppHash: Uint8Array;
+  earliestBlockHeight: number;
+  earliestBlockTime: TimeNs;
+  catchingUp: boolean;
+}
+
+export interface RoundStateSummary {
+  height: number;
+  round: number;
+  step: string;
+  startTime: TimeNs;
+  proposerAddress: Uint8Array | null;
+  /** Per round: prevote and precommit tallies rendered like CometBFT's dump. */
+  votes: Array<{
+    round: number;
+    prevotes: string[];
+    prevotesBitArray: string;
+    precommits: string[];
+    precommitsBitArray: string;
+  }>;
+  lockedRound: number;
+  validRound: number;
+  /** Full engine state for dump_consensus_state, already JSON-safe. */
+  raw: unknown;
+}
+
+export interface StoredBlockResults {
+  height: number;
+  txResults: ExecTxResult[];
+  finalizeBlockEvents: AbciEvent[];
+  validatorUpdates: FinalizeBlockResponse['validatorUpdates'];
+  consensusParamUpdates: ConsensusParams | null;
+  appHash: Uint8Array;
+}
+
+export interface NodeReader {
+  identity(): NodeIdentity;
+  syncInfo(): SyncInfo;
+  /** This node's validator key and power (power 0 when it is not a validator). */
+  validatorInfo(): { address: Uint8Array; pubKey: Uint8Array; votingPower: bigint };
+  peers(): PeerInfo[];
+  genesisJson(): string;
+
+  blockStoreBase(): number;
+  blockStoreHeight(): number;
+  loadBlock(height: number): Promise<Block | undefined>;
+  loadBlockByHash(hash: Uint8Array): Promise<{ block: Block; blockId: BlockId } | undefined>;
+  loadBlockMeta(height: number): Promise<BlockMeta | undefined>;
+  /** Commit for `height`: the next block's last_commit, or the seen commit for the tip. */
+  loadCommit(height: number): Promise<{ commit: Commit; canonical: boolean } | undefined>;
+  loadBlockResults(height: number): Promise<StoredBlockResults | undefined>;
+  validators(height: number): Promise<Validator[] | undefined>;
+  consensusParams(height: number): Promise<ConsensusParams | undefined>;
+  roundState(): RoundStateSummary;
+
+  checkTx(tx: Uint8Array): Promise<CheckTxResult>;
+  /** Adds to the mempool after checkTx; returns the result (code != 0 when rejected). */
+  broadcastTx(tx: Uint8Array): Promise<CheckTxResult>;
+  unconfirmedTxs(limit: number): { txs: Uint8Array[]; total: number; totalBytes: number };
+  flushMempool(): void;
+  submitEvidence(evidence: Evidence): Promise<Uint8Array>;
+  abciQuery(
+    path: string,
+    data: Uint8Array,
+    height: number,
+    prove: boolean,
+  ): Promise<{
+    code: number;
+    log: string;
+    key: Uint8Array;
+    value: Uint8Array;
+    height: number;
+  }>;
+}
