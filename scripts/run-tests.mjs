@@ -1,5 +1,5 @@
 // Runs every compiled test file under dist/test with node's test runner.
-// Usage: node scripts/run-tests.mjs [substring filter ...]
+// Usage: [NODED_DIST=dir] node scripts/run-tests.mjs [substring filter ...]
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,7 +15,8 @@ function walk(dir) {
 }
 
 const filters = process.argv.slice(2);
-const files = walk('dist/test')
+const dist = process.env.NODED_DIST ?? 'dist';
+const files = walk(`${dist}/test`)
   .filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)))
   .sort();
 if (files.length === 0) {
