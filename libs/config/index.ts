@@ -1,6 +1,76 @@
-// libs/config: schemas, seed defaults, networks, genesis and key files.
-// Key files in CometBFT's formats.
+// libs/config: schemas, seed defaults, networks, genesis and key files. Everything an operator writes
+// is parsed and checked here, and every problem is reported as `<file>: <key>: <rule>, got <value>`.
 
-// genesis.json shape.
+// Ethereum address checks used by genesis validation.
+export { checkEthAddress, toChecksumAddress } from './src/address.js';
+// Seed constants (chain ids, EVM chain ids, ports, consensus params, dev mnemonic): defined once here.
+export * from './src/constants.js';
+// chain-local development accounts from a mnemonic.
+export * from './src/dev-accounts.js';
+// genesis.json: shape, validation, the runtime form and the chain-local builder.
 export * from './src/genesis.js';
+// Home layout and the lock that keeps two nodes (or a reset and a node) off one home.
+export * from './src/home.js';
+// Key files in CometBFT's formats.
 export * from './src/keys.js';
+// The loader the node and the CLI call, and the list of listeners it configures.
+export {
+  type ListenerConfig,
+  type LoadedNodeConfig,
+  listenAddresses,
+  loadNodeConfig,
+  parseAppToml,
+  parseClientToml,
+  parseConfigToml,
+} from './src/load.js';
+// Network presets (seed §2.1) and the WebSocket rule.
+export * from './src/networks.js';
+// Option records for each lib, mapped from the parsed files.
+export {
+  type ApiOptions,
+  type CometRpcOptions,
+  type ConsensusTimeouts,
+  type EthRpcOptions,
+  type ExecutorSettings,
+  type InstrumentationOptions,
+  toApiOptions,
+  toCometRpcOptions,
+  toConsensusTimeouts,
+  toEthRpcOptions,
+  toExecutorSettings,
+  toInstrumentationOptions,
+} from './src/options.js';
+// The problem record every validator returns, its one-line format, and the error that carries a list.
+export { ConfigError, type ConfigProblem, describeValue, formatProblem } from './src/problems.js';
+// Writing the files with comments (`noded init`).
+export {
+  defaultAppTomlValues,
+  defaultClientTomlValues,
+  defaultConfigTomlValues,
+  renderAppToml,
+  renderClientToml,
+  renderConfigToml,
+} from './src/render.js';
+// The schemas of config.toml, app.toml and client.toml: file trees (snake_case) and typed forms.
+export { APP_TOML_DOCS, type AppToml, AppTomlFile, EVM_RPC_APIS } from './src/schema/app-toml.js';
+export { CLIENT_TOML_DOCS, type ClientToml, ClientTomlFile } from './src/schema/client-toml.js';
+export {
+  CONFIG_TOML_DOCS,
+  type ConfigToml,
+  ConfigTomlFile,
+  LOG_LEVELS,
+  type LogLevel,
+} from './src/schema/config-toml.js';
+export { keyPaths } from './src/schema/section.js';
+// Value parsers shared by the CLI and libs that read addresses and durations.
+export {
+  checkListenAddress,
+  formatDuration,
+  type ListenAddress,
+  nodeHttpUrl,
+  type PeerAddress,
+  parseBtcAmount,
+  parseDecimalString,
+  parseDuration,
+  parseListenAddress,
+} from './src/values.js';

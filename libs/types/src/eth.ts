@@ -154,6 +154,11 @@ export interface LogFilter {
   addresses?: Hex[];
   /** Per position: null matches anything, an array matches any of its members. */
   topics?: Array<Hex | Hex[] | null>;
+  /**
+   * Optional: the caller needs at most this many logs (the RPC refuses results above its logs cap
+   * and asks for cap + 1), so the chain may stop scanning once it has found `limit` logs.
+   */
+  limit?: number;
 }
 
 export interface FeeHistory {

@@ -1,6 +1,6 @@
 // What the CometBFT-compatible RPC (:26657), the REST API (:1317) and metrics read from the node.
 // The consensus runtime implements it in the all-in-one process; a gRPC client can in a cluster.
-import type { AbciEvent, CheckTxResult, ExecTxResult, FinalizeBlockResponse } from './app.js';
+import type { AbciEvent, AppInfo, CheckTxResult, ExecTxResult, FinalizeBlockResponse } from './app.js';
 import type {
   Block,
   BlockId,
@@ -112,4 +112,14 @@ export interface NodeReader {
     value: Uint8Array;
     height: number;
   }>;
+
+  /** ABCI Info of the application (abci_info). Optional: the RPC falls back to sync info. */
+  abciInfo?(): Promise<AppInfo>;
+  /** Unsafe RPC dial_seeds. Optional: the route answers "not supported" without it. */
+  dialSeeds?(seeds: string[]): Promise<void>;
+  /** Unsafe RPC dial_peers (`<id>@<host>:<port>` addresses). Optional like dialSeeds. */
+  dialPeers?(
+    peers: string[],
+    options: { persistent: boolean; unconditional: boolean; private: boolean },
+  ): Promise<void>;
 }

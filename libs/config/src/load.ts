@@ -1,0 +1,323 @@
+// Loading the three TOML files of a home: parse, check keys and values, cross-check, convert.
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { parse, TomlError } from 'smol-toml';
+import { homePaths } from './home.js';
+import { type ConfigProblem, describeValue } from './problems.js';
+import { type AppToml, AppTomlFile, toAppToml } from './schema/app-toml.js';
+import { type ClientToml, ClientTomlFile, toClientToml } from './schema/client-toml.js';
+import { type ConfigToml, ConfigTomlFile, toConfigToml } from './schema/config-toml.js';
+import { fillSection, type TomlSection, validateTree } from './schema/section.js';
+import type { ListenAddress } from './values.js';
+
+export interface LoadedNodeConfig {
+  config: ConfigToml;
+  app: AppToml;
+  client: ClientToml;
+  /** Every problem found in the three files; empty when they are valid. */
+  problems: ConfigProblem[];
+}
+
+interface ParsedFile<F> {
+  file: F;
+  /** Dotted keys whose values were bad (replaced by defaults). */
+  bad: Set<string>;
+}
+
+function errnoText(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return 'no such file';
+  if (code === 'EACCES') return 'permission denied';
+  if (code === 'EISDIR') return 'is a directory';
+  return code ?? (err as Error).message;
+}
+
+/** Reads a file; a problem (and undefined) when it cannot be read. */
+export function readTextFile(
+  label: string,
+  path: string,
+  problems: ConfigProblem[],
+  hint = '',
+): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    problems.push({ file: label, key: '', message: `cannot read ${path}: ${errnoText(err)}${hint}` });
+    return undefined;
+  }
+}
+
+function parseTomlInto<F extends TomlSection>(
+  label: string,
+  text: string | undefined,
+  make: () => F,
+  problems: ConfigProblem[],
+): ParsedFile<F> {
+  const file = make();
+  // '*' marks a file that could not be read or parsed: cross-checks then skip it entirely.
+  if (text === undefined) return { file, bad: new Set(['*']) };
+  let raw: unknown;
+  try {
+    raw = parse(text, { integersAsBigInt: 'asNeeded', unsafeKeyBehaviour: 'throw' });
+  } catch (err) {
+    if (err instanceof TomlError) {
+      const why = err.message.split('\n')[0]!.replace(/^Invalid TOML document: /, '');
+      problems.push({
+        file: label,
+        key: '',
+        message: `not valid TOML at line ${err.line}, column ${err.column}: ${why}`,
+      });
+    } else problems.push({ file: label, key: '', message: `not valid TOML: ${(err as Error).message}` });
+    return { file, bad: new Set(['*']) };
+  }
+  fillSection(label, '', file, raw, problems);
+  return { file, bad: validateTree(label, '', file, make(), problems) };
+}
+
+/** Parses and checks config.toml (undefined text: the file could not be read, defaults are used). */
+export function parseConfigToml(text: string | undefined, problems: ConfigProblem[], label = 'config.toml') {
+  const parsed = parseTomlInto(label, text, () => new ConfigTomlFile(), problems);
+  const config = toConfigToml(parsed.file);
+  checkConfigToml(label, config, parsed.bad, problems);
+  return { config, file: parsed.file, bad: parsed.bad };
+}
+
+/** Parses and checks app.toml; relative TLS paths resolve against `configDir`. */
+export function parseAppToml(
+  text: string | undefined,
+  problems: ConfigProblem[],
+  configDir = '.',
+  label = 'app.toml',
+) {
+  const parsed = parseTomlInto(label, text, () => new AppTomlFile(), problems);
+  const app = toAppToml(parsed.file, (p) => (isAbsolute(p) ? p : resolve(configDir, p)));
+  checkAppToml(label, app, parsed.file, parsed.bad, problems);
+  return { app, file: parsed.file, bad: parsed.bad };
+}
+
+export function parseClientToml(text: string | undefined, problems: ConfigProblem[], label = 'client.toml') {
+  const parsed = parseTomlInto(label, text, () => new ClientTomlFile(), problems);
+  return { client: toClientToml(parsed.file), file: parsed.file, bad: parsed.bad };
+}
+
+/** The one loader the node and the CLI call: <home>/config/{config,app,client}.toml, all checked. */
+export function loadNodeConfig(home: string): LoadedNodeConfig {
+  const paths = homePaths(home);
+  const problems: ConfigProblem[] = [];
+  const read = (label: string, path: string) =>
+    readTextFile(label, path, problems, ' (run "noded init" to create the home)');
+  const c = parseConfigToml(read('config.toml', paths.configToml), problems);
+  const a = parseAppToml(read('app.toml', paths.appToml), problems, paths.config);
+  const k = parseClientToml(read('client.toml', paths.clientToml), problems);
+  checkPortConflicts(c.config, a.app, c.bad, a.bad, problems);
+  return { config: c.config, app: a.app, client: k.client, problems };
+}
+
+function checkConfigToml(label: string, config: ConfigToml, bad: Set<string>, problems: ConfigProblem[]) {
+  const m = config.mempool;
+  const ok = !bad.has('*') && !bad.has('mempool.max_tx_bytes') && !bad.has('mempool.max_txs_bytes');
+  if (ok && m.maxTxBytes > m.maxTxsBytes) {
+    problems.push({
+      file: label,
+      key: 'mempool.max_tx_bytes',
+      message: `must be <= mempool.max_txs_bytes (${m.maxTxsBytes}), got ${m.maxTxBytes}`,
+    });
+  }
+}
+
+const q = (v: bigint) => `"${v}"`;
+
+function checkAppToml(
+  label: string,
+  app: AppToml,
+  file: AppTomlFile,
+  bad: Set<string>,
+  problems: ConfigProblem[],
+) {
+  const ok = (...keys: string[]) => !bad.has('*') && keys.every((k) => !bad.has(k));
+  const push = (key: string, message: string) => problems.push({ file: label, key, message });
+  const g = app.evm.gas;
+
+  // Seed §2.4 / §8: min_gas_price <= base_fee <= max_gas_price.
+  if (ok('evm.gas.min_gas_price', 'evm.gas.max_gas_price') && g.minGasPrice > g.maxGasPrice) {
+    push(
+      'evm.gas.min_gas_price',
+      `must be <= evm.gas.max_gas_price (${q(g.maxGasPrice)}), got ${q(g.minGasPrice)}`,
+    );
+  } else if (
+    ok('evm.gas.min_gas_price', 'evm.gas.max_gas_price', 'evm.gas.base_fee') &&
+    (g.baseFee < g.minGasPrice || g.baseFee > g.maxGasPrice)
+  ) {
+    push(
+      'evm.gas.base_fee',
+      `must be between evm.gas.min_gas_price (${q(g.minGasPrice)}) and evm.gas.max_gas_price (${q(g.maxGasPrice)}), got ${q(g.baseFee)}`,
+    );
+  }
+  if (ok('evm.min_gas_price', 'evm.max_gas_price') && app.evm.minGasPrice > app.evm.maxGasPrice) {
+    push(
+      'evm.min_gas_price',
+      `must be <= evm.max_gas_price (${q(app.evm.maxGasPrice)}), got ${q(app.evm.minGasPrice)}`,
+    );
+  } else if (ok('evm.max_gas_price', 'evm.gas.base_fee') && app.evm.maxGasPrice < g.baseFee) {
+    push(
+      'evm.max_gas_price',
+      `must be >= evm.gas.base_fee (${q(g.baseFee)}), or no transaction could pay the first block's base fee, got ${q(app.evm.maxGasPrice)}`,
+    );
+  }
+  if (ok('evm.gas.gas_target', 'evm.gas.block_gas_limit') && g.gasTarget > g.blockGasLimit) {
+    push(
+      'evm.gas.gas_target',
+      `must be <= evm.gas.block_gas_limit (${q(g.blockGasLimit)}), got ${q(g.gasTarget)}`,
+    );
+  }
+
+  if (ok('mode', 'pruning') && app.mode === 'archive' && app.pruning !== 'nothing') {
+    push(
+      'pruning',
+      `must be "nothing" when mode is "archive" (an archive node keeps all state), got "${app.pruning}"`,
+    );
+  }
+
+  if (
+    ok('api.address', 'evm.api_address') &&
+    (app.api.address.host !== app.evm.apiAddress.host || app.api.address.port !== app.evm.apiAddress.port)
+  ) {
+    push(
+      'evm.api_address',
+      `must name the same host and port as api.address (${describeValue(file.api.address)}), got ${describeValue(file.evm.api_address)}`,
+    );
+  }
+
+  if (ok('api.tls_cert_file', 'api.tls_key_file')) checkTls(app, file, push);
+}
+
+function checkTls(app: AppToml, file: AppTomlFile, push: (key: string, message: string) => void) {
+  const cert = app.api.tlsCertFile;
+  const key = app.api.tlsKeyFile;
+  if (cert === '' && key === '') return;
+  if (key === '') {
+    push(
+      'api.tls_key_file',
+      `must be set when api.tls_cert_file is set (${describeValue(file.api.tls_cert_file)})`,
+    );
+    return;
+  }
+  if (cert === '') {
+    push(
+      'api.tls_cert_file',
+      `must be set when api.tls_key_file is set (${describeValue(file.api.tls_key_file)})`,
+    );
+    return;
+  }
+  const read = (k: string, path: string): string | undefined => {
+    try {
+      if (!statSync(path).isFile()) {
+        push(k, `${describeValue(path)} is not a file`);
+        return undefined;
+      }
+      return readFileSync(path, 'utf8');
+    } catch (err) {
+      push(k, `cannot read ${describeValue(path)}: ${errnoText(err)}`);
+      return undefined;
+    }
+  };
+  const certPem = read('api.tls_cert_file', cert);
+  const keyPem = read('api.tls_key_file', key);
+  let x509: X509Certificate | undefined;
+  let priv: ReturnType<typeof createPrivateKey> | undefined;
+  if (certPem !== undefined) {
+    try {
+      x509 = new X509Certificate(certPem);
+    } catch {
+      push('api.tls_cert_file', `${describeValue(cert)} does not hold a PEM certificate`);
+    }
+  }
+  if (keyPem !== undefined) {
+    try {
+      priv = createPrivateKey(keyPem);
+    } catch {
+      push('api.tls_key_file', `${describeValue(key)} does not hold a PEM private key (or it is encrypted)`);
+    }
+  }
+  if (x509 && priv && !x509.checkPrivateKey(priv)) {
+    push(
+      'api.tls_key_file',
+      `${describeValue(key)} is not the private key of the certificate in api.tls_cert_file`,
+    );
+  }
+}
+
+/** One server socket the node opens, as configured. */
+export interface ListenerConfig {
+  /** What listens there, for people: "p2p", "rpc", "rest api", "evm http", "evm ws", "metrics". */
+  name: string;
+  file: 'config.toml' | 'app.toml';
+  key: string;
+  address: ListenAddress;
+  enabled: boolean;
+}
+
+/** Every listener of the node in a fixed order, enabled or not. */
+export function listenAddresses(config: ConfigToml, app: AppToml): ListenerConfig[] {
+  return [
+    { name: 'p2p', file: 'config.toml', key: 'p2p.laddr', address: config.p2p.laddr, enabled: true },
+    { name: 'rpc', file: 'config.toml', key: 'rpc.laddr', address: config.rpc.laddr, enabled: true },
+    {
+      name: 'rest api',
+      file: 'app.toml',
+      key: 'api.address',
+      address: app.api.address,
+      enabled: app.api.enable,
+    },
+    {
+      name: 'evm http',
+      file: 'app.toml',
+      key: 'evm.rpc_address',
+      address: app.evm.rpcAddress,
+      enabled: app.evm.rpc.enable,
+    },
+    {
+      name: 'evm ws',
+      file: 'app.toml',
+      key: 'evm.ws_address',
+      address: app.evm.wsAddress,
+      enabled: app.evm.rpc.wsEnable,
+    },
+    {
+      name: 'metrics',
+      file: 'config.toml',
+      key: 'instrumentation.prometheus_listen_addr',
+      address: config.instrumentation.prometheusListenAddr,
+      enabled: config.instrumentation.prometheus,
+    },
+  ];
+}
+
+const WILDCARDS = new Set(['0.0.0.0', '::', '']);
+
+function overlaps(a: ListenAddress, b: ListenAddress): boolean {
+  return a.port === b.port && (a.host === b.host || WILDCARDS.has(a.host) || WILDCARDS.has(b.host));
+}
+
+function checkPortConflicts(
+  config: ConfigToml,
+  app: AppToml,
+  configBad: Set<string>,
+  appBad: Set<string>,
+  problems: ConfigProblem[],
+) {
+  const seen: ListenerConfig[] = [];
+  for (const l of listenAddresses(config, app)) {
+    const bad = l.file === 'config.toml' ? configBad : appBad;
+    if (!l.enabled || bad.has(l.key) || bad.has('*')) continue;
+    const clash = seen.find((s) => overlaps(s.address, l.address));
+    if (clash) {
+      problems.push({
+        file: l.file,
+        key: l.key,
+        message: `port ${l.address.port} is already used by ${clash.file}: ${clash.key} (${describeValue(clash.address.raw)}), got ${describeValue(l.address.raw)}`,
+      });
+    } else seen.push(l);
+  }
+}

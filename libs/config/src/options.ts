@@ -1,0 +1,187 @@
+// Mappers from the parsed files to the option records each lib takes (field names as in the
+// integration contract: camelCase of the keys, durations in ms, integer strings as bigint). The
+// types are declared here because the libs are written in parallel; they are plain records, so a
+// lib's own option type with the same fields accepts them.
+import type { AppToml } from './schema/app-toml.js';
+import type { ConfigToml } from './schema/config-toml.js';
+
+/** [evm.rpc] for the Ethereum JSON-RPC (libs/rpc eth). */
+export interface EthRpcOptions {
+  enable: boolean;
+  wsEnable: boolean;
+  apis: string[];
+  gasCap: bigint;
+  evmTimeoutMs: number;
+  /** Base units; 0n = no cap. */
+  txFeeCap: bigint;
+  logsCap: number;
+  blockRangeCap: number;
+  batchRequestLimit: number;
+  batchResponseMaxSize: number;
+  maxBodyBytes: number;
+  filterCap: number;
+  filterTimeoutMs: number;
+  maxSubscriptionsPerConnection: number;
+  wsPingIntervalMs: number;
+  wsMaxBufferedBytes: number;
+  httpTimeoutMs: number;
+  corsAllowedOrigins: string[];
+  allowUnprotectedTxs: boolean;
+  feeHistoryCap: number;
+}
+
+/** [rpc] for the CometBFT-compatible RPC (libs/rpc comet). Listen with config.rpc.laddr.host/port. */
+export interface CometRpcOptions {
+  laddr: string;
+  corsAllowedOrigins: string[];
+  maxOpenConnections: number;
+  maxSubscriptionClients: number;
+  maxSubscriptionsPerClient: number;
+  experimentalSubscriptionBufferSize: number;
+  experimentalCloseOnSlowClient: boolean;
+  timeoutBroadcastTxCommitMs: number;
+  maxRequestBatchSize: number;
+  maxBodyBytes: number;
+  maxHeaderBytes: number;
+  unsafe: boolean;
+}
+
+/** [api] for the REST API (libs/rpc rest). TLS paths are absolute ("" = plain HTTP). */
+export interface ApiOptions {
+  enable: boolean;
+  swagger: boolean;
+  address: string;
+  maxOpenConnections: number;
+  rpcReadTimeoutMs: number;
+  rpcWriteTimeoutMs: number;
+  rpcMaxBodyBytes: number;
+  tlsCertFile: string;
+  tlsKeyFile: string;
+}
+
+/** [instrumentation] for the metrics server (libs/telemetry). */
+export interface InstrumentationOptions {
+  prometheus: boolean;
+  prometheusListenAddr: string;
+  maxOpenConnections: number;
+  namespace: string;
+}
+
+/**
+ * What execution takes from config.toml [mempool] and app.toml (pruning, [evm], [evm.gas],
+ * [evm.rpc]); the fields match libs/execution's ExecutorOptions so the node can spread them in.
+ */
+export interface ExecutorSettings {
+  /** "archive" keeps all state (app.toml mode "archive" or pruning "nothing"); "full" prunes. */
+  mode: 'full' | 'archive';
+  /** pruning_keep_recent: heights of state kept in full mode. */
+  keepRecent: number;
+  /** [evm.gas]: the fee market. */
+  gas: {
+    baseFee: bigint;
+    minGasPrice: bigint;
+    maxGasPrice: bigint;
+    gasTarget: bigint;
+    blockGasLimit: bigint;
+  };
+  mempool: {
+    size: number;
+    maxTxsBytes: number;
+    maxTxBytes: number;
+    cacheSize: number;
+    recheck: boolean;
+    maxTxsPerSender: number;
+    /** Percent. */
+    priceBump: number;
+  };
+  /** [evm.rpc] allow_unprotected_txs. */
+  allowUnprotectedTxs: boolean;
+  /** [evm.rpc] txfee_cap in base units; 0n = no cap. */
+  txFeeCap: bigint;
+  /** [evm] min/max_gas_price: the gas prices this node admits into its mempool. */
+  txMinGasPrice: bigint;
+  txMaxGasPrice: bigint;
+}
+
+/** [consensus], shaped like libs/consensus's ConsensusRuntimeOptions (timeouts in ms). */
+export interface ConsensusTimeouts {
+  timeouts: {
+    propose: number;
+    proposeDelta: number;
+    prevote: number;
+    prevoteDelta: number;
+    precommit: number;
+    precommitDelta: number;
+    commit: number;
+  };
+  createEmptyBlocks: boolean;
+  createEmptyBlocksIntervalMs: number;
+  doubleSignCheckHeight: number;
+}
+
+export function toEthRpcOptions(app: AppToml): EthRpcOptions {
+  return {
+    ...app.evm.rpc,
+    apis: [...app.evm.rpc.apis],
+    corsAllowedOrigins: [...app.evm.rpc.corsAllowedOrigins],
+  };
+}
+
+export function toCometRpcOptions(config: ConfigToml): CometRpcOptions {
+  return {
+    ...config.rpc,
+    laddr: config.rpc.laddr.raw,
+    corsAllowedOrigins: [...config.rpc.corsAllowedOrigins],
+  };
+}
+
+export function toApiOptions(app: AppToml): ApiOptions {
+  return { ...app.api, address: app.api.address.raw };
+}
+
+export function toInstrumentationOptions(config: ConfigToml): InstrumentationOptions {
+  return { ...config.instrumentation, prometheusListenAddr: config.instrumentation.prometheusListenAddr.raw };
+}
+
+/** `mode` is the mode the node runs in (`start --mode`), default from app.toml. */
+export function toExecutorSettings(
+  config: ConfigToml,
+  app: AppToml,
+  mode?: 'full' | 'archive',
+): ExecutorSettings {
+  const g = app.evm.gas;
+  return {
+    mode: mode ?? (app.mode === 'archive' || app.pruning === 'nothing' ? 'archive' : 'full'),
+    keepRecent: Number(app.pruningKeepRecent),
+    gas: {
+      baseFee: g.baseFee,
+      minGasPrice: g.minGasPrice,
+      maxGasPrice: g.maxGasPrice,
+      gasTarget: g.gasTarget,
+      blockGasLimit: g.blockGasLimit,
+    },
+    mempool: { ...config.mempool },
+    allowUnprotectedTxs: app.evm.rpc.allowUnprotectedTxs,
+    txFeeCap: app.evm.rpc.txFeeCap,
+    txMinGasPrice: app.evm.minGasPrice,
+    txMaxGasPrice: app.evm.maxGasPrice,
+  };
+}
+
+export function toConsensusTimeouts(config: ConfigToml): ConsensusTimeouts {
+  const c = config.consensus;
+  return {
+    timeouts: {
+      propose: c.timeoutProposeMs,
+      proposeDelta: c.timeoutProposeDeltaMs,
+      prevote: c.timeoutPrevoteMs,
+      prevoteDelta: c.timeoutPrevoteDeltaMs,
+      precommit: c.timeoutPrecommitMs,
+      precommitDelta: c.timeoutPrecommitDeltaMs,
+      commit: c.timeoutCommitMs,
+    },
+    createEmptyBlocks: c.createEmptyBlocks,
+    createEmptyBlocksIntervalMs: c.createEmptyBlocksIntervalMs,
+    doubleSignCheckHeight: c.doubleSignCheckHeight,
+  };
+}

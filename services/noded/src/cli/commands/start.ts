@@ -1,0 +1,226 @@
+// noded start [--mode] [--log-level] [--log-file] [--dry-run]: checks everything, then either prints
+// what would run (--dry-run) or hands over to the node runtime (services/noded/src/node.ts).
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type { Command } from 'commander';
+import {
+  acquireHomeLock,
+  type ChainId,
+  EVM_CHAIN_IDS,
+  HomeLockedError,
+  homePaths,
+  LOG_LEVELS,
+  type LoadedGenesis,
+  type LoadedNodeConfig,
+  NODE_MODES,
+  releaseHomeLock,
+} from '../../../../../libs/config/index.js';
+import { checkStart, type StartCheck } from '../checks.js';
+import {
+  addHomeOption,
+  CliError,
+  type HomeOpts,
+  homeOf,
+  problemsError,
+  requireHome,
+  say,
+  table,
+} from '../util.js';
+
+interface StartOpts extends HomeOpts {
+  mode?: string;
+  logLevel?: string;
+  logFile?: string;
+  dryRun?: boolean;
+}
+
+/** What services/noded/src/node.ts exports; the CLI holds the home lock while it runs. */
+export interface RunNodeOptions {
+  home: string;
+  mode: 'full' | 'archive';
+  logLevel: string;
+  logFile: string;
+  loaded: LoadedNodeConfig;
+  genesis: LoadedGenesis;
+}
+export interface RunningNode {
+  stop(): Promise<void>;
+  done: Promise<void>;
+}
+type RunNode = (opts: RunNodeOptions) => Promise<RunningNode>;
+
+export function registerStart(program: Command): void {
+  addHomeOption(
+    program
+      .command('start')
+      .description('check the home and run the node (--dry-run: check and print what would run)')
+      .option('--mode <mode>', `${NODE_MODES.join(' | ')} (default: "mode" in app.toml, set by init)`)
+      .option('--log-level <level>', `${LOG_LEVELS.join(' | ')} (default: log_level in config.toml)`)
+      .option('--log-file <path>', 'JSON log file (default: <home>/logs/noded.log)')
+      .option(
+        '--dry-run',
+        'validate configs, genesis, keys, data dir and listen addresses, print the plan, exit',
+      ),
+  ).action((opts: StartOpts) => runStart(opts));
+}
+
+function summary(home: string, mode: string, logFile: string, logLevel: string, c: StartCheck): string[] {
+  const { config } = c.loaded;
+  const g = c.genesis!;
+  const chainId = g.json.chain_id as ChainId;
+  const inSet = g.runtime.validators.find(
+    (v) => Buffer.from(v.address).toString('hex').toUpperCase() === c.validator?.address,
+  );
+  const lines = table([
+    ['home', home],
+    ['chain id', `${chainId} (EVM chain id ${EVM_CHAIN_IDS[chainId]})`],
+    ['mode', mode],
+    ['moniker', config.moniker],
+    ['node id', c.nodeId ?? ''],
+    [
+      'validator',
+      `${c.validator?.address} ${inSet ? `(power ${inSet.votingPower} of ${g.runtime.validators.length} genesis validators)` : '(not in the genesis validator set)'}`,
+    ],
+    ['log file', `${logFile} (level ${logLevel})`],
+  ]);
+  lines.push('  ports:');
+  lines.push(
+    ...table(
+      c.listeners.map((l) => [l.name, l.enabled ? `${l.address.raw}  (${l.file} ${l.key})` : '(disabled)']),
+      '    ',
+    ),
+  );
+  const peers = config.p2p.persistentPeers.map((p) => `${p.nodeId}@${p.host}:${p.port}`);
+  const seeds = config.p2p.seeds.map((p) => `${p.nodeId}@${p.host}:${p.port}`);
+  lines.push('  peers:');
+  lines.push(
+    ...table(
+      [
+        ['persistent_peers', peers.length > 0 ? peers.join(', ') : '(none)'],
+        ['seeds', seeds.length > 0 ? seeds.join(', ') : '(none)'],
+        ['external_address', config.p2p.externalAddress || '(none)'],
+      ],
+      '    ',
+    ),
+  );
+  return lines;
+}
+
+async function runStart(opts: StartOpts): Promise<void> {
+  const home = homeOf(opts);
+  const errors: string[] = [];
+  if (opts.mode !== undefined && !(NODE_MODES as readonly string[]).includes(opts.mode)) {
+    errors.push(`--mode: must be one of ${NODE_MODES.join(', ')}, got ${JSON.stringify(opts.mode)}`);
+  }
+  if (opts.logLevel !== undefined && !(LOG_LEVELS as readonly string[]).includes(opts.logLevel)) {
+    errors.push(`--log-level: must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(opts.logLevel)}`);
+  }
+  if (opts.logFile === '') errors.push('--log-file: must not be empty');
+  if (errors.length > 0) throw new CliError('start: bad arguments', errors);
+  if (opts.mode === 'light') {
+    throw new CliError('--mode light: the light client is not available yet; run a full or archive node');
+  }
+  requireHome(home);
+
+  const logFile = opts.logFile !== undefined ? resolve(opts.logFile) : homePaths(home).logFile;
+  const check = await checkStart(home, logFile);
+  const mode = opts.mode ?? check.loaded.app.mode;
+  if (mode === 'light') {
+    throw new CliError(
+      'app.toml: mode: "light" (set by `noded init light`): the light client is not available yet; pass --mode full or --mode archive',
+    );
+  }
+  if (check.problems.length > 0)
+    throw problemsError(opts.dryRun ? 'start --dry-run' : 'start', check.problems);
+  const logLevel = opts.logLevel ?? check.loaded.config.logLevel;
+
+  if (opts.dryRun) {
+    say('start --dry-run: every check passed; the node would run with:');
+    for (const l of summary(home, mode, logFile, logLevel, check)) say(l);
+    return;
+  }
+  await runNodeProcess(
+    {
+      home,
+      mode: mode as 'full' | 'archive',
+      logLevel,
+      logFile,
+      loaded: check.loaded,
+      genesis: check.genesis!,
+    },
+    summary(home, mode, logFile, logLevel, check),
+  );
+}
+
+async function loadRuntime(): Promise<RunNode> {
+  // NODED_RUNTIME_MODULE replaces the node runtime (tests use it to exercise the lifecycle here).
+  const spec = process.env.NODED_RUNTIME_MODULE
+    ? new URL(`file://${resolve(process.env.NODED_RUNTIME_MODULE)}`).href
+    : new URL('../../node.js', import.meta.url).href;
+  let mod: { runNode?: unknown };
+  try {
+    mod = (await import(spec)) as { runNode?: unknown };
+  } catch (err) {
+    throw new CliError(`the node runtime (${spec}) cannot be loaded: ${(err as Error).message}`);
+  }
+  if (typeof mod.runNode !== 'function')
+    throw new CliError(`the node runtime (${spec}) does not export runNode()`);
+  return mod.runNode as RunNode;
+}
+
+async function runNodeProcess(opts: RunNodeOptions, plan: string[]): Promise<void> {
+  const runNode = await loadRuntime();
+  try {
+    acquireHomeLock(opts.home);
+  } catch (err) {
+    if (err instanceof HomeLockedError) throw new CliError(err.message);
+    throw err;
+  }
+  process.on('exit', () => releaseHomeLock(opts.home));
+  mkdirSync(dirname(opts.logFile), { recursive: true });
+
+  say('starting noded:');
+  for (const l of plan) say(l);
+
+  let node: RunningNode;
+  try {
+    node = await runNode(opts);
+  } catch (err) {
+    releaseHomeLock(opts.home);
+    throw new CliError(`the node failed to start: ${(err as Error).message} (see ${opts.logFile})`);
+  }
+  say(`noded is running (pid ${process.pid}); Ctrl-C or SIGTERM stops it`);
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) {
+      console.error(`noded: ${signal} again, exiting without waiting`);
+      process.exit(1);
+    }
+    stopping = true;
+    console.error(`noded: ${signal} received, stopping`);
+    let code = 0;
+    try {
+      await node.stop();
+    } catch (err) {
+      console.error(`noded: stopping failed: ${(err as Error).message}`);
+      code = 1;
+    }
+    releaseHomeLock(opts.home);
+    process.exit(code);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+
+  try {
+    await node.done;
+  } catch (err) {
+    releaseHomeLock(opts.home);
+    throw new CliError(`the node stopped with an error: ${(err as Error).message} (see ${opts.logFile})`);
+  }
+  // When a signal started the shutdown, shutdown() exits once stop() returns.
+  if (!stopping) {
+    releaseHomeLock(opts.home);
+    say('noded: the node stopped');
+  }
+}
