@@ -17,6 +17,8 @@ export interface HomePaths {
   privValidatorKey: string;
   /** Optional operator override of the network presets (see docs/networks.md). */
   networks: string;
+  /** chain-local only: the test mnemonic whose accounts `noded start` unlocks (TEST ONLY keys). */
+  devAccounts: string;
   privValidatorState: string;
   pidFile: string;
   csWal: string;
@@ -50,6 +52,7 @@ export function homePaths(home: string): HomePaths {
     nodeKey: join(config, 'node_key.json'),
     privValidatorKey: join(config, 'priv_validator_key.json'),
     networks: join(config, 'networks.json'),
+    devAccounts: join(config, 'dev_accounts.json'),
     privValidatorState: join(data, 'priv_validator_state.json'),
     pidFile: join(data, 'noded.pid'),
     csWal: join(data, 'cs.wal'),

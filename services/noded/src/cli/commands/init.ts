@@ -221,6 +221,14 @@ function runInit(nodeType: string, opts: InitOpts): void {
   if (!nodeKey.kept) files.push({ path: paths.nodeKey, text: nodeKeyJson(nodeKey.key), mode: 0o600 });
   if (!valKey.kept)
     files.push({ path: paths.privValidatorKey, text: validatorKeyJson(valKey.key), mode: 0o600 });
+  if (devAccounts.length > 0) {
+    const devFile = {
+      warning: 'TEST ONLY: these keys are public; never use them on mainnet or testnet',
+      mnemonic,
+      count: devAccounts.length,
+    };
+    files.push({ path: paths.devAccounts, text: `${JSON.stringify(devFile, null, 2)}\n`, mode: 0o600 });
+  }
   const keepState = existsSync(paths.privValidatorState);
   if (!keepState)
     files.push({ path: paths.privValidatorState, text: initialValidatorStateJson(), mode: 0o600 });

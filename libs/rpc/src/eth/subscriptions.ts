@@ -1,0 +1,86 @@
+// One WebSocket connection's state: its eth_subscribe subscriptions, liveness for ping/pong, and a
+// send path that disconnects a subscriber whose unsent backlog passes ws_max_buffered_bytes.
+import type { WebSocket } from 'ws';
+import type { Logger } from '../../../types/index.js';
+import type { LogMatch } from './filters.js';
+
+export type SubscriptionKind = 'newHeads' | 'logs' | 'newPendingTransactions' | 'syncing';
+
+export interface Subscription {
+  id: string;
+  kind: SubscriptionKind;
+  /** logs: address/topic criteria. */
+  match?: LogMatch;
+  /** newPendingTransactions: full transaction objects instead of hashes. */
+  fullTx?: boolean;
+  /** syncing: the last status sent (JSON), to notify only on change. */
+  lastSyncing?: string;
+  /** Notifications wait here until the eth_subscribe reply itself has been sent. */
+  backlog: string[] | null;
+}
+
+const MAX_BACKLOG = 1_000;
+
+export class WsSession {
+  readonly subs = new Map<string, Subscription>();
+  /** Cleared when a ping goes out; set again by the pong. */
+  alive = true;
+  closed = false;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly maxBufferedBytes: number,
+    private readonly logger: Logger,
+    readonly remote: string,
+  ) {}
+
+  /** Sends one text frame; false (and the connection dropped) when the peer does not keep up. */
+  send(text: string): boolean {
+    if (this.closed || this.ws.readyState !== this.ws.OPEN) return false;
+    if (this.maxBufferedBytes > 0 && this.ws.bufferedAmount > this.maxBufferedBytes) {
+      this.logger.warn(
+        { remote: this.remote, bufferedBytes: this.ws.bufferedAmount, limit: this.maxBufferedBytes },
+        'disconnecting slow WebSocket subscriber (ws_max_buffered_bytes exceeded)',
+      );
+      this.terminate();
+      return false;
+    }
+    this.ws.send(text);
+    return true;
+  }
+
+  /** Sends an eth_subscription notification; `resultJson` is the already serialised result. */
+  notify(sub: Subscription, resultJson: string): boolean {
+    const text = `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"${sub.id}","result":${resultJson}}}`;
+    if (sub.backlog !== null) {
+      if (sub.backlog.length < MAX_BACKLOG) sub.backlog.push(text);
+      return true;
+    }
+    return this.send(text);
+  }
+
+  /** Starts delivery once the subscription id has reached the client. */
+  activate(id: string): void {
+    const sub = this.subs.get(id);
+    if (sub === undefined || sub.backlog === null) return;
+    const queued = sub.backlog;
+    sub.backlog = null;
+    for (const text of queued) if (!this.send(text)) return;
+  }
+
+  ping(): void {
+    if (this.closed) return;
+    this.alive = false;
+    try {
+      this.ws.ping();
+    } catch {
+      // Not open (yet or any more): the next round drops it if no pong arrives.
+    }
+  }
+
+  terminate(): void {
+    this.closed = true;
+    this.subs.clear();
+    this.ws.terminate();
+  }
+}

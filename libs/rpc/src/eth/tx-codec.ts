@@ -1,0 +1,142 @@
+// Typed transaction encoding for the dev accounts' eth_sendTransaction (legacy with EIP-155,
+// EIP-2930, EIP-1559), and the few fields of a raw transaction the RPC checks before the mempool
+// does (fee cap, EIP-155 replay protection).
+import { decode, encode, type Input } from '@ethereumjs/rlp';
+import { keccak256, secp256k1Sign } from '../../../crypto/index.js';
+import type { AccessListEntry, Hex } from '../../../types/index.js';
+import { bigintToBytes, bytesToBigint, bytesToHex, hexToBytes } from './hex.js';
+
+export interface UnsignedTx {
+  type: 0 | 1 | 2;
+  chainId: bigint;
+  nonce: bigint;
+  gas: bigint;
+  to: Hex | null;
+  value: bigint;
+  data: Hex;
+  /** Types 0 and 1. */
+  gasPrice?: bigint;
+  /** Type 2. */
+  maxFeePerGas?: bigint;
+  maxPriorityFeePerGas?: bigint;
+  accessList: AccessListEntry[];
+}
+
+export interface SignedTx {
+  raw: Uint8Array;
+  hash: Hex;
+}
+
+function accessListRlp(list: AccessListEntry[]): Input {
+  return list.map((e) => [hexToBytes(e.address), e.storageKeys.map((k) => hexToBytes(k))]);
+}
+
+function concat(prefix: number, body: Uint8Array): Uint8Array {
+  const out = new Uint8Array(body.length + 1);
+  out[0] = prefix;
+  out.set(body, 1);
+  return out;
+}
+
+/** Signs with secp256k1 (native) and returns the network encoding and the transaction hash. */
+export function signTransaction(tx: UnsignedTx, privateKey: Uint8Array): SignedTx {
+  const to = tx.to === null ? new Uint8Array() : hexToBytes(tx.to);
+  const data = hexToBytes(tx.data);
+  const n = bigintToBytes;
+  let raw: Uint8Array;
+  if (tx.type === 0) {
+    const fields: Input[] = [n(tx.nonce), n(tx.gasPrice ?? 0n), n(tx.gas), to, n(tx.value), data];
+    const digest = keccak256(encode([...fields, n(tx.chainId), new Uint8Array(), new Uint8Array()]));
+    const { signature, recovery } = secp256k1Sign(digest, privateKey);
+    const v = BigInt(recovery) + tx.chainId * 2n + 35n;
+    raw = encode([
+      ...fields,
+      n(v),
+      n(bytesToBigint(signature.subarray(0, 32))),
+      n(bytesToBigint(signature.subarray(32))),
+    ]);
+  } else {
+    const fields: Input[] =
+      tx.type === 1
+        ? [
+            n(tx.chainId),
+            n(tx.nonce),
+            n(tx.gasPrice ?? 0n),
+            n(tx.gas),
+            to,
+            n(tx.value),
+            data,
+            accessListRlp(tx.accessList),
+          ]
+        : [
+            n(tx.chainId),
+            n(tx.nonce),
+            n(tx.maxPriorityFeePerGas ?? 0n),
+            n(tx.maxFeePerGas ?? 0n),
+            n(tx.gas),
+            to,
+            n(tx.value),
+            data,
+            accessListRlp(tx.accessList),
+          ];
+    const digest = keccak256(concat(tx.type, encode(fields)));
+    const { signature, recovery } = secp256k1Sign(digest, privateKey);
+    const sig = [
+      n(BigInt(recovery)),
+      n(bytesToBigint(signature.subarray(0, 32))),
+      n(bytesToBigint(signature.subarray(32))),
+    ];
+    raw = concat(tx.type, encode([...fields, ...sig]));
+  }
+  return { raw, hash: bytesToHex(keccak256(raw)) };
+}
+
+/** What the RPC checks in a raw transaction before handing it to the chain. */
+export interface RawTxSummary {
+  type: number;
+  gas: bigint;
+  /** gasPrice (types 0, 1) or maxFeePerGas (types 2, 3, 4): the most each unit of gas may cost. */
+  feeCap: bigint;
+  /** Legacy transactions: false when v is 27/28 (no EIP-155 chain id). Typed ones always carry a chain id. */
+  replayProtected: boolean;
+}
+
+const asBytes = (x: unknown): Uint8Array => {
+  if (!(x instanceof Uint8Array)) throw new Error('expected a byte string field');
+  return x;
+};
+
+/** Reads the fee fields of a raw transaction; throws on bytes that are not a transaction. */
+export function summarizeRawTransaction(raw: Uint8Array): RawTxSummary {
+  if (raw.length === 0) throw new Error('empty transaction');
+  const first = raw[0]!;
+  if (first >= 0xc0) {
+    const f = decode(raw) as unknown[];
+    if (!Array.isArray(f) || f.length !== 9) throw new Error('legacy transaction must have 9 fields');
+    const v = bytesToBigint(asBytes(f[6]));
+    return {
+      type: 0,
+      gas: bytesToBigint(asBytes(f[2])),
+      feeCap: bytesToBigint(asBytes(f[1])),
+      replayProtected: v !== 27n && v !== 28n,
+    };
+  }
+  const f = decode(raw.subarray(1)) as unknown[];
+  if (!Array.isArray(f)) throw new Error('typed transaction payload must be a list');
+  if (first === 1)
+    return {
+      type: 1,
+      gas: bytesToBigint(asBytes(f[3])),
+      feeCap: bytesToBigint(asBytes(f[2])),
+      replayProtected: true,
+    };
+  if (first === 2 || first === 4) {
+    return {
+      type: first,
+      gas: bytesToBigint(asBytes(f[4])),
+      feeCap: bytesToBigint(asBytes(f[3])),
+      replayProtected: true,
+    };
+  }
+  throw new Error(`unsupported transaction type ${first}`);
+}
