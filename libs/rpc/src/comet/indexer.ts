@@ -1,0 +1,442 @@
+// The CometBFT "kv" transaction and block indexer (data/tx_index.db): indexes each committed
+// block's transaction results and events so /tx, /tx_search and /block_search can answer.
+//
+// Keys (bytewise ordered, integers big-endian so ranges iterate numerically):
+//   T <hash 32>                                   -> the transaction record (JSON)
+//   A <keccak256(tx) 32>                          -> hash (lookup by the Ethereum hash)
+//   H <height 8><index 4>                         -> hash (tx.height)
+//   E <tag> 0x00 <value> 0x00 <height 8><index 4> -> hash (indexed attribute type.key of a tx event)
+//   B <height 8>                                  -> "" (block.height)
+//   F <tag> 0x00 <value> 0x00 <height 8>          -> "" (indexed attribute of a FinalizeBlock event)
+//   M last                                        -> height 8 (highest block indexed)
+import { keccak256 } from '../../../crypto/index.js';
+import type { KVStore } from '../../../storage/index.js';
+import type {
+  AbciEvent,
+  Block,
+  EventBus,
+  ExecTxResult,
+  FinalizeBlockResponse,
+  Logger,
+  NodeReader,
+} from '../../../types/index.js';
+import { txHash } from './encode.js';
+import { parseNumberValue, Query } from './query.js';
+import { b64, bytesEqual, fromB64 } from './wire.js';
+
+export const TX_HASH_KEY = 'tx.hash';
+export const TX_HEIGHT_KEY = 'tx.height';
+export const BLOCK_HEIGHT_KEY = 'block.height';
+
+/** One indexed transaction (abci.TxResult). */
+export interface IndexedTx {
+  /** CometBFT hash: sha256 of the raw bytes. */
+  hash: Uint8Array;
+  height: number;
+  index: number;
+  tx: Uint8Array;
+  result: ExecTxResult;
+}
+
+export interface TxIndexerDeps {
+  kv: KVStore;
+  bus: EventBus;
+  logger: Logger;
+}
+
+/** A query the indexer refuses (e.g. a malformed tx.hash). */
+export class IndexerQueryError extends Error {
+  readonly code = 'INDEXER_QUERY';
+  constructor(message: string) {
+    super(message);
+    this.name = 'IndexerQueryError';
+  }
+}
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+const SEP = 0x00;
+
+function u64(n: number): Uint8Array {
+  const out = new Uint8Array(8);
+  new DataView(out.buffer).setBigUint64(0, BigInt(n));
+  return out;
+}
+
+function u32(n: number): Uint8Array {
+  const out = new Uint8Array(4);
+  new DataView(out.buffer).setUint32(0, n);
+  return out;
+}
+
+function readU64(b: Uint8Array, at: number): number {
+  return Number(new DataView(b.buffer, b.byteOffset, b.byteLength).getBigUint64(at));
+}
+
+function cat(...parts: Array<Uint8Array | string | number>): Uint8Array {
+  const bufs = parts.map((p) =>
+    typeof p === 'string' ? enc.encode(p) : typeof p === 'number' ? Uint8Array.of(p) : p,
+  );
+  const out = new Uint8Array(bufs.reduce((n, b) => n + b.length, 0));
+  let at = 0;
+  for (const b of bufs) {
+    out.set(b, at);
+    at += b.length;
+  }
+  return out;
+}
+
+/** The smallest key greater than every key starting with `prefix`. */
+function prefixEnd(prefix: Uint8Array): Uint8Array {
+  const out = prefix.slice();
+  for (let i = out.length - 1; i >= 0; i--) {
+    if (out[i] < 0xff) {
+      out[i]++;
+      return out.subarray(0, i + 1);
+    }
+  }
+  return Uint8Array.of(0xff, 0xff, 0xff, 0xff);
+}
+
+const LAST_KEY = enc.encode('Mlast');
+
+interface StoredTx {
+  h: number;
+  i: number;
+  tx: string;
+  r: {
+    code: number;
+    data: string;
+    log: string;
+    info: string;
+    gw: string;
+    gu: string;
+    cs: string;
+    ev: AbciEvent[];
+  };
+}
+
+function encodeRecord(t: IndexedTx): Uint8Array {
+  const r = t.result;
+  const stored: StoredTx = {
+    h: t.height,
+    i: t.index,
+    tx: b64(t.tx),
+    r: {
+      code: r.code,
+      data: b64(r.data),
+      log: r.log,
+      info: r.info,
+      gw: r.gasWanted.toString(),
+      gu: r.gasUsed.toString(),
+      cs: r.codespace,
+      ev: r.events,
+    },
+  };
+  return enc.encode(JSON.stringify(stored));
+}
+
+function decodeRecord(hash: Uint8Array, raw: Uint8Array): IndexedTx {
+  const s = JSON.parse(dec.decode(raw)) as StoredTx;
+  return {
+    hash,
+    height: s.h,
+    index: s.i,
+    tx: fromB64(s.tx),
+    result: {
+      code: s.r.code,
+      data: fromB64(s.r.data),
+      log: s.r.log,
+      info: s.r.info,
+      gasWanted: BigInt(s.r.gw),
+      gasUsed: BigInt(s.r.gu),
+      codespace: s.r.cs,
+      events: s.r.ev,
+    },
+  };
+}
+
+/**
+ * Indexes committed blocks from the EventBus (NewBlock) into a KVStore and answers tx/tx_search/
+ * block_search. It subscribes on construction; writes are serialized in block order.
+ */
+export class TxIndexer {
+  private readonly kv: KVStore;
+  private readonly logger: Logger;
+  private readonly unsubscribe: () => void;
+  private queue: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  constructor(deps: TxIndexerDeps) {
+    this.kv = deps.kv;
+    this.logger = deps.logger.child({ module: 'txindex' });
+    this.unsubscribe = deps.bus.subscribe((event) => {
+      if (event.kind === 'NewBlock') this.enqueue(event.block, event.result);
+    });
+  }
+
+  private enqueue(block: Block, result: FinalizeBlockResponse): void {
+    if (this.closed) return;
+    this.queue = this.queue
+      .then(() => this.index(block, result))
+      .catch((err: Error) => {
+        this.logger.error({ err: err.message, height: block.header.height }, 'failed to index block');
+      });
+  }
+
+  /** Resolves when every block received so far is written. */
+  async idle(): Promise<void> {
+    let seen: Promise<void>;
+    do {
+      seen = this.queue;
+      await seen;
+    } while (seen !== this.queue);
+  }
+
+  /** Stops listening and waits for pending writes. The KVStore stays open (its owner closes it). */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.unsubscribe();
+    await this.idle();
+  }
+
+  /** Highest indexed height (0 when nothing was indexed). */
+  async indexedHeight(): Promise<number> {
+    const raw = await this.kv.get(LAST_KEY);
+    return raw ? readU64(raw, 0) : 0;
+  }
+
+  /**
+   * Indexes the blocks the node stored but this index has not seen (after a restart or when the
+   * index was deleted). Returns how many blocks were indexed.
+   */
+  async catchUp(node: NodeReader): Promise<number> {
+    const top = node.blockStoreHeight();
+    let from = Math.max((await this.indexedHeight()) + 1, node.blockStoreBase());
+    let count = 0;
+    for (; from <= top; from++) {
+      const [block, results] = await Promise.all([node.loadBlock(from), node.loadBlockResults(from)]);
+      if (!block || !results) continue;
+      await this.index(block, {
+        events: results.finalizeBlockEvents,
+        txResults: results.txResults,
+        validatorUpdates: results.validatorUpdates,
+        consensusParamUpdates: results.consensusParamUpdates,
+        appHash: results.appHash,
+      });
+      count++;
+    }
+    return count;
+  }
+
+  /** Indexes one block's transactions and FinalizeBlock events in one atomic write. */
+  async index(block: Block, result: FinalizeBlockResponse): Promise<void> {
+    const height = block.header.height;
+    const ops: Array<{ type: 'put'; key: Uint8Array; value: Uint8Array }> = [];
+    const put = (key: Uint8Array, value: Uint8Array) => ops.push({ type: 'put', key, value });
+    const empty = new Uint8Array(0);
+    const h8 = u64(height);
+
+    put(cat('B', h8), empty);
+    for (const e of result.events) {
+      if (e.type === '') continue;
+      for (const a of e.attributes) {
+        if (a.key === '' || !a.index) continue;
+        put(cat('F', `${e.type}.${a.key}`, SEP, a.value, SEP, h8), empty);
+      }
+    }
+
+    const txs = block.data.txs;
+    const hashes = txs.map(txHash);
+    const previous = await this.kv.getMany(hashes.map((h) => cat('T', h)));
+    for (let i = 0; i < txs.length; i++) {
+      const r = result.txResults[i];
+      if (!r) continue;
+      const hash = hashes[i];
+      // As CometBFT: a failed re-execution never hides an earlier successful one.
+      const prev = previous[i];
+      if (r.code !== 0 && prev && decodeRecord(hash, prev).result.code === 0) continue;
+      const pos = cat(h8, u32(i));
+      for (const e of r.events) {
+        if (e.type === '') continue;
+        for (const a of e.attributes) {
+          if (a.key === '' || !a.index) continue;
+          const tag = `${e.type}.${a.key}`;
+          if (tag === TX_HASH_KEY || tag === TX_HEIGHT_KEY) continue; // reserved keys
+          put(cat('E', tag, SEP, a.value, SEP, pos), hash);
+        }
+      }
+      put(cat('H', pos), hash);
+      put(cat('A', keccak256(txs[i])), hash);
+      put(cat('T', hash), encodeRecord({ hash, height, index: i, tx: txs[i], result: r }));
+    }
+    const last = await this.indexedHeight();
+    if (height > last) put(LAST_KEY, h8);
+    await this.kv.write(ops);
+  }
+
+  /** Looks a transaction up by its CometBFT hash (sha256) or its Ethereum hash (keccak256). */
+  async get(hash: Uint8Array): Promise<IndexedTx | undefined> {
+    if (hash.length !== 32) return undefined;
+    const raw = await this.kv.get(cat('T', hash));
+    if (raw) return decodeRecord(hash, raw);
+    const alias = await this.kv.get(cat('A', hash));
+    if (!alias) return undefined;
+    const viaAlias = await this.kv.get(cat('T', alias));
+    return viaAlias ? decodeRecord(alias, viaAlias) : undefined;
+  }
+
+  /**
+   * Transactions matching the query, ordered by (height, index). A tx.hash condition answers
+   * directly (other conditions are then ignored, as CometBFT does).
+   */
+  async search(query: Query | string): Promise<IndexedTx[]> {
+    const q = typeof query === 'string' ? Query.parse(query) : query;
+    const hashCond = q.conditions.find((c) => c.tag === TX_HASH_KEY);
+    if (hashCond) {
+      let hash: Uint8Array;
+      try {
+        const text = hashCond.arg?.text ?? '';
+        if (!/^(0x)?([0-9a-fA-F]{2})*$/.test(text))
+          throw new Error(`invalid hex string ${JSON.stringify(text)}`);
+        hash = new Uint8Array(Buffer.from(text.replace(/^0x/, ''), 'hex'));
+      } catch (err) {
+        throw new IndexerQueryError(
+          `error during searching for a hash in the query: ${(err as Error).message}`,
+        );
+      }
+      const found = await this.get(hash);
+      return found ? [found] : [];
+    }
+
+    let positions: Map<string, Uint8Array> | undefined;
+    for (let i = 0; i < q.conditions.length; i++) {
+      const cond = q.conditions[i];
+      const found = new Map<string, Uint8Array>();
+      if (cond.tag === TX_HEIGHT_KEY) {
+        const range = heightRange(cond.op, cond.arg);
+        if (range.max !== undefined && range.max < range.min) return [];
+        const start = cat('H', u64(range.min));
+        const end = range.max === undefined ? prefixEnd(enc.encode('H')) : cat('H', u64(range.max + 1));
+        for await (const [key, hash] of this.kv.iterate({ gte: start, lt: end })) {
+          const height = readU64(key, 1);
+          if (!q.matchesValue(i, String(height))) continue;
+          found.set(Buffer.from(key.subarray(1)).toString('hex'), hash);
+        }
+      } else {
+        for await (const [key, value, hash] of this.scanTag(
+          'E',
+          cond.tag,
+          cond.op === '=' && cond.arg?.type === 'string' ? cond.arg.text : undefined,
+          12,
+        )) {
+          if (!q.matchesValue(i, value)) continue;
+          found.set(Buffer.from(key.subarray(key.length - 12)).toString('hex'), hash);
+        }
+      }
+      positions = positions ? intersect(positions, found) : found;
+      if (positions.size === 0) return [];
+    }
+    if (!positions) return [];
+
+    const ordered = [...positions.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const uniqueHashes: Uint8Array[] = [];
+    const seen = new Set<string>();
+    for (const [, hash] of ordered) {
+      const id = Buffer.from(hash).toString('hex');
+      if (!seen.has(id)) {
+        seen.add(id);
+        uniqueHashes.push(hash);
+      }
+    }
+    const records = await this.kv.getMany(uniqueHashes.map((h) => cat('T', h)));
+    const out: IndexedTx[] = [];
+    records.forEach((raw, k) => {
+      if (raw) out.push(decodeRecord(uniqueHashes[k], raw));
+    });
+    return out.sort((a, b) => a.height - b.height || a.index - b.index);
+  }
+
+  /** Heights of the blocks matching the query (block.height and FinalizeBlock event attributes), ascending. */
+  async searchBlocks(query: Query | string): Promise<number[]> {
+    const q = typeof query === 'string' ? Query.parse(query) : query;
+    let heights: Set<number> | undefined;
+    for (let i = 0; i < q.conditions.length; i++) {
+      const cond = q.conditions[i];
+      const found = new Set<number>();
+      if (cond.tag === BLOCK_HEIGHT_KEY) {
+        const range = heightRange(cond.op, cond.arg);
+        if (range.max !== undefined && range.max < range.min) return [];
+        const start = cat('B', u64(range.min));
+        const end = range.max === undefined ? prefixEnd(enc.encode('B')) : cat('B', u64(range.max + 1));
+        for await (const [key] of this.kv.iterate({ gte: start, lt: end })) {
+          const height = readU64(key, 1);
+          if (q.matchesValue(i, String(height))) found.add(height);
+        }
+      } else {
+        for await (const [key, value] of this.scanTag(
+          'F',
+          cond.tag,
+          cond.op === '=' && cond.arg?.type === 'string' ? cond.arg.text : undefined,
+          8,
+        )) {
+          if (q.matchesValue(i, value)) found.add(readU64(key, key.length - 8));
+        }
+      }
+      heights = heights ? new Set([...heights].filter((h) => found.has(h))) : found;
+      if (heights.size === 0) return [];
+    }
+    return [...(heights ?? [])].sort((a, b) => a - b);
+  }
+
+  /** Iterates `<kind><tag>\0<value>\0<suffix>` keys of one tag (one value when `exact` is given). */
+  private async *scanTag(
+    kind: 'E' | 'F',
+    tag: string,
+    exact: string | undefined,
+    suffixLen: number,
+  ): AsyncIterable<[Uint8Array, string, Uint8Array]> {
+    const prefix = exact === undefined ? cat(kind, tag, SEP) : cat(kind, tag, SEP, exact, SEP);
+    const tagLen = cat(kind, tag, SEP).length;
+    for await (const [key, hash] of this.kv.iterate({ gte: prefix, lt: prefixEnd(prefix) })) {
+      if (key.length < tagLen + suffixLen + 1 || key[key.length - suffixLen - 1] !== SEP) continue;
+      const value = dec.decode(key.subarray(tagLen, key.length - suffixLen - 1));
+      yield [key, value, hash];
+    }
+  }
+}
+
+function intersect(a: Map<string, Uint8Array>, b: Map<string, Uint8Array>): Map<string, Uint8Array> {
+  const out = new Map<string, Uint8Array>();
+  for (const [k, v] of a) {
+    const w = b.get(k);
+    if (w && bytesEqual(v, w)) out.set(k, v);
+  }
+  return out;
+}
+
+/** Height bounds worth scanning for a numeric condition; other conditions scan everything. */
+function heightRange(
+  op: string,
+  arg: { type: string; text: string } | undefined,
+): { min: number; max?: number } {
+  if (arg?.type !== 'number') return { min: 0 };
+  const n = parseNumberValue(arg.text);
+  if (!n) return { min: 0 };
+  const whole = n.int > 2n ** 52n ? 2 ** 52 : Number(n.int); // beyond any real height
+  const exact = n.frac === '';
+  switch (op) {
+    case '=':
+      return exact ? { min: whole, max: whole } : { min: 1, max: 0 };
+    case '<':
+      return { min: 0, max: exact ? whole - 1 : whole };
+    case '<=':
+      return { min: 0, max: whole };
+    case '>':
+      return { min: exact ? whole + 1 : whole + 1 };
+    case '>=':
+      return { min: exact ? whole : whole + 1 };
+    default:
+      return { min: 0 };
+  }
+}

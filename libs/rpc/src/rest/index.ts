@@ -1,0 +1,12 @@
+// libs/rpc rest: the Cosmos SDK gateway-style REST API on :1317.
+
+// Bech32 for deployments that configure an address prefix.
+export { bech32Decode, bech32Encode } from './bech32.js';
+// The OpenAPI document of the routes (served at /swagger/ when enabled).
+export { openApiDocument } from './openapi.js';
+// [api] options (seed §2.4) with the seed's defaults, and the check for key combinations.
+export { ApiConfigError, type ApiOptions, defaultApiOptions, validateApiOptions } from './options.js';
+// The route table and fee-market settings (for docs, the OpenAPI document and the lead's wiring).
+export { BASE_DENOM, type FeeMarketParams, REST_ROUTES } from './routes.js';
+// The server; the lead constructs it and calls listen only when options.enable.
+export { RestServer, type RestServerDeps } from './server.js';

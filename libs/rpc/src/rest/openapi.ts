@@ -1,0 +1,97 @@
+// The OpenAPI 3 document served at /swagger/ when [api] swagger = true, built from the route table
+// so it can never list a route the server does not serve.
+import type { JsonObject } from '../comet/encode.js';
+import type { RestRoute } from './routes.js';
+
+const PATH_PARAMS: Record<string, JsonObject> = {
+  height: {
+    name: 'height',
+    in: 'path',
+    required: true,
+    description: 'Block height (decimal).',
+    schema: { type: 'string', pattern: '^[0-9]+$' },
+  },
+  address: {
+    name: 'address',
+    in: 'path',
+    required: true,
+    description:
+      'Account address: 0x-prefixed 20-byte hex (EIP-55 checked when mixed case), or bech32 when a prefix is configured.',
+    schema: { type: 'string' },
+  },
+  hash: {
+    name: 'hash',
+    in: 'path',
+    required: true,
+    description: 'Transaction hash: Ethereum (keccak256) or CometBFT (sha256), 64 hex digits, 0x optional.',
+    schema: { type: 'string', pattern: '^(0x)?[0-9a-fA-F]{64}$' },
+  },
+};
+
+const HEIGHT_HEADER: JsonObject = {
+  name: 'x-cosmos-block-height',
+  in: 'header',
+  required: false,
+  description: 'Read state at this height instead of the latest.',
+  schema: { type: 'string' },
+};
+
+const PAGINATION: JsonObject[] = [
+  { name: 'pagination.offset', in: 'query', required: false, schema: { type: 'string' } },
+  { name: 'pagination.limit', in: 'query', required: false, schema: { type: 'string' } },
+];
+
+const ERROR_SCHEMA: JsonObject = {
+  type: 'object',
+  properties: {
+    code: { type: 'integer', description: 'gRPC status code' },
+    message: { type: 'string' },
+    details: { type: 'array', items: { type: 'object' } },
+  },
+};
+
+export function openApiDocument(routes: RestRoute[], version: string): JsonObject {
+  const paths: JsonObject = {};
+  for (const r of routes) {
+    const parameters: JsonObject[] = [];
+    for (const m of r.path.matchAll(/\{(\w+)\}/g)) parameters.push(PATH_PARAMS[m[1]]);
+    if (r.path.includes('/bank/') || r.path.includes('/auth/')) parameters.push(HEIGHT_HEADER);
+    if (r.path.endsWith('/by_denom')) {
+      parameters.push({
+        name: 'denom',
+        in: 'query',
+        required: true,
+        schema: { type: 'string', example: 'abtc' },
+      });
+    }
+    if (r.path.includes('/validatorsets/')) parameters.push(...PAGINATION);
+    const tag = r.path.split('/').filter(Boolean).slice(0, 2).join('/');
+    paths[r.path] = {
+      get: {
+        summary: r.summary,
+        tags: [tag],
+        operationId: r.path.replace(/[{}]/g, '').split('/').filter(Boolean).join('_'),
+        parameters,
+        responses: {
+          '200': { description: 'OK', content: { 'application/json': { schema: { type: 'object' } } } },
+          '400': {
+            description: 'Invalid argument',
+            content: { 'application/json': { schema: ERROR_SCHEMA } },
+          },
+          '404': { description: 'Not found', content: { 'application/json': { schema: ERROR_SCHEMA } } },
+        },
+      },
+    };
+  }
+  return {
+    openapi: '3.0.3',
+    info: {
+      title: 'noded REST API',
+      version,
+      description:
+        'Cosmos SDK gateway-style REST API of noded (port 1317). Amounts are in abtc: 1 BTC = 10^18 abtc. ' +
+        '64-bit integers are decimal strings; bytes are base64.',
+    },
+    paths,
+  };
+}

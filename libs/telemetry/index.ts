@@ -1,0 +1,15 @@
+// libs/telemetry: logging, Prometheus metrics and the health endpoints of the node.
+
+// pino logger (JSON lines to <home>/logs/noded.log, readable lines on a TTY); satisfies libs/types Logger.
+export { createLogger, type LoggerOptions, LogLevelError, pinoLevel } from './src/logger.js';
+// The metrics registry fed from the EventBus plus hooks the node calls (mempool, peers, RPC).
+export { NodeMetrics, type NodeMetricsDeps } from './src/metrics.js';
+// [instrumentation] options with CometBFT's defaults, and its listen-address parser.
+export {
+  defaultInstrumentationOptions,
+  InstrumentationConfigError,
+  type InstrumentationOptions,
+  parseListenAddr,
+} from './src/options.js';
+// GET /metrics, /healthz and /readyz on :26660.
+export { MetricsServer, type MetricsServerDeps, type Readiness } from './src/server.js';

@@ -1,0 +1,241 @@
+// The node's Prometheus metrics: CometBFT's names under the [instrumentation] namespace (so
+// existing dashboards work), plus noded's own (RPC calls, EVM gas, base fee) and process metrics.
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { EventBus, Logger, NodeEvent, NodeReader, Validator } from '../../types/index.js';
+import { silentLogger } from '../../types/index.js';
+import { InstrumentationConfigError } from './options.js';
+
+export interface NodeMetricsDeps {
+  /** [instrumentation] namespace, e.g. "cometbft". */
+  namespace: string;
+  /** Every CometBFT metric carries chain_id, as CometBFT's do. */
+  chainId: string;
+  /** Events that feed the consensus, tx and gas metrics. */
+  bus?: EventBus;
+  /** Read for the validator set and exact block sizes after each block. */
+  node?: NodeReader;
+  logger?: Logger;
+  /** process_* and nodejs_* metrics (default true). */
+  processMetrics?: boolean;
+}
+
+/** prom-client's linear buckets (Go's prometheus.LinearBuckets). */
+function linear(start: number, width: number, count: number): number[] {
+  return Array.from({ length: count }, (_, i) => start + i * width);
+}
+
+/** Go client's default buckets (CometBFT histograms without explicit ones use them). */
+const GO_DEFAULT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const METHOD_LIMIT = 256;
+
+export class NodeMetrics {
+  readonly registry = new Registry();
+  private readonly label: { chain_id: string };
+  private readonly unsubscribe: (() => void) | undefined;
+  private readonly node?: NodeReader;
+  private readonly logger: Logger;
+  private lastBlockTimeNs: bigint | undefined;
+  private readonly methods = new Set<string>();
+
+  // CometBFT (consensus, mempool, p2p, state)
+  private readonly height: Gauge<'chain_id'>;
+  private readonly rounds: Gauge<'chain_id'>;
+  private readonly validators: Gauge<'chain_id'>;
+  private readonly validatorsPower: Gauge<'chain_id'>;
+  private readonly blockInterval: Histogram<'chain_id'>;
+  private readonly numTxs: Gauge<'chain_id'>;
+  private readonly totalTxs: Gauge<'chain_id'>;
+  private readonly blockSize: Gauge<'chain_id'>;
+  private readonly latestBlockHeight: Gauge<'chain_id'>;
+  private readonly mempoolSize: Gauge<'chain_id'>;
+  private readonly mempoolFailedTxs: Counter<'chain_id'>;
+  private readonly peers: Gauge<'chain_id'>;
+  private readonly blockProcessing: Histogram<'chain_id'>;
+  // noded
+  private readonly rpcRequests: Counter<'method' | 'outcome'>;
+  private readonly rpcLatency: Histogram<'method'>;
+  private readonly gasUsed: Gauge<'chain_id'>;
+  private readonly gasUsedTotal: Counter<'chain_id'>;
+  private readonly gasLimit: Gauge<'chain_id'>;
+  private readonly baseFee: Gauge<'chain_id'>;
+
+  constructor(deps: NodeMetricsDeps) {
+    const ns = deps.namespace;
+    if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(ns)) {
+      throw new InstrumentationConfigError(
+        `config.toml:instrumentation.namespace: ${JSON.stringify(ns)} must match [a-zA-Z_:][a-zA-Z0-9_:]*`,
+      );
+    }
+    this.node = deps.node;
+    this.logger = deps.logger ?? silentLogger;
+    this.label = { chain_id: deps.chainId };
+    const registers = [this.registry];
+    const gauge = (name: string, help: string) =>
+      new Gauge({ name: `${ns}_${name}`, help, labelNames: ['chain_id'] as const, registers });
+    this.height = gauge('consensus_height', 'Height of the chain.');
+    this.rounds = gauge('consensus_rounds', 'Number of rounds.');
+    this.validators = gauge('consensus_validators', 'Number of validators.');
+    this.validatorsPower = gauge('consensus_validators_power', 'Total power of all validators.');
+    this.blockInterval = new Histogram({
+      name: `${ns}_consensus_block_interval_seconds`,
+      help: 'Time between this and the last block.',
+      labelNames: ['chain_id'] as const,
+      buckets: GO_DEFAULT_BUCKETS,
+      registers,
+    });
+    this.numTxs = gauge('consensus_num_txs', 'Number of transactions.');
+    this.totalTxs = gauge('consensus_total_txs', 'Total number of transactions.');
+    this.blockSize = gauge('consensus_block_size_bytes', 'Size of the block.');
+    this.latestBlockHeight = gauge('consensus_latest_block_height', 'The latest block height.');
+    this.mempoolSize = gauge('mempool_size', 'Number of uncommitted transactions in the mempool.');
+    this.mempoolFailedTxs = new Counter({
+      name: `${ns}_mempool_failed_txs`,
+      help: 'Number of failed transactions.',
+      labelNames: ['chain_id'] as const,
+      registers,
+    });
+    this.peers = gauge('p2p_peers', 'Number of peers.');
+    this.blockProcessing = new Histogram({
+      name: `${ns}_state_block_processing_time`,
+      help: 'Time spent processing FinalizeBlock',
+      labelNames: ['chain_id'] as const,
+      buckets: linear(1, 10, 10),
+      registers,
+    });
+
+    this.rpcRequests = new Counter({
+      name: `${ns}_rpc_requests_total`,
+      help: 'JSON-RPC requests handled, by method and outcome (ok or error).',
+      labelNames: ['method', 'outcome'] as const,
+      registers,
+    });
+    this.rpcLatency = new Histogram({
+      name: `${ns}_rpc_request_duration_seconds`,
+      help: 'JSON-RPC request latency by method.',
+      labelNames: ['method'] as const,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.gasUsed = gauge('evm_block_gas_used', 'Gas used by the latest block.');
+    this.gasUsedTotal = new Counter({
+      name: `${ns}_evm_gas_used_total`,
+      help: 'Gas used by all blocks since start.',
+      labelNames: ['chain_id'] as const,
+      registers,
+    });
+    this.gasLimit = gauge('evm_block_gas_limit', 'Gas limit of the latest block.');
+    this.baseFee = gauge(
+      'evm_base_fee_per_gas',
+      'Base fee per gas of the latest block, in abtc (10^-18 BTC).',
+    );
+
+    if (deps.processMetrics !== false) {
+      collectDefaultMetrics({ register: this.registry });
+      // Gauges named *_total break Prometheus naming rules (promtool flags them); the per-type
+      // nodejs_active_handles / _requests / _resources gauges carry the same numbers.
+      for (const name of [
+        'nodejs_active_handles_total',
+        'nodejs_active_requests_total',
+        'nodejs_active_resources_total',
+      ]) {
+        this.registry.removeSingleMetric(name);
+      }
+    }
+    this.unsubscribe = deps.bus?.subscribe((ev) => this.handle(ev));
+  }
+
+  /** Records one RPC call (JSON-RPC method or route). Unknown-looking names are folded into "other". */
+  observeRpc(method: string, ms: number, ok: boolean): void {
+    let name = /^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(method) ? method : 'other';
+    if (!this.methods.has(name)) {
+      if (this.methods.size >= METHOD_LIMIT) name = 'other';
+      else this.methods.add(name);
+    }
+    this.rpcRequests.inc({ method: name, outcome: ok ? 'ok' : 'error' });
+    this.rpcLatency.observe({ method: name }, ms / 1000);
+  }
+
+  setMempoolSize(n: number): void {
+    this.mempoolSize.set(this.label, n);
+  }
+
+  incFailedTxs(n = 1): void {
+    this.mempoolFailedTxs.inc(this.label, n);
+  }
+
+  setPeers(n: number): void {
+    this.peers.set(this.label, n);
+  }
+
+  /** FinalizeBlock duration in milliseconds (state_block_processing_time). */
+  observeBlockProcessing(ms: number): void {
+    this.blockProcessing.observe(this.label, ms);
+  }
+
+  setValidatorSet(validators: Validator[]): void {
+    this.validators.set(this.label, validators.length);
+    this.validatorsPower.set(this.label, Number(validators.reduce((sum, v) => sum + v.votingPower, 0n)));
+  }
+
+  /** Feeds one node event (the bus subscription calls this). */
+  handle(ev: NodeEvent): void {
+    switch (ev.kind) {
+      case 'NewBlock': {
+        const header = ev.block.header;
+        const txs = ev.block.data.txs;
+        this.height.set(this.label, header.height + 1);
+        this.latestBlockHeight.set(this.label, header.height);
+        this.numTxs.set(this.label, txs.length);
+        this.totalTxs.inc(this.label, txs.length);
+        if (this.lastBlockTimeNs !== undefined && header.time > this.lastBlockTimeNs) {
+          this.blockInterval.observe(this.label, Number(header.time - this.lastBlockTimeNs) / 1e9);
+        }
+        this.lastBlockTimeNs = header.time;
+        this.blockSize.set(
+          this.label,
+          txs.reduce((n, tx) => n + tx.length, 0),
+        );
+        if (this.node) void this.readFromNode(header.height);
+        break;
+      }
+      case 'NewRound':
+        this.rounds.set(this.label, ev.round);
+        break;
+      case 'EthNewHead':
+        this.gasUsed.set(this.label, Number(ev.block.gasUsed));
+        this.gasUsedTotal.inc(this.label, Number(ev.block.gasUsed));
+        this.gasLimit.set(this.label, Number(ev.block.gasLimit));
+        this.baseFee.set(this.label, Number(ev.block.baseFeePerGas));
+        break;
+      default:
+        break;
+    }
+  }
+
+  private async readFromNode(height: number): Promise<void> {
+    try {
+      const [meta, vals] = await Promise.all([
+        this.node!.loadBlockMeta(height),
+        this.node!.validators(height),
+      ]);
+      if (meta) this.blockSize.set(this.label, meta.blockSize);
+      if (vals) this.setValidatorSet(vals);
+    } catch (err) {
+      this.logger.debug({ err: (err as Error).message, height }, 'metrics: could not read block meta');
+    }
+  }
+
+  /** The text exposition of every metric. */
+  async text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** Stops listening to the bus. */
+  close(): void {
+    this.unsubscribe?.();
+  }
+}

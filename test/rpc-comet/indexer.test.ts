@@ -1,0 +1,109 @@
+// The kv tx/block indexer over a real RocksDB (data/tx_index.db): indexing from the bus, search,
+// persistence across restart and catch-up.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { keccak256, sha256 } from '../../libs/crypto/index.js';
+import { IndexerQueryError, TxIndexer } from '../../libs/rpc/src/comet/index.js';
+import { MemoryKV, RocksKV } from '../../libs/storage/index.js';
+import { silentLogger } from '../../libs/types/index.js';
+import { FakeChain } from './fake-node.js';
+
+const heightsOf = (txs: Array<{ height: number; index: number }>) => txs.map((t) => `${t.height}/${t.index}`);
+
+describe('TxIndexer', () => {
+  it('indexes blocks published on the bus and survives a restart (RocksDB)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'noded-txindex-'));
+    try {
+      const chain = await FakeChain.create({ txsPerBlock: [] });
+      let kv = await RocksKV.open(join(dir, 'tx_index.db'));
+      let indexer = new TxIndexer({ kv, bus: chain.bus, logger: silentLogger });
+      const a = await chain.signTransfer(0, 1500n);
+      const b = await chain.signTransfer(0, 20n);
+      chain.commitBlock([]);
+      chain.commitBlock([a, b]);
+      await indexer.idle();
+      assert.equal(await indexer.indexedHeight(), 2);
+      const got = await indexer.get(sha256(b));
+      assert.equal(got?.height, 2);
+      assert.equal(got?.index, 1);
+      assert.deepEqual(got?.tx, b);
+      assert.equal(got?.result.gasUsed, 21000n);
+      assert.equal((await indexer.get(keccak256(a)))?.index, 0, 'found by its Ethereum hash too');
+      assert.equal(await indexer.get(new Uint8Array(32)), undefined);
+      await indexer.close();
+      await kv.close();
+
+      // A block committed while the indexer was down is picked up by catchUp.
+      const c = await chain.signTransfer(1, 3000n);
+      chain.commitBlock([c]);
+      kv = await RocksKV.open(join(dir, 'tx_index.db'));
+      indexer = new TxIndexer({ kv, bus: chain.bus, logger: silentLogger });
+      assert.equal(await indexer.indexedHeight(), 2);
+      assert.equal(await indexer.catchUp(chain), 1);
+      assert.equal(await indexer.indexedHeight(), 3);
+      assert.deepEqual(heightsOf(await indexer.search('transfer.amount >= 1000')), ['2/0', '3/0']);
+      assert.deepEqual(
+        heightsOf(await indexer.search(`transfer.sender = '${chain.wallets[1].address.toLowerCase()}'`)),
+        ['3/0'],
+      );
+      assert.deepEqual(await indexer.searchBlocks('block.height >= 2'), [2, 3]);
+      await indexer.close();
+      await kv.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('tx.hash answers directly; tx.height ranges; conditions intersect', async () => {
+    const chain = await FakeChain.create({ txsPerBlock: [2, 0, 3, 1] });
+    const indexer = new TxIndexer({ kv: new MemoryKV(), bus: chain.bus, logger: silentLogger });
+    await indexer.catchUp(chain);
+    const raw = chain.blocks.get(3)!.block.data.txs[2];
+    const hex = Buffer.from(sha256(raw)).toString('hex').toUpperCase();
+    assert.deepEqual(heightsOf(await indexer.search(`tx.hash='${hex}'`)), ['3/2']);
+    assert.deepEqual(heightsOf(await indexer.search(`tx.hash='0x${hex.toLowerCase()}' AND tx.height=1`)), [
+      '3/2',
+    ]);
+    await assert.rejects(indexer.search("tx.hash='zz'"), IndexerQueryError);
+    assert.deepEqual(heightsOf(await indexer.search('tx.height=3')), ['3/0', '3/1', '3/2']);
+    assert.deepEqual(heightsOf(await indexer.search('tx.height>1 AND tx.height<=3')), ['3/0', '3/1', '3/2']);
+    assert.deepEqual(heightsOf(await indexer.search('tx.height<2')), ['1/0', '1/1']);
+    assert.deepEqual(heightsOf(await indexer.search('tx.height>=4')), ['4/0']);
+    assert.deepEqual(heightsOf(await indexer.search('tx.height<0.5')), []);
+    assert.deepEqual(heightsOf(await indexer.search('ethereum_tx.txIndex=2')), ['3/2']);
+    assert.deepEqual(heightsOf(await indexer.search('ethereum_tx.txIndex=0 AND tx.height>=3')), [
+      '3/0',
+      '4/0',
+    ]);
+    assert.deepEqual(heightsOf(await indexer.search("transfer.amount CONTAINS '1002'")), ['3/2']);
+    assert.deepEqual(heightsOf(await indexer.search('transfer.recipient EXISTS AND tx.height=4')), ['4/0']);
+    assert.deepEqual(
+      heightsOf(await indexer.search("tm.event='Tx'")),
+      [],
+      'tm.event is not indexed (as CometBFT)',
+    );
+    assert.deepEqual(await indexer.searchBlocks('block_reward.amount >= 30'), [3, 4]);
+    assert.deepEqual(await indexer.searchBlocks('block.height = 2 AND block_reward.amount EXISTS'), [2]);
+    await indexer.close();
+  });
+
+  it('a failed re-execution never hides an earlier successful one', async () => {
+    const chain = await FakeChain.create({ txsPerBlock: [] });
+    const indexer = new TxIndexer({ kv: new MemoryKV(), bus: chain.bus, logger: silentLogger });
+    const tx = await chain.signTransfer(0, 5n);
+    const ok = chain.commitBlock([tx]);
+    const failed = chain.commitBlock([], { publish: false });
+    await indexer.index(
+      { ...failed.block, data: { txs: [tx] } },
+      { ...failed.result, txResults: [{ ...FakeChain.txResult(tx, 0), code: 5, log: 'nonce too low' }] },
+    );
+    await indexer.idle();
+    const got = await indexer.get(sha256(tx));
+    assert.equal(got?.height, ok.block.header.height);
+    assert.equal(got?.result.code, 0);
+    await indexer.close();
+  });
+});
