@@ -213,8 +213,9 @@ export class EthRpcServer {
     if (!Array.isArray(payload)) {
       const work = this.processMessage(payload, ctx);
       if (timeoutMs <= 0) return work;
-      const timeout = this.timeoutReply(payload);
-      return this.withTimeout(work, timeoutMs, () => timeout);
+      // The timeout reply is built only when the timer fires: building it per request (an Error with
+      // a stack) cost more than a cheap read itself.
+      return this.withTimeout(work, timeoutMs, () => this.timeoutReply(payload));
     }
     if (payload.length === 0) return errorText(null, invalidRequest('empty batch'));
     const limit = this.options.batchRequestLimit;
