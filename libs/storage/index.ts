@@ -1,6 +1,8 @@
 // libs/storage: the key-value interface and its engines.
 // The interface every persistent component writes through.
 export type { BatchOp, KVStore, Range } from './src/kv.js';
+// Optional synchronous point reads (RocksKV and MemoryKV have them) for hot single-key lookups.
+export { hasSyncReads, type SyncReader } from './src/kv.js';
 // In-memory engine for simulations and unit tests.
 export { MemoryKV } from './src/memory.js';
 // RocksDB on disk: the one production engine.

@@ -20,3 +20,16 @@ export interface KVStore {
   iterate(range: Range): AsyncIterable<[Uint8Array, Uint8Array]>;
   close(): Promise<void>;
 }
+
+/**
+ * Optional synchronous point reads. An engine that has them serves a single cold key about ten
+ * times faster than an awaited get (no thread-pool round trip); the read blocks the event loop
+ * for its duration (microseconds from the block cache, one disk read otherwise).
+ */
+export interface SyncReader {
+  getManySync(keys: Uint8Array[]): Array<Uint8Array | undefined>;
+}
+
+export function hasSyncReads(kv: KVStore): kv is KVStore & SyncReader {
+  return typeof (kv as Partial<SyncReader>).getManySync === 'function';
+}

@@ -1,4 +1,4 @@
-import type { BatchOp, KVStore, Range } from './kv.js';
+import type { BatchOp, KVStore, Range, SyncReader } from './kv.js';
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
 
@@ -14,7 +14,7 @@ function inRange(k: string, r: Range): boolean {
  * In-memory KVStore for simulations and unit tests. Hex keys sort in the same order as the bytes.
  * `snapshot()`/`restore` let a simulator drop writes that were never synced.
  */
-export class MemoryKV implements KVStore {
+export class MemoryKV implements KVStore, SyncReader {
   private map = new Map<string, Uint8Array>();
 
   async get(key: Uint8Array): Promise<Uint8Array | undefined> {
@@ -22,6 +22,10 @@ export class MemoryKV implements KVStore {
   }
 
   async getMany(keys: Uint8Array[]): Promise<Array<Uint8Array | undefined>> {
+    return keys.map((k) => this.map.get(hex(k)));
+  }
+
+  getManySync(keys: Uint8Array[]): Array<Uint8Array | undefined> {
     return keys.map((k) => this.map.get(hex(k)));
   }
 

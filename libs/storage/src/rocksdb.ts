@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type { BatchOp, KVStore, Range } from './kv.js';
+import type { BatchOp, KVStore, Range, SyncReader } from './kv.js';
 
 const require = createRequire(import.meta.url);
 
@@ -11,6 +11,7 @@ interface RocksLevelDb {
   open(options?: { createIfMissing?: boolean; errorIfExists?: boolean }): Promise<void>;
   close(): Promise<void>;
   getMany(keys: Uint8Array[]): Promise<Array<Buffer | undefined>>;
+  _getManySync(keys: Uint8Array[]): Array<Buffer | undefined>;
   batch(
     ops: Array<{ type: 'put' | 'del'; key: Uint8Array; value?: Uint8Array }>,
     options?: { sync?: boolean },
@@ -25,7 +26,7 @@ const { RocksLevel } = require('@nxtedition/rocksdb') as {
 const toView = (b: Buffer): Uint8Array => new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
 
 /** RocksDB on disk (@nxtedition/rocksdb). Opening a directory another process holds fails. */
-export class RocksKV implements KVStore {
+export class RocksKV implements KVStore, SyncReader {
   private constructor(
     private readonly db: RocksLevelDb,
     readonly location: string,
@@ -51,6 +52,12 @@ export class RocksKV implements KVStore {
     if (keys.length === 0) return [];
     const values = await this.db.getMany(keys);
     return values.map((v) => (v === undefined ? undefined : toView(v)));
+  }
+
+  /** Synchronous point reads (SyncReader): no thread-pool hop, blocks the event loop meanwhile. */
+  getManySync(keys: Uint8Array[]): Array<Uint8Array | undefined> {
+    if (keys.length === 0) return [];
+    return this.db._getManySync(keys).map((v) => (v === undefined ? undefined : toView(v)));
   }
 
   async write(ops: BatchOp[], options: { sync?: boolean } = {}): Promise<void> {

@@ -1,0 +1,33 @@
+// libs/execution: turns ordered transactions into state, receipts and the Ethereum view; the
+// application consensus drives and the chain the Ethereum JSON-RPC reads.
+
+// Typed errors the node reacts to at startup (archive on a pruned home) and at runtime (halt).
+export {
+  ArchiveOnPrunedStoreError,
+  ExecutionError,
+  type ExecutionErrorCode,
+  SupplyInvariantError,
+} from './src/errors.js';
+// The executor the node constructs (Executor.open) and plugs into consensus and the JSON-RPC.
+export { Executor } from './src/executor.js';
+// Fee-market math, public for the RPC's documentation and for tests.
+export {
+  BASE_FEE_CHANGE_DENOMINATOR,
+  clampBaseFee,
+  ELASTICITY_MULTIPLIER,
+  effectiveTip,
+  nextBaseFee,
+} from './src/feeMarket.js';
+export type { MempoolOptions } from './src/mempool.js';
+// Its options, with the seed's defaults for [evm.gas] and config.toml [mempool].
+export {
+  DEFAULT_KEEP_RECENT,
+  defaultGasOptions,
+  defaultMempoolOptions,
+  type ExecutorOptions,
+  type GasOptions,
+} from './src/options.js';
+// The refusal for state older than a full node keeps (a ChainError the RPC renders as -32000).
+export { PrunedStateError } from './src/state/db.js';
+// CheckTx result codes (codespace "evm") so the CometBFT RPC can document them.
+export { TxCode } from './src/txs.js';

@@ -1,0 +1,257 @@
+// The Ethereum view of committed blocks: block records, raw transactions with their senders,
+// receipts with logs, the tx-hash index and the log indexes (by address and by topic, per block).
+// Written in the same batch as the block's state; read by the JSON-RPC.
+
+import type { BatchOp, KVStore } from '../../../storage/index.js';
+import { be64, bigIntToBytes, bytesToBigInt, concat, readBe64, toKey } from '../bytes.js';
+import { keccak as keccak256 } from '../crypto/keccak.js';
+import {
+  asBytes,
+  asList,
+  encodeBytes,
+  encodeListOfEncoded,
+  type RlpDecoded,
+  rlpDecode,
+  rlpEncode,
+} from '../rlp.js';
+import { heightKey, P } from '../store/keys.js';
+import { decodeHeader, type EthHeader } from './header.js';
+
+export interface StoredLog {
+  address: Uint8Array;
+  topics: Uint8Array[];
+  data: Uint8Array;
+}
+
+export interface StoredReceipt {
+  type: number;
+  status: 0 | 1;
+  cumulativeGasUsed: bigint;
+  gasUsed: bigint;
+  effectiveGasPrice: bigint;
+  from: Uint8Array;
+  to: Uint8Array | null;
+  contractAddress: Uint8Array | null;
+  logs: StoredLog[];
+}
+
+export interface StoredBlock {
+  number: bigint;
+  hash: Uint8Array;
+  header: EthHeader;
+  headerEnc: Uint8Array;
+  txHashes: Uint8Array[];
+  size: bigint;
+}
+
+export interface StoredTx {
+  raw: Uint8Array;
+  sender: Uint8Array;
+}
+
+/** Receipt as Ethereum hashes it into receiptsRoot (EIP-2718 envelope for typed transactions). */
+export function encodeConsensusReceipt(r: StoredReceipt, bloom: Uint8Array): Uint8Array {
+  const body = rlpEncode([
+    r.status === 1 ? Uint8Array.of(1) : new Uint8Array(0),
+    bigIntToBytes(r.cumulativeGasUsed),
+    bloom,
+    r.logs.map((l) => [l.address, l.topics, l.data]),
+  ]);
+  return r.type === 0 ? body : concat(Uint8Array.of(r.type), body);
+}
+
+/** RLP size of the whole block as geth reports it (header, transactions, no uncles, no withdrawals). */
+export function blockSize(headerEnc: Uint8Array, raws: Uint8Array[]): bigint {
+  const txs = encodeListOfEncoded(raws.map((r) => (r[0] >= 0xc0 ? r : encodeBytes(r))));
+  return BigInt(encodeListOfEncoded([headerEnc, txs, Uint8Array.of(0xc0), Uint8Array.of(0xc0)]).length);
+}
+
+function encodeReceipts(rs: StoredReceipt[]): Uint8Array {
+  return rlpEncode(
+    rs.map((r) => [
+      bigIntToBytes(BigInt(r.type)),
+      bigIntToBytes(BigInt(r.status)),
+      bigIntToBytes(r.cumulativeGasUsed),
+      bigIntToBytes(r.gasUsed),
+      bigIntToBytes(r.effectiveGasPrice),
+      r.from,
+      r.to ?? new Uint8Array(0),
+      r.contractAddress ?? new Uint8Array(0),
+      r.logs.map((l) => [l.address, l.topics, l.data]),
+    ]),
+  );
+}
+
+function decodeReceipts(b: Uint8Array): StoredReceipt[] {
+  return asList(rlpDecode(b), 'receipts').map((x) => {
+    const f = asList(x, 'receipt');
+    const bytes = (i: number) => asBytes(f[i], `receipt field ${i}`);
+    const to = bytes(6);
+    const ca = bytes(7);
+    return {
+      type: Number(bytesToBigInt(bytes(0))),
+      status: Number(bytesToBigInt(bytes(1))) as 0 | 1,
+      cumulativeGasUsed: bytesToBigInt(bytes(2)),
+      gasUsed: bytesToBigInt(bytes(3)),
+      effectiveGasPrice: bytesToBigInt(bytes(4)),
+      from: bytes(5),
+      to: to.length ? to : null,
+      contractAddress: ca.length ? ca : null,
+      logs: asList(f[8], 'logs').map((lg: RlpDecoded) => {
+        const l = asList(lg, 'log');
+        return {
+          address: asBytes(l[0], 'log address'),
+          topics: asList(l[1], 'topics').map((t) => asBytes(t, 'topic')),
+          data: asBytes(l[2], 'log data'),
+        };
+      }),
+    };
+  });
+}
+
+class Lru<K, V> {
+  private m = new Map<K, V>();
+  constructor(private readonly limit: number) {}
+  get(k: K): V | undefined {
+    const v = this.m.get(k);
+    if (v !== undefined) {
+      this.m.delete(k);
+      this.m.set(k, v);
+    }
+    return v;
+  }
+  set(k: K, v: V): void {
+    this.m.delete(k);
+    this.m.set(k, v);
+    if (this.m.size > this.limit) this.m.delete(this.m.keys().next().value as K);
+  }
+}
+
+export class ChainStore {
+  private readonly blocks = new Lru<bigint, StoredBlock>(256);
+  private readonly receiptCache = new Lru<bigint, StoredReceipt[]>(64);
+  private readonly txCache = new Lru<bigint, StoredTx[]>(64);
+
+  constructor(private readonly kv: KVStore) {}
+
+  /** Batch operations writing one block's Ethereum view and indexes. */
+  blockOps(block: StoredBlock, txs: StoredTx[], receipts: StoredReceipt[]): BatchOp[] {
+    const n = block.number;
+    const ops: BatchOp[] = [
+      {
+        type: 'put',
+        key: heightKey(P.block, n),
+        value: rlpEncode([block.headerEnc, block.txHashes, bigIntToBytes(block.size)]),
+      },
+      { type: 'put', key: concat(Uint8Array.of(P.blockHash), block.hash), value: be64(n) },
+    ];
+    if (txs.length > 0) {
+      ops.push({
+        type: 'put',
+        key: heightKey(P.blockTxs, n),
+        value: rlpEncode(txs.map((t) => [t.raw, t.sender])),
+      });
+      ops.push({ type: 'put', key: heightKey(P.receipts, n), value: encodeReceipts(receipts) });
+    }
+    block.txHashes.forEach((h, i) => {
+      const loc = new Uint8Array(12);
+      loc.set(be64(n));
+      new DataView(loc.buffer).setUint32(8, i);
+      ops.push({ type: 'put', key: concat(Uint8Array.of(P.txIndex), h), value: loc });
+    });
+    const addrs = new Set<string>();
+    const topics = new Set<string>();
+    for (const r of receipts) {
+      for (const l of r.logs) {
+        addrs.add(toKey(l.address));
+        for (const t of l.topics) topics.add(toKey(t));
+      }
+    }
+    const empty = new Uint8Array(0);
+    for (const a of addrs) {
+      ops.push({
+        type: 'put',
+        key: concat(Uint8Array.of(P.logAddress), Buffer.from(a, 'hex'), be64(n)),
+        value: empty,
+      });
+    }
+    for (const t of topics) {
+      ops.push({
+        type: 'put',
+        key: concat(Uint8Array.of(P.logTopic), Buffer.from(t, 'hex'), be64(n)),
+        value: empty,
+      });
+    }
+    this.blocks.set(n, block);
+    this.txCache.set(n, txs);
+    this.receiptCache.set(n, receipts);
+    return ops;
+  }
+
+  async block(n: bigint): Promise<StoredBlock | undefined> {
+    if (n < 0n) return undefined;
+    const c = this.blocks.get(n);
+    if (c) return c;
+    const v = await this.kv.get(heightKey(P.block, n));
+    if (!v) return undefined;
+    const l = asList(rlpDecode(v), 'block record');
+    const headerEnc = asBytes(l[0], 'header');
+    const b: StoredBlock = {
+      number: n,
+      hash: keccak256(headerEnc),
+      header: decodeHeader(headerEnc),
+      headerEnc,
+      txHashes: asList(l[1], 'tx hashes').map((h) => asBytes(h, 'tx hash')),
+      size: bytesToBigInt(asBytes(l[2], 'size')),
+    };
+    this.blocks.set(n, b);
+    return b;
+  }
+
+  async numberByHash(hash: Uint8Array): Promise<bigint | undefined> {
+    const v = await this.kv.get(concat(Uint8Array.of(P.blockHash), hash));
+    return v ? BigInt(readBe64(v)) : undefined;
+  }
+
+  async txs(n: bigint): Promise<StoredTx[]> {
+    const c = this.txCache.get(n);
+    if (c) return c;
+    const v = await this.kv.get(heightKey(P.blockTxs, n));
+    const out = v
+      ? asList(rlpDecode(v), 'block txs').map((x) => {
+          const p = asList(x, 'tx');
+          return { raw: asBytes(p[0], 'raw tx'), sender: asBytes(p[1], 'sender') };
+        })
+      : [];
+    this.txCache.set(n, out);
+    return out;
+  }
+
+  async receipts(n: bigint): Promise<StoredReceipt[]> {
+    const c = this.receiptCache.get(n);
+    if (c) return c;
+    const v = await this.kv.get(heightKey(P.receipts, n));
+    const out = v ? decodeReceipts(v) : [];
+    this.receiptCache.set(n, out);
+    return out;
+  }
+
+  async txLocation(hash: Uint8Array): Promise<{ number: bigint; index: number } | undefined> {
+    const v = await this.kv.get(concat(Uint8Array.of(P.txIndex), hash));
+    if (!v) return undefined;
+    return {
+      number: BigInt(readBe64(v)),
+      index: new DataView(v.buffer, v.byteOffset, v.byteLength).getUint32(8),
+    };
+  }
+
+  /** Block numbers in [from, to] that have a log from `key` (an address or a topic). */
+  async indexedBlocks(prefix: number, key: Uint8Array, from: bigint, to: bigint): Promise<bigint[]> {
+    const base = concat(Uint8Array.of(prefix), key);
+    const out: bigint[] = [];
+    for await (const [k] of this.kv.iterate({ gte: concat(base, be64(from)), lte: concat(base, be64(to)) })) {
+      out.push(BigInt(readBe64(k, base.length)));
+    }
+    return out;
+  }
+}

@@ -1,0 +1,288 @@
+// Running transactions and calls through EthereumJS: the block context, the VM over a journaled
+// state, unsigned call transactions (eth_call "from" impersonation) and geth's error wording.
+import { type Block, createBlock } from '@ethereumjs/block';
+import type { Common } from '@ethereumjs/common';
+import {
+  EVMError,
+  type EVMMockBlockchainInterface,
+  type ExecResult,
+  type PrecompileInput,
+} from '@ethereumjs/evm';
+import {
+  createAccessList2930Tx,
+  createFeeMarket1559Tx,
+  createLegacyTx,
+  type TypedTransaction,
+} from '@ethereumjs/tx';
+import { Address } from '@ethereumjs/util';
+import { createVM, type RunTxResult, runTx, type VM } from '@ethereumjs/vm';
+import type { AccessListEntry, Hex } from '../../../types/index.js';
+import { bytesToBigInt, equal, fromHex, toHex, toKey } from '../bytes.js';
+import { hasCode } from '../state/account.js';
+import type { JournaledState } from '../state/journaled.js';
+import type { DecodedTx } from '../txs.js';
+
+export interface BlockContext {
+  number: bigint;
+  timestamp: bigint;
+  coinbase: Uint8Array;
+  baseFee: bigint;
+  gasLimit: bigint;
+  /** PREVRANDAO (the consensus block hash; not a randomness source). */
+  mixHash: Uint8Array;
+}
+
+export function makeBlock(common: Common, ctx: BlockContext): Block {
+  return createBlock(
+    {
+      header: {
+        number: ctx.number,
+        timestamp: ctx.timestamp,
+        coinbase: ctx.coinbase,
+        gasLimit: ctx.gasLimit,
+        baseFeePerGas: ctx.baseFee,
+        mixHash: ctx.mixHash,
+        difficulty: 0n,
+      },
+    },
+    { common, skipConsensusFormatValidation: true },
+  );
+}
+
+/** The KZG point evaluation precompile (0x0a): this chain carries no blobs, so it always fails. */
+function noKzg(input: PrecompileInput): ExecResult {
+  return {
+    returnValue: new Uint8Array(0),
+    executionGasUsed: input.gasLimit,
+    exceptionError: new EVMError(EVMError.errorMessages.INVALID_PROOF),
+  };
+}
+
+interface OpEntry {
+  opHandler: (runState: RunState, common: Common) => Promise<void> | void;
+}
+interface RunState {
+  stack: { peek(n: number): bigint[] };
+  interpreter: { getAddress(): Address };
+  stateManager: JournaledState;
+}
+
+const ADDRESS_MASK = (1n << 160n) - 1n;
+
+/**
+ * Wraps SELFDESTRUCT so the value it destroys (EIP-6780: a contract created in the same
+ * transaction naming itself as beneficiary) is recorded as a burn: the end-of-block supply check
+ * then accounts for it instead of halting the chain. The burn is measured, not inferred: the
+ * balances of the contract and the beneficiary before and after the opcode.
+ */
+function trackSelfdestructBurns(evm: unknown): void {
+  const map = (evm as { _opcodeMap: OpEntry[] })._opcodeMap;
+  const entry = map[0xff];
+  if (!entry) return;
+  const orig = entry.opHandler;
+  map[0xff] = {
+    ...entry,
+    opHandler: async (runState: RunState, common: Common) => {
+      const state = runState.stateManager;
+      const self = toKey(runState.interpreter.getAddress().bytes);
+      const target = (runState.stack.peek(1)[0] & ADDRESS_MASK).toString(16).padStart(40, '0');
+      const sum = async () =>
+        ((await state.readAccount(self))?.balance ?? 0n) +
+        (target === self ? 0n : ((await state.readAccount(target))?.balance ?? 0n));
+      const before = await sum();
+      try {
+        await orig(runState, common);
+      } finally {
+        // SELFDESTRUCT ends the frame by throwing STOP; measure on the way out.
+        const after = await sum();
+        if (before > after) state.recordBurn(before - after);
+      }
+    },
+  };
+}
+
+export async function makeVm(
+  common: Common,
+  state: JournaledState,
+  blockchain: EVMMockBlockchainInterface,
+): Promise<VM> {
+  const vm = await createVM({
+    common,
+    stateManager: state,
+    blockchain,
+    evmOpts: {
+      customPrecompiles: [
+        { address: new Address(fromHex('0x000000000000000000000000000000000000000a')), function: noKzg },
+      ],
+    },
+  });
+  trackSelfdestructBurns(vm.evm);
+  return vm;
+}
+
+export type { RunTxResult };
+export { runTx };
+
+const DELEGATION_PREFIX = Uint8Array.of(0xef, 0x01, 0x00);
+
+/**
+ * geth's state-transition pre-checks (core/state_transition.go preCheck and buyGas), so an invalid
+ * transaction in a block gets geth's message. Returns undefined when the transaction may run.
+ */
+export async function preCheck(
+  d: DecodedTx,
+  state: JournaledState,
+  baseFee: bigint,
+): Promise<string | undefined> {
+  const acct = await state.readAccount(d.sender);
+  const nonce = acct?.nonce ?? 0n;
+  const from = `0x${d.sender}`;
+  if (nonce > d.nonce) return `nonce too low: address ${from}, tx: ${d.nonce} state: ${nonce}`;
+  if (nonce < d.nonce) return `nonce too high: address ${from}, tx: ${d.nonce} state: ${nonce}`;
+  if (acct && hasCode(acct)) {
+    const code = await state.codeByHash(acct.codeHash);
+    if (!equal(code.subarray(0, 3), DELEGATION_PREFIX)) {
+      return `sender not an eoa: address ${from}, codehash: ${toHex(acct.codeHash)}`;
+    }
+  }
+  if (d.feeCap < baseFee) {
+    return `max fee per gas less than block base fee: address ${from}, maxFeePerGas: ${d.feeCap}, baseFee: ${baseFee}`;
+  }
+  const balance = acct?.balance ?? 0n;
+  if (balance < d.cost)
+    return `insufficient funds for gas * price + value: address ${from} have ${balance} want ${d.cost}`;
+  return undefined;
+}
+
+const EVM_ERRORS: Record<string, string> = {
+  'out of gas': 'out of gas',
+  'code store out of gas': 'contract creation code storage out of gas',
+  'code size to deposit exceeds maximum code size': 'max code size exceeded',
+  'stack underflow': 'stack underflow',
+  'stack overflow': 'stack limit reached 1024 (1023)',
+  'invalid JUMP': 'invalid jump destination',
+  'invalid opcode': 'invalid opcode',
+  revert: 'execution reverted',
+  'static state change': 'write protection',
+  'create collision': 'contract address collision',
+  'insufficient balance': 'insufficient balance for transfer',
+  'invalid bytecode deployed': 'invalid code: must not begin with 0xef',
+  'initcode exceeds max initcode size': 'max initcode size exceeded',
+  'value out of range': 'return data out of bounds',
+  'refund exhausted': 'gas uint64 overflow',
+};
+
+/** geth's wording of an EVM halt reason. */
+export function gethError(e: { error: string } | undefined): string | undefined {
+  if (!e) return undefined;
+  return EVM_ERRORS[e.error] ?? e.error;
+}
+
+const PANIC_REASONS: Record<number, string> = {
+  0: 'generic panic',
+  1: 'assert(false)',
+  17: 'arithmetic underflow or overflow',
+  18: 'division or modulo by zero',
+  33: 'enum overflow',
+  34: 'invalid encoded storage byte array accessed',
+  49: 'out-of-bounds array access; popping on an empty array',
+  50: 'out-of-bounds access of an array or bytesN',
+  65: 'out of memory',
+  81: 'uninitialized function',
+};
+
+/** Decodes Error(string) and Panic(uint256) revert data as geth's abi.UnpackRevert does. */
+export function revertReason(data: Uint8Array): string | undefined {
+  if (data.length < 4) return undefined;
+  const sel = toHex(data.subarray(0, 4));
+  try {
+    if (sel === '0x08c379a0' && data.length >= 68) {
+      const off = Number(bytesToBigInt(data.subarray(4, 36)));
+      const len = Number(bytesToBigInt(data.subarray(4 + off, 36 + off)));
+      const bytes = data.subarray(36 + off, 36 + off + len);
+      if (bytes.length !== len) return undefined;
+      return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    }
+    if (sel === '0x4e487b71' && data.length >= 36) {
+      const code = bytesToBigInt(data.subarray(4, 36));
+      const known = PANIC_REASONS[Number(code)];
+      return known ?? `unknown panic code: 0x${code.toString(16)}`;
+    }
+  } catch {
+    return undefined;
+  }
+  return undefined;
+}
+
+export interface CallTxRequest {
+  from: Uint8Array;
+  to: Uint8Array | null;
+  gas: bigint;
+  gasPrice?: bigint;
+  maxFeePerGas?: bigint;
+  maxPriorityFeePerGas?: bigint;
+  value: bigint;
+  data: Uint8Array;
+  nonce: bigint;
+  accessList?: AccessListEntry[];
+}
+
+/** An unsigned transaction whose sender is `from` (eth_call, estimateGas, traceCall). */
+export function makeCallTx(common: Common, chainId: bigint, r: CallTxRequest): TypedTransaction {
+  const base = {
+    nonce: r.nonce,
+    gasLimit: r.gas,
+    to: r.to ?? undefined,
+    value: r.value,
+    data: r.data,
+  };
+  const al = r.accessList?.map((e) => ({ address: e.address, storageKeys: e.storageKeys })) ?? [];
+  let tx: TypedTransaction;
+  const opts = { common, freeze: false };
+  if (r.gasPrice !== undefined && r.maxFeePerGas === undefined) {
+    tx = al.length
+      ? createAccessList2930Tx({ ...base, chainId, gasPrice: r.gasPrice, accessList: al }, opts)
+      : createLegacyTx({ ...base, gasPrice: r.gasPrice }, opts);
+  } else {
+    const maxFee = r.maxFeePerGas ?? 0n;
+    const tip = r.maxPriorityFeePerGas ?? (maxFee === 0n ? 0n : maxFee);
+    tx = createFeeMarket1559Tx(
+      {
+        ...base,
+        chainId,
+        maxFeePerGas: maxFee,
+        maxPriorityFeePerGas: tip < maxFee ? tip : maxFee,
+        accessList: al,
+      },
+      opts,
+    );
+  }
+  const sender = new Address(r.from);
+  Object.defineProperty(tx, 'getSenderAddress', { value: () => sender });
+  Object.defineProperty(tx, 'isSigned', { value: () => true });
+  Object.defineProperty(tx, 'hash', { value: () => new Uint8Array(32) });
+  return tx;
+}
+
+export interface CallOutcome {
+  result: RunTxResult;
+  gasUsed: bigint;
+  returnData: Uint8Array;
+  reverted: boolean;
+  error?: string;
+}
+
+export function outcome(result: RunTxResult): CallOutcome {
+  const err = result.execResult.exceptionError;
+  return {
+    result,
+    gasUsed: result.totalGasSpent,
+    returnData: result.execResult.returnValue,
+    reverted: err?.error === 'revert',
+    error: err && err.error !== 'revert' ? gethError(err) : undefined,
+  };
+}
+
+export function hexData(h: Hex | undefined): Uint8Array {
+  return h ? fromHex(h) : new Uint8Array(0);
+}

@@ -1,0 +1,1494 @@
+// The executor: the application consensus drives (ABCI 2.0-style Application) and the chain the
+// Ethereum JSON-RPC reads (EthChain). It owns the EVM, the world state, the mempool and the
+// Ethereum view of blocks, and persists each block in one synced RocksDB batch at commit.
+import type { Common } from '@ethereumjs/common';
+import type { EVMMockBlockchainInterface } from '@ethereumjs/evm';
+import { Address } from '@ethereumjs/util';
+import { sha256 } from '../../crypto/index.js';
+import type { BatchOp } from '../../storage/index.js';
+import {
+  type AbciEvent,
+  type AccessListEntry,
+  type AccountProof,
+  type AppInfo,
+  type Application,
+  type CallOptions,
+  type CallRequest,
+  type CallResult,
+  ChainError,
+  type CheckTxResult,
+  type EthBlock,
+  type EthChain,
+  type EthLog,
+  type EthReceipt,
+  type EthTx,
+  type ExecTxResult,
+  type FeeHistory,
+  type FinalizeBlockRequest,
+  type FinalizeBlockResponse,
+  type Hex,
+  type InitChainRequest,
+  type InitChainResponse,
+  type LogFilter,
+  type PendingTxSummary,
+  type PrepareProposalRequest,
+  type ProcessProposalRequest,
+  type StateOverrides,
+  type TracerConfig,
+} from '../../types/index.js';
+import { bytesToBigInt, EMPTY, equal, fromHex, minBig, normAddress, padLeft, toHex, toKey } from './bytes.js';
+import { bloomAdd, bloomMayContain, type EthHeader, encodeHeader, ZERO_ADDRESS } from './chain/header.js';
+import { renderBlock, renderLogs, renderReceipts, renderTx } from './chain/render.js';
+import {
+  blockSize,
+  ChainStore,
+  encodeConsensusReceipt,
+  type StoredBlock,
+  type StoredReceipt,
+  type StoredTx,
+} from './chain/store.js';
+import { keccak as keccak256 } from './crypto/keccak.js';
+import { ArchiveOnPrunedStoreError, ExecutionError, SupplyInvariantError } from './errors.js';
+import { chainCommon } from './evm/common.js';
+import { estimateGas, createAccessList as runAccessList } from './evm/estimate.js';
+import {
+  type BlockContext,
+  type CallOutcome,
+  hexData,
+  makeBlock,
+  makeCallTx,
+  makeVm,
+  outcome,
+  preCheck,
+  revertReason,
+  runTx,
+} from './evm/run.js';
+import { makeTracer, TraceTimeoutError } from './evm/tracers.js';
+import { effectiveTip, nextBaseFee } from './feeMarket.js';
+import { Mempool, type SenderState } from './mempool.js';
+import type { ExecutorOptions } from './options.js';
+import { type AccountData, EMPTY_CODE_HASH, newAccount } from './state/account.js';
+import { ACCOUNT_TRIE_OWNER, type BuiltState, StateDb, storageOwner } from './state/db.js';
+import { JournaledState, type StateSource } from './state/journaled.js';
+import { META, metaKey, P } from './store/keys.js';
+import { EMPTY_TRIE_ROOT, orderedTrieRoot } from './trie/mpt.js';
+import { checkStateless, checkTxFeeCap, type DecodedTx, decodeTx, TxCode, TxRejectedError } from './txs.js';
+
+const APP_VERSION = 1n;
+/** Idle VMs kept for eth_call / estimateGas / createAccessList. */
+const VM_POOL = 8;
+
+interface PooledVm {
+  vm: Awaited<ReturnType<typeof makeVm>>;
+  state: JournaledState;
+}
+
+const EMPTY_SOURCE: StateSource = {
+  account: async () => undefined,
+  storage: async () => new Uint8Array(0),
+  code: async () => new Uint8Array(0),
+};
+const DECODED_CACHE = 10_000;
+const TIP_HISTORY = 20;
+
+interface PendingBlock {
+  height: number;
+  built: BuiltState;
+  block: StoredBlock;
+  txs: StoredTx[];
+  receipts: StoredReceipt[];
+  nextBaseFee: bigint;
+  supply: bigint;
+  appHash: Uint8Array;
+  minTip: bigint | undefined;
+}
+
+const enc = (s: string) => new TextEncoder().encode(s);
+const dec = (b: Uint8Array) => new TextDecoder().decode(b);
+
+function tmHash(raw: Uint8Array): string {
+  return Buffer.from(sha256(raw)).toString('hex').toUpperCase();
+}
+
+function attr(key: string, value: string, index = true) {
+  return { key, value, index };
+}
+
+/** Seconds from consensus time (ns). */
+function seconds(t: bigint): bigint {
+  return t / 1_000_000_000n;
+}
+
+function mix(hash: Uint8Array): Uint8Array {
+  return hash.length === 32 ? hash : keccak256(hash);
+}
+
+export class Executor implements Application, EthChain {
+  private readonly common: Common;
+  private readonly db: StateDb;
+  private readonly chain: ChainStore;
+  private readonly pool: Mempool;
+  private readonly decoded = new Map<string, DecodedTx>();
+  private readonly blockchain: EVMMockBlockchainInterface;
+  private genesisHeight = 0;
+  private lastBlockHeight = 0;
+  private appHash: Uint8Array = EMPTY;
+  private baseFee: bigint;
+  private supply = 0n;
+  private initialized = false;
+  private closed = false;
+  private pending: PendingBlock | undefined;
+  private recentTips: bigint[] = [];
+  private timing = { txs: 0, stateRoot: 0, rest: 0 };
+  private readonly vmPool: PooledVm[] = [];
+
+  private constructor(private readonly opts: ExecutorOptions) {
+    this.common = chainCommon(opts.evmChainId);
+    this.db = new StateDb(opts.kv, { mode: opts.mode, keepRecent: opts.keepRecent });
+    this.chain = new ChainStore(opts.kv);
+    this.pool = new Mempool(opts.mempool);
+    this.baseFee = opts.gas.baseFee;
+    this.blockchain = {
+      getBlock: async (n: number) => {
+        const b = await this.chain.block(BigInt(n));
+        const h = b ? b.hash : new Uint8Array(32);
+        return { hash: () => h };
+      },
+      putBlock: async () => {},
+      shallowCopy() {
+        return this;
+      },
+    } as EVMMockBlockchainInterface;
+  }
+
+  /** Opens the executor on data/application.db; refuses archive mode on a pruned store. */
+  static async open(opts: ExecutorOptions): Promise<Executor> {
+    if (!Number.isInteger(opts.keepRecent) || opts.keepRecent < 1) {
+      throw new ExecutionError(
+        'BAD_OPTIONS',
+        `keepRecent (app.toml pruning_keep_recent) must be an integer >= 1, got ${opts.keepRecent}`,
+      );
+    }
+    if (opts.keepRecent === 1) {
+      // The previous height's state is still read while a block is being committed.
+      opts.logger.warn(
+        'pruning_keep_recent = 1 is raised to 2: a full node keeps at least two heights of state',
+      );
+      opts = { ...opts, keepRecent: 2 };
+    }
+    if (opts.gas.minGasPrice > opts.gas.maxGasPrice) {
+      throw new ExecutionError(
+        'BAD_OPTIONS',
+        `[evm.gas] min_gas_price ${opts.gas.minGasPrice} is above max_gas_price ${opts.gas.maxGasPrice}`,
+      );
+    }
+    if (opts.gas.gasTarget <= 0n || opts.gas.blockGasLimit <= 0n) {
+      throw new ExecutionError('BAD_OPTIONS', '[evm.gas] gas_target and block_gas_limit must be positive');
+    }
+    const ex = new Executor(opts);
+    await ex.load();
+    return ex;
+  }
+
+  private async meta(name: string): Promise<string | undefined> {
+    const v = await this.opts.kv.get(metaKey(name));
+    return v ? dec(v) : undefined;
+  }
+
+  private async load(): Promise<void> {
+    const height = await this.meta(META.height);
+    if (height === undefined) return;
+    const storedEvmChainId = await this.meta(META.evmChainId);
+    if (storedEvmChainId !== undefined && BigInt(storedEvmChainId) !== this.opts.evmChainId) {
+      throw new ExecutionError(
+        'CHAIN_ID_MISMATCH',
+        `application.db belongs to EVM chain id ${storedEvmChainId}, but the node is configured for ${this.opts.evmChainId}`,
+      );
+    }
+    this.genesisHeight = Number(await this.meta(META.genesisHeight));
+    const oldest = Number((await this.meta(META.oldestState)) ?? this.genesisHeight);
+    if (this.opts.mode === 'archive' && oldest > this.genesisHeight) {
+      throw new ArchiveOnPrunedStoreError(
+        this.opts.location ?? 'data/application.db',
+        oldest,
+        this.genesisHeight,
+      );
+    }
+    this.lastBlockHeight = Number((await this.meta(META.lastBlockHeight)) ?? 0);
+    this.appHash = fromHex((await this.meta(META.appHash)) ?? '0x');
+    this.baseFee = BigInt((await this.meta(META.nextBaseFee)) ?? this.opts.gas.baseFee);
+    this.supply = BigInt((await this.meta(META.totalSupply)) ?? 0);
+    const root = fromHex((await this.meta(META.stateRoot)) ?? toHex(EMPTY_TRIE_ROOT));
+    this.db.init(Number(height), oldest, root);
+    this.initialized = true;
+    this.opts.logger.info(
+      {
+        height: Number(height),
+        lastBlockHeight: this.lastBlockHeight,
+        oldestState: oldest,
+        mode: this.opts.mode,
+      },
+      'execution state loaded',
+    );
+  }
+
+  /**
+   * Throws ArchiveOnPrunedStoreError when `kv` holds a store that a full node pruned; for the CLI's
+   * startup check before anything else opens.
+   */
+  static async assertArchiveCompatible(kv: ExecutorOptions['kv'], location: string): Promise<void> {
+    const g = await kv.get(metaKey(META.genesisHeight));
+    const o = await kv.get(metaKey(META.oldestState));
+    if (!g || !o) return;
+    const genesis = Number(dec(g));
+    const oldest = Number(dec(o));
+    if (oldest > genesis) throw new ArchiveOnPrunedStoreError(location, oldest, genesis);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.pool.clear();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new ExecutionError('NOT_INITIALIZED', 'executor is closed');
+  }
+
+  private assertInitialized(): void {
+    this.assertOpen();
+    if (!this.initialized) {
+      throw new ExecutionError(
+        'NOT_INITIALIZED',
+        'the chain has no genesis state yet (InitChain has not run)',
+      );
+    }
+  }
+
+  // =================================================================== Application
+
+  async info(): Promise<AppInfo> {
+    return {
+      data: 'noded-evm',
+      version: '0.1.0',
+      appVersion: APP_VERSION,
+      lastBlockHeight: this.lastBlockHeight,
+      lastBlockAppHash: this.lastBlockHeight === 0 && !this.initialized ? EMPTY : this.appHash,
+    };
+  }
+
+  async initChain(req: InitChainRequest): Promise<InitChainResponse> {
+    this.assertOpen();
+    if (this.initialized) {
+      const chainId = await this.meta(META.chainId);
+      if (chainId !== req.chainId) {
+        throw new ExecutionError(
+          'CHAIN_ID_MISMATCH',
+          `application.db was initialised for chain ${chainId}, InitChain is for ${req.chainId}`,
+        );
+      }
+      const genesis = await this.chain.block(BigInt(this.genesisHeight));
+      return { appHash: genesis ? genesis.hash : this.appHash };
+    }
+    const accounts = parseGenesisAccounts(req.appState, this.opts.evmChainId);
+    const height = Math.max(0, req.initialHeight - 1);
+    const g = await this.db.buildGenesis(accounts, height);
+    const header: EthHeader = {
+      parentHash: new Uint8Array(32),
+      coinbase: ZERO_ADDRESS,
+      stateRoot: g.stateRoot,
+      transactionsRoot: EMPTY_TRIE_ROOT,
+      receiptsRoot: EMPTY_TRIE_ROOT,
+      logsBloom: new Uint8Array(256),
+      number: BigInt(height),
+      gasLimit: this.opts.gas.blockGasLimit,
+      gasUsed: 0n,
+      timestamp: seconds(req.time),
+      extraData: EMPTY,
+      mixHash: new Uint8Array(32),
+      baseFeePerGas: this.baseFee,
+    };
+    const headerEnc = encodeHeader(header);
+    const block: StoredBlock = {
+      number: BigInt(height),
+      hash: keccak256(headerEnc),
+      header,
+      headerEnc,
+      txHashes: [],
+      size: blockSize(headerEnc, []),
+    };
+    const ops: BatchOp[] = [...g.ops, ...this.chain.blockOps(block, [], [])];
+    const metaOps: Record<string, string> = {
+      [META.height]: String(height),
+      [META.genesisHeight]: String(height),
+      [META.lastBlockHeight]: '0',
+      [META.appHash]: toHex(block.hash),
+      [META.oldestState]: String(height),
+      [META.nextBaseFee]: this.baseFee.toString(),
+      [META.totalSupply]: g.supply.toString(),
+      [META.stateRoot]: toHex(g.stateRoot),
+      [META.chainId]: req.chainId,
+      [META.evmChainId]: this.opts.evmChainId.toString(),
+    };
+    for (const [k, v] of Object.entries(metaOps)) ops.push({ type: 'put', key: metaKey(k), value: enc(v) });
+    await this.opts.kv.write(ops, { sync: true });
+    this.genesisHeight = height;
+    this.appHash = block.hash;
+    this.supply = g.supply;
+    this.db.init(height, height, g.stateRoot);
+    this.initialized = true;
+    this.opts.logger.info(
+      { accounts: accounts.length, supply: g.supply.toString(), stateRoot: toHex(g.stateRoot) },
+      'genesis state written',
+    );
+    return { appHash: block.hash };
+  }
+
+  private decode(raw: Uint8Array): DecodedTx {
+    const hash = keccak256(raw);
+    const hit = this.decoded.get(toHex(hash));
+    if (hit) return hit;
+    const d = decodeTx(raw, this.common, this.opts.evmChainId, hash);
+    if (this.decoded.size >= DECODED_CACHE) {
+      let n = DECODED_CACHE / 10;
+      for (const k of this.decoded.keys()) {
+        if (this.pool.get(k)) continue;
+        this.decoded.delete(k);
+        if (--n <= 0) break;
+      }
+    }
+    this.decoded.set(d.hashHex, d);
+    return d;
+  }
+
+  private limits() {
+    const g = this.opts.gas;
+    return { maxTxGas: g.blockGasLimit, minGasPrice: g.minGasPrice, maxGasPrice: g.maxGasPrice };
+  }
+
+  private async senderState(sender: string): Promise<SenderState> {
+    const a = await this.db.account(sender, this.db.latest);
+    return { nonce: a?.nonce ?? 0n, balance: a?.balance ?? 0n };
+  }
+
+  /** Validates `raw` for the mempool; with `admit` adds it. Throws TxRejectedError. */
+  private async admit(raw: Uint8Array, admit: boolean, rpc: boolean): Promise<DecodedTx> {
+    this.assertInitialized();
+    if (raw.length > this.opts.mempool.maxTxBytes) {
+      throw new TxRejectedError(
+        TxCode.oversized,
+        `oversized data: transaction size ${raw.length}, limit ${this.opts.mempool.maxTxBytes}`,
+      );
+    }
+    const d = this.decode(raw);
+    if (admit && this.pool.get(d.hashHex)) throw new TxRejectedError(TxCode.alreadyKnown, 'already known');
+    if (rpc) {
+      checkTxFeeCap(d, this.opts.txFeeCap);
+      if (d.chainId === undefined && !this.opts.allowUnprotectedTxs) {
+        throw new TxRejectedError(
+          TxCode.unprotected,
+          'only replay-protected (EIP-155) transactions allowed over RPC',
+        );
+      }
+    }
+    checkStateless(d, this.limits());
+    if (d.feeCap < this.baseFee) {
+      throw new TxRejectedError(
+        TxCode.feeCapTooLow,
+        `max fee per gas less than block base fee: address 0x${d.sender}, maxFeePerGas: ${d.feeCap}, baseFee: ${this.baseFee}`,
+      );
+    }
+    for (let attempt = 0; ; attempt++) {
+      const height = this.db.latest;
+      const st = await this.senderState(d.sender);
+      if (height !== this.db.latest && attempt < 3) continue;
+      const acct = await this.db.account(d.sender, this.db.latest);
+      if (acct && !equal(acct.codeHash, EMPTY_CODE_HASH)) {
+        const code = await this.db.code(acct.codeHash);
+        if (!(code[0] === 0xef && code[1] === 0x01 && code[2] === 0x00)) {
+          throw new TxRejectedError(
+            TxCode.senderNotEoa,
+            `sender not an eoa: address 0x${d.sender}, codehash: ${toHex(acct.codeHash)}`,
+          );
+        }
+      }
+      if (!admit && this.pool.get(d.hashHex)) {
+        // Re-validating a pooled transaction: only what the new state can have changed.
+        if (d.nonce < st.nonce) {
+          throw new TxRejectedError(
+            TxCode.nonceTooLow,
+            `nonce too low: next nonce ${st.nonce}, tx nonce ${d.nonce}`,
+          );
+        }
+        if (st.balance < d.cost) {
+          throw new TxRejectedError(
+            TxCode.insufficientFunds,
+            `insufficient funds for gas * price + value: balance ${st.balance}, tx cost ${d.cost}, overshot ${d.cost - st.balance}`,
+          );
+        }
+        return d;
+      }
+      const plan = this.pool.plan(d, st, this.baseFee);
+      if (!admit) return d;
+      this.pool.apply(d, plan, st.nonce);
+      for (const e of plan.evict)
+        this.opts.logger.debug({ hash: e.d.hashHex }, 'mempool: evicted cheapest transaction');
+      this.opts.bus.publish({ kind: 'EthPendingTx', hash: d.hashHex });
+      return d;
+    }
+  }
+
+  async checkTx(tx: Uint8Array, kind: 'new' | 'recheck'): Promise<CheckTxResult> {
+    try {
+      const d = await this.admit(tx, kind === 'new', false);
+      return { code: 0, log: '', gasWanted: d.gasLimit, codespace: '', hash: d.hash };
+    } catch (err) {
+      if (err instanceof TxRejectedError) {
+        return { code: err.code, log: err.message, gasWanted: 0n, codespace: 'evm', hash: keccak256(tx) };
+      }
+      throw err;
+    }
+  }
+
+  async prepareProposal(req: PrepareProposalRequest): Promise<Uint8Array[]> {
+    this.assertInitialized();
+    return this.pool.select(this.baseFee, req.maxTxBytes).map((d) => d.raw);
+  }
+
+  async processProposal(req: ProcessProposalRequest): Promise<boolean> {
+    this.assertInitialized();
+    for (const raw of req.txs) {
+      try {
+        const d = this.decode(raw);
+        if (d.gasLimit > this.opts.gas.blockGasLimit) return false;
+      } catch (err) {
+        if (err instanceof TxRejectedError) {
+          this.opts.logger.info(
+            { height: req.height, reason: err.message },
+            'rejecting proposal with an undecodable transaction',
+          );
+          return false;
+        }
+        throw err;
+      }
+    }
+    return true;
+  }
+
+  /** Committed state at `height`, as the EVM overlay reads it. */
+  private stateSource(height: number): StateSource {
+    return {
+      account: (a) => this.db.account(a, height),
+      storage: (a, s) => this.db.storage(a, s, height),
+      code: (h) => this.db.code(h),
+    };
+  }
+
+  async finalizeBlock(req: FinalizeBlockRequest): Promise<FinalizeBlockResponse> {
+    this.assertInitialized();
+    if (this.pending) {
+      if (this.pending.height !== req.height) {
+        throw new ExecutionError(
+          'HEIGHT_MISMATCH',
+          `finalizeBlock(${req.height}) while block ${this.pending.height} awaits commit`,
+        );
+      }
+      this.pending = undefined;
+      this.db.resetTries();
+    }
+    if (req.height !== this.db.latest + 1) {
+      throw new ExecutionError(
+        'HEIGHT_MISMATCH',
+        `finalizeBlock for height ${req.height}, but the executed state is at height ${this.db.latest}`,
+      );
+    }
+    try {
+      return await this.executeBlock(req);
+    } catch (err) {
+      this.pending = undefined;
+      this.db.resetTries();
+      throw err;
+    }
+  }
+
+  private async executeBlock(req: FinalizeBlockRequest): Promise<FinalizeBlockResponse> {
+    const tStart = performance.now();
+    const height = req.height;
+    const parent = await this.chain.block(BigInt(height - 1));
+    if (!parent)
+      throw new ExecutionError(
+        'HEIGHT_MISMATCH',
+        `parent block ${height - 1} is missing from application.db`,
+      );
+    const baseFee = this.baseFee;
+    const coinbase = req.proposerAddress.length === 20 ? req.proposerAddress : ZERO_ADDRESS;
+    const ctx: BlockContext = {
+      number: BigInt(height),
+      timestamp: seconds(req.time),
+      coinbase,
+      baseFee,
+      gasLimit: this.opts.gas.blockGasLimit,
+      mixHash: mix(req.hash),
+    };
+    const state = new JournaledState(this.stateSource(this.db.latest));
+    const vm = await makeVm(this.common, state, this.blockchain);
+    const block = makeBlock(this.common, ctx);
+
+    const decoded: Array<DecodedTx | TxRejectedError> = req.txs.map((raw) => {
+      try {
+        return this.decode(raw);
+      } catch (err) {
+        if (err instanceof TxRejectedError) return err;
+        throw err;
+      }
+    });
+    const touched: string[] = [toKey(coinbase)];
+    for (const d of decoded)
+      if (!(d instanceof TxRejectedError)) touched.push(d.sender, ...(d.to ? [d.to] : []));
+    await this.db.prefetchAccounts(touched);
+
+    const txResults: ExecTxResult[] = [];
+    const txs: StoredTx[] = [];
+    const receipts: StoredReceipt[] = [];
+    const receiptBlooms: Uint8Array[] = [];
+    const txHashes: Uint8Array[] = [];
+    const blockBloom = new Uint8Array(256);
+    let gasUsed = 0n;
+    let baseFees = 0n;
+    let minTip: bigint | undefined;
+    const limits = this.limits();
+    for (let i = 0; i < req.txs.length; i++) {
+      const d = decoded[i];
+      const reject = (code: number, log: string, gasWanted = 0n): void => {
+        txResults.push({
+          code,
+          data: EMPTY,
+          log,
+          info: '',
+          gasWanted,
+          gasUsed: 0n,
+          events: [],
+          codespace: 'evm',
+        });
+      };
+      if (d instanceof TxRejectedError) {
+        reject(d.code, d.message);
+        continue;
+      }
+      try {
+        checkStateless(d, limits);
+      } catch (err) {
+        reject((err as TxRejectedError).code, (err as Error).message, d.gasLimit);
+        continue;
+      }
+      const pre = await preCheck(d, state, baseFee);
+      if (pre !== undefined) {
+        reject(TxCode.execution, pre, d.gasLimit);
+        continue;
+      }
+      let res: Awaited<ReturnType<typeof runTx>>;
+      try {
+        res = await runTx(vm, { tx: d.tx, block, skipHardForkValidation: true, blockGasUsed: gasUsed });
+      } catch (err) {
+        reject(
+          TxCode.execution,
+          `transaction rejected by the EVM: ${(err as Error).message.replace(/ \(.*$/, '')}`,
+          d.gasLimit,
+        );
+        continue;
+      }
+      const ethIndex = txHashes.length;
+      const spent = res.totalGasSpent;
+      gasUsed += spent;
+      baseFees += spent * baseFee;
+      const tip = effectiveTip(d.feeCap, d.tipCap, baseFee);
+      if (minTip === undefined || tip < minTip) minTip = tip;
+      const logs = (res.execResult.logs ?? []).map(([address, topics, data]) => ({ address, topics, data }));
+      const bloom = res.bloom.bitvector;
+      if (logs.length > 0) for (let b = 0; b < 256; b++) blockBloom[b] |= bloom[b];
+      const failed = res.execResult.exceptionError;
+      const receipt: StoredReceipt = {
+        type: d.type,
+        status: failed ? 0 : 1,
+        cumulativeGasUsed: gasUsed,
+        gasUsed: spent,
+        effectiveGasPrice: baseFee + tip,
+        from: fromHex(d.sender),
+        to: d.to ? fromHex(d.to) : null,
+        contractAddress: d.to === null && res.createdAddress ? res.createdAddress.bytes : null,
+        logs,
+      };
+      receipts.push(receipt);
+      receiptBlooms.push(bloom);
+      txs.push({ raw: d.raw, sender: fromHex(d.sender) });
+      txHashes.push(d.hash);
+      const recipient = d.to ? `0x${d.to}` : receipt.contractAddress ? toHex(receipt.contractAddress) : '';
+      const evAttrs = [
+        attr('amount', d.value.toString()),
+        attr('ethereumTxHash', d.hashHex),
+        attr('txIndex', String(ethIndex)),
+        attr('txGasUsed', spent.toString()),
+        attr('txHash', tmHash(d.raw)),
+        attr('recipient', recipient),
+      ];
+      let failLog = '';
+      if (failed) {
+        const reason = failed.error === 'revert' ? revertReason(res.execResult.returnValue) : undefined;
+        failLog =
+          failed.error === 'revert'
+            ? `execution reverted${reason !== undefined ? `: ${reason}` : ''}`
+            : failed.error;
+        evAttrs.push(attr('ethereumTxFailed', failLog));
+      }
+      const events: AbciEvent[] = [{ type: 'ethereum_tx', attributes: evAttrs }];
+      if (logs.length > 0) {
+        events.push({
+          type: 'tx_log',
+          attributes: logs.map((l) =>
+            attr(
+              'txLog',
+              JSON.stringify({ address: toHex(l.address), topics: l.topics.map(toHex), data: toHex(l.data) }),
+              false,
+            ),
+          ),
+        });
+      }
+      events.push({
+        type: 'message',
+        attributes: [
+          attr('action', '/noded.evm.v1.MsgEthereumTx'),
+          attr('sender', `0x${d.sender}`),
+          attr('module', 'evm'),
+          attr('txType', String(d.type)),
+        ],
+      });
+      txResults.push({
+        code: 0,
+        data: res.execResult.returnValue,
+        log: failLog,
+        info: '',
+        gasWanted: d.gasLimit,
+        gasUsed: spent,
+        events,
+        codespace: '',
+      });
+    }
+
+    // EIP-1559 burns the base fee; this chain pays it to the proposer instead (with the tips,
+    // which runTx already credited), so fees never leave the supply.
+    if (baseFees > 0n) await state.addBalance(toKey(coinbase), baseFees);
+    const tExec = performance.now();
+
+    const built = await this.db.build(state.overlay());
+    const tRoot = performance.now();
+    const expectedDelta = -state.burned;
+    if (built.balanceDelta !== expectedDelta) {
+      throw new SupplyInvariantError(height, expectedDelta, built.balanceDelta);
+    }
+    const supply = this.supply + built.balanceDelta;
+
+    const header: EthHeader = {
+      parentHash: parent.hash,
+      coinbase,
+      stateRoot: built.stateRoot,
+      transactionsRoot: await orderedTrieRoot(txs.map((t) => t.raw)),
+      receiptsRoot: await orderedTrieRoot(
+        receipts.map((r, i) => encodeConsensusReceipt(r, receiptBlooms[i])),
+      ),
+      logsBloom: blockBloom,
+      number: BigInt(height),
+      gasLimit: this.opts.gas.blockGasLimit,
+      gasUsed,
+      timestamp: ctx.timestamp,
+      extraData: EMPTY,
+      mixHash: ctx.mixHash,
+      baseFeePerGas: baseFee,
+    };
+    const headerEnc = encodeHeader(header);
+    const stored: StoredBlock = {
+      number: BigInt(height),
+      hash: keccak256(headerEnc),
+      header,
+      headerEnc,
+      txHashes,
+      size: blockSize(
+        headerEnc,
+        txs.map((t) => t.raw),
+      ),
+    };
+    const next = nextBaseFee(baseFee, gasUsed, this.opts.gas);
+    const tEnd = performance.now();
+    this.timing = { txs: tExec - tStart, stateRoot: tRoot - tExec, rest: tEnd - tRoot };
+    this.pending = {
+      height,
+      built,
+      block: stored,
+      txs,
+      receipts,
+      nextBaseFee: next,
+      supply,
+      appHash: stored.hash,
+      minTip,
+    };
+    return {
+      events: [
+        {
+          type: 'fee_market',
+          attributes: [attr('base_fee', baseFee.toString()), attr('next_base_fee', next.toString())],
+        },
+        {
+          type: 'block_gas',
+          attributes: [attr('height', String(height)), attr('amount', gasUsed.toString())],
+        },
+      ],
+      txResults,
+      validatorUpdates: [],
+      consensusParamUpdates: null,
+      appHash: stored.hash,
+    };
+  }
+
+  async commit(): Promise<{ retainHeight: number }> {
+    this.assertInitialized();
+    const p = this.pending;
+    if (!p) throw new ExecutionError('NO_PENDING_BLOCK', 'commit without a finalized block');
+    const { ops, newOldest } = await this.db.commitOps(p.built);
+    ops.push(...this.chain.blockOps(p.block, p.txs, p.receipts));
+    const metaOps: Record<string, string> = {
+      [META.height]: String(p.height),
+      [META.lastBlockHeight]: String(p.height),
+      [META.appHash]: toHex(p.appHash),
+      [META.oldestState]: String(newOldest),
+      [META.nextBaseFee]: p.nextBaseFee.toString(),
+      [META.totalSupply]: p.supply.toString(),
+      [META.stateRoot]: toHex(p.built.stateRoot),
+    };
+    for (const [k, v] of Object.entries(metaOps)) ops.push({ type: 'put', key: metaKey(k), value: enc(v) });
+    this.db.beginCommit(p.built, newOldest);
+    const tWrite = performance.now();
+    await this.opts.kv.write(ops, { sync: true });
+    const writeMs = performance.now() - tWrite;
+    this.db.finishCommit(p.built, newOldest);
+    this.opts.logger.debug(
+      {
+        height: p.height,
+        txs: p.txs.length,
+        gasUsed: p.block.header.gasUsed.toString(),
+        execMs: Math.round(this.timing.txs),
+        stateRootMs: Math.round(this.timing.stateRoot),
+        finishMs: Math.round(this.timing.rest),
+        writeMs: Math.round(writeMs),
+        ops: ops.length,
+      },
+      'block committed',
+    );
+    this.pending = undefined;
+    for (const h of p.block.txHashes) this.decoded.delete(toHex(h));
+    this.lastBlockHeight = p.height;
+    this.appHash = p.appHash;
+    this.baseFee = p.nextBaseFee;
+    this.supply = p.supply;
+    if (p.minTip !== undefined) {
+      this.recentTips.push(p.minTip);
+      if (this.recentTips.length > TIP_HISTORY) this.recentTips.shift();
+    }
+    const ethBlock = renderBlock(p.block);
+    const logs = renderLogs(p.block, p.receipts).flat();
+    this.opts.bus.publish({ kind: 'EthNewHead', block: ethBlock, logs });
+    await this.recheckMempool();
+    return { retainHeight: 0 };
+  }
+
+  private async recheckMempool(): Promise<void> {
+    const senders = this.pool.senders();
+    if (senders.length === 0) return;
+    await this.db.prefetchAccounts(senders);
+    const states = new Map<string, SenderState>();
+    for (const s of senders) states.set(s, await this.senderState(s));
+    const dropped = this.pool.update(states, this.opts.mempool.recheck);
+    for (const e of dropped) this.decoded.delete(e.d.hashHex);
+  }
+
+  // =================================================================== mempool extras (NodeReader)
+
+  /** Transactions in the mempool, pending first (unconfirmed_txs). */
+  unconfirmedTxs(limit: number): { txs: Uint8Array[]; total: number; totalBytes: number } {
+    const { pending, queued } = this.pool.summary();
+    const out: Uint8Array[] = [];
+    for (const m of [pending, queued]) {
+      for (const list of m.values()) {
+        for (const e of list) {
+          if (out.length >= limit) break;
+          out.push(e.d.raw);
+        }
+      }
+    }
+    return { txs: out, total: this.pool.count, totalBytes: this.pool.totalBytes };
+  }
+
+  flushMempool(): void {
+    this.pool.clear();
+  }
+
+  /** Native coin supply in base units (checked at the end of every block). */
+  totalSupply(): bigint {
+    return this.supply;
+  }
+
+  // =================================================================== EthChain: blocks
+
+  chainId(): bigint {
+    return this.opts.evmChainId;
+  }
+
+  latestHeight(): bigint {
+    return BigInt(Math.max(this.db.latest, 0));
+  }
+
+  oldestStateHeight(): bigint {
+    return BigInt(this.db.oldest);
+  }
+
+  async getBlockByNumber(n: bigint): Promise<EthBlock | undefined> {
+    if (n > BigInt(this.db.latest)) return undefined;
+    const b = await this.chain.block(n);
+    return b ? renderBlock(b) : undefined;
+  }
+
+  async getBlockByHash(hash: Hex): Promise<EthBlock | undefined> {
+    const n = await this.chain.numberByHash(fromHex(hash));
+    return n === undefined ? undefined : this.getBlockByNumber(n);
+  }
+
+  async getBlockTransactions(n: bigint): Promise<EthTx[]> {
+    const b = n <= BigInt(this.db.latest) ? await this.chain.block(n) : undefined;
+    if (!b) return [];
+    const txs = await this.chain.txs(n);
+    return txs.map((t, i) =>
+      renderTx(t.raw, toHex(b.txHashes[i]), toHex(t.sender), {
+        blockHash: toHex(b.hash),
+        blockNumber: n,
+        transactionIndex: BigInt(i),
+        baseFee: b.header.baseFeePerGas,
+      }),
+    );
+  }
+
+  async getBlockReceipts(n: bigint): Promise<EthReceipt[]> {
+    const b = n <= BigInt(this.db.latest) ? await this.chain.block(n) : undefined;
+    if (!b) return [];
+    const rs = await this.chain.receipts(n);
+    return renderReceipts(b, rs, rs.map(receiptBloom));
+  }
+
+  async getTransaction(hash: Hex): Promise<EthTx | undefined> {
+    const h = fromHex(hash);
+    const loc = await this.chain.txLocation(h);
+    if (loc && loc.number <= BigInt(this.db.latest)) {
+      const b = await this.chain.block(loc.number);
+      const t = (await this.chain.txs(loc.number))[loc.index];
+      if (b && t) {
+        return renderTx(t.raw, toHex(b.txHashes[loc.index]), toHex(t.sender), {
+          blockHash: toHex(b.hash),
+          blockNumber: loc.number,
+          transactionIndex: BigInt(loc.index),
+          baseFee: b.header.baseFeePerGas,
+        });
+      }
+    }
+    const e = this.pool.get(hash.toLowerCase());
+    if (e) return renderTx(e.d.raw, e.d.hashHex, `0x${e.d.sender}`, pendingPlacement);
+    return undefined;
+  }
+
+  async getReceipt(hash: Hex): Promise<EthReceipt | undefined> {
+    const loc = await this.chain.txLocation(fromHex(hash));
+    if (!loc || loc.number > BigInt(this.db.latest)) return undefined;
+    const all = await this.getBlockReceipts(loc.number);
+    return all[loc.index];
+  }
+
+  async getLogs(filter: LogFilter): Promise<EthLog[]> {
+    const latest = BigInt(this.db.latest);
+    const from = filter.fromBlock < 0n ? 0n : filter.fromBlock;
+    const to = filter.toBlock > latest ? latest : filter.toBlock;
+    if (from > to) return [];
+    const addrs = (filter.addresses ?? []).map((a) => fromHex(normAddress(a)));
+    const topics = (filter.topics ?? []).map((t) =>
+      t === null ? null : (Array.isArray(t) ? t : [t]).map((x) => padLeft(fromHex(x), 32)),
+    );
+    let candidates: bigint[] | undefined;
+    const union = async (prefix: number, keys: Uint8Array[]) => {
+      const set = new Set<bigint>();
+      for (const k of keys) for (const n of await this.chain.indexedBlocks(prefix, k, from, to)) set.add(n);
+      return set;
+    };
+    if (addrs.length > 0) candidates = [...(await union(P.logAddress, addrs))];
+    const firstTopic = topics.find((t) => t !== null && t.length > 0);
+    if (firstTopic) {
+      const set = await union(P.logTopic, firstTopic);
+      candidates = candidates ? candidates.filter((n) => set.has(n)) : [...set];
+    }
+    const blocks: bigint[] = candidates ? candidates.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)) : [];
+    if (!candidates) for (let n = from; n <= to; n++) blocks.push(n);
+    const out: EthLog[] = [];
+    for (const n of blocks) {
+      const b = await this.chain.block(n);
+      if (!b) continue;
+      if (b.header.logsBloom.every((x) => x === 0)) continue;
+      if (addrs.length > 0 && !addrs.some((a) => bloomMayContain(b.header.logsBloom, a))) continue;
+      const rs = await this.chain.receipts(n);
+      for (const l of renderLogs(b, rs).flat()) {
+        if (addrs.length > 0 && !addrs.some((a) => toHex(a) === l.address)) continue;
+        let ok = true;
+        for (let i = 0; i < topics.length && ok; i++) {
+          const want = topics[i];
+          if (want === null || want.length === 0) continue;
+          const have = l.topics[i];
+          ok = have !== undefined && want.some((w) => toHex(w) === have);
+        }
+        if (ok) out.push(l);
+      }
+    }
+    return out;
+  }
+
+  // =================================================================== EthChain: state
+
+  private height(h: bigint): number {
+    const n = Number(h);
+    this.db.checkReadable(n);
+    return n;
+  }
+
+  async getBalance(address: Hex, height: bigint): Promise<bigint> {
+    const a = await this.db.account(toKey(fromHex(normAddress(address))), this.height(height));
+    return a?.balance ?? 0n;
+  }
+
+  async getNonce(address: Hex, height: bigint | 'pending'): Promise<bigint> {
+    const addr = toKey(fromHex(normAddress(address)));
+    if (height === 'pending') {
+      const st = await this.db.account(addr, this.db.latest);
+      return this.pool.pendingNonce(addr, st?.nonce ?? 0n);
+    }
+    const a = await this.db.account(addr, this.height(height));
+    return a?.nonce ?? 0n;
+  }
+
+  async getCode(address: Hex, height: bigint): Promise<Hex> {
+    const a = await this.db.account(toKey(fromHex(normAddress(address))), this.height(height));
+    if (!a) return '0x';
+    return toHex(await this.db.code(a.codeHash));
+  }
+
+  async getStorageAt(address: Hex, slot: Hex, height: bigint): Promise<Hex> {
+    const s = toKey(padLeft(fromHex(slot), 32));
+    if (s.length !== 64) throw new ChainError(-32602, `invalid storage slot ${slot}: more than 32 bytes`);
+    const v = await this.db.storage(toKey(fromHex(normAddress(address))), s, this.height(height));
+    return toHex(padLeft(v, 32));
+  }
+
+  async getProof(address: Hex, slots: Hex[], height: bigint): Promise<AccountProof> {
+    const h = this.height(height);
+    const b = await this.chain.block(BigInt(h));
+    if (!b) throw new ChainError(-32000, `header for height ${h} not found`);
+    const addr = toKey(fromHex(normAddress(address)));
+    const accountTrie = this.db.trieAt(ACCOUNT_TRIE_OWNER, b.header.stateRoot, h);
+    const accountProof = await accountTrie.prove(keccak256(fromHex(addr)));
+    const a: AccountData = (await this.db.account(addr, h)) ?? newAccount();
+    const storageTrie = this.db.trieAt(storageOwner(addr), a.storageRoot, h);
+    const storageProof = [];
+    for (const slot of slots) {
+      const key = padLeft(fromHex(slot), 32);
+      if (key.length !== 32) throw new ChainError(-32602, `invalid storage key ${slot}: more than 32 bytes`);
+      const value = bytesToBigInt(await this.db.storage(addr, toKey(key), h));
+      storageProof.push({
+        key: slot,
+        value,
+        proof: (await storageTrie.prove(keccak256(key))).map(toHex),
+      });
+    }
+    return {
+      address: normAddress(address),
+      accountProof: accountProof.map(toHex),
+      balance: a.balance,
+      codeHash: toHex(a.codeHash),
+      nonce: a.nonce,
+      storageHash: toHex(a.storageRoot),
+      storageProof,
+    };
+  }
+
+  // =================================================================== EthChain: calls
+
+  /** A VM with its own state overlay, reused across calls (building an EVM costs about a ms). */
+  private async borrowVm(height: number): Promise<PooledVm> {
+    const source = this.stateSource(height);
+    const pooled = this.vmPool.pop();
+    if (pooled) {
+      pooled.state.reset(source);
+      return pooled;
+    }
+    const state = new JournaledState(source);
+    return { state, vm: await makeVm(this.common, state, this.blockchain) };
+  }
+
+  private releaseVm(v: PooledVm): void {
+    v.state.reset(EMPTY_SOURCE);
+    // An aborted run (timeout) may leave EIP-1153 transient storage behind.
+    (v.vm.evm as unknown as { transientStorage?: { clear(): void } }).transientStorage?.clear();
+    if (this.vmPool.length < VM_POOL) this.vmPool.push(v);
+  }
+
+  private async applyOverrides(state: JournaledState, overrides: StateOverrides | undefined): Promise<void> {
+    for (const [address, o] of Object.entries(overrides ?? {})) {
+      const addr = toKey(fromHex(normAddress(address)));
+      const cur = { ...((await state.readAccount(addr)) ?? newAccount()) };
+      if (o.nonce !== undefined) cur.nonce = o.nonce;
+      if (o.balance !== undefined) cur.balance = o.balance;
+      state.accounts.set(addr, cur);
+      if (o.code !== undefined) {
+        await state.putCode(new Address(fromHex(addr)), fromHex(o.code));
+      }
+      if (o.state && o.stateDiff) {
+        throw new ChainError(-32602, `account ${address} has both 'state' and 'stateDiff'`);
+      }
+      if (o.state) {
+        state.storage.set(addr, new Map());
+        state.cleared.add(addr);
+      }
+      for (const [slot, v] of Object.entries(o.state ?? o.stateDiff ?? {})) {
+        state.writeSlot(addr, toKey(padLeft(fromHex(slot), 32)), padLeft(fromHex(v), 32));
+      }
+    }
+  }
+
+  private async blockContext(height: number): Promise<BlockContext> {
+    const b = await this.chain.block(BigInt(height));
+    if (!b) throw new ChainError(-32000, `header for height ${height} not found`);
+    return {
+      number: b.number,
+      timestamp: b.header.timestamp,
+      coinbase: b.header.coinbase,
+      baseFee: b.header.baseFeePerGas,
+      gasLimit: b.header.gasLimit,
+      mixHash: b.header.mixHash,
+    };
+  }
+
+  /** Gas for a call: the request's, else the cap, never above the per-transaction maximum. */
+  private callGas(req: CallRequest, opts: CallOptions): bigint {
+    let max = this.opts.gas.blockGasLimit;
+    if (this.common.isActivatedEIP(7825) && max > 16_777_216n) max = 16_777_216n;
+    if (opts.gasCap > 0n && opts.gasCap < max) max = opts.gasCap;
+    return minBig(req.gas ?? max, max);
+  }
+
+  /**
+   * Runs one call on a fresh state at `height` (geth's DoCall): no fee when no price is given
+   * (then BASEFEE reads 0 as in geth), nonce and EOA checks skipped.
+   */
+  private async runCall(
+    req: CallRequest,
+    height: number,
+    overrides: StateOverrides | undefined,
+    gas: bigint,
+    opts: { timeoutMs: number; tracer?: ReturnType<typeof makeTracer>; accessList?: AccessListEntry[] },
+  ): Promise<CallOutcome & { accessList?: AccessListEntry[] }> {
+    // Traced runs get a VM of their own (listeners attach to it); plain calls reuse pooled VMs.
+    const v = opts.tracer
+      ? await (async () => {
+          const state = new JournaledState(this.stateSource(height));
+          return { state, vm: await makeVm(this.common, state, this.blockchain) };
+        })()
+      : await this.borrowVm(height);
+    try {
+      await this.applyOverrides(v.state, overrides);
+      return await this.runCallOn(v, req, height, gas, opts);
+    } finally {
+      if (!opts.tracer) this.releaseVm(v);
+    }
+  }
+
+  private async runCallOn(
+    { vm, state }: PooledVm,
+    req: CallRequest,
+    height: number,
+    gas: bigint,
+    opts: { timeoutMs: number; tracer?: ReturnType<typeof makeTracer>; accessList?: AccessListEntry[] },
+  ): Promise<CallOutcome & { accessList?: AccessListEntry[] }> {
+    const ctx = await this.blockContext(height);
+    const from = req.from ? fromHex(normAddress(req.from)) : ZERO_ADDRESS;
+    const fromKey = toKey(from);
+    const priced = (req.gasPrice ?? 0n) > 0n || (req.maxFeePerGas ?? 0n) > 0n;
+    if (priced && req.gasPrice !== undefined && req.maxFeePerGas !== undefined) {
+      throw new ChainError(-32602, 'both gasPrice and (maxFeePerGas or maxPriorityFeePerGas) specified');
+    }
+    const feeCap = req.maxFeePerGas ?? req.gasPrice ?? 0n;
+    if (priced && feeCap < ctx.baseFee) {
+      throw new ChainError(
+        -32000,
+        `max fee per gas less than block base fee: address ${toHex(from)}, maxFeePerGas: ${feeCap}, baseFee: ${ctx.baseFee}`,
+      );
+    }
+    const acct = (await state.readAccount(fromKey)) ?? newAccount();
+    const value = req.value ?? 0n;
+    const want = value + (priced ? gas * feeCap : 0n);
+    if (acct.balance < want) {
+      throw new ChainError(
+        -32000,
+        `insufficient funds for gas * price + value: address ${toHex(from)} have ${acct.balance} want ${want}`,
+      );
+    }
+    const tx = makeCallTx(this.common, this.opts.evmChainId, {
+      from,
+      to: req.to ? fromHex(normAddress(req.to)) : null,
+      gas,
+      gasPrice: req.gasPrice,
+      maxFeePerGas: req.maxFeePerGas,
+      maxPriorityFeePerGas: req.maxPriorityFeePerGas,
+      value,
+      data: hexData(req.data),
+      nonce: acct.nonce,
+      accessList: opts.accessList ?? req.accessList,
+    });
+    // geth skips the EOA check for calls: hide the sender's code from that one check only.
+    if (!equal(acct.codeHash, EMPTY_CODE_HASH)) state.hideSenderCode(fromKey, acct);
+    const block = makeBlock(this.common, { ...ctx, baseFee: priced ? ctx.baseFee : 0n });
+    const deadline = opts.timeoutMs > 0 ? Date.now() + opts.timeoutMs : 0;
+    if (deadline > 0) {
+      state.onAccess = () => {
+        if (Date.now() > deadline) throw new TraceTimeoutError(opts.timeoutMs);
+      };
+    }
+    const detach = opts.tracer?.attach(vm.evm as never, deadline);
+    try {
+      const res = await runTx(vm, {
+        tx,
+        block,
+        skipNonce: true,
+        skipBalance: true,
+        skipHardForkValidation: true,
+        skipBlockGasLimitValidation: true,
+        reportAccessList: opts.accessList !== undefined,
+      });
+      const out = outcome(res);
+      return { ...out, accessList: res.accessList as AccessListEntry[] | undefined };
+    } catch (err) {
+      if (err instanceof TraceTimeoutError || (err as Error).name === 'TraceTimeoutError') {
+        throw new ChainError(-32000, `execution aborted (timeout = ${opts.timeoutMs / 1000}s)`);
+      }
+      if (err instanceof ChainError) throw err;
+      const msg = (err as Error).message.replace(/ \(.*$/, '');
+      if (/INTRINSIC_GAS_TOO_LOW|lower than the minimum gas limit/.test(msg)) {
+        throw new ChainError(-32000, `intrinsic gas too low: have ${gas}, want ${tx.getIntrinsicGas()}`);
+      }
+      throw new ChainError(-32000, msg);
+    } finally {
+      detach?.();
+      state.onAccess = undefined;
+    }
+  }
+
+  async call(
+    req: CallRequest,
+    height: bigint,
+    overrides: StateOverrides | undefined,
+    opts: CallOptions,
+  ): Promise<CallResult> {
+    const h = this.height(height);
+    const out = await this.runCall(req, h, overrides, this.callGas(req, opts), { timeoutMs: opts.timeoutMs });
+    return {
+      returnData: toHex(out.returnData),
+      gasUsed: out.gasUsed,
+      ...(out.reverted ? { reverted: true } : {}),
+      ...(out.error ? { error: out.error } : {}),
+      logs: (out.result.execResult.logs ?? []).map(([a, t, d]) => ({
+        address: toHex(a),
+        topics: t.map(toHex),
+        data: toHex(d),
+      })),
+    };
+  }
+
+  async estimateGas(
+    req: CallRequest,
+    height: bigint,
+    overrides: StateOverrides | undefined,
+    opts: CallOptions,
+  ): Promise<bigint> {
+    const h = this.height(height);
+    const probe = await this.borrowVm(h);
+    let balance: bigint;
+    let toHasCode: boolean | undefined;
+    try {
+      await this.applyOverrides(probe.state, overrides);
+      const from = req.from ? toKey(fromHex(normAddress(req.from))) : toKey(ZERO_ADDRESS);
+      balance = (await probe.state.readAccount(from))?.balance ?? 0n;
+      if (req.to !== undefined && req.to !== null) {
+        const to = await probe.state.readAccount(toKey(fromHex(normAddress(req.to))));
+        toHasCode = to !== undefined && !equal(to.codeHash, EMPTY_CODE_HASH);
+      }
+    } finally {
+      this.releaseVm(probe);
+    }
+    return estimateGas({
+      req,
+      hi: this.callGas({ ...req, gas: req.gas }, opts),
+      balance,
+      toHasCode,
+      run: (gas) => this.runCall({ ...req, gas }, h, overrides, gas, { timeoutMs: opts.timeoutMs }),
+    });
+  }
+
+  async createAccessList(
+    req: CallRequest,
+    height: bigint,
+    opts: CallOptions,
+  ): Promise<{ accessList: AccessListEntry[]; gasUsed: bigint; error?: string }> {
+    const h = this.height(height);
+    const gas = this.callGas(req, opts);
+    return runAccessList({
+      req,
+      run: (accessList) => this.runCall(req, h, undefined, gas, { timeoutMs: opts.timeoutMs, accessList }),
+    });
+  }
+
+  // =================================================================== EthChain: fees
+
+  nextBaseFee(): bigint {
+    return this.baseFee;
+  }
+
+  suggestedTip(): bigint {
+    if (this.recentTips.length === 0) return 0n;
+    const sorted = [...this.recentTips].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return sorted[Math.floor(((sorted.length - 1) * 60) / 100)];
+  }
+
+  async feeHistory(
+    blockCount: number,
+    newest: bigint,
+    rewardPercentiles: number[] | undefined,
+  ): Promise<FeeHistory> {
+    const latest = BigInt(this.db.latest);
+    if (newest > latest) newest = latest;
+    const count = BigInt(Math.max(0, Math.min(blockCount, Number(newest - BigInt(this.genesisHeight)) + 1)));
+    const oldest = newest - count + 1n;
+    const baseFeePerGas: bigint[] = [];
+    const gasUsedRatio: number[] = [];
+    const reward: bigint[][] = [];
+    for (let n = oldest; n <= newest; n++) {
+      const b = await this.chain.block(n);
+      if (!b) break;
+      baseFeePerGas.push(b.header.baseFeePerGas);
+      gasUsedRatio.push(Number(b.header.gasUsed) / Number(b.header.gasLimit));
+      if (rewardPercentiles) reward.push(await this.blockRewards(b, rewardPercentiles));
+    }
+    if (count > 0n) {
+      const after =
+        newest === latest ? this.baseFee : (await this.chain.block(newest + 1n))?.header.baseFeePerGas;
+      baseFeePerGas.push(after ?? this.baseFee);
+    }
+    return {
+      oldestBlock: count > 0n ? oldest : newest,
+      baseFeePerGas,
+      gasUsedRatio,
+      ...(rewardPercentiles ? { reward } : {}),
+    };
+  }
+
+  private async blockRewards(b: StoredBlock, percentiles: number[]): Promise<bigint[]> {
+    const rs = await this.chain.receipts(b.number);
+    if (rs.length === 0) return percentiles.map(() => 0n);
+    const items = rs
+      .map((r) => ({ tip: r.effectiveGasPrice - b.header.baseFeePerGas, gas: r.gasUsed }))
+      .sort((x, y) => (x.tip < y.tip ? -1 : x.tip > y.tip ? 1 : 0));
+    const total = b.header.gasUsed;
+    const out: bigint[] = [];
+    let i = 0;
+    let sum = items[0].gas;
+    for (const p of percentiles) {
+      const threshold = (Number(total) * p) / 100;
+      while (Number(sum) < threshold && i < items.length - 1) {
+        i++;
+        sum += items[i].gas;
+      }
+      out.push(items[i].tip);
+    }
+    return out;
+  }
+
+  // =================================================================== EthChain: mempool
+
+  async sendRawTransaction(raw: Uint8Array): Promise<Hex> {
+    try {
+      const d = await this.admit(raw, true, true);
+      return d.hashHex;
+    } catch (err) {
+      if (err instanceof TxRejectedError) throw new ChainError(-32000, err.message);
+      throw err;
+    }
+  }
+
+  txPool(): PendingTxSummary {
+    const { pending, queued } = this.pool.summary();
+    const conv = (m: Map<string, Array<{ d: DecodedTx }>>) => {
+      const out = new Map<Hex, Map<bigint, EthTx>>();
+      for (const [sender, list] of m) {
+        const inner = new Map<bigint, EthTx>();
+        for (const e of list)
+          inner.set(e.d.nonce, renderTx(e.d.raw, e.d.hashHex, `0x${sender}`, pendingPlacement));
+        out.set(`0x${sender}`, inner);
+      }
+      return out;
+    };
+    return { pending: conv(pending), queued: conv(queued) };
+  }
+
+  // =================================================================== EthChain: traces
+
+  private async replayTo(n: bigint, until: number, tracer?: { index: number; cfg: TracerConfig }) {
+    const b = await this.chain.block(n);
+    if (!b || n > BigInt(this.db.latest)) throw new ChainError(-32000, `block #${n} not found`);
+    if (n === BigInt(this.genesisHeight)) throw new ChainError(-32000, 'genesis is not traceable');
+    const h = Number(n) - 1;
+    this.db.checkReadable(h);
+    const state = new JournaledState(this.stateSource(h));
+    const vm = await makeVm(this.common, state, this.blockchain);
+    const block = makeBlock(this.common, {
+      number: b.number,
+      timestamp: b.header.timestamp,
+      coinbase: b.header.coinbase,
+      baseFee: b.header.baseFeePerGas,
+      gasLimit: b.header.gasLimit,
+      mixHash: b.header.mixHash,
+    });
+    const txs = await this.chain.txs(n);
+    const results: Array<{ txHash: Hex; result: unknown }> = [];
+    let gasUsed = 0n;
+    for (let i = 0; i <= until && i < txs.length; i++) {
+      const d = decodeTx(txs[i].raw, this.common, this.opts.evmChainId);
+      const trace = tracer && (tracer.index < 0 || tracer.index === i);
+      const t = trace ? makeTracer(tracer!.cfg, d.gasLimit) : undefined;
+      const timeout = tracer?.cfg.timeoutMs ?? 0;
+      const detach = t?.attach(vm.evm as never, timeout > 0 ? Date.now() + timeout : 0);
+      try {
+        const res = await runTx(vm, { tx: d.tx, block, skipHardForkValidation: true, blockGasUsed: gasUsed });
+        gasUsed += res.totalGasSpent;
+        if (t) {
+          const o = outcome(res);
+          results.push({
+            txHash: d.hashHex,
+            result: t.result(res.totalGasSpent, o.reverted || o.error !== undefined, o.returnData, o.error),
+          });
+        }
+      } catch (err) {
+        if ((err as Error).name === 'TraceTimeoutError') {
+          throw new ChainError(-32000, `execution timeout: tracing exceeded ${timeout / 1000}s`);
+        }
+        throw err;
+      } finally {
+        detach?.();
+      }
+    }
+    return results;
+  }
+
+  async traceTransaction(hash: Hex, config: TracerConfig): Promise<unknown> {
+    const loc = await this.chain.txLocation(fromHex(hash));
+    if (!loc || loc.number > BigInt(this.db.latest))
+      throw new ChainError(-32000, `transaction ${hash} not found`);
+    const r = await this.replayTo(loc.number, loc.index, { index: loc.index, cfg: config });
+    return r[r.length - 1]?.result;
+  }
+
+  async traceBlock(n: bigint, config: TracerConfig): Promise<Array<{ txHash: Hex; result: unknown }>> {
+    return this.replayTo(n, Number.MAX_SAFE_INTEGER, { index: -1, cfg: config });
+  }
+
+  async traceCall(req: CallRequest, height: bigint, config: TracerConfig): Promise<unknown> {
+    const h = this.height(height);
+    const gas = this.callGas(req, { gasCap: 0n, timeoutMs: 0 });
+    const tracer = makeTracer(config, gas);
+    const out = await this.runCall(req, h, undefined, gas, { timeoutMs: config.timeoutMs ?? 0, tracer });
+    return tracer.result(out.gasUsed, out.reverted || out.error !== undefined, out.returnData, out.error);
+  }
+}
+
+const pendingPlacement = { blockHash: null, blockNumber: null, transactionIndex: null, baseFee: null };
+
+function receiptBloom(r: StoredReceipt): Uint8Array {
+  const bloom = new Uint8Array(256);
+  for (const l of r.logs) {
+    bloomAdd(bloom, l.address);
+    for (const t of l.topics) bloomAdd(bloom, t);
+  }
+  return bloom;
+}
+
+interface GenesisAccount {
+  addr: string;
+  data: AccountData;
+  code?: Uint8Array;
+  storage: Map<string, Uint8Array>;
+}
+
+function parseGenesisAccounts(appState: unknown, evmChainId: bigint): GenesisAccount[] {
+  const fail = (why: string): never => {
+    throw new ExecutionError('BAD_GENESIS', `genesis.json:app_state.evm: ${why}`);
+  };
+  const evm = (appState as { evm?: { chain_id?: unknown; accounts?: unknown } } | null)?.evm;
+  if (!evm || typeof evm !== 'object') return fail('missing (want {"chain_id": "...", "accounts": [...]})');
+  if (evm.chain_id !== undefined && String(evm.chain_id) !== evmChainId.toString()) {
+    fail(`chain_id ${JSON.stringify(evm.chain_id)} does not match the node's EVM chain id ${evmChainId}`);
+  }
+  const list = evm.accounts ?? [];
+  if (!Array.isArray(list)) return fail('accounts must be an array');
+  const seen = new Set<string>();
+  const out: GenesisAccount[] = [];
+  list.forEach((raw: Record<string, unknown>, i: number) => {
+    const where = `accounts[${i}]`;
+    if (typeof raw?.address !== 'string' || !/^0x[0-9a-fA-F]{40}$/.test(raw.address)) {
+      fail(`${where}.address ${JSON.stringify(raw?.address)} is not a 0x-prefixed 20-byte hex address`);
+    }
+    const addr = (raw.address as string).slice(2).toLowerCase();
+    if (seen.has(addr)) fail(`${where}.address 0x${addr} appears twice`);
+    seen.add(addr);
+    const int = (v: unknown, field: string): bigint => {
+      if (v === undefined) return 0n;
+      if (typeof v !== 'string' || !/^(0|[1-9][0-9]*)$/.test(v)) {
+        return fail(`${where}.${field} ${JSON.stringify(v)} must be a decimal integer string`);
+      }
+      return BigInt(v);
+    };
+    const data = newAccount();
+    data.balance = int(raw.balance, 'balance');
+    data.nonce = int(raw.nonce, 'nonce');
+    let code: Uint8Array | undefined;
+    if (raw.code !== undefined) {
+      if (typeof raw.code !== 'string' || !/^0x([0-9a-fA-F]{2})*$/.test(raw.code)) {
+        fail(`${where}.code must be 0x-prefixed hex bytes`);
+      }
+      code = fromHex(raw.code as string);
+      if (code.length > 0) data.codeHash = keccak256(code);
+    }
+    const storage = new Map<string, Uint8Array>();
+    if (raw.storage !== undefined) {
+      if (typeof raw.storage !== 'object' || raw.storage === null) fail(`${where}.storage must be an object`);
+      for (const [k, v] of Object.entries(raw.storage as Record<string, unknown>)) {
+        if (!/^0x[0-9a-fA-F]{1,64}$/.test(k))
+          fail(`${where}.storage key ${JSON.stringify(k)} is not a 32-byte hex slot`);
+        if (typeof v !== 'string' || !/^0x[0-9a-fA-F]{0,64}$/.test(v)) {
+          fail(`${where}.storage[${k}] ${JSON.stringify(v)} is not a 32-byte hex value`);
+        }
+        const val = fromHex(v as string);
+        let i0 = 0;
+        while (i0 < val.length && val[i0] === 0) i0++;
+        storage.set(toKey(padLeft(fromHex(k), 32)), val.slice(i0));
+      }
+    }
+    out.push({ addr, data, code, storage });
+  });
+  return out;
+}

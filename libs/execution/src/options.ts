@@ -1,0 +1,52 @@
+// Options of the executor, built by the node from app.toml ([evm.gas], pruning), config.toml
+// ([mempool]) and the genesis. Defaults follow the seed (§2.4 [evm.gas]) and the ports brief.
+import type { KVStore } from '../../storage/index.js';
+import type { EventBus, Logger } from '../../types/index.js';
+import { defaultMempoolOptions, type MempoolOptions } from './mempool.js';
+
+export interface GasOptions {
+  /** Initial base fee ([evm.gas] base_fee). */
+  baseFee: bigint;
+  /** Base fee floor and the minimum fee cap a transaction may carry ([evm.gas] min_gas_price). */
+  minGasPrice: bigint;
+  /** Base fee ceiling and the maximum fee cap a transaction may carry ([evm.gas] max_gas_price). */
+  maxGasPrice: bigint;
+  /** EIP-1559 gas target per block ([evm.gas] gas_target). */
+  gasTarget: bigint;
+  /** Gas limit reported in block headers and the per-transaction maximum ([evm.gas] block_gas_limit). */
+  blockGasLimit: bigint;
+}
+
+export const defaultGasOptions: GasOptions = {
+  baseFee: 1_000_000_000n,
+  minGasPrice: 1_000_000_000n,
+  maxGasPrice: 1_000_000_000_000n,
+  gasTarget: 15_000_000n,
+  blockGasLimit: 30_000_000n,
+};
+
+export interface ExecutorOptions {
+  /** data/application.db */
+  kv: KVStore;
+  /** Consensus chain id (chain-local, chain-testnet, chain-mainnet). */
+  chainId: string;
+  /** EVM chain id (31337, 31611, 31612). */
+  evmChainId: bigint;
+  /** full keeps `keepRecent` heights of state; archive keeps all. */
+  mode: 'full' | 'archive';
+  /** app.toml pruning_keep_recent (full mode); default 100. */
+  keepRecent: number;
+  gas: GasOptions;
+  mempool: MempoolOptions;
+  /** Accept legacy transactions without EIP-155 replay protection over eth_sendRawTransaction. */
+  allowUnprotectedTxs: boolean;
+  /** eth_sendRawTransaction fee cap in base units (gas * fee cap); 0 = none. */
+  txFeeCap: bigint;
+  bus: EventBus;
+  logger: Logger;
+  /** Where kv lives, for error messages (e.g. "<home>/data/application.db"). */
+  location?: string;
+}
+
+export { defaultMempoolOptions };
+export const DEFAULT_KEEP_RECENT = 100;

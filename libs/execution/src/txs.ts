@@ -1,0 +1,306 @@
+// Decoding and stateless validation of user transactions (Ethereum typed transactions: legacy with
+// or without EIP-155, EIP-2930, EIP-1559, EIP-7702). Rejections carry geth's messages so clients
+// that match on them (ethers, viem, Hardhat) behave as against geth.
+import type { Common } from '@ethereumjs/common';
+import {
+  create1559FeeMarketTxFromBytesArray,
+  createAccessList2930TxFromBytesArray,
+  createEOACode7702TxFromBytesArray,
+  createLegacyTxFromBytesArray,
+  getCalldataFloorGas,
+  type TypedTransaction,
+} from '@ethereumjs/tx';
+import { Address } from '@ethereumjs/util';
+import type { Hex } from '../../types/index.js';
+import { bytesToBigInt, maxBig, toHex, toKey } from './bytes.js';
+import { keccak as keccak256 } from './crypto/keccak.js';
+import { rlpDecode } from './rlp.js';
+
+/** Result codes of CheckTx / ExecTxResult for rejected transactions (codespace "evm"). */
+export const TxCode = {
+  ok: 0,
+  decode: 2,
+  typeNotSupported: 3,
+  invalidChainId: 4,
+  invalidSender: 5,
+  unprotected: 6,
+  oversized: 7,
+  gasLimit: 8,
+  intrinsicGas: 9,
+  tipAboveFeeCap: 10,
+  underpriced: 11,
+  feeCapTooLow: 12,
+  gasPriceTooHigh: 13,
+  nonceTooLow: 14,
+  nonceTooHigh: 15,
+  insufficientFunds: 16,
+  replacementUnderpriced: 17,
+  alreadyKnown: 18,
+  poolFull: 19,
+  accountLimit: 20,
+  feeCapExceeded: 21,
+  senderNotEoa: 22,
+  initcodeTooLarge: 23,
+  execution: 30,
+} as const;
+export type TxCodeValue = (typeof TxCode)[keyof typeof TxCode];
+
+/** A transaction refused before execution; `message` is geth's wording. */
+export class TxRejectedError extends Error {
+  constructor(
+    readonly code: TxCodeValue,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'TxRejectedError';
+  }
+}
+
+/** EIP-7825 (Osaka): maximum gas of one transaction. */
+export const MAX_TX_GAS_OSAKA = 16_777_216n;
+
+export interface DecodedTx {
+  raw: Uint8Array;
+  hash: Uint8Array;
+  hashHex: Hex;
+  tx: TypedTransaction;
+  type: number;
+  /** Sender address, lowercase hex without 0x. */
+  sender: string;
+  nonce: bigint;
+  gasLimit: bigint;
+  feeCap: bigint;
+  tipCap: bigint;
+  value: bigint;
+  /** undefined for a legacy transaction without EIP-155 replay protection. */
+  chainId: bigint | undefined;
+  to: string | null;
+  /** value + gasLimit * feeCap: what the sender must hold. */
+  cost: bigint;
+  /** max(intrinsic gas, EIP-7623 calldata floor). */
+  minGas: bigint;
+  intrinsicGas: bigint;
+}
+
+function checkCanonicalInts(values: Uint8Array[], intIdx: number[], what: string): void {
+  for (const i of intIdx) {
+    const v = values[i];
+    if (v instanceof Uint8Array && v.length > 0 && v[0] === 0) {
+      throw new TxRejectedError(TxCode.decode, `rlp: non-canonical integer (leading zero bytes) for ${what}`);
+    }
+  }
+}
+
+function txTypeName(t: number): string {
+  return t === 3 ? 'blob (EIP-4844)' : `type ${t}`;
+}
+
+/**
+ * Decodes raw transaction bytes, checks the chain id and recovers the sender.
+ * Throws TxRejectedError with geth's message on any failure.
+ */
+export function decodeTx(
+  raw: Uint8Array,
+  common: Common,
+  evmChainId: bigint,
+  knownHash?: Uint8Array,
+): DecodedTx {
+  if (raw.length === 0) throw new TxRejectedError(TxCode.decode, 'typed transaction too short');
+  const first = raw[0];
+  let type: number;
+  let values: Uint8Array[];
+  try {
+    if (first >= 0xc0) {
+      type = 0;
+      values = rlpDecode(raw) as Uint8Array[];
+    } else if (first <= 0x7f) {
+      type = first;
+      if (type === 3) {
+        throw new TxRejectedError(
+          TxCode.typeNotSupported,
+          'transaction type not supported: blob (EIP-4844) transactions are not accepted on this chain, which has no blob data availability',
+        );
+      }
+      if (type !== 1 && type !== 2 && type !== 4) {
+        throw new TxRejectedError(
+          TxCode.typeNotSupported,
+          `transaction type not supported: ${txTypeName(type)}`,
+        );
+      }
+      values = rlpDecode(raw.subarray(1)) as Uint8Array[];
+    } else {
+      throw new TxRejectedError(TxCode.decode, 'rlp: expected input list for types.LegacyTx');
+    }
+  } catch (err) {
+    if (err instanceof TxRejectedError) throw err;
+    throw new TxRejectedError(TxCode.decode, `rlp: ${(err as Error).message}`);
+  }
+  if (!Array.isArray(values)) throw new TxRejectedError(TxCode.decode, 'rlp: expected input list');
+  const expectLen = type === 0 ? 9 : type === 1 ? 11 : type === 2 ? 12 : 13;
+  if (values.length !== expectLen) {
+    throw new TxRejectedError(
+      TxCode.decode,
+      `rlp: ${type === 0 ? 'legacy' : `type ${type}`} transaction has ${values.length} fields, want ${expectLen}`,
+    );
+  }
+
+  let chainId: bigint | undefined;
+  if (type === 0) {
+    checkCanonicalInts(values, [0, 1, 2, 4, 6, 7, 8], 'legacy transaction');
+    const v = bytesToBigInt(values[6]);
+    if (v === 27n || v === 28n) chainId = undefined;
+    else if (v >= 35n) chainId = (v - 35n) / 2n;
+    else
+      throw new TxRejectedError(TxCode.invalidSender, 'invalid sender: invalid transaction v, r, s values');
+  } else {
+    const ints =
+      type === 1
+        ? [0, 1, 2, 3, 5, 8, 9, 10]
+        : type === 2
+          ? [0, 1, 2, 3, 4, 6, 9, 10, 11]
+          : [0, 1, 2, 3, 4, 6, 10, 11, 12];
+    checkCanonicalInts(values, ints, `type ${type} transaction`);
+    chainId = bytesToBigInt(values[0]);
+  }
+  if (chainId !== undefined && chainId !== evmChainId) {
+    throw new TxRejectedError(
+      TxCode.invalidChainId,
+      `invalid chain id for signer: have ${chainId} want ${evmChainId}`,
+    );
+  }
+  const gasIdx = type === 0 ? 2 : type === 1 ? 3 : 4;
+  const gasLimit = bytesToBigInt(values[gasIdx]);
+  if (gasLimit > MAX_TX_GAS_OSAKA && common.isActivatedEIP(7825)) {
+    throw new TxRejectedError(
+      TxCode.gasLimit,
+      `transaction gas limit too high (cap: ${MAX_TX_GAS_OSAKA}, tx: ${gasLimit})`,
+    );
+  }
+
+  if (type === 2 || type === 4) {
+    if (bytesToBigInt(values[2]) > bytesToBigInt(values[3])) {
+      throw new TxRejectedError(
+        TxCode.tipAboveFeeCap,
+        'max priority fee per gas higher than max fee per gas',
+      );
+    }
+  }
+
+  let tx: TypedTransaction;
+  // Built unfrozen so the sender and hash can be pinned first: EthereumJS derives the address with
+  // pure-JS keccak on every getSenderAddress() call (runTx calls it again).
+  const opts = { common, freeze: false };
+  try {
+    // biome-ignore lint/suspicious/noExplicitAny: EthereumJS' per-type value tuples
+    const vals = values as any;
+    if (type === 0) tx = createLegacyTxFromBytesArray(vals, opts);
+    else if (type === 1) tx = createAccessList2930TxFromBytesArray(vals, opts);
+    else if (type === 2) tx = create1559FeeMarketTxFromBytesArray(vals, opts);
+    else tx = createEOACode7702TxFromBytesArray(vals, opts);
+  } catch (err) {
+    const msg = (err as Error).message;
+    if (/initcode size/.test(msg)) {
+      throw new TxRejectedError(
+        TxCode.initcodeTooLarge,
+        `max initcode size exceeded: ${msg.replace(/^.*?: /, '')}`,
+      );
+    }
+    throw new TxRejectedError(TxCode.decode, `invalid transaction: ${msg.replace(/ \(tx type=.*$/, '')}`);
+  }
+
+  const hash = knownHash ?? keccak256(raw);
+  let pub: Uint8Array;
+  try {
+    pub = tx.getSenderPublicKey();
+  } catch (err) {
+    const m = (err as Error).message;
+    throw new TxRejectedError(
+      TxCode.invalidSender,
+      /s-values greater/.test(m)
+        ? 'invalid sender: invalid transaction v, r, s values'
+        : 'invalid sender: invalid signature',
+    );
+  }
+  const senderBytes = keccak256(pub).subarray(12);
+  const senderAddress = new Address(senderBytes);
+  Object.defineProperty(tx, 'getSenderPublicKey', { value: () => pub });
+  Object.defineProperty(tx, 'getSenderAddress', { value: () => senderAddress });
+  Object.defineProperty(tx, 'hash', { value: () => hash });
+  Object.freeze(tx);
+  const sender = toKey(senderBytes);
+  const feeCap = 'maxFeePerGas' in tx ? tx.maxFeePerGas : (tx as { gasPrice: bigint }).gasPrice;
+  const tipCap =
+    'maxPriorityFeePerGas' in tx ? tx.maxPriorityFeePerGas : (tx as { gasPrice: bigint }).gasPrice;
+  const intrinsicGas = tx.getIntrinsicGas();
+  const floor = getCalldataFloorGas(tx, senderAddress);
+  return {
+    raw,
+    hash,
+    hashHex: toHex(hash),
+    tx,
+    type,
+    sender,
+    nonce: tx.nonce,
+    gasLimit: tx.gasLimit,
+    feeCap,
+    tipCap,
+    value: tx.value,
+    chainId,
+    to: tx.to ? toKey(tx.to.bytes) : null,
+    cost: tx.value + tx.gasLimit * feeCap,
+    minGas: maxBig(floor, intrinsicGas),
+    intrinsicGas,
+  };
+}
+
+export interface StatelessLimits {
+  /** Per-transaction gas maximum (app.toml block_gas_limit). */
+  maxTxGas: bigint;
+  minGasPrice: bigint;
+  maxGasPrice: bigint;
+}
+
+/** Checks that do not need state; geth's order where geth has the check. */
+export function checkStateless(d: DecodedTx, limits: StatelessLimits): void {
+  if (d.gasLimit > limits.maxTxGas) throw new TxRejectedError(TxCode.gasLimit, 'exceeds block gas limit');
+  if (d.tipCap > d.feeCap) {
+    throw new TxRejectedError(TxCode.tipAboveFeeCap, 'max priority fee per gas higher than max fee per gas');
+  }
+  if (d.gasLimit < d.intrinsicGas) {
+    throw new TxRejectedError(
+      TxCode.intrinsicGas,
+      `intrinsic gas too low: gas ${d.gasLimit}, minimum needed ${d.intrinsicGas}`,
+    );
+  }
+  if (d.gasLimit < d.minGas) {
+    throw new TxRejectedError(
+      TxCode.intrinsicGas,
+      `insufficient gas for floor data gas cost: gas ${d.gasLimit}, minimum needed ${d.minGas}`,
+    );
+  }
+  if (d.feeCap > limits.maxGasPrice) {
+    throw new TxRejectedError(
+      TxCode.gasPriceTooHigh,
+      `gas price above max_gas_price: gas fee cap ${d.feeCap}, max_gas_price ${limits.maxGasPrice}`,
+    );
+  }
+  if (d.feeCap < limits.minGasPrice) {
+    throw new TxRejectedError(
+      TxCode.underpriced,
+      `transaction underpriced: gas fee cap ${d.feeCap}, minimum needed ${limits.minGasPrice}`,
+    );
+  }
+}
+
+/** geth's eth_sendRawTransaction fee cap check (internal/ethapi checkTxFee). */
+export function checkTxFeeCap(d: DecodedTx, txFeeCap: bigint): void {
+  if (txFeeCap === 0n) return;
+  const fee = d.feeCap * d.gasLimit;
+  if (fee > txFeeCap) {
+    const fmt = (n: bigint) => (Number(n) / 1e18).toFixed(2);
+    throw new TxRejectedError(
+      TxCode.feeCapExceeded,
+      `tx fee (${fmt(fee)} ether) exceeds the configured cap (${fmt(txFeeCap)} ether)`,
+    );
+  }
+}

@@ -1,0 +1,278 @@
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import { Interface } from 'ethers';
+import { keccak256 } from '../../libs/crypto/index.js';
+import { ChainError, type Hex } from '../../libs/types/index.js';
+import { LAB_SOL } from './contracts.js';
+import {
+  addr,
+  compile,
+  ETH,
+  GWEI,
+  key,
+  PROPOSER,
+  produceBlock,
+  signTx,
+  startNode,
+  type TestNode,
+} from './helpers.js';
+
+const owner = key(1);
+const poor = key(3);
+const hexOf = (b: Uint8Array): Hex => `0x${Buffer.from(b).toString('hex')}`;
+const opts = { gasCap: 50_000_000n, timeoutMs: 5000 };
+
+describe('calls, estimates, access lists and traces', () => {
+  let n: TestNode;
+  let lab: Hex;
+  let child: Hex;
+  let nonce = 0n;
+  const c = () => compile({ 'Lab.sol': LAB_SOL });
+  const labIf = () => new Interface(c().Lab.abi as never);
+  const enc = (fn: string, args: unknown[] = []) => labIf().encodeFunctionData(fn, args) as Hex;
+  const send = async (to: Hex | null, data: Hex, gas = 3_000_000n) => {
+    const raw = signTx(owner, { nonce: nonce++, to, data, gas });
+    await produceBlock(n, [raw]);
+    return hexOf(keccak256(raw));
+  };
+
+  before(async () => {
+    n = await startNode([
+      { address: addr(owner), balance: 1000n * ETH },
+      { address: addr(poor), balance: ETH / 1000n },
+    ]);
+    const h = await send(null, c().Lab.bytecode);
+    lab = (await n.ex.getReceipt(h))!.contractAddress!;
+    const salt = `0x${'01'.repeat(32)}` as Hex;
+    await send(lab, enc('deploy', [salt, 5n]));
+    const logs = await n.ex.getLogs({ fromBlock: 0n, toBlock: n.ex.latestHeight(), addresses: [lab] });
+    child = `0x${logs[0].topics[1].slice(26)}` as Hex;
+  });
+
+  it('estimates a plain transfer at 21000 and a contract call at the gas it needs', async () => {
+    assert.equal(
+      await n.ex.estimateGas(
+        { from: addr(owner), to: addr(key(9)), value: 1n },
+        n.ex.latestHeight(),
+        undefined,
+        opts,
+      ),
+      21_000n,
+    );
+    const est = await n.ex.estimateGas(
+      { from: addr(owner), to: lab, data: enc('setChild', [child, 7n]) },
+      n.ex.latestHeight(),
+      undefined,
+      opts,
+    );
+    const low = await n.ex.call(
+      { from: addr(owner), to: lab, data: enc('setChild', [child, 7n]), gas: est - est / 10n },
+      n.ex.latestHeight(),
+      undefined,
+      opts,
+    );
+    assert.ok(low.error === 'out of gas' || low.reverted, 'a tenth less gas than estimated fails');
+    const h = await send(lab, enc('setChild', [child, 7n]), est);
+    const r = await n.ex.getReceipt(h);
+    assert.equal(r?.status, 1);
+    assert.ok(
+      est >= r!.gasUsed && est <= (r!.gasUsed * 110n) / 100n + 2300n,
+      `estimate ${est} vs used ${r!.gasUsed}`,
+    );
+  });
+
+  it('returns geth errors: insufficient funds for transfer, gas required exceeds allowance', async () => {
+    await assert.rejects(
+      n.ex.estimateGas(
+        { from: addr(poor), to: addr(owner), value: ETH, gasPrice: GWEI },
+        n.ex.latestHeight(),
+        undefined,
+        opts,
+      ),
+      new ChainError(-32000, 'insufficient funds for transfer'),
+    );
+    await assert.rejects(
+      n.ex.estimateGas(
+        { from: addr(owner), to: lab, data: enc('burnGas', [5000n]) },
+        n.ex.latestHeight(),
+        undefined,
+        { gasCap: 100_000n, timeoutMs: 0 },
+      ),
+      new ChainError(-32000, 'gas required exceeds allowance (100000)'),
+    );
+    await assert.rejects(
+      n.ex.call({ from: addr(poor), to: addr(owner), value: ETH }, n.ex.latestHeight(), undefined, opts),
+      (e: unknown) =>
+        e instanceof ChainError &&
+        /^insufficient funds for gas \* price \+ value: address 0x[0-9a-f]{40} have \d+ want \d+$/.test(
+          e.message,
+        ),
+    );
+  });
+
+  it('applies state overrides: balance, code, stateDiff and state', async () => {
+    const h = n.ex.latestHeight();
+    const bal = await n.ex.call(
+      { to: lab, data: enc('selfBalance') },
+      h,
+      { [lab]: { balance: 12345n } },
+      opts,
+    );
+    assert.equal(BigInt(bal.returnData), 12345n);
+    const counter0 = BigInt(
+      (await n.ex.call({ to: lab, data: enc('counter') }, h, undefined, opts)).returnData,
+    );
+    const slot0 = `0x${'0'.repeat(64)}` as Hex;
+    const diff = await n.ex.call(
+      { to: lab, data: enc('counter') },
+      h,
+      { [lab]: { stateDiff: { [slot0]: `0x${'0'.repeat(62)}2a` } } },
+      opts,
+    );
+    assert.equal(BigInt(diff.returnData), 42n);
+    assert.equal(
+      BigInt((await n.ex.call({ to: lab, data: enc('counter') }, h, undefined, opts)).returnData),
+      counter0,
+      'overrides never persist',
+    );
+    const childIf = new Interface(c().Child.abi as never);
+    const code = await n.ex.call(
+      { to: addr(key(50)), data: childIf.encodeFunctionData('get') as Hex },
+      h,
+      { [addr(key(50))]: { code: c().Child.deployed, state: { [slot0]: `0x${'0'.repeat(63)}9` } } },
+      opts,
+    );
+    assert.equal(BigInt(code.returnData), 9n);
+  });
+
+  it('creates an access list with the touched contract slots', async () => {
+    const res = await n.ex.createAccessList(
+      { from: addr(owner), to: lab, data: enc('setChild', [child, 8n]) },
+      n.ex.latestHeight(),
+      opts,
+    );
+    const entries = new Map(res.accessList.map((e) => [e.address, e.storageKeys]));
+    assert.deepEqual(entries.get(child), [`0x${'0'.repeat(64)}`]);
+    assert.deepEqual(entries.get(lab), [`0x${'0'.repeat(64)}`]);
+    assert.ok(!entries.has(addr(owner)));
+    assert.equal(res.error, undefined);
+    const withList = await n.ex.call(
+      { from: addr(owner), to: lab, data: enc('setChild', [child, 8n]), accessList: res.accessList },
+      n.ex.latestHeight(),
+      undefined,
+      opts,
+    );
+    assert.equal(withList.gasUsed, res.gasUsed);
+  });
+
+  it('traces a transaction with the struct logger (geth shape)', async () => {
+    const h = await send(lab, enc('bump'), 200_000n);
+    const r = await n.ex.getReceipt(h);
+    const t = (await n.ex.traceTransaction(h, {})) as {
+      gas: number;
+      failed: boolean;
+      returnValue: string;
+      structLogs: Array<{
+        op: string;
+        pc: number;
+        gas: number;
+        gasCost: number;
+        depth: number;
+        stack?: string[];
+        storage?: Record<string, string>;
+      }>;
+    };
+    assert.equal(t.failed, false);
+    assert.equal(BigInt(t.gas), r!.gasUsed);
+    assert.equal(t.structLogs[0].pc, 0);
+    assert.equal(t.structLogs[0].depth, 1);
+    const sstore = t.structLogs.find((l) => l.op === 'SSTORE');
+    assert.ok(sstore?.storage, 'SSTORE steps carry the contract storage');
+    const counter = BigInt(
+      (await n.ex.call({ to: lab, data: enc('counter') }, n.ex.latestHeight(), undefined, opts)).returnData,
+    );
+    assert.equal(BigInt(`0x${sstore.storage[`${'0'.repeat(64)}`]}`), counter);
+    assert.ok(t.structLogs.every((l) => Array.isArray(l.stack)));
+    const noStack = (await n.ex.traceTransaction(h, { disableStack: true })) as {
+      structLogs: Array<{ stack?: unknown }>;
+    };
+    assert.ok(noStack.structLogs.every((l) => l.stack === undefined));
+  });
+
+  it('traces nested calls and reverts with callTracer', async () => {
+    const h = await send(lab, enc('setChild', [child, 11n]), 300_000n);
+    const t = (await n.ex.traceTransaction(h, { tracer: 'callTracer' })) as {
+      type: string;
+      from: string;
+      to: string;
+      gasUsed: string;
+      calls?: Array<{ type: string; to: string; input: string }>;
+    };
+    assert.equal(t.type, 'CALL');
+    assert.equal(t.from, addr(owner));
+    assert.equal(t.to, lab);
+    assert.equal(BigInt(t.gasUsed), (await n.ex.getReceipt(h))!.gasUsed);
+    assert.equal(t.calls?.length, 1);
+    assert.equal(t.calls?.[0].type, 'CALL');
+    assert.equal(t.calls?.[0].to, child);
+    const f = await send(lab, enc('fail', [1n]), 100_000n);
+    const ft = (await n.ex.traceTransaction(f, { tracer: 'callTracer' })) as {
+      error?: string;
+      revertReason?: string;
+    };
+    assert.equal(ft.error, 'execution reverted');
+    assert.equal(ft.revertReason, 'custom reason');
+    const top = (await n.ex.traceTransaction(h, {
+      tracer: 'callTracer',
+      tracerConfig: { onlyTopCall: true },
+    })) as { calls?: unknown[] };
+    assert.equal(top.calls, undefined);
+    const call = (await n.ex.traceCall(
+      { from: addr(owner), to: lab, data: enc('readChild', [child]) },
+      n.ex.latestHeight(),
+      { tracer: 'callTracer' },
+    )) as { calls?: Array<{ type: string }> };
+    assert.equal(call.calls?.[0].type, 'STATICCALL');
+    const blk = await n.ex.traceBlock(n.ex.latestHeight(), { tracer: 'callTracer' });
+    assert.equal(blk.length, 1);
+    assert.equal(blk[0].txHash, f);
+  });
+
+  it('aborts a call that exceeds its time limit', async () => {
+    await assert.rejects(
+      n.ex.call(
+        { from: addr(owner), to: lab, data: enc('burnGas', [200_000n]) },
+        n.ex.latestHeight(),
+        undefined,
+        { gasCap: 50_000_000n, timeoutMs: 20 },
+      ),
+      new ChainError(-32000, 'execution aborted (timeout = 0.02s)'),
+    );
+    // The aborted run left nothing behind in the reused VMs.
+    const counter = BigInt(
+      (await n.ex.call({ to: lab, data: enc('counter') }, n.ex.latestHeight(), undefined, opts)).returnData,
+    );
+    const again = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        n.ex.call({ to: lab, data: enc('counter') }, n.ex.latestHeight(), undefined, opts),
+      ),
+    );
+    assert.ok(again.every((r) => BigInt(r.returnData) === counter));
+  });
+
+  it('publishes EthNewHead with the block and its logs after commit', async () => {
+    const before = n.events.length;
+    const h = await send(lab, enc('bump'), 200_000n);
+    const head = n.events.slice(before).find((e) => e.kind === 'EthNewHead');
+    assert.ok(head && head.kind === 'EthNewHead');
+    assert.equal(head.block.number, n.ex.latestHeight());
+    assert.deepEqual(head.block.transactions, [h]);
+    assert.equal(head.block.miner, hexOf(PROPOSER));
+    assert.equal(head.logs.length, 1);
+    assert.equal(head.logs[0].transactionHash, h);
+    assert.deepEqual(await n.ex.getBlockByHash(head.block.hash), head.block);
+    const tx = await n.ex.getTransaction(h);
+    assert.equal(tx?.blockHash, head.block.hash);
+    assert.equal(tx?.gasPrice, head.block.baseFeePerGas + GWEI);
+  });
+});

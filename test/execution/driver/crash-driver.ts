@@ -1,0 +1,52 @@
+// Child process of the crash-consistency test: a node's execution side fed the deterministic
+// workload, resuming from whatever height application.db says was executed (the handshake replay
+// consensus does), committing block after block until killed or done.
+// Usage: node crash-driver.js <dir> <blocks> <seed> <code.json>
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { keccak256 } from '../../../libs/crypto/index.js';
+import { Executor } from '../../../libs/execution/index.js';
+import { RocksKV } from '../../../libs/storage/index.js';
+import { EventBus } from '../../../libs/types/index.js';
+import { executorOptions, GENESIS_TIME, genesisState, PROPOSER } from '../helpers.js';
+import { workloadBlocks, workloadGenesis } from '../workload.js';
+
+const [dir, blocksArg, seedArg, codePath] = process.argv.slice(2);
+const code = JSON.parse(readFileSync(codePath, 'utf8'));
+const count = Number(blocksArg);
+const kv = await RocksKV.open(join(dir, 'application.db'));
+const ex = await Executor.open(executorOptions(kv, new EventBus(), { keepRecent: 5 }));
+const info = await ex.info();
+const blocks = workloadBlocks(count, Number(seedArg), code, code.selectors, info.lastBlockHeight + 1);
+if (info.lastBlockHeight === 0) {
+  await ex.initChain({
+    chainId: 'chain-local',
+    time: GENESIS_TIME,
+    initialHeight: 1,
+    validators: [],
+    consensusParams: {
+      block: { maxBytes: 22020096n, maxGas: -1n },
+      evidence: { maxAgeNumBlocks: 100000n, maxAgeDuration: 172800000000000n, maxBytes: 1048576n },
+      validator: { pubKeyTypes: ['ed25519'] },
+      version: { app: 1n },
+      abci: { voteExtensionsEnableHeight: 0n },
+    },
+    appState: genesisState(workloadGenesis()),
+  });
+}
+process.stdout.write(`start ${info.lastBlockHeight}\n`);
+for (let h = info.lastBlockHeight + 1; h <= count; h++) {
+  await ex.finalizeBlock({
+    height: h,
+    time: GENESIS_TIME + BigInt(h) * 1_000_000_000n,
+    proposerAddress: PROPOSER,
+    hash: keccak256(new TextEncoder().encode(`block-${h}`)),
+    txs: blocks[h - 1],
+    misbehavior: [],
+  });
+  await ex.commit();
+  process.stdout.write(`committed ${h}\n`);
+}
+await ex.close();
+await kv.close();
+process.stdout.write('done\n');
