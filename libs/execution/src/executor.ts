@@ -38,7 +38,7 @@ import {
 } from '../../types/index.js';
 import { bytesToBigInt, EMPTY, equal, fromHex, minBig, normAddress, padLeft, toHex, toKey } from './bytes.js';
 import { bloomAdd, bloomMayContain, type EthHeader, encodeHeader, ZERO_ADDRESS } from './chain/header.js';
-import { renderBlock, renderLogs, renderReceipts, renderTx } from './chain/render.js';
+import { renderBlock, renderLogs, renderReceipt, renderReceipts, renderTx } from './chain/render.js';
 import {
   blockSize,
   ChainStore,
@@ -903,8 +903,10 @@ export class Executor implements Application, EthChain {
   async getReceipt(hash: Hex): Promise<EthReceipt | undefined> {
     const loc = await this.chain.txLocation(fromHex(hash));
     if (!loc || loc.number > BigInt(this.db.latest)) return undefined;
-    const all = await this.getBlockReceipts(loc.number);
-    return all[loc.index];
+    const b = await this.chain.block(loc.number);
+    const rs = await this.chain.receipts(loc.number);
+    if (!b || !rs[loc.index]) return undefined;
+    return renderReceipt(b, rs, loc.index, receiptBloom(rs[loc.index]));
   }
 
   async getLogs(filter: LogFilter): Promise<EthLog[]> {

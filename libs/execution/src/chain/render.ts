@@ -155,36 +155,59 @@ export function renderTx(raw: Uint8Array, hash: Hex, from: Hex, at: TxPlacement)
   };
 }
 
-export function renderLogs(b: StoredBlock, receipts: StoredReceipt[]): EthLog[][] {
-  let logIndex = 0n;
+/** Logs of receipt `i`, numbered from `firstLogIndex` (the count of logs in earlier receipts). */
+function renderReceiptLogs(b: StoredBlock, r: StoredReceipt, i: number, firstLogIndex: bigint): EthLog[] {
   const blockHash = toHex(b.hash);
-  return receipts.map((r, i) =>
-    r.logs.map((l) => ({
-      address: toHex(l.address),
-      topics: l.topics.map(toHex),
-      data: toHex(l.data),
-      blockNumber: b.number,
-      blockHash,
-      blockTimestamp: b.header.timestamp,
-      transactionHash: toHex(b.txHashes[i]),
-      transactionIndex: BigInt(i),
-      logIndex: logIndex++,
-      removed: false,
-    })),
-  );
+  const transactionHash = toHex(b.txHashes[i]);
+  return r.logs.map((l, k) => ({
+    address: toHex(l.address),
+    topics: l.topics.map(toHex),
+    data: toHex(l.data),
+    blockNumber: b.number,
+    blockHash,
+    blockTimestamp: b.header.timestamp,
+    transactionHash,
+    transactionIndex: BigInt(i),
+    logIndex: firstLogIndex + BigInt(k),
+    removed: false,
+  }));
 }
 
-export function renderReceipts(
+export function renderLogs(b: StoredBlock, receipts: StoredReceipt[]): EthLog[][] {
+  let logIndex = 0n;
+  return receipts.map((r, i) => {
+    const logs = renderReceiptLogs(b, r, i, logIndex);
+    logIndex += BigInt(r.logs.length);
+    return logs;
+  });
+}
+
+/**
+ * Receipt `i` of a block, rendering only its own logs and bloom (eth_getTransactionReceipt must not
+ * pay for every receipt of a large block).
+ */
+export function renderReceipt(
   b: StoredBlock,
   receipts: StoredReceipt[],
-  blooms: Uint8Array[],
-): EthReceipt[] {
-  const logs = renderLogs(b, receipts);
-  const blockHash = toHex(b.hash);
-  return receipts.map((r, i) => ({
+  i: number,
+  bloom: Uint8Array,
+): EthReceipt {
+  let firstLogIndex = 0n;
+  for (let k = 0; k < i; k++) firstLogIndex += BigInt(receipts[k].logs.length);
+  return receiptAt(b, receipts[i], i, firstLogIndex, bloom);
+}
+
+function receiptAt(
+  b: StoredBlock,
+  r: StoredReceipt,
+  i: number,
+  firstLogIndex: bigint,
+  bloom: Uint8Array,
+): EthReceipt {
+  return {
     transactionHash: toHex(b.txHashes[i]),
     transactionIndex: BigInt(i),
-    blockHash,
+    blockHash: toHex(b.hash),
     blockNumber: b.number,
     from: toHex(r.from),
     to: r.to ? toHex(r.to) : null,
@@ -192,9 +215,22 @@ export function renderReceipts(
     gasUsed: r.gasUsed,
     effectiveGasPrice: r.effectiveGasPrice,
     contractAddress: r.contractAddress ? toHex(r.contractAddress) : null,
-    logs: logs[i],
-    logsBloom: toHex(blooms[i]),
+    logs: renderReceiptLogs(b, r, i, firstLogIndex),
+    logsBloom: toHex(bloom),
     status: r.status,
     type: r.type,
-  }));
+  };
+}
+
+export function renderReceipts(
+  b: StoredBlock,
+  receipts: StoredReceipt[],
+  blooms: Uint8Array[],
+): EthReceipt[] {
+  let firstLogIndex = 0n;
+  return receipts.map((r, i) => {
+    const out = receiptAt(b, r, i, firstLogIndex, blooms[i]);
+    firstLogIndex += BigInt(r.logs.length);
+    return out;
+  });
 }
