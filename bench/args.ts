@@ -1,0 +1,155 @@
+// Command-line flags of `npm run bench` (node dist/bench/run.js [flags]).
+import { parseArgs } from 'node:util';
+
+export type TargetName = 'hardhat' | 'noded';
+export type WorkloadName = 'transfers' | 'erc20' | 'reads';
+export type LoaderChoice = 'auto' | 'wrk' | 'node';
+
+export interface BenchOptions {
+  quick: boolean;
+  targets: TargetName[];
+  workloads: WorkloadName[];
+  /** Measured value transfers (after `txWarmup` unmeasured ones). */
+  transfers: number;
+  /** Measured ERC-20 transfers. */
+  erc20: number;
+  /** Unmeasured transactions sent first by each transaction workload. */
+  txWarmup: number;
+  /** Distinct sending accounts (dev accounts 1..K; account 0 deploys the token). */
+  senders: number;
+  /** Most unconfirmed transactions one sender keeps in flight (noded's mempool allows 64 per sender). */
+  window: number;
+  /** Hard limit for one transaction workload, submit to last receipt. */
+  txTimeoutSec: number;
+  readSeconds: number;
+  readWarmupSeconds: number;
+  readConcurrency: number;
+  loader: LoaderChoice;
+  /** Seconds a freshly started node sits unloaded before its idle memory is read. */
+  idleSettleSeconds: number;
+  /** Run noded under `node --cpu-prof` and summarise the profile. */
+  profile: boolean;
+  /** Overrides [consensus] timeout_commit of the fresh noded home (default: what `noded init` wrote). */
+  timeoutCommit?: string;
+  /** Directory for results (default <repo>/bench/results). */
+  outDir?: string;
+}
+
+export const USAGE = `usage: npm run bench -- [flags]   (or: node dist/bench/run.js [flags])
+
+Starts a Hardhat node and a fresh noded chain-local node on 127.0.0.1 (one after the other), runs the
+same workloads against each, prints one table with noded/Hardhat ratios and writes JSON + markdown
+under bench/results/.
+
+  --quick                    small counts for a smoke run
+  --only hardhat|noded       run against one node only
+  --workloads LIST           comma list of transfers,erc20,reads (default: all)
+  --transfers N              measured value transfers (default 2000, quick 200)
+  --erc20 N                  measured ERC-20 transfers (default 2000, quick 200)
+  --tx-warmup N              unmeasured transactions before each measured burst (default 100, quick 20)
+  --senders K                sending accounts, 1..19 (default 19, quick 8)
+  --window W                 unconfirmed transactions in flight per sender (default 64)
+  --tx-timeout SEC           limit for one transaction burst (default 300, quick 120)
+  --read-seconds S           measured seconds per read method (default 10, quick 3)
+  --read-warmup S            warm-up seconds per read method (default 2, quick 1)
+  --read-concurrency C       connections kept busy by the read load (default 8)
+  --loader auto|wrk|node     read load generator: wrk if installed (auto), or the built-in node:http loop
+  --idle-settle S            seconds a started node idles before its idle memory is read (default 5, quick 2)
+  --profile                  run noded under node --cpu-prof and print its top self-time functions
+  --timeout-commit DUR       override noded's [consensus] timeout_commit (e.g. 500ms)
+  --out DIR                  results directory (default bench/results)
+  -h, --help                 this text`;
+
+export class UsageError extends Error {
+  readonly code = 'BENCH_USAGE';
+}
+
+function int(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw)) throw new UsageError(`--${name} ${raw}: expected a whole number`);
+  const v = Number(raw);
+  if (v < min || v > max) throw new UsageError(`--${name} ${raw}: must be between ${min} and ${max}`);
+  return v;
+}
+
+/** Parses argv (without node and script); returns null when help was asked for. */
+export function parseBenchArgs(argv: string[]): BenchOptions | null {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      quick: { type: 'boolean', default: false },
+      only: { type: 'string' },
+      workloads: { type: 'string' },
+      transfers: { type: 'string' },
+      erc20: { type: 'string' },
+      'tx-warmup': { type: 'string' },
+      senders: { type: 'string' },
+      window: { type: 'string' },
+      'tx-timeout': { type: 'string' },
+      'read-seconds': { type: 'string' },
+      'read-warmup': { type: 'string' },
+      'read-concurrency': { type: 'string' },
+      loader: { type: 'string' },
+      'idle-settle': { type: 'string' },
+      profile: { type: 'boolean', default: false },
+      'timeout-commit': { type: 'string' },
+      out: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) return null;
+  const quick = values.quick === true;
+
+  let targets: TargetName[] = ['hardhat', 'noded'];
+  if (values.only !== undefined) {
+    if (values.only !== 'hardhat' && values.only !== 'noded') {
+      throw new UsageError(`--only ${values.only}: expected hardhat or noded`);
+    }
+    targets = [values.only];
+  }
+
+  const all: WorkloadName[] = ['transfers', 'erc20', 'reads'];
+  let workloads = all;
+  if (values.workloads !== undefined) {
+    const asked = values.workloads.split(',').map((s) => s.trim());
+    for (const w of asked) {
+      if (!all.includes(w as WorkloadName)) {
+        throw new UsageError(
+          `--workloads ${values.workloads}: unknown workload "${w}" (use ${all.join(',')})`,
+        );
+      }
+    }
+    workloads = all.filter((w) => asked.includes(w));
+  }
+
+  const loader = (values.loader ?? 'auto') as LoaderChoice;
+  if (!['auto', 'wrk', 'node'].includes(loader)) {
+    throw new UsageError(`--loader ${values.loader}: expected auto, wrk or node`);
+  }
+  const timeoutCommit = values['timeout-commit'];
+  if (timeoutCommit !== undefined && !/^\d+(ms|s)$/.test(timeoutCommit)) {
+    throw new UsageError(`--timeout-commit ${timeoutCommit}: expected a duration such as 500ms or 1s`);
+  }
+
+  return {
+    quick,
+    targets,
+    workloads,
+    transfers: int('transfers', values.transfers, quick ? 200 : 2000, 1, 100_000),
+    erc20: int('erc20', values.erc20, quick ? 200 : 2000, 1, 100_000),
+    txWarmup: int('tx-warmup', values['tx-warmup'], quick ? 20 : 100, 0, 10_000),
+    senders: int('senders', values.senders, quick ? 8 : 19, 1, 19),
+    window: int('window', values.window, 64, 1, 1024),
+    txTimeoutSec: int('tx-timeout', values['tx-timeout'], quick ? 120 : 300, 5, 3600),
+    readSeconds: int('read-seconds', values['read-seconds'], quick ? 3 : 10, 1, 600),
+    readWarmupSeconds: int('read-warmup', values['read-warmup'], quick ? 1 : 2, 0, 60),
+    readConcurrency: int('read-concurrency', values['read-concurrency'], 8, 1, 256),
+    loader,
+    idleSettleSeconds: int('idle-settle', values['idle-settle'], quick ? 2 : 5, 0, 120),
+    profile: values.profile === true,
+    timeoutCommit,
+    outDir: values.out,
+  };
+}

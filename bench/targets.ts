@@ -1,0 +1,288 @@
+// The two nodes under test, started the way a developer runs them, on 127.0.0.1 free ports:
+// hardhat@2's `hardhat node` (automine) and a fresh `noded init full --chain-id chain-local` + `noded start`.
+// Both are child processes; every one started is registered so run.ts can stop it on error or SIGINT.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse, stringify } from 'smol-toml';
+import type { TargetName } from './args.js';
+import { JsonRpcClient } from './rpc.js';
+
+export interface BenchTarget {
+  readonly name: TargetName;
+  readonly version: string;
+  readonly httpUrl: string;
+  readonly wsUrl: string;
+  readonly pid: number;
+  /** Last 64 KiB the process printed. */
+  output(): string;
+  /** Stops the process (SIGTERM, SIGKILL after 15 s) and removes its temporary files. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export class TargetError extends Error {
+  readonly code = 'BENCH_TARGET';
+}
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+
+/** The repository root: the first ancestor of this compiled file that holds node_modules/hardhat. */
+export function repoRoot(): string {
+  let dir = HERE;
+  for (let i = 0; i < 8; i++) {
+    if (
+      existsSync(join(dir, 'package.json')) &&
+      existsSync(join(dir, 'node_modules', 'hardhat', 'package.json'))
+    ) {
+      return dir;
+    }
+    dir = dirname(dir);
+  }
+  throw new TargetError(`no repository root with node_modules/hardhat above ${HERE}`);
+}
+
+/** The compiled noded CLI of the same build as this file (<dist>/services/noded/src/cli/main.js). */
+export const NODED_CLI = fileURLToPath(new URL('../services/noded/src/cli/main.js', import.meta.url));
+
+const live = new Set<BenchTarget>();
+
+/** Stops every target still running (used on error, SIGINT and SIGTERM). */
+export async function stopAllTargets(): Promise<void> {
+  await Promise.allSettled([...live].map((t) => t.stop()));
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const OUTPUT_KEEP = 64 * 1024;
+
+function supervise(
+  name: TargetName,
+  version: string,
+  proc: ChildProcess,
+  urls: { httpUrl: string; wsUrl: string },
+  cleanup: () => void,
+): BenchTarget {
+  let out = '';
+  const keep = (d: Buffer) => {
+    out += d.toString('utf8');
+    if (out.length > 2 * OUTPUT_KEEP) out = out.slice(-OUTPUT_KEEP);
+  };
+  proc.stdout?.on('data', keep);
+  proc.stderr?.on('data', keep);
+  let stopping: Promise<void> | undefined;
+  const target: BenchTarget = {
+    name,
+    version,
+    ...urls,
+    pid: proc.pid ?? -1,
+    output: () => out.slice(-OUTPUT_KEEP),
+    stop: () => {
+      stopping ??= new Promise<void>((resolve) => {
+        const done = () => {
+          live.delete(target);
+          try {
+            cleanup();
+          } catch {
+            // Temporary files only; a leftover directory must not hide the real result.
+          }
+          resolve();
+        };
+        if (proc.exitCode !== null || proc.signalCode !== null) return done();
+        const killer = setTimeout(() => proc.kill('SIGKILL'), 15_000);
+        proc.once('exit', () => {
+          clearTimeout(killer);
+          done();
+        });
+        proc.kill('SIGTERM');
+      });
+      return stopping;
+    },
+  };
+  live.add(target);
+  return target;
+}
+
+/** Polls until `ready` resolves true, the process exits, or the deadline passes. */
+async function waitReady(target: BenchTarget, proc: ChildProcess, ready: () => Promise<boolean>, ms: number) {
+  const until = Date.now() + ms;
+  let last: unknown = 'no answer yet';
+  let why = `not ready within ${ms} ms`;
+  while (Date.now() < until) {
+    if (proc.exitCode !== null || proc.signalCode !== null) {
+      why = `exited (${proc.exitCode ?? proc.signalCode}) before it was ready`;
+      last = undefined;
+      break;
+    }
+    try {
+      if (await ready()) return;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  await target.stop();
+  throw new TargetError(
+    `${target.name} ${why}${last === undefined ? '' : `: ${String(last)}`}\n--- ${target.name} output ---\n${target
+      .output()
+      .slice(-4000)}`,
+  );
+}
+
+function packageVersion(root: string, pkg: string): string {
+  try {
+    return (
+      JSON.parse(readFileSync(join(root, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }
+    ).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/**
+ * `hardhat node` from a throwaway project under <repo>/.tmp (Hardhat refuses to run without a local
+ * installation above its working directory). Defaults as users get them: automine, chain id 31337,
+ * the 20 accounts of the test mnemonic with 10000 ETH each.
+ */
+export async function startHardhat(): Promise<BenchTarget> {
+  const root = repoRoot();
+  mkdirSync(join(root, '.tmp'), { recursive: true });
+  const project = mkdtempSync(join(root, '.tmp', 'bench-hardhat-'));
+  writeFileSync(join(project, 'package.json'), '{"name":"bench-hardhat","private":true}\n');
+  writeFileSync(
+    join(project, 'hardhat.config.cjs'),
+    '// Written by bench/targets.ts: the defaults of `hardhat node`.\nmodule.exports = { networks: { hardhat: { chainId: 31337 } } };\n',
+  );
+  const port = await freePort();
+  const cli = join(root, 'node_modules', 'hardhat', 'internal', 'cli', 'cli.js');
+  const proc = spawn(process.execPath, [cli, 'node', '--hostname', '127.0.0.1', '--port', String(port)], {
+    cwd: project,
+    env: { ...process.env, HARDHAT_DISABLE_TELEMETRY_PROMPT: 'true' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const target = supervise(
+    'hardhat',
+    `hardhat ${packageVersion(root, 'hardhat')}`,
+    proc,
+    { httpUrl: `http://127.0.0.1:${port}`, wsUrl: `ws://127.0.0.1:${port}` },
+    () => rmSync(project, { recursive: true, force: true }),
+  );
+  const rpc = new JsonRpcClient(target.httpUrl, { maxSockets: 1, timeoutMs: 2000 });
+  try {
+    await waitReady(target, proc, async () => (await rpc.call<string>('eth_chainId')) === '0x7a69', 60_000);
+  } finally {
+    rpc.close();
+  }
+  return target;
+}
+
+type Toml = Record<string, Record<string, unknown>>;
+
+function editToml(file: string, edit: (doc: Toml) => void): void {
+  const doc = parse(readFileSync(file, 'utf8')) as Toml;
+  edit(doc);
+  writeFileSync(file, stringify(doc));
+}
+
+export interface NodedStartOptions {
+  /** Run under `node --cpu-prof`; the .cpuprofile is written here when the node exits. */
+  cpuProfDir?: string;
+  timeoutCommit?: string;
+}
+
+/** A fresh chain-local home (`noded init full`), every listener moved to a free 127.0.0.1 port, then `noded start`. */
+export async function startNoded(opts: NodedStartOptions = {}): Promise<BenchTarget> {
+  if (!existsSync(NODED_CLI))
+    throw new TargetError(`noded CLI not built: ${NODED_CLI} is missing (npm run build)`);
+  const home = mkdtempSync(join(tmpdir(), 'noded-bench-'));
+  const cleanup = () => rmSync(home, { recursive: true, force: true });
+  const init = spawnSync(
+    process.execPath,
+    [NODED_CLI, 'init', 'full', '--chain-id', 'chain-local', '--home', home],
+    {
+      encoding: 'utf8',
+      timeout: 60_000,
+    },
+  );
+  if (init.status !== 0) {
+    cleanup();
+    throw new TargetError(`noded init failed (exit ${init.status}): ${init.stderr || init.stdout}`);
+  }
+  const [rpcPort, p2pPort, apiPort, evmHttp, evmWs, metrics] = await Promise.all(
+    Array.from({ length: 6 }, () => freePort()),
+  );
+  editToml(join(home, 'config', 'config.toml'), (c) => {
+    c.rpc.laddr = `tcp://127.0.0.1:${rpcPort}`;
+    c.p2p.laddr = `tcp://127.0.0.1:${p2pPort}`;
+    c.instrumentation.prometheus_listen_addr = `127.0.0.1:${metrics}`;
+    if (opts.timeoutCommit) c.consensus.timeout_commit = opts.timeoutCommit;
+  });
+  editToml(join(home, 'config', 'app.toml'), (a) => {
+    a.api.address = `tcp://127.0.0.1:${apiPort}`;
+    a.evm.rpc_address = `127.0.0.1:${evmHttp}`;
+    a.evm.ws_address = `127.0.0.1:${evmWs}`;
+    a.evm.api_address = `127.0.0.1:${apiPort}`;
+  });
+  editToml(join(home, 'config', 'client.toml'), (c) => {
+    (c as unknown as Record<string, unknown>).node = `tcp://127.0.0.1:${rpcPort}`;
+  });
+
+  const nodeFlags = opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir] : [];
+  const proc = spawn(process.execPath, [...nodeFlags, NODED_CLI, 'start', '--home', home], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env },
+  });
+  const version = spawnSync(process.execPath, [NODED_CLI, '--version'], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  const target = supervise(
+    'noded',
+    `noded ${(version.stdout || 'unknown').trim()}`,
+    proc,
+    { httpUrl: `http://127.0.0.1:${evmHttp}`, wsUrl: `ws://127.0.0.1:${evmWs}` },
+    cleanup,
+  );
+  const rpc = new JsonRpcClient(target.httpUrl, { maxSockets: 1, timeoutMs: 2000 });
+  try {
+    // Ready means producing blocks, not just listening: block 1 must exist.
+    await waitReady(
+      target,
+      proc,
+      async () => BigInt(await rpc.call<string>('eth_blockNumber')) >= 1n,
+      60_000,
+    );
+  } finally {
+    rpc.close();
+  }
+  return target;
+}
+
+/** The newest .cpuprofile in a directory (node names them CPU.<date>.<pid>...). */
+export function newestProfile(dir: string): string | undefined {
+  if (!existsSync(dir)) return undefined;
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .sort();
+  return files.length ? join(dir, files[files.length - 1]) : undefined;
+}

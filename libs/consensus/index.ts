@@ -1,0 +1,109 @@
+// libs/consensus: Tendermint BFT consensus as a pure state machine, its live runtime and its simulator.
+
+// Building and checking blocks; BFT time; size limits.
+export {
+  checkBlock,
+  makeBlock,
+  maxBlockBytes,
+  maxDataBytes,
+  medianTime,
+  nextBlockTime,
+  type Verifier,
+  verifyCommit,
+} from './src/block.js';
+// Replicated chain state and its transition after a committed block.
+export {
+  BLOCK_PROTOCOL,
+  type ChainState,
+  type GenesisInput,
+  genesisChainState,
+  nextChainState,
+} from './src/chainstate.js';
+// Tagged JSON (bigint/bytes-safe) for consensus messages and stored records that are never hashed.
+export { decodeTagged, encodeTagged } from './src/codec/json.js';
+// Canonical encodings: sign bytes, protobuf block/commit/vote encodings (CometBFT v0.38 wire format).
+export {
+  decodeBlock,
+  decodeCommit,
+  encodeBlock,
+  encodeCommit,
+  encodeHeader,
+  encodeTimestamp,
+  encodeVote,
+  proposalSignBytes,
+  voteSignBytes,
+} from './src/codec/types.js';
+// The pure engine, for drivers (runtime, simulator) and rule-level tests.
+export {
+  createEngine,
+  gossipMessages,
+  isOwnProposer,
+  proposerOf,
+  type StepResult,
+  step,
+} from './src/engine/engine.js';
+export type {
+  ConsensusMessage,
+  EngineConfig,
+  EngineEffect,
+  EngineEvent,
+  EngineState,
+  RoundStep,
+  TimeoutConfig,
+  TimeoutStep,
+  WalEntry,
+} from './src/engine/types.js';
+// Typed errors with stable codes (handshake refusals, double-sign refusals, invalid evidence...).
+export { ConsensusError, type ConsensusErrorCode, DoubleSignError, HandshakeError } from './src/errors.js';
+// Duplicate-vote evidence.
+export { isEvidenceExpired, makeDuplicateVoteEvidence, verifyDuplicateVoteEvidence } from './src/evidence.js';
+// The durable-file port the WAL and FilePV write through (real disk; the simulator has its own).
+export { type DurableFs, NodeFs } from './src/fs.js';
+// Deterministic hashes of blocks and their parts (documented in docs/consensus.md).
+export {
+  blockIdOf,
+  blockSize,
+  commitHash,
+  consensusParamsHash,
+  evidenceHash,
+  evidenceListHash,
+  headerHash,
+  merkleRoot,
+  partSetHeaderOf,
+  txResultsHash,
+  txsHash,
+  validatorsHash,
+} from './src/hash.js';
+// Double-sign guard with CometBFT's priv_validator_state.json.
+export { FilePV, type LastSignState, lastSignStateJson, parseLastSignState } from './src/privval.js';
+// Runtime options and the ports it drives (network, scheduler).
+export {
+  type ConsensusGenesis,
+  type ConsensusNetwork,
+  type ConsensusRuntimeOptions,
+  type PrivValidatorSource,
+  realScheduler,
+  type Scheduler,
+  systemNow,
+} from './src/runtime/options.js';
+// The live runtime the node constructs (ConsensusRuntime.create(opts), start, stop, NodeReader reads).
+export { ConsensusRuntime } from './src/runtime/runtime.js';
+// The deterministic simulator (npm run sim) and its deterministic test application, for tests.
+export { isValidTestTx, TestApp, type TestAppOptions } from './src/sim/app.js';
+export { runSweep, type SweepOptions, type SweepSummary, summaryLine } from './src/sim/runner.js';
+export {
+  deriveParams,
+  FAULT_MODES,
+  type FaultMode,
+  replayCommand,
+  runSimulation,
+  type SimOptions,
+  type SimParams,
+  type SimResult,
+} from './src/sim/simulation.js';
+// Proposer selection (weighted round-robin with priorities) and validator sets.
+export { type ValidatorChange, ValidatorSet } from './src/validators.js';
+// Vote tallies by power with conflict detection.
+export { type AddVoteResult, HeightVoteSet, VoteSet } from './src/voteset.js';
+// The consensus WAL.
+export { parseWal, Wal } from './src/wal.js';

@@ -1,0 +1,223 @@
+// Deterministic hashes of blocks and their parts, following CometBFT v0.38 (documented in
+// docs/consensus.md): RFC 6962 merkle trees over sha256, header hash over the protobuf encoding of
+// each header field, block parts of 64 KiB.
+import { sha256 } from '../../crypto/index.js';
+import type {
+  Block,
+  BlockId,
+  Commit,
+  ConsensusParams,
+  DuplicateVoteEvidence,
+  ExecTxResult,
+  Header,
+  PartSetHeader,
+  Validator,
+} from '../../types/index.js';
+import { ProtoWriter } from './codec/proto.js';
+import {
+  encodeBlock,
+  encodeBlockId,
+  encodeCommitSig,
+  encodeDuplicateVoteEvidence,
+  encodeTimestamp,
+  encodeVersion,
+} from './codec/types.js';
+
+/** Size of one block part (CometBFT's BlockPartSizeBytes). */
+export const BLOCK_PART_SIZE = 65536;
+
+const LEAF = new Uint8Array([0]);
+const INNER = new Uint8Array([1]);
+
+function concat(...parts: Uint8Array[]): Uint8Array {
+  let n = 0;
+  for (const p of parts) n += p.length;
+  const out = new Uint8Array(n);
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+/** Largest power of two strictly below n (n >= 2). */
+function splitPoint(n: number): number {
+  let k = 1;
+  while (k * 2 < n) k *= 2;
+  return k;
+}
+
+/** RFC 6962 merkle root: leaf = sha256(0x00||item), inner = sha256(0x01||l||r), empty = sha256(""). */
+export function merkleRoot(items: Uint8Array[]): Uint8Array {
+  if (items.length === 0) return sha256(new Uint8Array(0));
+  if (items.length === 1) return sha256(concat(LEAF, items[0]!));
+  const k = splitPoint(items.length);
+  return sha256(concat(INNER, merkleRoot(items.slice(0, k)), merkleRoot(items.slice(k))));
+}
+
+// cdcEncode of CometBFT: the value wrapped in a gogoproto StringValue/Int64Value/BytesValue (field 1).
+function cdcString(s: string): Uint8Array {
+  const w = new ProtoWriter(s.length + 4);
+  w.string(1, s);
+  return w.finish();
+}
+function cdcInt64(n: number): Uint8Array {
+  const w = new ProtoWriter(12);
+  w.varint(1, n);
+  return w.finish();
+}
+function cdcBytes(b: Uint8Array): Uint8Array {
+  const w = new ProtoWriter(b.length + 4);
+  w.bytes(1, b);
+  return w.finish();
+}
+
+/** Header hash: merkle root over the 14 header fields, each encoded as CometBFT's Header.Hash does. */
+export function headerHash(h: Header): Uint8Array {
+  return merkleRoot([
+    encodeVersion(h.version),
+    cdcString(h.chainId),
+    cdcInt64(h.height),
+    encodeTimestamp(h.time),
+    encodeBlockId(h.lastBlockId),
+    cdcBytes(h.lastCommitHash),
+    cdcBytes(h.dataHash),
+    cdcBytes(h.validatorsHash),
+    cdcBytes(h.nextValidatorsHash),
+    cdcBytes(h.consensusHash),
+    cdcBytes(h.appHash),
+    cdcBytes(h.lastResultsHash),
+    cdcBytes(h.evidenceHash),
+    cdcBytes(h.proposerAddress),
+  ]);
+}
+
+/** data_hash: merkle root of sha256(tx) for each transaction. */
+export function txsHash(txs: Uint8Array[]): Uint8Array {
+  return merkleRoot(txs.map((tx) => sha256(tx)));
+}
+
+/** last_commit_hash: merkle root of the CommitSig encodings; empty bytes when there is no last commit. */
+export function commitHash(commit: Commit | null): Uint8Array {
+  if (!commit) return new Uint8Array(0);
+  return merkleRoot(commit.signatures.map(encodeCommitSig));
+}
+
+/** SimpleValidator {pub_key: PublicKey{ed25519}, voting_power}: the leaf of validators_hash. */
+export function simpleValidatorBytes(v: Validator): Uint8Array {
+  const pk = new ProtoWriter(40);
+  pk.bytes(1, v.pubKey);
+  const w = new ProtoWriter(56);
+  w.message(1, pk.finish());
+  w.varint(2, v.votingPower);
+  return w.finish();
+}
+
+/** validators_hash / next_validators_hash, over the set in its canonical order. */
+export function validatorsHash(validators: readonly Validator[]): Uint8Array {
+  return merkleRoot(validators.map(simpleValidatorBytes));
+}
+
+/** consensus_hash: sha256 of HashedParams {block_max_bytes, block_max_gas}. */
+export function consensusParamsHash(params: ConsensusParams): Uint8Array {
+  const w = new ProtoWriter(24);
+  w.varint(1, params.block.maxBytes);
+  w.varint(2, params.block.maxGas);
+  return sha256(w.finish());
+}
+
+/** The deterministic part of an ExecTxResult (code, data, gas_wanted, gas_used). */
+export function deterministicTxResultBytes(r: ExecTxResult): Uint8Array {
+  const w = new ProtoWriter(64 + r.data.length);
+  w.varint(1, r.code);
+  w.bytes(2, r.data);
+  w.varint(5, r.gasWanted);
+  w.varint(6, r.gasUsed);
+  return w.finish();
+}
+
+/** last_results_hash: merkle root of the deterministic tx results of the previous block. */
+export function txResultsHash(results: ExecTxResult[]): Uint8Array {
+  return merkleRoot(results.map(deterministicTxResultBytes));
+}
+
+/** Hash of one piece of evidence: sha256 of its DuplicateVoteEvidence encoding. */
+export function evidenceHash(e: DuplicateVoteEvidence): Uint8Array {
+  return sha256(encodeDuplicateVoteEvidence(e));
+}
+
+/** evidence_hash: merkle root of the evidence encodings. */
+export function evidenceListHash(list: DuplicateVoteEvidence[]): Uint8Array {
+  return merkleRoot(list.map(encodeDuplicateVoteEvidence));
+}
+
+/** Part set header of encoded block bytes: 64 KiB parts, merkle root of the parts. */
+export function partSetHeaderOf(blockBytes: Uint8Array): PartSetHeader {
+  const parts: Uint8Array[] = [];
+  for (let o = 0; o < blockBytes.length || parts.length === 0; o += BLOCK_PART_SIZE) {
+    parts.push(blockBytes.subarray(o, o + BLOCK_PART_SIZE));
+  }
+  return { total: parts.length, hash: merkleRoot(parts) };
+}
+
+interface BlockDigest {
+  blockId: BlockId;
+  size: number;
+  bytes: Uint8Array;
+}
+
+// Blocks are treated as immutable once built; their encoding and id are computed once per object.
+const digests = new WeakMap<Block, BlockDigest>();
+
+function digest(block: Block): BlockDigest {
+  let d = digests.get(block);
+  if (!d) {
+    const bytes = encodeBlock(block);
+    d = {
+      bytes,
+      size: bytes.length,
+      blockId: { hash: headerHash(block.header), partSetHeader: partSetHeaderOf(bytes) },
+    };
+    digests.set(block, d);
+  }
+  return d;
+}
+
+/** The block id (header hash and part set header) of a block. */
+export function blockIdOf(block: Block): BlockId {
+  return digest(block).blockId;
+}
+
+/** Encoded size of a block in bytes (what max_bytes limits). */
+export function blockSize(block: Block): number {
+  return digest(block).size;
+}
+
+export function blockBytes(block: Block): Uint8Array {
+  return digest(block).bytes;
+}
+
+export const hex = (b: Uint8Array): string =>
+  Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
+export const hexUpper = (b: Uint8Array): string => hex(b).toUpperCase();
+
+export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** Map key of a block id ("" for nil). */
+export function blockIdKey(id: BlockId): string {
+  if (id.hash.length === 0 && id.partSetHeader.total === 0) return '';
+  return `${hex(id.hash)}:${id.partSetHeader.total}:${hex(id.partSetHeader.hash)}`;
+}
+
+export function blockIdEqual(a: BlockId, b: BlockId): boolean {
+  return (
+    bytesEqual(a.hash, b.hash) &&
+    a.partSetHeader.total === b.partSetHeader.total &&
+    bytesEqual(a.partSetHeader.hash, b.partSetHeader.hash)
+  );
+}

@@ -1,0 +1,85 @@
+// Options of the live consensus runtime and the ports it drives.
+import type { KVStore } from '../../../storage/index.js';
+import type {
+  Application,
+  ConsensusParams,
+  EventBus,
+  Logger,
+  TimeNs,
+  Validator,
+} from '../../../types/index.js';
+import type { Verifier } from '../block.js';
+import type { step } from '../engine/engine.js';
+import type { ConsensusMessage, TimeoutConfig } from '../engine/types.js';
+import type { DurableFs } from '../fs.js';
+
+/** How consensus messages reach other validators (libp2p later; the simulator's network in tests). */
+export interface ConsensusNetwork {
+  broadcast(message: ConsensusMessage): void;
+  send(peer: string, message: ConsensusMessage): void;
+  /** Registers the receiver of incoming messages; returns a function that unregisters it. */
+  subscribe(handler: (peer: string, message: ConsensusMessage) => void): () => void;
+}
+
+/** Timers; the default uses setTimeout, the simulator a virtual clock. */
+export interface Scheduler {
+  setTimer(ms: number, fn: () => void): unknown;
+  clearTimer(handle: unknown): void;
+}
+
+export const realScheduler: Scheduler = {
+  setTimer: (ms, fn) => setTimeout(fn, ms),
+  clearTimer: (h) => clearTimeout(h as NodeJS.Timeout),
+};
+
+export const systemNow = (): TimeNs => BigInt(Date.now()) * 1_000_000n;
+
+export interface ConsensusGenesis {
+  time: TimeNs;
+  initialHeight: number;
+  validators: Validator[];
+  consensusParams: ConsensusParams;
+  appState: unknown;
+}
+
+export type PrivValidatorSource =
+  /** CometBFT files: config/priv_validator_key.json and data/priv_validator_state.json. */
+  | { keyFile: string; stateFile: string }
+  /** A key already in memory (simulator, tests) with its state file. */
+  | { key: { seed: Uint8Array; publicKey: Uint8Array }; stateFile: string };
+
+export interface ConsensusRuntimeOptions {
+  chainId: string;
+  genesis: ConsensusGenesis;
+  /** config.toml [consensus] timeouts in milliseconds. */
+  timeouts: TimeoutConfig;
+  createEmptyBlocks: boolean;
+  /** config.toml [consensus] double_sign_check_height; 0 disables the check. */
+  doubleSignCheckHeight: number;
+  privValidator: PrivValidatorSource | null;
+  /** Directory of the consensus WAL (<home>/data/cs.wal). */
+  walDir: string;
+  blockStore: KVStore;
+  stateStore: KVStore;
+  app: Application;
+  bus: EventBus;
+  logger: Logger;
+  /** Other validators; none means a single-node network. */
+  network?: ConsensusNetwork;
+  now?: () => TimeNs;
+
+  // Advanced: the simulator and tests replace these.
+  scheduler?: Scheduler;
+  /** File system of the WAL and the double-sign guard (default: the real disk). */
+  fs?: DurableFs;
+  verify?: Verifier;
+  /** How often own messages and the status are re-sent to peers (default 1000 ms). */
+  gossipIntervalMs?: number;
+  /** How many committed heights one catch-up answer carries (default 8). */
+  catchupBatch?: number;
+  walRotateBytes?: number;
+  /** Called once when the runtime stops on an unrecoverable error (I/O, application failure). */
+  onFatal?: (err: Error) => void;
+  /** Test hook: a replacement for the engine's step function (e.g. a deliberately broken one). */
+  engineStep?: typeof step;
+}

@@ -1,0 +1,943 @@
+// The live consensus runtime: drives the pure engine with real (or simulated) timers, the WAL,
+// the double-sign guard, the block and state stores, the application and the network.
+//
+// One serial queue owns the engine: every input (timeout, network message, gossip tick, RPC call)
+// is processed to completion, including the effects it causes and their answers, before the next
+// one. Effects run in the order the engine emitted them, so an own vote is in the WAL (fsynced)
+// before it is broadcast. A decided block is stored with its commit (synced) and an end-height
+// marker written to the WAL before the application sees it; then finalizeBlock, the block results
+// are saved, commit, the new state is saved, and NewBlock / Tx / ValidatorSetUpdates are published.
+import { ed25519Verify } from '../../../crypto/index.js';
+import type {
+  Block,
+  BlockId,
+  BlockMeta,
+  Commit,
+  ConsensusParams,
+  DuplicateVoteEvidence,
+  FinalizeBlockResponse,
+  Logger,
+  RoundStateSummary,
+  StoredBlockResults,
+  SyncInfo,
+  TimeNs,
+  Validator,
+  Vote,
+} from '../../../types/index.js';
+import { evidenceBytes, maxDataBytes } from '../block.js';
+import { type ChainState, genesisChainState, nextChainState } from '../chainstate.js';
+import {
+  createEngine,
+  step as engineStep,
+  gossipMessages,
+  messagesForPeer,
+  proposerOf,
+  statusMessage,
+} from '../engine/engine.js';
+import type { ConsensusMessage, EngineEffect, EngineEvent, EngineState } from '../engine/types.js';
+import { ConsensusError, DoubleSignError, HandshakeError } from '../errors.js';
+import { type DurableFs, NodeFs } from '../fs.js';
+import { blockIdOf, bytesEqual, hexUpper } from '../hash.js';
+import { FilePV } from '../privval.js';
+import { Wal } from '../wal.js';
+import { EvidencePool } from './evidencepool.js';
+import {
+  type ConsensusNetwork,
+  type ConsensusRuntimeOptions,
+  realScheduler,
+  type Scheduler,
+  systemNow,
+} from './options.js';
+import { BlockStore, StateStore } from './stores.js';
+
+type Input =
+  | { kind: 'engine'; event: EngineEvent }
+  | { kind: 'net'; peer: string; message: ConsensusMessage }
+  | { kind: 'gossip' }
+  | { kind: 'call'; fn: () => Promise<void> };
+
+interface BlockRef {
+  hash: Uint8Array;
+  appHash: Uint8Array;
+  height: number;
+  time: TimeNs;
+}
+
+function fingerprint(b: Uint8Array): string {
+  return hexUpper(b.subarray(0, 6)).padEnd(12, '0');
+}
+
+/** CometBFT's Vote.String(), used by the round state dump. */
+function voteString(v: Vote): string {
+  const type = v.type === 1 ? 'SIGNED_MSG_TYPE_PREVOTE(Prevote)' : 'SIGNED_MSG_TYPE_PRECOMMIT(Precommit)';
+  const time = new Date(Number(v.timestamp / 1_000_000n)).toISOString();
+  return `Vote{${v.validatorIndex}:${fingerprint(v.validatorAddress)} ${v.height}/${String(v.round).padStart(2, '0')}/${type} ${fingerprint(v.blockId.hash)} ${fingerprint(v.signature)} 000000000000 @ ${time}}`;
+}
+
+export class ConsensusRuntime {
+  private engine!: EngineState;
+  private chain!: ChainState;
+  private readonly queue: Input[] = [];
+  private draining: Promise<void> | null = null;
+  private replaying = false;
+  private started = false;
+  private stopped = false;
+  private fatalError: Error | null = null;
+  private readonly timers = new Set<unknown>();
+  private wal: Wal | null = null;
+  private unsubscribe: (() => void) | null = null;
+  private readonly lastCatchup = new Map<string, number>();
+  private gossipTick = 0;
+  private latest: BlockRef | null = null;
+  private earliest: BlockRef | null = null;
+  private waiters: Array<{
+    height: number;
+    resolve: () => void;
+    reject: (e: Error) => void;
+    timer: unknown;
+  }> = [];
+  private readonly scheduler: Scheduler;
+  private readonly now: () => TimeNs;
+  private readonly verify: (pk: Uint8Array, msg: Uint8Array, sig: Uint8Array) => boolean;
+  private readonly step: typeof engineStep;
+  private readonly logger: Logger;
+  private readonly network: ConsensusNetwork | undefined;
+  private readonly pool: EvidencePool;
+
+  private constructor(
+    private readonly opts: ConsensusRuntimeOptions,
+    private readonly fs: DurableFs,
+    private readonly ownsFs: boolean,
+    private readonly blockStore: BlockStore,
+    private readonly stateStore: StateStore,
+    private readonly privval: FilePV | null,
+  ) {
+    this.scheduler = opts.scheduler ?? realScheduler;
+    this.now = opts.now ?? systemNow;
+    this.verify = opts.verify ?? ed25519Verify;
+    this.step = opts.engineStep ?? engineStep;
+    this.logger = opts.logger;
+    this.network = opts.network;
+    this.pool = new EvidencePool(opts.chainId, blockStore, stateStore, this.verify, opts.logger);
+  }
+
+  /** Opens the stores, performs the handshake with the application and prepares the engine. */
+  static async create(opts: ConsensusRuntimeOptions): Promise<ConsensusRuntime> {
+    validateOptions(opts);
+    const fs = opts.fs ?? new NodeFs();
+    const blockStore = await BlockStore.open(opts.blockStore);
+    const stateStore = new StateStore(opts.stateStore);
+    let privval: FilePV | null = null;
+    if (opts.privValidator) {
+      const src = opts.privValidator;
+      privval =
+        'keyFile' in src
+          ? await FilePV.load(src.keyFile, src.stateFile, fs)
+          : await FilePV.fromKey(src.key, src.stateFile, fs);
+    }
+    const rt = new ConsensusRuntime(opts, fs, !opts.fs, blockStore, stateStore, privval);
+    await rt.pool.load();
+    await rt.handshake();
+    const seen =
+      rt.chain.lastBlockHeight >= rt.chain.initialHeight
+        ? await blockStore.loadSeenCommit(rt.chain.lastBlockHeight)
+        : undefined;
+    rt.engine = createEngine(
+      {
+        ownAddress: privval ? privval.address() : null,
+        timeouts: opts.timeouts,
+        createEmptyBlocks: opts.createEmptyBlocks,
+        verify: rt.verify,
+      },
+      rt.chain,
+      seen ?? null,
+    );
+    await rt.refreshRefs();
+    return rt;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Handshake (CometBFT's Handshaker.ReplayBlocks)
+
+  private async handshake(): Promise<void> {
+    const { app, genesis } = this.opts;
+    const info = await app.info();
+    const appHeight = info.lastBlockHeight;
+    const storeHeight = this.blockStore.height;
+    let state = await this.stateStore.loadState();
+    if (!state) {
+      if (storeHeight > 0)
+        throw new HandshakeError(
+          `the state store is empty but the block store holds blocks up to height ${storeHeight}`,
+        );
+      state = genesisChainState({ chainId: this.opts.chainId, ...genesis }, new Uint8Array(0));
+    }
+    if (state.chainId !== this.opts.chainId)
+      throw new HandshakeError(`the stores belong to chain "${state.chainId}", not "${this.opts.chainId}"`);
+    if (appHeight > storeHeight) {
+      throw new HandshakeError(
+        `the application is ahead of consensus: application height ${appHeight}, block store height ${storeHeight}; ` +
+          'the application data does not belong to these stores (reset both together)',
+      );
+    }
+    const stateHeight = state.lastBlockHeight;
+    if (storeHeight > 0 && (stateHeight < storeHeight - 1 || stateHeight > storeHeight)) {
+      throw new HandshakeError(
+        `the state store (height ${stateHeight}) and the block store (height ${storeHeight}) disagree by more than one block`,
+      );
+    }
+    let appHash: Uint8Array;
+    if (appHeight === 0) {
+      const res = await app.initChain({
+        chainId: this.opts.chainId,
+        time: genesis.time,
+        initialHeight: genesis.initialHeight,
+        validators: genesis.validators,
+        consensusParams: genesis.consensusParams,
+        appState: genesis.appState,
+      });
+      appHash = res.appHash;
+      if (stateHeight < genesis.initialHeight) {
+        state = { ...state, appHash };
+        await this.stateStore.saveState(state);
+      }
+      this.logger.info(
+        { appHash: hexUpper(appHash), initialHeight: genesis.initialHeight },
+        'initChain done',
+      );
+    } else {
+      appHash = info.lastBlockAppHash;
+    }
+    this.chain = state;
+    const first = Math.max(appHeight + 1, genesis.initialHeight);
+    let replayed = 0;
+    for (let h = first; h <= storeHeight; h++) {
+      const block = await this.blockStore.loadBlock(h);
+      if (!block) throw new HandshakeError(`block ${h} is missing from the block store`);
+      if (!bytesEqual(block.header.appHash, appHash)) {
+        throw new HandshakeError(
+          `app hash mismatch before replaying block ${h}: the application has ${hexUpper(appHash)}, block ${h} was built on ${hexUpper(block.header.appHash)}`,
+        );
+      }
+      const blockId = blockIdOf(block);
+      if (h > this.chain.lastBlockHeight) {
+        appHash = (await this.applyBlock(block, blockId)).appHash;
+      } else {
+        const res = await this.finalize(block, blockId);
+        await this.opts.app.commit();
+        appHash = res.appHash;
+      }
+      replayed++;
+    }
+    if (this.chain.lastBlockHeight < storeHeight) {
+      // The application committed the last block but the state was not saved: rebuild it from the
+      // block results saved before the application's commit.
+      const block = await this.blockStore.loadBlock(storeHeight);
+      const res = await this.stateStore.loadResults(storeHeight);
+      if (!block || !res)
+        throw new HandshakeError(
+          `block results of height ${storeHeight} are missing; cannot rebuild the state`,
+        );
+      if (!bytesEqual(res.appHash, appHash))
+        throw new HandshakeError(
+          `app hash mismatch at height ${storeHeight}: the application has ${hexUpper(appHash)}, the saved results say ${hexUpper(res.appHash)}`,
+        );
+      await this.advanceState(block, blockIdOf(block), res);
+    }
+    if (!bytesEqual(this.chain.appHash, appHash)) {
+      throw new HandshakeError(
+        `app hash mismatch at height ${this.chain.lastBlockHeight}: the application has ${hexUpper(appHash)}, consensus state expects ${hexUpper(this.chain.appHash)}`,
+      );
+    }
+    this.logger.info(
+      { appHeight, storeHeight, stateHeight, replayed, height: this.chain.lastBlockHeight + 1 },
+      'handshake complete',
+    );
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Lifecycle
+
+  /** Replays the WAL of the current height, then drives consensus with timers and the network. */
+  async start(): Promise<void> {
+    if (this.started) return;
+    if (this.stopped)
+      throw new ConsensusError('STOPPED', 'the consensus runtime was stopped; create a new one');
+    this.started = true;
+    await this.checkDoubleSignRisk();
+    this.wal = await Wal.open(this.fs, this.opts.walDir, this.logger, this.opts.walRotateBytes);
+    const records = this.wal.entriesFor(this.engine.height);
+    if (records.length > 0) {
+      this.replaying = true;
+      try {
+        for (const r of records) await this.process(r.entry);
+      } finally {
+        this.replaying = false;
+      }
+      this.logger.info(
+        {
+          height: this.engine.height,
+          entries: records.length,
+          round: this.engine.round,
+          step: this.engine.step,
+        },
+        'WAL replayed',
+      );
+    }
+    this.wal.releaseReplayData();
+    if (this.network) {
+      this.unsubscribe = this.network.subscribe((peer, message) =>
+        this.enqueue({ kind: 'net', peer, message }),
+      );
+      this.scheduleGossip();
+    }
+    this.enqueue({ kind: 'engine', event: { kind: 'start', now: this.now() } });
+    await this.idle();
+  }
+
+  /** Stops timers and the network, waiting for any block being committed. */
+  async stop(): Promise<void> {
+    if (this.stopped) {
+      await this.idle();
+      return;
+    }
+    this.stopped = true;
+    this.shutdownIo();
+    await this.idle();
+    await this.wal?.close();
+    if (this.ownsFs) await this.fs.close();
+    for (const w of this.waiters)
+      w.reject(new ConsensusError('STOPPED', `stopped before height ${w.height} was committed`));
+    this.waiters = [];
+  }
+
+  private shutdownIo(): void {
+    for (const t of this.timers) this.scheduler.clearTimer(t);
+    this.timers.clear();
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+  }
+
+  /** Resolves once every queued input has been processed (the simulator steps through this). */
+  async idle(): Promise<void> {
+    while (this.draining) await this.draining;
+  }
+
+  /** The error that stopped the runtime, if any. */
+  get fatal(): Error | null {
+    return this.fatalError;
+  }
+
+  private fail(err: Error): void {
+    if (this.fatalError) return;
+    this.fatalError = err;
+    this.stopped = true;
+    this.shutdownIo();
+    this.queue.length = 0;
+    this.logger.error({ err: err.message }, 'consensus stopped on an unrecoverable error');
+    for (const w of this.waiters) w.reject(err);
+    this.waiters = [];
+    this.opts.onFatal?.(err);
+  }
+
+  private enqueue(input: Input): void {
+    if (this.stopped) return;
+    this.queue.push(input);
+    if (!this.draining) this.draining = this.drain();
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.queue.length > 0 && !this.stopped) {
+        const input = this.queue.shift()!;
+        await this.handle(input);
+      }
+    } catch (err) {
+      this.fail(err instanceof Error ? err : new Error(String(err)));
+    } finally {
+      this.draining = null;
+    }
+  }
+
+  private async handle(input: Input): Promise<void> {
+    switch (input.kind) {
+      case 'engine':
+        await this.process(input.event);
+        return;
+      case 'gossip':
+        this.gossip();
+        return;
+      case 'call':
+        await input.fn();
+        return;
+      case 'net':
+        await this.onNetMessage(input.peer, input.message);
+        return;
+    }
+  }
+
+  /** Runs one event and everything it causes (answers of effects) to completion. */
+  private async process(event: EngineEvent): Promise<void> {
+    const work: EngineEvent[] = [event];
+    while (work.length > 0) {
+      const ev = work.shift()!;
+      const { state, effects } = this.step(this.engine, ev);
+      this.engine = state;
+      for (const eff of effects) {
+        const follow = await this.execute(eff);
+        if (follow) work.push(follow);
+      }
+    }
+  }
+
+  private async execute(eff: EngineEffect): Promise<EngineEvent | undefined> {
+    const replay = this.replaying;
+    switch (eff.kind) {
+      case 'wal':
+        if (!replay) await this.wal!.write(this.engine.height, eff.entry, eff.sync);
+        return undefined;
+      case 'broadcast':
+        if (!replay) this.network?.broadcast(eff.message);
+        return undefined;
+      case 'publish':
+        if (!replay) this.opts.bus.publish(eff.event);
+        return undefined;
+      case 'scheduleTimeout': {
+        if (replay || this.stopped) return undefined;
+        const { height, round, step } = eff;
+        const t = this.scheduler.setTimer(eff.durationMs, () => {
+          this.timers.delete(t);
+          this.enqueue({ kind: 'engine', event: { kind: 'timeout', height, round, step, now: this.now() } });
+        });
+        this.timers.add(t);
+        return undefined;
+      }
+      case 'signVote': {
+        if (replay || !this.privval) return undefined;
+        try {
+          const vote = await this.privval.signVote(this.opts.chainId, eff.vote);
+          return { kind: 'ownVote', vote, now: this.now() };
+        } catch (err) {
+          if (!(err instanceof DoubleSignError)) throw err;
+          // Signed something else at this height/round/step before a crash that lost it from the
+          // WAL: that vote never left the node. Send it now (no new signature) rather than stay
+          // silent, which could stall the network when this validator's power is needed.
+          const stored = this.privval.storedVote(this.opts.chainId, eff.vote);
+          if (stored) {
+            this.logger.warn(
+              { height: stored.height, round: stored.round, type: stored.type },
+              'using the vote signed before a restart',
+            );
+            return { kind: 'ownVote', vote: stored, now: this.now() };
+          }
+          this.logger.error(
+            { err: err.message, height: eff.vote.height, round: eff.vote.round },
+            'refused to sign a vote',
+          );
+          return undefined;
+        }
+      }
+      case 'signProposal': {
+        if (replay || !this.privval) return undefined;
+        try {
+          const proposal = await this.privval.signProposal(this.opts.chainId, eff.proposal);
+          return { kind: 'ownProposal', proposal, block: eff.block, now: this.now() };
+        } catch (err) {
+          if (err instanceof DoubleSignError) {
+            this.logger.error(
+              { err: err.message, height: eff.proposal.height, round: eff.proposal.round },
+              'refused to sign a proposal',
+            );
+            return undefined;
+          }
+          throw err;
+        }
+      }
+      case 'requestProposal': {
+        if (replay) return undefined;
+        const params = this.chain.consensusParams;
+        const evidence = this.pool.forProposal(params.evidence.maxBytes);
+        const maxTxBytes = maxDataBytes(params, evidenceBytes(evidence), eff.validatorCount);
+        let txs: Uint8Array[] = [];
+        try {
+          txs = await this.opts.app.prepareProposal({
+            height: eff.height,
+            time: eff.time,
+            proposerAddress: eff.proposerAddress,
+            maxTxBytes,
+          });
+        } catch (err) {
+          this.logger.error(
+            { err: (err as Error).message, height: eff.height },
+            'prepareProposal failed; proposing no transactions',
+          );
+        }
+        return { kind: 'proposalTxs', height: eff.height, round: eff.round, txs, evidence, now: this.now() };
+      }
+      case 'validateBlock': {
+        if (replay) return undefined;
+        const reason = await this.pool.checkBlock(eff.block.evidence, this.chain);
+        let valid = reason === null;
+        if (reason)
+          this.logger.warn(
+            { height: eff.height, round: eff.round, reason },
+            'proposed block has invalid evidence',
+          );
+        if (valid) {
+          valid = await this.opts.app.processProposal({
+            height: eff.height,
+            time: eff.block.header.time,
+            proposerAddress: eff.block.header.proposerAddress,
+            hash: eff.blockId.hash,
+            txs: eff.block.data.txs,
+          });
+          if (!valid)
+            this.logger.warn(
+              { height: eff.height, round: eff.round },
+              'the application rejected the proposed block',
+            );
+        }
+        return {
+          kind: 'blockValidated',
+          height: eff.height,
+          blockHash: eff.blockId.hash,
+          valid,
+          now: this.now(),
+        };
+      }
+      case 'decide':
+        await this.commitDecided(eff.block, eff.blockId, eff.commit);
+        return { kind: 'committed', chain: this.chain, now: this.now() };
+      case 'conflictingVotes':
+        await this.pool.reportConflict(eff.voteA, eff.voteB, this.chain);
+        this.logger.warn(
+          {
+            height: eff.voteA.height,
+            round: eff.voteA.round,
+            type: eff.voteA.type,
+            validator: hexUpper(eff.voteA.validatorAddress),
+          },
+          'conflicting votes from one validator',
+        );
+        return undefined;
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Committing
+
+  private async commitDecided(block: Block, blockId: BlockId, commit: Commit): Promise<void> {
+    const h = block.header.height;
+    if (this.blockStore.height < h) await this.blockStore.saveBlock(block, blockId, commit);
+    await this.wal!.writeEndHeight(h);
+    await this.applyBlock(block, blockId);
+    this.logger.info(
+      { height: h, round: commit.round, hash: hexUpper(blockId.hash), txs: block.data.txs.length },
+      'committed block',
+    );
+  }
+
+  private async finalize(block: Block, blockId: BlockId): Promise<FinalizeBlockResponse> {
+    const h = block.header;
+    const res = await this.opts.app.finalizeBlock({
+      height: h.height,
+      time: h.time,
+      proposerAddress: h.proposerAddress,
+      hash: blockId.hash,
+      txs: block.data.txs,
+      misbehavior: block.evidence.map((e) => ({
+        type: 'duplicate_vote' as const,
+        validatorAddress: e.voteA.validatorAddress,
+        height: e.voteA.height,
+        time: e.timestamp,
+        totalVotingPower: e.totalVotingPower,
+      })),
+    });
+    if (res.txResults.length !== block.data.txs.length) {
+      throw new ConsensusError(
+        'INVALID_BLOCK',
+        `finalizeBlock of height ${h.height} returned ${res.txResults.length} tx results for ${block.data.txs.length} transactions`,
+      );
+    }
+    await this.stateStore.saveResults(h.height, res);
+    return res;
+  }
+
+  /** finalizeBlock, save results, commit, save the next state, update evidence, publish. */
+  private async applyBlock(block: Block, blockId: BlockId): Promise<FinalizeBlockResponse> {
+    const res = await this.finalize(block, blockId);
+    const next = nextChainState(this.chain, block, blockId, res);
+    await this.opts.app.commit();
+    await this.stateStore.saveState(next);
+    this.chain = next;
+    await this.afterCommit(block, blockId, res);
+    return res;
+  }
+
+  /** The application already committed `block`; rebuild the state from its saved results. */
+  private async advanceState(block: Block, blockId: BlockId, res: FinalizeBlockResponse): Promise<void> {
+    const next = nextChainState(this.chain, block, blockId, res);
+    await this.stateStore.saveState(next);
+    this.chain = next;
+    await this.afterCommit(block, blockId, res);
+  }
+
+  private async afterCommit(block: Block, blockId: BlockId, res: FinalizeBlockResponse): Promise<void> {
+    const h = block.header.height;
+    await this.pool.update(block.evidence, h, this.chain);
+    this.latest = { hash: blockId.hash, appHash: this.chain.appHash, height: h, time: block.header.time };
+    if (!this.earliest) await this.refreshRefs();
+    const bus = this.opts.bus;
+    bus.publish({ kind: 'NewBlock', block, blockId, result: res });
+    block.data.txs.forEach((tx, index) => {
+      bus.publish({ kind: 'Tx', height: h, index, tx, result: res.txResults[index]! });
+    });
+    if (res.validatorUpdates.length > 0)
+      bus.publish({ kind: 'ValidatorSetUpdates', updates: res.validatorUpdates });
+    const ready = this.waiters.filter((w) => w.height <= h);
+    this.waiters = this.waiters.filter((w) => w.height > h);
+    for (const w of ready) {
+      this.scheduler.clearTimer(w.timer);
+      w.resolve();
+    }
+  }
+
+  private async refreshRefs(): Promise<void> {
+    const top = Math.min(this.blockStore.height, this.chain.lastBlockHeight);
+    if (top >= this.chain.initialHeight && top > 0) {
+      const m = await this.blockStore.loadBlockMeta(top);
+      if (m)
+        this.latest = { hash: m.blockId.hash, appHash: this.chain.appHash, height: top, time: m.header.time };
+      const base = this.blockStore.base;
+      const e = await this.blockStore.loadBlockMeta(base);
+      if (e)
+        this.earliest = {
+          hash: e.blockId.hash,
+          appHash: e.header.appHash,
+          height: base,
+          time: e.header.time,
+        };
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Network
+
+  private scheduleGossip(): void {
+    if (this.stopped) return;
+    const t = this.scheduler.setTimer(this.opts.gossipIntervalMs ?? 1000, () => {
+      this.timers.delete(t);
+      this.enqueue({ kind: 'gossip' });
+      this.scheduleGossip();
+    });
+    this.timers.add(t);
+  }
+
+  private gossip(): void {
+    const net = this.network;
+    if (!net || this.stopped) return;
+    this.gossipTick++;
+    const s = this.engine;
+    net.broadcast(statusMessage(s));
+    for (const m of gossipMessages(s)) net.broadcast(m);
+    for (const evidence of this.pool.forProposal(this.chain.consensusParams.evidence.maxBytes).slice(0, 4)) {
+      net.broadcast({ kind: 'evidence', evidence });
+    }
+  }
+
+  private async onNetMessage(peer: string, message: ConsensusMessage): Promise<void> {
+    const now = this.now();
+    switch (message.kind) {
+      case 'proposal':
+        await this.process({ kind: 'proposal', proposal: message.proposal, block: message.block, now });
+        return;
+      case 'vote':
+        await this.process({ kind: 'vote', vote: message.vote, now });
+        return;
+      case 'commit':
+        await this.process({ kind: 'commitCert', block: message.block, commit: message.commit, now });
+        return;
+      case 'evidence':
+        try {
+          await this.pool.add(message.evidence, this.chain);
+        } catch (err) {
+          this.logger.debug({ peer, err: (err as Error).message }, 'evidence from a peer rejected');
+        }
+        return;
+      case 'status': {
+        if (message.height === this.engine.height) {
+          if (this.lastCatchup.get(peer) === this.gossipTick) return;
+          this.lastCatchup.set(peer, this.gossipTick);
+          for (const m of messagesForPeer(this.engine, message)) this.network?.send(peer, m);
+          return;
+        }
+        const top = Math.min(this.blockStore.height, this.chain.lastBlockHeight);
+        if (message.height > top || message.height < this.blockStore.base) return;
+        if (this.lastCatchup.get(peer) === this.gossipTick) return;
+        this.lastCatchup.set(peer, this.gossipTick);
+        const batch = this.opts.catchupBatch ?? 8;
+        for (let h = message.height; h <= top && h < message.height + batch; h++) {
+          const block = await this.blockStore.loadBlock(h);
+          const c = await this.blockStore.loadCommit(h);
+          if (!block || !c) return;
+          this.network?.send(peer, { kind: 'commit', block, commit: c.commit });
+        }
+        return;
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Safety checks
+
+  /** double_sign_check_height: refuse to start if our key signed one of the last N-1 commits. */
+  private async checkDoubleSignRisk(): Promise<void> {
+    const n = this.opts.doubleSignCheckHeight;
+    if (!this.privval || n <= 0) return;
+    const height = this.engine.height;
+    const addr = this.privval.address();
+    const limit = Math.min(n, height);
+    for (let i = 1; i < limit; i++) {
+      const c = await this.blockStore.loadCommit(height - i);
+      if (!c) continue;
+      if (c.commit.signatures.some((s) => s.blockIdFlag === 2 && bytesEqual(s.validatorAddress, addr))) {
+        throw new ConsensusError(
+          'DOUBLE_SIGN_RISK',
+          `validator ${hexUpper(addr)} signed the commit of height ${height - i}, within double_sign_check_height ${n}: ` +
+            'another node may be running with this key; stop it, wait for that many blocks, then start',
+        );
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Inputs from the node
+
+  /** The mempool has transactions (needed when create_empty_blocks = false). */
+  txsAvailable(): void {
+    this.enqueue({ kind: 'engine', event: { kind: 'txsAvailable', now: this.now() } });
+  }
+
+  /** Verifies evidence and adds it to the pool; resolves to its hash. */
+  submitEvidence(evidence: DuplicateVoteEvidence): Promise<Uint8Array> {
+    return new Promise((resolve, reject) => {
+      if (this.stopped) {
+        reject(new ConsensusError('STOPPED', 'consensus is stopped'));
+        return;
+      }
+      this.enqueue({
+        kind: 'call',
+        fn: async () => {
+          try {
+            resolve(await this.pool.add(evidence, this.chain));
+          } catch (err) {
+            reject(err);
+          }
+        },
+      });
+    });
+  }
+
+  /** Evidence waiting to be included in a block. */
+  pendingEvidence(): DuplicateVoteEvidence[] {
+    return this.pool.forProposal(BigInt(Number.MAX_SAFE_INTEGER));
+  }
+
+  /** Resolves when `height` is committed and applied; rejects after timeoutMs. */
+  waitForHeight(height: number, timeoutMs: number): Promise<void> {
+    if (this.chain.lastBlockHeight >= height) return Promise.resolve();
+    if (this.fatalError) return Promise.reject(this.fatalError);
+    return new Promise((resolve, reject) => {
+      const w = {
+        height,
+        resolve,
+        reject,
+        timer: undefined as unknown,
+      };
+      w.timer = this.scheduler.setTimer(timeoutMs, () => {
+        this.waiters = this.waiters.filter((x) => x !== w);
+        reject(
+          new ConsensusError(
+            'TIMEOUT',
+            `height ${height} was not committed within ${timeoutMs} ms (at ${this.chain.lastBlockHeight})`,
+          ),
+        );
+      });
+      this.waiters.push(w);
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Reads (the block-store / round-state part of NodeReader)
+
+  /** Lowest stored height (0 when empty). */
+  blockStoreBase(): number {
+    return this.blockStore.base;
+  }
+
+  /** Highest height stored and applied by the application (0 before the first block). */
+  blockStoreHeight(): number {
+    return Math.min(
+      this.blockStore.height,
+      this.chain.lastBlockHeight < this.chain.initialHeight ? 0 : this.chain.lastBlockHeight,
+    );
+  }
+
+  loadBlock(height: number): Promise<Block | undefined> {
+    if (height > this.blockStoreHeight()) return Promise.resolve(undefined);
+    return this.blockStore.loadBlock(height);
+  }
+
+  async loadBlockByHash(hash: Uint8Array): Promise<{ block: Block; blockId: BlockId } | undefined> {
+    const h = await this.blockStore.heightOfHash(hash);
+    if (h === undefined || h > this.blockStoreHeight()) return undefined;
+    const block = await this.blockStore.loadBlock(h);
+    return block ? { block, blockId: blockIdOf(block) } : undefined;
+  }
+
+  loadBlockMeta(height: number): Promise<BlockMeta | undefined> {
+    if (height > this.blockStoreHeight()) return Promise.resolve(undefined);
+    return this.blockStore.loadBlockMeta(height);
+  }
+
+  loadCommit(height: number): Promise<{ commit: Commit; canonical: boolean } | undefined> {
+    if (height > this.blockStoreHeight()) return Promise.resolve(undefined);
+    return this.blockStore.loadCommit(height);
+  }
+
+  async loadBlockResults(height: number): Promise<StoredBlockResults | undefined> {
+    if (height > this.blockStoreHeight()) return undefined;
+    const r = await this.stateStore.loadResults(height);
+    if (!r) return undefined;
+    return {
+      height,
+      txResults: r.txResults,
+      finalizeBlockEvents: r.events,
+      validatorUpdates: r.validatorUpdates,
+      consensusParamUpdates: r.consensusParamUpdates,
+      appHash: r.appHash,
+    };
+  }
+
+  /** Validator set (with proposer priorities) of `height`, up to the next height. */
+  async validators(height: number): Promise<Validator[] | undefined> {
+    if (height > this.chain.lastBlockHeight + 1) return undefined;
+    return (await this.stateStore.loadValidators(height))?.validators;
+  }
+
+  async consensusParams(height: number): Promise<ConsensusParams | undefined> {
+    if (height > this.chain.lastBlockHeight + 1) return undefined;
+    return this.stateStore.loadParams(height);
+  }
+
+  /** The replicated state consensus is building on. */
+  chainState(): ChainState {
+    return this.chain;
+  }
+
+  /** Read-only view of the engine (simulator and tests). */
+  engineState(): Readonly<EngineState> {
+    return this.engine;
+  }
+
+  syncInfo(): SyncInfo {
+    const empty = new Uint8Array(0);
+    return {
+      latestBlockHash: this.latest?.hash ?? empty,
+      latestAppHash: this.latest ? this.latest.appHash : this.chain.appHash,
+      latestBlockHeight: this.latest?.height ?? 0,
+      latestBlockTime: this.latest?.time ?? this.chain.lastBlockTime,
+      earliestBlockHash: this.earliest?.hash ?? empty,
+      earliestAppHash: this.earliest?.appHash ?? this.chain.appHash,
+      earliestBlockHeight: this.earliest?.height ?? 0,
+      earliestBlockTime: this.earliest?.time ?? this.chain.lastBlockTime,
+      catchingUp: false,
+    };
+  }
+
+  validatorInfo(): { address: Uint8Array; pubKey: Uint8Array; votingPower: bigint } {
+    if (!this.privval) return { address: new Uint8Array(0), pubKey: new Uint8Array(0), votingPower: 0n };
+    const address = this.privval.address();
+    const i = this.chain.validators.indexOf(address);
+    return {
+      address,
+      pubKey: this.privval.pubKey,
+      votingPower: i >= 0 ? this.chain.validators.getByIndex(i)!.votingPower : 0n,
+    };
+  }
+
+  roundState(): RoundStateSummary {
+    const s = this.engine;
+    const vals = s.chain.validators;
+    const render = (set: ReturnType<EngineState['votes']['prevotes']>) =>
+      vals.validators.map((_, i) => {
+        const v = set.get(i);
+        return v ? voteString(v) : 'nil-Vote';
+      });
+    const votes = s.votes.roundNumbers().length > 0 ? s.votes.roundNumbers() : [s.round];
+    const proposer = vals.size > 0 ? proposerOf(s, s.round) : null;
+    const proposal = s.proposals.get(s.round);
+    return {
+      height: s.height,
+      round: s.round,
+      step: `RoundStep${s.step}`,
+      startTime: s.startTime,
+      proposerAddress: proposer?.address ?? null,
+      votes: votes.map((r) => ({
+        round: r,
+        prevotes: render(s.votes.prevotes(r)),
+        prevotesBitArray: s.votes.prevotes(r).bitArrayString(),
+        precommits: render(s.votes.precommits(r)),
+        precommitsBitArray: s.votes.precommits(r).bitArrayString(),
+      })),
+      lockedRound: s.lockedRound,
+      validRound: s.validRound,
+      raw: {
+        height: String(s.height),
+        round: s.round,
+        step: `RoundStep${s.step}`,
+        start_time: new Date(Number(s.startTime / 1_000_000n)).toISOString(),
+        commit_round: s.commitRound,
+        proposer: proposer
+          ? { address: hexUpper(proposer.address), index: vals.indexOf(proposer.address) }
+          : null,
+        proposal: proposal
+          ? {
+              height: String(proposal.proposal.height),
+              round: proposal.proposal.round,
+              pol_round: proposal.proposal.polRound,
+              block_id: hexUpper(proposal.blockId.hash),
+            }
+          : null,
+        locked_round: s.lockedRound,
+        locked_block_hash: s.lockedBlock ? hexUpper(s.lockedBlock.blockId.hash) : '',
+        valid_round: s.validRound,
+        valid_block_hash: s.validBlock ? hexUpper(s.validBlock.blockId.hash) : '',
+        validators: vals.validators.map((v) => ({
+          address: hexUpper(v.address),
+          voting_power: v.votingPower.toString(),
+          proposer_priority: v.proposerPriority.toString(),
+        })),
+        last_commit: s.lastCommit
+          ? { round: s.lastCommit.round, bit_array: s.lastCommit.bitArrayString() }
+          : null,
+        evidence_pending: this.pool.pendingCount(),
+      },
+    };
+  }
+}
+
+function validateOptions(o: ConsensusRuntimeOptions): void {
+  const bad = (field: string, why: string): never => {
+    throw new ConsensusError('INVALID_OPTIONS', `consensus options: ${field}: ${why}`);
+  };
+  if (!o.chainId) bad('chainId', 'must not be empty');
+  for (const [k, v] of Object.entries(o.timeouts)) {
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
+      bad(`timeouts.${k}`, `must be a non-negative number of ms, got ${v}`);
+  }
+  if (!Number.isInteger(o.doubleSignCheckHeight) || o.doubleSignCheckHeight < 0)
+    bad('doubleSignCheckHeight', `must be a non-negative integer, got ${o.doubleSignCheckHeight}`);
+  if (o.genesis.validators.length === 0) bad('genesis.validators', 'must list at least one validator');
+  if (!o.walDir) bad('walDir', 'must be set');
+}

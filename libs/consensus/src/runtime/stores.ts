@@ -1,0 +1,208 @@
+// The block store and the consensus state store, over the KVStore interface.
+// Block store keys (heights as 8-byte big-endian):
+//   "bs:meta"            {base, height}                         (tagged JSON)
+//   "bs:b:" h            block (protobuf encoding of tendermint.types.Block)
+//   "bs:c:" h            seen commit of block h (protobuf Commit)
+//   "bs:m:" h            block meta {blockId, blockSize, header, numTxs} (tagged JSON)
+//   "bs:h:" hash         height (8 bytes)
+// State store keys:
+//   "st:state"           chain state (tagged JSON)
+//   "st:v:" h            validator set of height h;  "st:p:" h  consensus params of height h
+//   "st:r:" h            FinalizeBlockResponse of height h (block results)
+//   "st:ev:p:" hash      pending evidence;  "st:ev:c:" hash  height it was committed at
+import type { KVStore } from '../../../storage/index.js';
+import type {
+  Block,
+  BlockId,
+  BlockMeta,
+  Commit,
+  ConsensusParams,
+  DuplicateVoteEvidence,
+  FinalizeBlockResponse,
+} from '../../../types/index.js';
+import {
+  type ChainState,
+  loadChainState,
+  loadValidatorSet,
+  type StoredChainState,
+  type StoredValidatorSet,
+  storeChainState,
+  storeValidatorSet,
+} from '../chainstate.js';
+import { decodeTagged, encodeTagged } from '../codec/json.js';
+import { decodeBlock, decodeCommit, encodeCommit } from '../codec/types.js';
+import { blockBytes, blockSize } from '../hash.js';
+import type { ValidatorSet } from '../validators.js';
+
+const enc = new TextEncoder();
+
+function key(prefix: string, height?: number): Uint8Array {
+  const p = enc.encode(prefix);
+  if (height === undefined) return p;
+  const out = new Uint8Array(p.length + 8);
+  out.set(p);
+  new DataView(out.buffer).setBigUint64(p.length, BigInt(height));
+  return out;
+}
+
+function keyBytes(prefix: string, suffix: Uint8Array): Uint8Array {
+  const p = enc.encode(prefix);
+  const out = new Uint8Array(p.length + suffix.length);
+  out.set(p);
+  out.set(suffix, p.length);
+  return out;
+}
+
+export class BlockStore {
+  private constructor(
+    private readonly kv: KVStore,
+    public base: number,
+    public height: number,
+  ) {}
+
+  static async open(kv: KVStore): Promise<BlockStore> {
+    const meta = await kv.get(key('bs:meta'));
+    const m = meta ? decodeTagged<{ base: number; height: number }>(meta) : { base: 0, height: 0 };
+    return new BlockStore(kv, m.base, m.height);
+  }
+
+  /** Stores block, seen commit, meta and hash index in one synced batch. */
+  async saveBlock(block: Block, blockId: BlockId, seenCommit: Commit): Promise<void> {
+    const h = block.header.height;
+    const meta: BlockMeta = {
+      blockId,
+      blockSize: blockSize(block),
+      header: block.header,
+      numTxs: block.data.txs.length,
+    };
+    const base = this.base === 0 ? h : this.base;
+    const heightBytes = new Uint8Array(8);
+    new DataView(heightBytes.buffer).setBigUint64(0, BigInt(h));
+    await this.kv.write(
+      [
+        { type: 'put', key: key('bs:b:', h), value: blockBytes(block) },
+        { type: 'put', key: key('bs:c:', h), value: encodeCommit(seenCommit) },
+        { type: 'put', key: key('bs:m:', h), value: encodeTagged(meta) },
+        { type: 'put', key: keyBytes('bs:h:', blockId.hash), value: heightBytes },
+        { type: 'put', key: key('bs:meta'), value: encodeTagged({ base, height: Math.max(h, this.height) }) },
+      ],
+      { sync: true },
+    );
+    this.base = base;
+    this.height = Math.max(h, this.height);
+  }
+
+  async loadBlock(height: number): Promise<Block | undefined> {
+    const b = await this.kv.get(key('bs:b:', height));
+    return b ? decodeBlock(b) : undefined;
+  }
+
+  async heightOfHash(hash: Uint8Array): Promise<number | undefined> {
+    const v = await this.kv.get(keyBytes('bs:h:', hash));
+    return v ? Number(new DataView(v.buffer, v.byteOffset, 8).getBigUint64(0)) : undefined;
+  }
+
+  async loadBlockMeta(height: number): Promise<BlockMeta | undefined> {
+    const m = await this.kv.get(key('bs:m:', height));
+    return m ? decodeTagged<BlockMeta>(m) : undefined;
+  }
+
+  async loadSeenCommit(height: number): Promise<Commit | undefined> {
+    const c = await this.kv.get(key('bs:c:', height));
+    return c ? decodeCommit(c) : undefined;
+  }
+
+  /** The canonical commit (next block's last_commit) when stored, else the seen commit. */
+  async loadCommit(height: number): Promise<{ commit: Commit; canonical: boolean } | undefined> {
+    if (height < this.base || height > this.height) return undefined;
+    if (height < this.height) {
+      const next = await this.loadBlock(height + 1);
+      if (next?.lastCommit) return { commit: next.lastCommit, canonical: true };
+    }
+    const seen = await this.loadSeenCommit(height);
+    return seen ? { commit: seen, canonical: false } : undefined;
+  }
+}
+
+export class StateStore {
+  constructor(private readonly kv: KVStore) {}
+
+  async loadState(): Promise<ChainState | undefined> {
+    const s = await this.kv.get(key('st:state'));
+    return s ? loadChainState(decodeTagged<StoredChainState>(s)) : undefined;
+  }
+
+  /** Saves the state with the validator sets and params it determines, synced. */
+  async saveState(s: ChainState): Promise<void> {
+    const h = s.lastBlockHeight;
+    const ops: Array<{ type: 'put'; key: Uint8Array; value: Uint8Array }> = [
+      { type: 'put', key: key('st:state'), value: encodeTagged(storeChainState(s)) },
+      { type: 'put', key: key('st:v:', h + 1), value: encodeTagged(storeValidatorSet(s.validators)) },
+      { type: 'put', key: key('st:v:', h + 2), value: encodeTagged(storeValidatorSet(s.nextValidators)) },
+      { type: 'put', key: key('st:p:', h + 1), value: encodeTagged(s.consensusParams) },
+    ];
+    if (h >= s.initialHeight)
+      ops.push({
+        type: 'put',
+        key: key('st:v:', h),
+        value: encodeTagged(storeValidatorSet(s.lastValidators)),
+      });
+    await this.kv.write(ops, { sync: true });
+  }
+
+  async loadValidators(height: number): Promise<ValidatorSet | undefined> {
+    const v = await this.kv.get(key('st:v:', height));
+    return v ? loadValidatorSet(decodeTagged<StoredValidatorSet>(v)) : undefined;
+  }
+
+  async loadParams(height: number): Promise<ConsensusParams | undefined> {
+    const v = await this.kv.get(key('st:p:', height));
+    return v ? decodeTagged<ConsensusParams>(v) : undefined;
+  }
+
+  async saveResults(height: number, res: FinalizeBlockResponse): Promise<void> {
+    await this.kv.write([{ type: 'put', key: key('st:r:', height), value: encodeTagged(res) }], {
+      sync: true,
+    });
+  }
+
+  async loadResults(height: number): Promise<FinalizeBlockResponse | undefined> {
+    const v = await this.kv.get(key('st:r:', height));
+    return v ? decodeTagged<FinalizeBlockResponse>(v) : undefined;
+  }
+
+  async savePendingEvidence(hash: Uint8Array, e: DuplicateVoteEvidence): Promise<void> {
+    await this.kv.write([{ type: 'put', key: keyBytes('st:ev:p:', hash), value: encodeTagged(e) }], {
+      sync: true,
+    });
+  }
+
+  async listPendingEvidence(): Promise<DuplicateVoteEvidence[]> {
+    const out: DuplicateVoteEvidence[] = [];
+    for await (const [, v] of this.kv.iterate({ gte: enc.encode('st:ev:p:'), lt: enc.encode('st:ev:p;') })) {
+      out.push(decodeTagged<DuplicateVoteEvidence>(v));
+    }
+    return out;
+  }
+
+  /** Marks evidence committed at `height` and drops it from the pending set, in one batch. */
+  async commitEvidence(hashes: Uint8Array[], height: number, expired: Uint8Array[]): Promise<void> {
+    if (hashes.length === 0 && expired.length === 0) return;
+    const h = new Uint8Array(8);
+    new DataView(h.buffer).setBigUint64(0, BigInt(height));
+    await this.kv.write(
+      [
+        ...hashes.flatMap((x) => [
+          { type: 'del' as const, key: keyBytes('st:ev:p:', x) },
+          { type: 'put' as const, key: keyBytes('st:ev:c:', x), value: h },
+        ]),
+        ...expired.map((x) => ({ type: 'del' as const, key: keyBytes('st:ev:p:', x) })),
+      ],
+      { sync: true },
+    );
+  }
+
+  async isEvidenceCommitted(hash: Uint8Array): Promise<boolean> {
+    return (await this.kv.get(keyBytes('st:ev:c:', hash))) !== undefined;
+  }
+}

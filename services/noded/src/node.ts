@@ -1,0 +1,319 @@
+// The all-in-one node: consensus, execution, storage and every server in one process, wired by
+// hand in one place (DESIGN.md "Embedded default"). The CLI (`noded start`) validates the home,
+// holds its lock and calls runNode(); this module owns start-up order and shutdown.
+import { existsSync, readFileSync } from 'node:fs';
+import { arch, platform } from 'node:os';
+import {
+  deriveDevAccounts,
+  homePaths,
+  type LoadedGenesis,
+  type LoadedNodeConfig,
+  loadNodeKey,
+  toApiOptions,
+  toChecksumAddress,
+  toCometRpcOptions,
+  toConsensusTimeouts,
+  toEthRpcOptions,
+  toExecutorSettings,
+  toInstrumentationOptions,
+} from '../../../libs/config/index.js';
+import { ConsensusRuntime } from '../../../libs/consensus/index.js';
+import { Executor } from '../../../libs/execution/index.js';
+import { CometRpcServer, DevAccounts, EthRpcServer, RestServer, TxIndexer } from '../../../libs/rpc/index.js';
+import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
+import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetry/index.js';
+import { EventBus, type Logger } from '../../../libs/types/index.js';
+import { LocalNodeReader } from './node-reader.js';
+import { NODED_VERSION } from './version.js';
+
+export interface RunNodeOptions {
+  home: string;
+  mode: 'full' | 'archive';
+  logLevel: string;
+  logFile: string;
+  loaded: LoadedNodeConfig;
+  genesis: LoadedGenesis;
+}
+
+export interface RunningNode {
+  stop(): Promise<void>;
+  /** Settles when the node stops: resolves after stop(), rejects on a fatal error. */
+  done: Promise<void>;
+}
+
+interface Closer {
+  name: string;
+  close(): Promise<void> | void;
+}
+
+/** Where each server listens; the CLI's dry run checked that every address can be bound. */
+function hostPort(raw: string): { host: string; port: number } {
+  const s = raw.replace(/^[a-z]+:\/\//, '');
+  const i = s.lastIndexOf(':');
+  const host = s.slice(0, i).replace(/^\[|\]$/g, '') || '0.0.0.0';
+  return { host, port: Number(s.slice(i + 1)) };
+}
+
+function devAccountKeys(file: string, logger: Logger): string[] {
+  if (!existsSync(file)) return [];
+  try {
+    const json = JSON.parse(readFileSync(file, 'utf8')) as { mnemonic?: unknown; count?: unknown };
+    if (typeof json.mnemonic !== 'string') return [];
+    const count = typeof json.count === 'number' && json.count > 0 && json.count <= 1000 ? json.count : 20;
+    return deriveDevAccounts(json.mnemonic, count).map((a) => a.privateKey);
+  } catch (err) {
+    logger.warn(
+      { file, err: (err as Error).message },
+      'dev accounts file unreadable; no account is unlocked',
+    );
+    return [];
+  }
+}
+
+export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
+  const { config, app } = opts.loaded;
+  const genesis = opts.genesis.runtime;
+  const paths = homePaths(opts.home);
+  // JSON lines to the log file; on a terminal also readable lines, elsewhere JSON on stdout for collectors.
+  const logger = createLogger({
+    level: opts.logLevel,
+    file: opts.logFile,
+    pretty: process.stdout.isTTY === true,
+  });
+  const log = logger.child({ module: 'node' });
+  const bus = new EventBus();
+  const closers: Closer[] = [];
+  let fatal: (err: Error) => void = () => {};
+  let stopped: () => void = () => {};
+  const done = new Promise<void>((resolve, reject) => {
+    fatal = reject;
+    stopped = resolve;
+  });
+
+  const closeAll = async () => {
+    for (const c of closers.reverse()) {
+      try {
+        await c.close();
+      } catch (err) {
+        log.error({ component: c.name, err: (err as Error).message }, 'error while stopping');
+      }
+    }
+    closers.length = 0;
+  };
+
+  try {
+    const openKv = async (name: string, dir: string): Promise<KVStore> => {
+      const kv = await RocksKV.open(dir);
+      closers.push({ name, close: () => kv.close() });
+      return kv;
+    };
+    const [applicationDb, blockStore, stateStore, txIndexDb] = [
+      await openKv('application.db', paths.applicationDb),
+      await openKv('blockstore.db', paths.blockstoreDb),
+      await openKv('state.db', paths.stateDb),
+      await openKv('tx_index.db', paths.txIndexDb),
+    ];
+
+    const settings = toExecutorSettings(config, app, opts.mode);
+    const executor = await Executor.open({
+      kv: applicationDb,
+      location: paths.applicationDb,
+      chainId: genesis.chainId,
+      evmChainId: genesis.evmChainId,
+      mode: settings.mode,
+      keepRecent: settings.keepRecent,
+      gas: settings.gas,
+      mempool: settings.mempool,
+      allowUnprotectedTxs: settings.allowUnprotectedTxs,
+      txFeeCap: settings.txFeeCap,
+      bus,
+      logger: logger.child({ module: 'execution' }),
+    });
+    closers.push({ name: 'executor', close: () => executor.close() });
+
+    const indexer = new TxIndexer({ kv: txIndexDb, bus, logger });
+    closers.push({ name: 'indexer', close: () => indexer.close() });
+
+    const timeouts = toConsensusTimeouts(config);
+    const consensus = await ConsensusRuntime.create({
+      chainId: genesis.chainId,
+      genesis: {
+        time: genesis.time,
+        initialHeight: genesis.initialHeight,
+        validators: genesis.validators,
+        consensusParams: genesis.consensusParams,
+        appState: genesis.appState,
+      },
+      timeouts: timeouts.timeouts,
+      createEmptyBlocks: timeouts.createEmptyBlocks,
+      doubleSignCheckHeight: timeouts.doubleSignCheckHeight,
+      privValidator: { keyFile: paths.privValidatorKey, stateFile: paths.privValidatorState },
+      walDir: paths.csWal,
+      blockStore,
+      stateStore,
+      app: executor,
+      bus,
+      logger: logger.child({ module: 'consensus' }),
+      onFatal: (err) => {
+        log.error({ err: err.message }, 'consensus stopped on an unrecoverable error');
+        void closeAll().finally(() => fatal(err));
+      },
+    });
+    closers.push({ name: 'consensus', close: () => consensus.stop() });
+
+    const nodeKey = loadNodeKey(paths.nodeKey);
+    const cometOptions = toCometRpcOptions(config);
+    const reader = new LocalNodeReader({
+      consensus,
+      executor,
+      nodeId: nodeKey.nodeId,
+      moniker: config.moniker,
+      chainId: genesis.chainId,
+      p2pListenAddr: config.p2p.laddr.raw,
+      rpcAddress: cometOptions.laddr,
+      genesisText: opts.genesis.text,
+      mode: opts.mode,
+      version: NODED_VERSION,
+    });
+    const reindexed = await indexer.catchUp(reader);
+    if (reindexed > 0) log.info({ blocks: reindexed }, 'tx index caught up with the block store');
+
+    const instrumentation = toInstrumentationOptions(config);
+    const metrics = new NodeMetrics({
+      namespace: instrumentation.namespace,
+      chainId: genesis.chainId,
+      bus,
+      node: reader,
+      logger,
+    });
+    closers.push({ name: 'metrics', close: () => metrics.close() });
+    // Sampled once a second rather than per admitted transaction: counting walks the pool.
+    const mempoolGauge = setInterval(() => metrics.setMempoolSize(reader.mempoolSize()), 1000);
+    mempoolGauge.unref();
+    closers.push({ name: 'mempool gauge', close: () => clearInterval(mempoolGauge) });
+
+    const devKeys = genesis.chainId === 'chain-local' ? devAccountKeys(paths.devAccounts, log) : [];
+    const ethOptions = toEthRpcOptions(app);
+    const eth = new EthRpcServer({
+      chain: executor,
+      bus,
+      logger: logger.child({ module: 'json-rpc' }),
+      options: ethOptions,
+      clientVersion: `noded/v${NODED_VERSION}/${platform()}-${arch()}/node${process.versions.node}`,
+      devAccounts: devKeys.length > 0 ? new DevAccounts(devKeys) : null,
+      peerCount: () => 0,
+      syncing: () => false,
+      onRequest: (method, ms, ok) => metrics.observeRpc(method, ms, ok),
+    });
+    closers.push({ name: 'json-rpc', close: () => eth.close() });
+
+    const comet = new CometRpcServer({
+      node: reader,
+      bus,
+      indexer,
+      logger: logger.child({ module: 'rpc' }),
+      options: cometOptions,
+      observe: (method, ms, ok) => metrics.observeRpc(method, ms, ok),
+    });
+    closers.push({ name: 'rpc', close: () => comet.close() });
+
+    const apiOptions = toApiOptions(app);
+    const rest = new RestServer({
+      node: reader,
+      chain: executor,
+      logger: logger.child({ module: 'api' }),
+      options: apiOptions,
+      evmChainId: genesis.evmChainId,
+      gas: settings.gas,
+      indexer,
+      appVersion: { name: 'noded', version: NODED_VERSION },
+    });
+    closers.push({ name: 'api', close: () => rest.close() });
+
+    let serving = false;
+    const metricsServer = new MetricsServer({
+      metrics,
+      logger: logger.child({ module: 'metrics' }),
+      options: instrumentation,
+      readiness: () => ({ serving, catchingUp: reader.syncInfo().catchingUp }),
+    });
+    closers.push({ name: 'metrics server', close: () => metricsServer.close() });
+
+    await consensus.start();
+
+    const endpoints: string[] = [];
+    const rpcAt = hostPort(cometOptions.laddr);
+    const rpcPort = await comet.listen(rpcAt.host, rpcAt.port);
+    endpoints.push(
+      `consensus RPC   http://${rpcAt.host}:${rpcPort}  (WebSocket ws://${rpcAt.host}:${rpcPort}/websocket)`,
+    );
+    if (ethOptions.enable) {
+      const at = hostPort(app.evm.rpcAddress.raw);
+      endpoints.push(`EVM JSON-RPC    http://${at.host}:${await eth.listenHttp(at.host, at.port)}`);
+    }
+    if (ethOptions.wsEnable) {
+      const at = hostPort(app.evm.wsAddress.raw);
+      endpoints.push(`EVM WebSocket   ws://${at.host}:${await eth.listenWs(at.host, at.port)}`);
+    }
+    if (apiOptions.enable) {
+      const at = hostPort(apiOptions.address);
+      const scheme = apiOptions.tlsCertFile ? 'https' : 'http';
+      endpoints.push(`REST API        ${scheme}://${at.host}:${await rest.listen(at.host, at.port)}`);
+    }
+    if (instrumentation.prometheus) {
+      const at = hostPort(instrumentation.prometheusListenAddr);
+      endpoints.push(
+        `metrics         http://${at.host}:${await metricsServer.listen(at.host, at.port)}/metrics`,
+      );
+    }
+    serving = true;
+
+    announce(endpoints, devKeys, genesis.chainId, reader.syncInfo().latestBlockHeight);
+    log.info(
+      { chainId: genesis.chainId, mode: opts.mode, height: reader.syncInfo().latestBlockHeight },
+      'node started',
+    );
+
+    let stopping: Promise<void> | undefined;
+    return {
+      done,
+      stop: () => {
+        stopping ??= (async () => {
+          serving = false;
+          log.info('stopping');
+          await closeAll();
+          logger.flush?.();
+          stopped();
+        })();
+        return stopping;
+      },
+    };
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+}
+
+/** What a developer sees on start, as a Hardhat node shows it: endpoints and test-only accounts. */
+function announce(endpoints: string[], devKeys: string[], chainId: string, height: number): void {
+  const out: string[] = ['', `noded ${NODED_VERSION} on ${chainId}, at height ${height}`, ''];
+  for (const e of endpoints) out.push(`  ${e}`);
+  if (devKeys.length > 0) {
+    const accounts = deriveAddresses(devKeys);
+    out.push('', 'Accounts (unlocked for eth_sendTransaction; 10000 BTC each at genesis)');
+    out.push(
+      'WARNING: these keys are public test keys. Never send real funds to them or use them on mainnet.',
+      '',
+    );
+    accounts.forEach((a, i) => {
+      out.push(`Account #${i}: ${a.address}`, `Private Key: ${a.key}`, '');
+    });
+  }
+  process.stdout.write(`${out.join('\n')}\n`);
+}
+
+function deriveAddresses(keys: string[]): Array<{ address: string; key: string }> {
+  return new DevAccounts(keys)
+    .accounts()
+    .map((address, i) => ({ address: toChecksumAddress(address), key: keys[i] }));
+}

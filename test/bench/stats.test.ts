@@ -1,0 +1,141 @@
+// The arithmetic under the benchmark table: percentiles, summaries, rates, ratios, and the target checks.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { parseBenchArgs } from '../../bench/args.js';
+import { type BenchReport, tableLines } from '../../bench/report.js';
+import {
+  percentile,
+  percentileSorted,
+  ratePerSecond,
+  ratio,
+  StatsError,
+  summarize,
+} from '../../bench/stats.js';
+
+describe('bench statistics', () => {
+  it('takes nearest-rank percentiles', () => {
+    const xs = [15, 20, 35, 40, 50];
+    assert.equal(percentile(xs, 0), 15);
+    assert.equal(percentile(xs, 5), 15);
+    assert.equal(percentile(xs, 30), 20);
+    assert.equal(percentile(xs, 40), 20);
+    assert.equal(percentile(xs, 50), 35);
+    assert.equal(percentile(xs, 100), 50);
+  });
+
+  it('p99 of 1..1000 is 990 and p50 is 500, whatever the input order', () => {
+    const xs = Array.from({ length: 1000 }, (_, i) => 1000 - i);
+    assert.equal(percentile(xs, 99), 990);
+    assert.equal(percentile(xs, 50), 500);
+    assert.equal(xs[0], 1000, 'the input is not sorted in place');
+  });
+
+  it('a single sample is every percentile; an empty one is NaN', () => {
+    assert.equal(percentileSorted([7], 1), 7);
+    assert.equal(percentileSorted([7], 99), 7);
+    assert.ok(Number.isNaN(percentileSorted([], 50)));
+  });
+
+  it('refuses percentiles outside [0, 100]', () => {
+    assert.throws(() => percentile([1, 2], 101), StatsError);
+    assert.throws(() => percentile([1, 2], -1), /outside \[0, 100\]/);
+    assert.throws(() => percentile([1, 2], Number.NaN), StatsError);
+  });
+
+  it('summarises min, mean, percentiles and max', () => {
+    const s = summarize([4, 1, 3, 2]);
+    assert.deepEqual(s, { count: 4, min: 1, mean: 2.5, p50: 2, p90: 4, p99: 4, max: 4 });
+    assert.equal(summarize([]).count, 0);
+    assert.ok(Number.isNaN(summarize([]).p99));
+  });
+
+  it('computes rates and ratios, NaN where they are undefined', () => {
+    assert.equal(ratePerSecond(500, 250), 2000);
+    assert.ok(Number.isNaN(ratePerSecond(5, 0)));
+    assert.equal(ratio(300, 150), 2);
+    assert.ok(Number.isNaN(ratio(1, 0)));
+    assert.ok(Number.isNaN(ratio(undefined, 3)));
+    assert.ok(Number.isNaN(ratio(Number.NaN, 3)));
+  });
+});
+
+describe('bench table', () => {
+  const opts = parseBenchArgs(['--quick'])!;
+  const report = (nodedTps: number, nodedP99: number, idleMB: number): BenchReport => {
+    const burst = (tps: number) => ({
+      planned: 10,
+      accepted: 10,
+      refused: 0,
+      unsent: 0,
+      included: 10,
+      confirmed: 10,
+      reverted: 0,
+      missing: 0,
+      timedOut: false,
+      elapsedMs: 1000,
+      startedAtUs: 0,
+      submitPhaseMs: 900,
+      receiptsDoneMs: 1100,
+      txPerSec: tps,
+      latencyMs: summarize([1]),
+      receiptFetchedMs: summarize([1]),
+      sendRttMs: summarize([1]),
+      receiptLookupMs: summarize([1]),
+      blocks: 1,
+      maxTxPerBlock: 10,
+      blockTimeline: [],
+      headSource: 'ws-newHeads',
+    });
+    const read = (p99: number) => ({
+      loader: 'wrk' as const,
+      concurrency: 8,
+      durationSec: 1,
+      requests: 1000,
+      errors: 0,
+      reqPerSec: 1000,
+      latencyMs: { mean: 1, p50: 1, p90: 2, p99, max: p99 },
+      fromUs: 0,
+      toUs: 1,
+    });
+    return {
+      startedAt: 'now',
+      machine: { cores: 2, cpuModel: 'x', node: 'v20', os: 'linux', memoryGB: 1, loadAvgAtStart: [0, 0, 0] },
+      options: opts,
+      loader: 'wrk',
+      runs: [
+        {
+          target: 'hardhat',
+          memory: { idle: { rssMB: 100, peakMB: 100, pids: [1] } },
+          transfers: burst(100),
+          reads: { eth_blockNumber: read(9) },
+        },
+        {
+          target: 'noded',
+          memory: { idle: { rssMB: idleMB, peakMB: idleMB, pids: [2] } },
+          transfers: burst(nodedTps),
+          reads: { eth_blockNumber: read(nodedP99) },
+        },
+      ],
+    };
+  };
+  const line = (r: BenchReport, label: string) => tableLines(r).find((l) => l.label === label)!;
+
+  it('checks the issue targets: 2x transfers, p99 read <= 5 ms, idle RSS <= 300 MB', () => {
+    const good = report(200, 5, 300);
+    assert.equal(line(good, 'value transfers tx/s').ratio, '2.00x');
+    assert.equal(line(good, 'value transfers tx/s').met, 'met');
+    assert.equal(line(good, 'eth_blockNumber p99').met, 'met');
+    assert.equal(line(good, 'RSS idle').met, 'met');
+    const bad = report(199, 5.01, 301);
+    assert.equal(line(bad, 'value transfers tx/s').met, 'NOT met');
+    assert.equal(line(bad, 'eth_blockNumber p99').met, 'NOT met');
+    assert.equal(line(bad, 'RSS idle').met, 'NOT met');
+  });
+
+  it('leaves a figure out when its burst timed out, and says n/a for the target', () => {
+    const r = report(200, 1, 100);
+    r.runs[1].transfers!.timedOut = true;
+    assert.equal(line(r, 'value transfers tx/s').noded, '-');
+    assert.equal(line(r, 'value transfers tx/s').met, 'n/a');
+  });
+});

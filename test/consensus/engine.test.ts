@@ -1,0 +1,404 @@
+// Rule-by-rule tests of the pure engine (line numbers refer to Algorithm 1 of the Tendermint paper).
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  blockIdOf,
+  createEngine,
+  type EngineEffect,
+  type EngineEvent,
+  nextChainState,
+  proposerOf,
+  step,
+  type WalEntry,
+} from '../../libs/consensus/index.js';
+import type { Block, FinalizeBlockResponse } from '../../libs/types/index.js';
+import {
+  blockFor,
+  config,
+  Driver,
+  genesis,
+  hex,
+  ofKind,
+  signedProposal,
+  signedVote,
+  type TestKey,
+  testKey,
+} from './helpers.js';
+
+const keys = [0, 1, 2, 3].map(testKey);
+
+/** Engine of a validator that is not the proposer of rounds 0..2, plus helpers. */
+function setup() {
+  const chain = genesis(keys);
+  const probe = createEngine(config(null), chain, null);
+  const proposers = [0, 1, 2, 3].map((r) => hex(proposerOf(probe, r).address));
+  const self = keys.find((k) => !proposers.slice(0, 3).includes(hex(k.address)))!;
+  const keyOf = (r: number): TestKey => keys.find((k) => hex(k.address) === proposers[r])!;
+  const others = keys.filter((k) => k !== self);
+  const d = new Driver(config(self), chain);
+  return { chain, self, others, keyOf, d };
+}
+
+function ownVote(effects: EngineEffect[]) {
+  const s = ofKind(effects, 'signVote');
+  assert.equal(s.length, 1, `expected one signVote, got ${effects.map((e) => e.kind).join(',')}`);
+  return s[0]!.vote;
+}
+
+describe('engine: rounds, steps and timeouts', () => {
+  it('starts round 0 in Propose with timeout_propose and announces the round', () => {
+    const { d } = setup();
+    const effs = d.send((now) => ({ kind: 'start', now }));
+    assert.equal(d.state.step, 'Propose');
+    const t = ofKind(effs, 'scheduleTimeout');
+    assert.deepEqual(
+      t.map((x) => [x.step, x.round, x.durationMs]),
+      [['Propose', 0, 3000]],
+    );
+    assert.ok(ofKind(effs, 'publish').some((e) => e.event.kind === 'NewRound'));
+  });
+
+  it('the proposer asks the application for transactions, builds the block and signs the proposal', () => {
+    const chain = genesis(keys);
+    const probe = createEngine(config(null), chain, null);
+    const proposer = keys.find((k) => hex(k.address) === hex(proposerOf(probe, 0).address))!;
+    const d = new Driver(config(proposer), chain);
+    const effs = d.send((now) => ({ kind: 'start', now }));
+    const req = ofKind(effs, 'requestProposal')[0]!;
+    assert.equal(req.time, chain.lastBlockTime, 'the first block carries the genesis time');
+    const tx = new TextEncoder().encode('a=1');
+    const effs2 = d.send((now) => ({
+      kind: 'proposalTxs',
+      height: 1,
+      round: 0,
+      txs: [tx],
+      evidence: [],
+      now,
+    }));
+    const sp = ofKind(effs2, 'signProposal')[0]!;
+    assert.deepEqual(sp.block.data.txs, [tx]);
+    assert.equal(sp.proposal.polRound, -1);
+    assert.deepEqual(sp.proposal.blockId, blockIdOf(sp.block));
+  });
+
+  it('timeouts grow by their delta each round (propose, prevote, precommit) and timeout_commit ends a height', () => {
+    const { d, others, self, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    // reach round 2 through +1/3 of the votes of round 2 (L55)
+    d.vote(signedVote(d.chain, others[0]!, 1, 1, 2, null));
+    d.vote(signedVote(d.chain, others[1]!, 2, 1, 2, null));
+    assert.equal(d.state.round, 2);
+    const timeouts = () => ofKind(d.effects, 'scheduleTimeout').filter((t) => t.round === 2);
+    assert.deepEqual(
+      timeouts().map((t) => [t.step, t.durationMs]),
+      [['Propose', 3000 + 2 * 500]],
+    );
+    d.signWith(self, d.timeout('Propose'));
+    d.vote(signedVote(d.chain, others[2]!, 1, 1, 2, blockIdOf(blockFor(d.chain, keyOf(2)))));
+    assert.equal(d.state.step, 'PrevoteWait');
+    d.signWith(self, d.timeout('PrevoteWait'));
+    d.vote(signedVote(d.chain, others[0]!, 2, 1, 2, null));
+    assert.deepEqual(
+      timeouts().map((t) => [t.step, t.durationMs]),
+      [
+        ['Propose', 4000],
+        ['PrevoteWait', 1000 + 2 * 500],
+        ['PrecommitWait', 1000 + 2 * 500],
+      ],
+    );
+  });
+
+  it('prevotes nil when timeout_propose expires (OnTimeoutPropose)', () => {
+    const { d } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const effs = d.timeout('Propose');
+    assert.equal(ownVote(effs).blockId.hash.length, 0);
+    assert.equal(d.state.step, 'Prevote');
+  });
+
+  it('ignores stale timeouts', () => {
+    const { d } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    d.timeout('Propose');
+    assert.deepEqual(d.timeout('Propose'), []);
+    assert.deepEqual(d.timeout('PrecommitWait', 5), []);
+  });
+
+  it('writes own votes to the WAL with fsync before broadcasting them', () => {
+    const { d, self } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const effs = d.signWith(self, d.timeout('Propose'));
+    const kinds = effs.map((e) => (e.kind === 'wal' ? `wal:${e.sync}` : e.kind));
+    assert.ok(
+      kinds.indexOf('wal:true') >= 0 && kinds.indexOf('wal:true') < kinds.indexOf('broadcast'),
+      kinds.join(','),
+    );
+  });
+});
+
+describe('engine: the rules of the paper', () => {
+  it('L22: prevotes a valid proposal and nil for an invalid one', () => {
+    const a = setup();
+    a.d.send((now) => ({ kind: 'start', now }));
+    const block = blockFor(a.chain, a.keyOf(0));
+    const effs = a.d.propose(signedProposal(a.keyOf(0), block, 0), block, true);
+    assert.equal(
+      ofKind(effs, 'validateBlock').length,
+      1,
+      'the runtime is asked to validate (app processProposal)',
+    );
+    assert.deepEqual(ownVote(a.d.effects).blockId, blockIdOf(block));
+
+    const b = setup();
+    b.d.send((now) => ({ kind: 'start', now }));
+    b.d.propose(signedProposal(b.keyOf(0), block, 0), block, false);
+    assert.equal(ownVote(b.d.effects).blockId.hash.length, 0);
+  });
+
+  it('refuses a proposal signed by someone other than the round proposer', () => {
+    const { d, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const block = blockFor(d.chain, keyOf(0));
+    assert.deepEqual(d.propose(signedProposal(keyOf(1), block, 0), block), []);
+    assert.equal(d.state.proposals.size, 0);
+  });
+
+  it('L36 + L44: locks and precommits on a polka, precommits nil on a nil polka', () => {
+    const { d, others, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const block = blockFor(d.chain, keyOf(0));
+    const id = blockIdOf(block);
+    d.propose(signedProposal(keyOf(0), block, 0), block);
+    for (const k of others) d.vote(signedVote(d.chain, k, 1, 1, 0, id));
+    assert.equal(d.state.lockedRound, 0);
+    assert.equal(d.state.validRound, 0);
+    assert.deepEqual(ofKind(d.effects, 'signVote').at(-1)!.vote.type, 2);
+    assert.deepEqual(ofKind(d.effects, 'signVote').at(-1)!.vote.blockId, id);
+
+    const n = setup();
+    n.d.send((now) => ({ kind: 'start', now }));
+    n.d.timeout('Propose');
+    for (const k of n.others) n.d.vote(signedVote(n.d.chain, k, 1, 1, 0, null));
+    const pc = ofKind(n.d.effects, 'signVote').at(-1)!.vote;
+    assert.equal(pc.type, 2);
+    assert.equal(pc.blockId.hash.length, 0);
+    assert.equal(n.d.state.lockedRound, -1);
+  });
+
+  it('L34/PrevoteWait: +2/3 mixed prevotes wait timeout_prevote, then precommit nil', () => {
+    const { d, others, self, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const block = blockFor(d.chain, keyOf(0));
+    d.signWith(self, d.timeout('Propose'));
+    d.vote(signedVote(d.chain, others[0]!, 1, 1, 0, blockIdOf(block)));
+    d.vote(signedVote(d.chain, others[1]!, 1, 1, 0, null));
+    assert.equal(d.state.step, 'PrevoteWait');
+    const effs = d.timeout('PrevoteWait');
+    assert.equal(ownVote(effs).type, 2);
+    assert.equal(ownVote(effs).blockId.hash.length, 0);
+  });
+
+  it('L47/L65: +2/3 precommits of any kind start timeout_precommit, whose expiry starts the next round', () => {
+    const { d, others } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    d.timeout('Propose');
+    for (const k of others) d.vote(signedVote(d.chain, k, 2, 1, 0, null));
+    assert.equal(d.state.triggeredPrecommitWait, true);
+    d.timeout('PrecommitWait');
+    assert.equal(d.state.round, 1);
+    assert.equal(d.state.step, 'Propose');
+  });
+
+  it('L49: +2/3 precommits for a block decide it with their commit, in any round', () => {
+    const { d, others, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const block = blockFor(d.chain, keyOf(0));
+    const id = blockIdOf(block);
+    d.propose(signedProposal(keyOf(0), block, 0), block);
+    // the node moved on to round 1 meanwhile; late precommits of round 0 still decide
+    d.vote(signedVote(d.chain, others[0]!, 1, 1, 1, null));
+    d.vote(signedVote(d.chain, others[1]!, 1, 1, 1, null));
+    assert.equal(d.state.round, 1);
+    for (const k of others) d.vote(signedVote(d.chain, k, 2, 1, 0, id));
+    const dec = ofKind(d.effects, 'decide');
+    assert.equal(dec.length, 1);
+    assert.equal(dec[0]!.round, 0);
+    assert.deepEqual(dec[0]!.blockId, id);
+    assert.equal(dec[0]!.commit.signatures.filter((s) => s.blockIdFlag === 2).length, 3);
+    assert.equal(d.state.step, 'Commit');
+  });
+
+  it('L55: skips to a higher round on +1/3 of its votes, not on less', () => {
+    const { d, others } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    d.vote(signedVote(d.chain, others[0]!, 1, 1, 4, null));
+    assert.equal(d.state.round, 0, '1/4 of the power is not more than 1/3');
+    d.vote(signedVote(d.chain, others[1]!, 2, 1, 4, null));
+    assert.equal(d.state.round, 4);
+  });
+
+  it('keeps its lock: a locked validator prevotes nil for a different fresh proposal', () => {
+    const { d, others, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const b0 = blockFor(d.chain, keyOf(0), 'zero');
+    d.propose(signedProposal(keyOf(0), b0, 0), b0);
+    for (const k of others) d.vote(signedVote(d.chain, k, 1, 1, 0, blockIdOf(b0)));
+    assert.equal(d.state.lockedRound, 0);
+    for (const k of others) d.vote(signedVote(d.chain, k, 2, 1, 0, null));
+    d.timeout('PrecommitWait');
+    assert.equal(d.state.round, 1);
+    const b1 = blockFor(d.chain, keyOf(1), 'one');
+    d.propose(signedProposal(keyOf(1), b1, 1), b1);
+    const pv = ofKind(d.effects, 'signVote').at(-1)!.vote;
+    assert.equal(pv.round, 1);
+    assert.equal(pv.blockId.hash.length, 0, 'locked on b0, so nil for b1');
+    // ... but prevotes its locked value when it is proposed again (L22, lockedValue = v)
+  });
+
+  it('unlocks on a higher POL (L28): prevotes a re-proposal with polRound >= lockedRound', () => {
+    const { d, others, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const b0 = blockFor(d.chain, keyOf(0), 'zero');
+    d.propose(signedProposal(keyOf(0), b0, 0), b0);
+    for (const k of others) d.vote(signedVote(d.chain, k, 1, 1, 0, blockIdOf(b0)));
+    for (const k of others) d.vote(signedVote(d.chain, k, 2, 1, 0, null));
+    d.timeout('PrecommitWait');
+    // round 1: a polka for b1 that this node saw only after moving on
+    const b1 = blockFor(d.chain, keyOf(1), 'one');
+    const id1 = blockIdOf(b1);
+    for (const k of others) d.vote(signedVote(d.chain, k, 1, 1, 1, id1));
+    for (const k of others) d.vote(signedVote(d.chain, k, 2, 1, 1, null));
+    d.timeout('PrecommitWait', 1);
+    assert.equal(d.state.round, 2);
+    assert.equal(d.state.lockedRound, 0);
+    // round 2: b1 re-proposed with POL round 1 > lockedRound 0
+    const before = ofKind(d.effects, 'signVote').length;
+    d.propose(signedProposal(keyOf(2), b1, 2, 1), b1);
+    const votes = ofKind(d.effects, 'signVote').slice(before);
+    assert.equal(votes.length, 1);
+    assert.deepEqual(votes[0]!.vote.blockId, id1);
+    assert.equal(votes[0]!.vote.round, 2);
+  });
+
+  it('refuses a re-proposal whose POL round is below its lock (L28 condition)', () => {
+    const { d, others, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const bx = blockFor(d.chain, keyOf(0), 'x');
+    // polka for bx at round 0 (seen), lock on by at round 1
+    for (const k of others) d.vote(signedVote(d.chain, k, 1, 1, 0, blockIdOf(bx)));
+    d.timeout('Propose');
+    for (const k of others) d.vote(signedVote(d.chain, k, 2, 1, 0, null));
+    d.timeout('PrecommitWait');
+    const by = blockFor(d.chain, keyOf(1), 'y');
+    d.propose(signedProposal(keyOf(1), by, 1), by);
+    for (const k of others) d.vote(signedVote(d.chain, k, 1, 1, 1, blockIdOf(by)));
+    assert.equal(d.state.lockedRound, 1);
+    for (const k of others) d.vote(signedVote(d.chain, k, 2, 1, 1, null));
+    d.timeout('PrecommitWait', 1);
+    const before = ofKind(d.effects, 'signVote').length;
+    d.propose(signedProposal(keyOf(2), bx, 2, 0), bx);
+    const v = ofKind(d.effects, 'signVote').slice(before)[0]!.vote;
+    assert.equal(v.blockId.hash.length, 0, 'POL round 0 < locked round 1 -> nil');
+  });
+
+  it('a proposer holding a valid value re-proposes it with its POL round', () => {
+    const chain = genesis(keys);
+    const probe = createEngine(config(null), chain, null);
+    const p0 = keys.find((k) => hex(k.address) === hex(proposerOf(probe, 0).address))!;
+    const p1 = keys.find((k) => hex(k.address) === hex(proposerOf(probe, 1).address))!;
+    const d = new Driver(config(p1), chain);
+    const others = keys.filter((k) => k !== p1);
+    d.send((now) => ({ kind: 'start', now }));
+    const b0 = blockFor(chain, p0);
+    d.propose(signedProposal(p0, b0, 0), b0);
+    for (const k of others) d.vote(signedVote(chain, k, 1, 1, 0, blockIdOf(b0)));
+    for (const k of others) d.vote(signedVote(chain, k, 2, 1, 0, null));
+    d.timeout('PrecommitWait');
+    const sp = ofKind(d.effects, 'signProposal').at(-1)!;
+    assert.equal(sp.proposal.round, 1);
+    assert.equal(sp.proposal.polRound, 0);
+    assert.deepEqual(sp.proposal.blockId, blockIdOf(b0));
+    assert.equal(ofKind(d.effects, 'requestProposal').length, 0);
+  });
+
+  it('reports conflicting votes of one validator', () => {
+    const { d, others, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const block = blockFor(d.chain, keyOf(0));
+    d.vote(signedVote(d.chain, others[0]!, 1, 1, 0, null));
+    const effs = d.vote(signedVote(d.chain, others[0]!, 1, 1, 0, blockIdOf(block)));
+    assert.equal(ofKind(effs, 'conflictingVotes').length, 1);
+  });
+
+  it('after commit: next height in NewHeight, timeout_commit scheduled, late precommits join the last commit', () => {
+    const { d, others, keyOf, chain } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const block = blockFor(chain, keyOf(0));
+    const id = blockIdOf(block);
+    d.propose(signedProposal(keyOf(0), block, 0), block);
+    for (const k of others.slice(0, 3)) d.vote(signedVote(chain, k, 2, 1, 0, id));
+    const dec = ofKind(d.effects, 'decide')[0]!;
+    const next = nextChainState(chain, block, id, emptyResult(chain));
+    const effs = d.send((now) => ({ kind: 'committed', chain: next, now }));
+    assert.equal(d.state.height, 2);
+    assert.equal(d.state.step, 'NewHeight');
+    assert.deepEqual(
+      ofKind(effs, 'scheduleTimeout').map((t) => [t.step, t.durationMs]),
+      [['NewHeight', 1000]],
+    );
+    assert.equal(d.state.lastCommit!.sum, 30n);
+    void dec;
+  });
+
+  it('replaying its WAL entries into a fresh engine rebuilds the same round state', () => {
+    const { d, others, keyOf, chain, self } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const block = blockFor(chain, keyOf(0));
+    d.signWith(self, d.propose(signedProposal(keyOf(0), block, 0), block));
+    for (const k of others) d.signWith(self, d.vote(signedVote(chain, k, 1, 1, 0, blockIdOf(block))));
+    const entries = ofKind(d.effects, 'wal').map((w) => w.entry);
+    let fresh = createEngine(config(self), chain, null);
+    fresh = step(fresh, { kind: 'start', now: entries[0]!.now }).state;
+    for (const e of entries) fresh = step(fresh, e as EngineEvent).state;
+    assert.equal(fresh.round, d.state.round);
+    assert.equal(fresh.step, d.state.step);
+    assert.equal(fresh.lockedRound, d.state.lockedRound);
+    assert.equal(fresh.votes.prevotes(0).sum, d.state.votes.prevotes(0).sum);
+    assert.equal(fresh.votes.precommits(0).sum, d.state.votes.precommits(0).sum);
+    assert.ok(entries.some((e: WalEntry) => e.kind === 'ownVote'));
+  });
+
+  it('with create_empty_blocks = false waits at round 0 for transactions unless a proof block is needed', () => {
+    const chain = genesis(keys);
+    const probe = createEngine(config(null), chain, null);
+    const p = keys.find((k) => hex(k.address) === hex(proposerOf(probe, 0).address))!;
+    const block = blockFor(chain, p);
+    const id = blockIdOf(block);
+    // height 2 with an unchanged app hash: no proof block needed
+    const next = nextChainState(chain, block, id, { ...emptyResult(chain), appHash: chain.appHash });
+    const d = new Driver(config(keys[0]!, { createEmptyBlocks: false }), {
+      ...next,
+      lastBlockAppHash: chain.appHash,
+    });
+    d.send((now) => ({ kind: 'start', now }));
+    assert.equal(d.state.step, 'NewRound');
+    d.send((now) => ({ kind: 'txsAvailable', now }));
+    assert.equal(d.state.step, 'Propose');
+    // height 1 always needs a proof block
+    const d1 = new Driver(config(keys[0]!, { createEmptyBlocks: false }), chain);
+    d1.send((now) => ({ kind: 'start', now }));
+    assert.equal(d1.state.step, 'Propose');
+  });
+});
+
+function emptyResult(chain: { appHash: Uint8Array }): FinalizeBlockResponse {
+  return {
+    events: [],
+    txResults: [],
+    validatorUpdates: [],
+    consensusParamUpdates: null,
+    appHash: new Uint8Array([...chain.appHash].reverse()),
+  };
+}
+
+export type { Block };

@@ -1,0 +1,81 @@
+// The operator's view of a running node: status, restart continuity, reset refusal, metrics, REST.
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { initLocalHome, type RunningNode, runCli, startNode } from './harness.js';
+
+async function blockNumber(url: string): Promise<number> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
+  });
+  return Number(BigInt(((await res.json()) as { result: string }).result));
+}
+
+describe('node lifecycle', { timeout: 240_000 }, () => {
+  let home: string;
+  let ports: Awaited<ReturnType<typeof initLocalHome>>['ports'];
+  let node: RunningNode | undefined;
+
+  before(async () => {
+    ({ home, ports } = await initLocalHome({ timeoutCommit: '300ms' }));
+  });
+
+  after(async () => {
+    await node?.stop();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('prints endpoints and test-only dev accounts on start, and `noded status` reads the node', async () => {
+    node = await startNode(home, ports);
+    const out = node.output();
+    assert.match(out, new RegExp(`127\\.0\\.0\\.1:${ports.evmHttp}`));
+    assert.match(out, /0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266/i);
+    assert.match(out, /test/i);
+    const status = runCli(['status', '--home', home, '--output', 'json']);
+    assert.equal(status.code, 0, status.stderr);
+    const json = JSON.parse(status.stdout) as Record<string, unknown>;
+    assert.ok(
+      JSON.stringify(json).includes('"catching_up":false') || JSON.stringify(json).includes('catching'),
+    );
+  });
+
+  it('refuses unsafe-reset-all while the node holds the home', () => {
+    const res = runCli(['unsafe-reset-all', '--yes', '--home', home]);
+    assert.notEqual(res.code, 0);
+    assert.match(res.stderr + res.stdout, /lock|running|in use/i);
+  });
+
+  it('serves Prometheus metrics and health probes', async () => {
+    const metrics = await (await fetch(`${node!.metricsUrl}/metrics`)).text();
+    assert.match(metrics, /^cometbft_consensus_height\{chain_id="chain-local"\} [1-9]\d*$/m);
+    assert.equal((await fetch(`${node!.metricsUrl}/healthz`)).status, 200);
+    assert.equal((await fetch(`${node!.cometUrl}/health`)).status, 200);
+  });
+
+  it('serves the REST API balance of a dev account', async () => {
+    const res = await fetch(
+      `${node!.apiUrl}/cosmos/bank/v1beta1/balances/0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266`,
+    );
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as { balances: Array<{ denom: string; amount: string }> };
+    assert.ok(body.balances.some((b) => BigInt(b.amount) > 0n));
+  });
+
+  it('stops cleanly on SIGTERM and continues from the last height after a restart', async () => {
+    const before = await blockNumber(node!.ethUrl);
+    const code = await node!.stop('SIGTERM');
+    assert.equal(code, 0, node!.output().slice(-3000));
+    node = await startNode(home, ports);
+    const again = await blockNumber(node.ethUrl);
+    assert.ok(again >= before, `height ${again} after restart, was ${before}`);
+  });
+
+  it('survives SIGKILL and restarts with committed data intact', async () => {
+    const before = await blockNumber(node!.ethUrl);
+    await node!.stop('SIGKILL');
+    node = await startNode(home, ports);
+    assert.ok((await blockNumber(node.ethUrl)) >= before);
+  });
+});
