@@ -4,7 +4,7 @@ HOME_DIR ?= $(or $(NODED_HOME),$(HOME)/.noded)
 .PHONY: setup build test lint typecheck local sim bench clean
 
 setup:
-	npm ci
+	npm ci || npm install
 
 build:
 	npm run build
