@@ -79,6 +79,7 @@ export function createEngine(
     commitRound: -1,
     decided: false,
     decidedCommit: null,
+    commitTime: null,
     pendingVotes: [],
     pendingProposal: null,
     txsAvailable: false,
@@ -441,6 +442,7 @@ function onCommitCert(ctx: Ctx, ev: Extract<EngineEvent, { kind: 'commitCert' }>
   setStep(ctx, 'Commit');
   s.decided = true;
   s.decidedCommit = c;
+  s.commitTime = ctx.now;
   ctx.emit({ kind: 'decide', height: s.height, round: c.round, block: ev.block, blockId, commit: c });
 }
 
@@ -487,6 +489,9 @@ function onCommitted(ctx: Ctx, ev: Extract<EngineEvent, { kind: 'committed' }>):
   if (!s.decided || ev.chain.lastBlockHeight !== s.height) return;
   const chain: ChainState = ev.chain;
   const lastCommit = lastCommitVotes(s);
+  // timeout_commit runs from the decision, as CometBFT's StartTime = CommitTime + timeout_commit:
+  // executing and storing the block happens inside the wait.
+  const sinceDecisionMs = s.commitTime === null ? 0 : Number((ctx.now - s.commitTime) / 1_000_000n);
   s.chain = chain;
   s.height = chain.lastBlockHeight + 1;
   s.round = 0;
@@ -507,12 +512,13 @@ function onCommitted(ctx: Ctx, ev: Extract<EngineEvent, { kind: 'committed' }>):
   s.commitRound = -1;
   s.decided = false;
   s.decidedCommit = null;
+  s.commitTime = null;
   s.pendingVotes = [];
   s.pendingProposal = null;
   s.txsAvailable = false;
   s.proposers = new Map();
   publishStep(ctx);
-  scheduleTimeout(ctx, 'NewHeight');
+  scheduleTimeout(ctx, 'NewHeight', Math.max(0, s.config.timeouts.commit - sinceDecisionMs));
 }
 
 /** Precommits that become the next block's last commit: the decided commit plus later ones for it. */
@@ -558,14 +564,18 @@ function timeoutMs(s: EngineState, step: TimeoutStep, round: number): number {
   }
 }
 
-function scheduleTimeout(ctx: Ctx, step: TimeoutStep): void {
+function scheduleTimeout(
+  ctx: Ctx,
+  step: TimeoutStep,
+  durationMs = timeoutMs(ctx.s, step, ctx.s.round),
+): void {
   const s = ctx.s;
   ctx.emit({
     kind: 'scheduleTimeout',
     height: s.height,
     round: s.round,
     step,
-    durationMs: timeoutMs(s, step, s.round),
+    durationMs,
   });
 }
 
@@ -687,6 +697,7 @@ function tryDecide(ctx: Ctx): void {
   if (!rec || !blockIdEqual(rec.blockId, maj.blockId)) return;
   s.decided = true;
   s.decidedCommit = s.votes.precommits(s.commitRound).makeCommit(rec.blockId);
+  s.commitTime = ctx.now;
   ctx.emit({
     kind: 'decide',
     height: s.height,

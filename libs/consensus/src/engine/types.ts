@@ -177,6 +177,11 @@ export interface EngineState {
   decided: boolean;
   /** The commit the decision was taken on (own tally or a received commit certificate). */
   decidedCommit: Commit | null;
+  /**
+   * When the height was decided (CometBFT's CommitTime): timeout_commit counts from here, so the
+   * time spent executing and storing the block is part of the wait, not added to it.
+   */
+  commitTime: TimeNs | null;
   /** Votes asked of the signer and not yet returned (re-asked on start after a replay). */
   pendingVotes: Vote[];
   pendingProposal: PendingProposal | null;
