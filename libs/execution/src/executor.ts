@@ -141,6 +141,8 @@ export class Executor implements Application, EthChain {
   private recentTips: bigint[] = [];
   private timing = { txs: 0, stateRoot: 0, rest: 0 };
   private readonly vmPool: PooledVm[] = [];
+  /** The EthereumJS block of the last eth_call (blocks never change once committed). */
+  private callBlock: { height: number; priced: boolean; block: ReturnType<typeof makeBlock> } | undefined;
 
   private constructor(private readonly opts: ExecutorOptions) {
     this.common = chainCommon(opts.evmChainId);
@@ -1156,7 +1158,14 @@ export class Executor implements Application, EthChain {
     });
     // geth skips the EOA check for calls: hide the sender's code from that one check only.
     if (!equal(acct.codeHash, EMPTY_CODE_HASH)) state.hideSenderCode(fromKey, acct);
-    const block = makeBlock(this.common, { ...ctx, baseFee: priced ? ctx.baseFee : 0n });
+    let block =
+      this.callBlock?.height === height && this.callBlock.priced === priced
+        ? this.callBlock.block
+        : undefined;
+    if (!block) {
+      block = makeBlock(this.common, { ...ctx, baseFee: priced ? ctx.baseFee : 0n });
+      this.callBlock = { height, priced, block };
+    }
     const deadline = opts.timeoutMs > 0 ? Date.now() + opts.timeoutMs : 0;
     if (deadline > 0) {
       state.onAccess = () => {

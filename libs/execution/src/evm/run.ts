@@ -21,6 +21,8 @@ import { bytesToBigInt, equal, fromHex, toHex, toKey } from '../bytes.js';
 import { hasCode } from '../state/account.js';
 import type { JournaledState } from '../state/journaled.js';
 import type { DecodedTx } from '../txs.js';
+// Side effect: caches EthereumJS' per-frame bytecode analysis (see the file).
+import './jumpdests.js';
 
 export interface BlockContext {
   number: bigint;
