@@ -1,71 +1,14 @@
-// Mappers from the parsed files to the option records each lib takes (field names as in the
-// integration contract: camelCase of the keys, durations in ms, integer strings as bigint). The
-// types are declared here because the libs are written in parallel; they are plain records, so a
-// lib's own option type with the same fields accepts them.
+// Mappers from the parsed files to the option records each lib takes (camelCase of the keys,
+// durations in ms, integer strings as bigint).
+import type { ApiOptions, CometRpcOptions, EthRpcOptions } from '../../rpc/index.js';
+import type { InstrumentationOptions } from '../../telemetry/index.js';
 import type { AppToml } from './schema/app-toml.js';
 import type { ConfigToml } from './schema/config-toml.js';
 
-/** [evm.rpc] for the Ethereum JSON-RPC (libs/rpc eth). */
-export interface EthRpcOptions {
-  enable: boolean;
-  wsEnable: boolean;
-  apis: string[];
-  gasCap: bigint;
-  evmTimeoutMs: number;
-  /** Base units; 0n = no cap. */
-  txFeeCap: bigint;
-  logsCap: number;
-  blockRangeCap: number;
-  batchRequestLimit: number;
-  batchResponseMaxSize: number;
-  maxBodyBytes: number;
-  filterCap: number;
-  filterTimeoutMs: number;
-  maxSubscriptionsPerConnection: number;
-  wsPingIntervalMs: number;
-  wsMaxBufferedBytes: number;
-  httpTimeoutMs: number;
-  corsAllowedOrigins: string[];
-  allowUnprotectedTxs: boolean;
-  feeHistoryCap: number;
-}
-
-/** [rpc] for the CometBFT-compatible RPC (libs/rpc comet). Listen with config.rpc.laddr.host/port. */
-export interface CometRpcOptions {
-  laddr: string;
-  corsAllowedOrigins: string[];
-  maxOpenConnections: number;
-  maxSubscriptionClients: number;
-  maxSubscriptionsPerClient: number;
-  experimentalSubscriptionBufferSize: number;
-  experimentalCloseOnSlowClient: boolean;
-  timeoutBroadcastTxCommitMs: number;
-  maxRequestBatchSize: number;
-  maxBodyBytes: number;
-  maxHeaderBytes: number;
-  unsafe: boolean;
-}
-
-/** [api] for the REST API (libs/rpc rest). TLS paths are absolute ("" = plain HTTP). */
-export interface ApiOptions {
-  enable: boolean;
-  swagger: boolean;
-  address: string;
-  maxOpenConnections: number;
-  rpcReadTimeoutMs: number;
-  rpcWriteTimeoutMs: number;
-  rpcMaxBodyBytes: number;
-  tlsCertFile: string;
-  tlsKeyFile: string;
-}
-
-/** [instrumentation] for the metrics server (libs/telemetry). */
-export interface InstrumentationOptions {
-  prometheus: boolean;
-  prometheusListenAddr: string;
-  maxOpenConnections: number;
-  namespace: string;
-}
+// The option records of the servers are owned by their libs (STYLE: each lib owns its section);
+// this module only maps the parsed files onto them.
+export type { ApiOptions, CometRpcOptions, EthRpcOptions } from '../../rpc/index.js';
+export type { InstrumentationOptions } from '../../telemetry/index.js';
 
 /**
  * What execution takes from config.toml [mempool] and app.toml (pruning, [evm], [evm.gas],

@@ -1,5 +1,6 @@
 // app.toml: application settings (seed §2.3, §2.4): the REST API, the EVM and its JSON-RPC, pruning.
 // Key names follow Cosmos SDK / Ethermint habits; values are the seed's, else geth's defaults.
+import type { EthRpcOptions } from '../../../rpc/index.js';
 import { NODE_MODES, type NodeMode } from '../constants.js';
 import {
   type ListenAddress,
@@ -180,29 +181,8 @@ export interface AppToml {
       gasTarget: bigint;
       blockGasLimit: bigint;
     };
-    rpc: {
-      enable: boolean;
-      wsEnable: boolean;
-      apis: string[];
-      gasCap: bigint;
-      evmTimeoutMs: number;
-      /** Base units (1 BTC = 10^18); 0n = no cap. */
-      txFeeCap: bigint;
-      logsCap: number;
-      blockRangeCap: number;
-      batchRequestLimit: number;
-      batchResponseMaxSize: number;
-      maxBodyBytes: number;
-      filterCap: number;
-      filterTimeoutMs: number;
-      maxSubscriptionsPerConnection: number;
-      wsPingIntervalMs: number;
-      wsMaxBufferedBytes: number;
-      httpTimeoutMs: number;
-      corsAllowedOrigins: string[];
-      allowUnprotectedTxs: boolean;
-      feeHistoryCap: number;
-    };
+    /** [evm.rpc]: the JSON-RPC server's own option record (txFeeCap in base units; 0n = no cap). */
+    rpc: Required<EthRpcOptions>;
   };
 }
 
