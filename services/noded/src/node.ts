@@ -6,8 +6,6 @@ import { arch, platform } from 'node:os';
 import {
   deriveDevAccounts,
   homePaths,
-  type LoadedGenesis,
-  type LoadedNodeConfig,
   loadNodeKey,
   toApiOptions,
   toChecksumAddress,
@@ -23,23 +21,9 @@ import { CometRpcServer, DevAccounts, EthRpcServer, RestServer, TxIndexer } from
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetry/index.js';
 import { EventBus, type Logger } from '../../../libs/types/index.js';
+import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
 import { LocalNodeReader } from './node-reader.js';
 import { NODED_VERSION } from './version.js';
-
-export interface RunNodeOptions {
-  home: string;
-  mode: 'full' | 'archive';
-  logLevel: string;
-  logFile: string;
-  loaded: LoadedNodeConfig;
-  genesis: LoadedGenesis;
-}
-
-export interface RunningNode {
-  stop(): Promise<void>;
-  /** Settles when the node stops: resolves after stop(), rejects on a fatal error. */
-  done: Promise<void>;
-}
 
 interface Closer {
   name: string;
