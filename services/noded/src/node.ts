@@ -38,6 +38,11 @@ function hostPort(raw: string): { host: string; port: number } {
   return { host, port: Number(s.slice(i + 1)) };
 }
 
+/** The address a local client dials for a listener: a wildcard bind is shown as loopback. */
+function dialHost(host: string): string {
+  return host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+}
+
 function devAccountKeys(file: string, logger: Logger): string[] {
   if (!existsSync(file)) return [];
   try {
@@ -229,25 +234,27 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     const rpcAt = hostPort(cometOptions.laddr);
     const rpcPort = await comet.listen(rpcAt.host, rpcAt.port);
     endpoints.push(
-      `consensus RPC   http://${rpcAt.host}:${rpcPort}  (WebSocket ws://${rpcAt.host}:${rpcPort}/websocket)`,
+      `consensus RPC   http://${dialHost(rpcAt.host)}:${rpcPort}  (WebSocket ws://${dialHost(rpcAt.host)}:${rpcPort}/websocket)`,
     );
     if (ethOptions.enable) {
       const at = hostPort(app.evm.rpcAddress.raw);
-      endpoints.push(`EVM JSON-RPC    http://${at.host}:${await eth.listenHttp(at.host, at.port)}`);
+      endpoints.push(`EVM JSON-RPC    http://${dialHost(at.host)}:${await eth.listenHttp(at.host, at.port)}`);
     }
     if (ethOptions.wsEnable) {
       const at = hostPort(app.evm.wsAddress.raw);
-      endpoints.push(`EVM WebSocket   ws://${at.host}:${await eth.listenWs(at.host, at.port)}`);
+      endpoints.push(`EVM WebSocket   ws://${dialHost(at.host)}:${await eth.listenWs(at.host, at.port)}`);
     }
     if (apiOptions.enable) {
       const at = hostPort(apiOptions.address);
       const scheme = apiOptions.tlsCertFile ? 'https' : 'http';
-      endpoints.push(`REST API        ${scheme}://${at.host}:${await rest.listen(at.host, at.port)}`);
+      endpoints.push(
+        `REST API        ${scheme}://${dialHost(at.host)}:${await rest.listen(at.host, at.port)}`,
+      );
     }
     if (instrumentation.prometheus) {
       const at = hostPort(instrumentation.prometheusListenAddr);
       endpoints.push(
-        `metrics         http://${at.host}:${await metricsServer.listen(at.host, at.port)}/metrics`,
+        `metrics         http://${dialHost(at.host)}:${await metricsServer.listen(at.host, at.port)}/metrics`,
       );
     }
     serving = true;
