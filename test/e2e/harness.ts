@@ -126,7 +126,13 @@ export async function initLocalHome(
   return { home, ports };
 }
 
-async function waitForHttp(url: string, body: string, deadlineMs: number, proc: ChildProcess): Promise<void> {
+async function waitForHttp(
+  url: string,
+  body: string,
+  deadlineMs: number,
+  proc: ChildProcess,
+  minBlock: bigint,
+): Promise<void> {
   const until = Date.now() + deadlineMs;
   let last: unknown;
   while (Date.now() < until) {
@@ -140,18 +146,23 @@ async function waitForHttp(url: string, body: string, deadlineMs: number, proc: 
       });
       if (res.ok) {
         const json = (await res.json()) as { result?: string };
-        if (json.result && BigInt(json.result) >= 1n) return;
+        if (json.result && BigInt(json.result) >= minBlock) return;
       }
     } catch (err) {
       last = err;
     }
     await new Promise((r) => setTimeout(r, 200));
   }
-  throw new Error(`node did not produce block 1 within ${deadlineMs} ms: ${String(last)}`);
+  throw new Error(`node did not reach block ${minBlock} within ${deadlineMs} ms: ${String(last)}`);
 }
 
-/** Starts `noded start` on a home and waits until the EVM RPC answers with block >= 1. */
-export async function startNode(home: string, ports: NodePorts, args: string[] = []): Promise<RunningNode> {
+/** Starts `noded start` on a home and waits until the EVM RPC answers with block >= minBlock. */
+export async function startNode(
+  home: string,
+  ports: NodePorts,
+  args: string[] = [],
+  minBlock = 1n,
+): Promise<RunningNode> {
   let out = '';
   const proc = spawn(process.execPath, [CLI, 'start', '--home', home, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -191,6 +202,7 @@ export async function startNode(home: string, ports: NodePorts, args: string[] =
       '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
       45_000,
       proc,
+      minBlock,
     );
   } catch (err) {
     await node.stop('SIGKILL');

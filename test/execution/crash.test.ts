@@ -37,6 +37,8 @@ function rng(seed: number) {
 
 interface Reference {
   hash: Hex;
+  /** CometBFT app hash after this block (state root and next base fee). */
+  appHash: string;
   stateRoot: Hex;
   txs: number;
 }
@@ -96,15 +98,22 @@ describe('crash consistency', () => {
     // Clean replay in-process: the reference hashes.
     const ref: Reference[] = [];
     const clean = await startNode(workloadGenesis());
+    const hex = (b: Uint8Array) => `0x${Buffer.from(b).toString('hex')}`;
     ref.push({
       hash: (await clean.ex.getBlockByNumber(0n))!.hash,
+      appHash: hex((await clean.ex.info()).lastBlockAppHash),
       stateRoot: (await clean.ex.getBlockByNumber(0n))!.stateRoot,
       txs: 0,
     });
     for (const txs of blocks) {
-      await produceBlock(clean, txs);
+      const res = await produceBlock(clean, txs);
       const b = (await clean.ex.getBlockByNumber(clean.ex.latestHeight()))!;
-      ref.push({ hash: b.hash, stateRoot: b.stateRoot, txs: b.transactions.length });
+      ref.push({
+        hash: b.hash,
+        appHash: hex(res.appHash),
+        stateRoot: b.stateRoot,
+        txs: b.transactions.length,
+      });
     }
 
     const r = rng(99);
@@ -123,7 +132,7 @@ describe('crash consistency', () => {
       assert.ok(h >= res.lastSeen, `block ${res.lastSeen} was reported committed but the store is at ${h}`);
       last = h;
       if (h > 0) {
-        assert.equal(`0x${Buffer.from(info.lastBlockAppHash).toString('hex')}`, ref[h].hash);
+        assert.equal(`0x${Buffer.from(info.lastBlockAppHash).toString('hex')}`, ref[h].appHash);
         const blk = await ex.getBlockByNumber(BigInt(h));
         assert.equal(blk?.stateRoot, ref[h].stateRoot);
         for (let k = 1; k <= h; k++) {

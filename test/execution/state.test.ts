@@ -80,8 +80,11 @@ describe('determinism and persistence', () => {
     }
     assert.ok(ok > 60 && failed > 5, `ok ${ok} failed ${failed}`);
     assert.ok(one.n.ex.totalSupply() < 8000n * ETH);
-    // The app hash is the Ethereum block hash, which commits to the state root.
-    assert.equal(one.hashes[24], (await one.n.ex.getBlockByNumber(25n))?.hash);
+    // The app hash commits to the state the next block starts from: state root and next base fee.
+    const top = (await one.n.ex.getBlockByNumber(25n))!;
+    const fee = Buffer.from(one.n.ex.nextBaseFee().toString(16).padStart(64, '0'), 'hex');
+    const expected = keccak256(Buffer.concat([Buffer.from(top.stateRoot.slice(2), 'hex'), fee]));
+    assert.equal(one.hashes[24], `0x${Buffer.from(expected).toString('hex')}`);
   });
 
   it('a node restarted on RocksDB mid-chain continues to the same hashes, and serves the same data', async () => {
@@ -101,7 +104,8 @@ describe('determinism and persistence', () => {
     assert.equal(`0x${Buffer.from(info.lastBlockAppHash).toString('hex')}`, ref.hashes[11]);
     const n: TestNode = { ex, kv: kv2, bus, events: [], height: 12, time: first.n.time };
     for (const txs of blocks.slice(12)) await produceBlock(n, txs);
-    assert.equal((await ex.getBlockByNumber(20n))?.hash, ref.hashes[19]);
+    assert.equal((await ex.getBlockByNumber(20n))?.hash, (await ref.n.ex.getBlockByNumber(20n))?.hash);
+    assert.equal(`0x${Buffer.from((await ex.info()).lastBlockAppHash).toString('hex')}`, ref.hashes[19]);
     for (const h of [3n, 12n, 17n]) {
       assert.deepEqual(await ex.getBlockReceipts(h), await ref.n.ex.getBlockReceipts(h));
       assert.equal(await ex.getBalance(addr(key(101)), h), await ref.n.ex.getBalance(addr(key(101)), h));

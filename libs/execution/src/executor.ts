@@ -36,7 +36,19 @@ import {
   type StateOverrides,
   type TracerConfig,
 } from '../../types/index.js';
-import { bytesToBigInt, EMPTY, equal, fromHex, minBig, normAddress, padLeft, toHex, toKey } from './bytes.js';
+import {
+  bigIntToFixed,
+  bytesToBigInt,
+  concat,
+  EMPTY,
+  equal,
+  fromHex,
+  minBig,
+  normAddress,
+  padLeft,
+  toHex,
+  toKey,
+} from './bytes.js';
 import { bloomAdd, bloomMayContain, type EthHeader, encodeHeader, ZERO_ADDRESS } from './chain/header.js';
 import { renderBlock, renderLogs, renderReceipt, renderReceipts, renderTx } from './chain/render.js';
 import {
@@ -75,8 +87,23 @@ import { EMPTY_TRIE_ROOT, orderedTrieRoot } from './trie/mpt.js';
 import { checkStateless, checkTxFeeCap, type DecodedTx, decodeTx, TxCode, TxRejectedError } from './txs.js';
 
 const APP_VERSION = 1n;
+
+/**
+ * The CometBFT app hash: a commitment to the state the next block starts from (state root and
+ * the base fee it will charge), not the Ethereum block hash. It changes only when state changes, so
+ * `create_empty_blocks = false` can idle (CometBFT makes a proof block whenever the app hash moved);
+ * the transactions and their results are committed by the consensus header (data_hash,
+ * last_results_hash).
+ */
+function appHashOf(stateRoot: Uint8Array, nextBaseFee: bigint): Uint8Array {
+  return keccak256(concat(stateRoot, bigIntToFixed(nextBaseFee, 32)));
+}
 /** Idle VMs kept for eth_call / estimateGas / createAccessList. */
 const VM_POOL = 8;
+/** eth_call transactions kept for reuse (a dapp polls the same calls); cleared when full. */
+const CALL_TX_CACHE = 64;
+/** Calls with more calldata than this (hex characters) are not cached. */
+const CALL_TX_CACHE_MAX_DATA = 4096;
 
 interface PooledVm {
   vm: Awaited<ReturnType<typeof makeVm>>;
@@ -143,6 +170,12 @@ export class Executor implements Application, EthChain {
   private readonly vmPool: PooledVm[] = [];
   /** The EthereumJS block of the last eth_call (blocks never change once committed). */
   private callBlock: { height: number; priced: boolean; block: ReturnType<typeof makeBlock> } | undefined;
+  /**
+   * Call transactions by every input they are built from. Building one (EthereumJS' constructor
+   * converts and validates each field) was 7% of an eth_call; the object is only read by runTx, and
+   * what it caches (intrinsic gas per hardfork) depends on those inputs alone.
+   */
+  private readonly callTxs = new Map<string, ReturnType<typeof makeCallTx>>();
 
   private constructor(private readonly opts: ExecutorOptions) {
     this.common = chainCommon(opts.evmChainId);
@@ -289,7 +322,9 @@ export class Executor implements Application, EthChain {
         );
       }
       const genesis = await this.chain.block(BigInt(this.genesisHeight));
-      return { appHash: genesis ? genesis.hash : this.appHash };
+      return {
+        appHash: genesis ? appHashOf(genesis.header.stateRoot, genesis.header.baseFeePerGas) : this.appHash,
+      };
     }
     const accounts = parseGenesisAccounts(req.appState, this.opts.evmChainId);
     const height = Math.max(0, req.initialHeight - 1);
@@ -323,7 +358,7 @@ export class Executor implements Application, EthChain {
       [META.height]: String(height),
       [META.genesisHeight]: String(height),
       [META.lastBlockHeight]: '0',
-      [META.appHash]: toHex(block.hash),
+      [META.appHash]: toHex(appHashOf(g.stateRoot, this.baseFee)),
       [META.oldestState]: String(height),
       [META.nextBaseFee]: this.baseFee.toString(),
       [META.totalSupply]: g.supply.toString(),
@@ -334,7 +369,7 @@ export class Executor implements Application, EthChain {
     for (const [k, v] of Object.entries(metaOps)) ops.push({ type: 'put', key: metaKey(k), value: enc(v) });
     await this.opts.kv.write(ops, { sync: true });
     this.genesisHeight = height;
-    this.appHash = block.hash;
+    this.appHash = appHashOf(g.stateRoot, this.baseFee);
     this.supply = g.supply;
     this.db.init(height, height, g.stateRoot);
     this.initialized = true;
@@ -342,7 +377,7 @@ export class Executor implements Application, EthChain {
       { accounts: accounts.length, supply: g.supply.toString(), stateRoot: toHex(g.stateRoot) },
       'genesis state written',
     );
-    return { appHash: block.hash };
+    return { appHash: this.appHash };
   }
 
   private decode(raw: Uint8Array): DecodedTx {
@@ -728,7 +763,7 @@ export class Executor implements Application, EthChain {
       receipts,
       nextBaseFee: next,
       supply,
-      appHash: stored.hash,
+      appHash: appHashOf(built.stateRoot, next),
       minTip,
     };
     return {
@@ -745,7 +780,7 @@ export class Executor implements Application, EthChain {
       txResults,
       validatorUpdates: [],
       consensusParamUpdates: null,
-      appHash: stored.hash,
+      appHash: appHashOf(built.stateRoot, next),
     };
   }
 
@@ -1144,18 +1179,30 @@ export class Executor implements Application, EthChain {
         `insufficient funds for gas * price + value: address ${toHex(from)} have ${acct.balance} want ${want}`,
       );
     }
-    const tx = makeCallTx(this.common, this.opts.evmChainId, {
-      from,
-      to: req.to ? fromHex(normAddress(req.to)) : null,
-      gas,
-      gasPrice: req.gasPrice,
-      maxFeePerGas: req.maxFeePerGas,
-      maxPriorityFeePerGas: req.maxPriorityFeePerGas,
-      value,
-      data: hexData(req.data),
-      nonce: acct.nonce,
-      accessList: opts.accessList ?? req.accessList,
-    });
+    const accessList = opts.accessList ?? req.accessList;
+    const cacheKey =
+      accessList === undefined && (req.data === undefined || req.data.length <= CALL_TX_CACHE_MAX_DATA)
+        ? `${fromKey}|${req.to}|${gas}|${req.gasPrice}|${req.maxFeePerGas}|${req.maxPriorityFeePerGas}|${value}|${acct.nonce}|${req.data}`
+        : undefined;
+    let tx = cacheKey === undefined ? undefined : this.callTxs.get(cacheKey);
+    if (tx === undefined) {
+      tx = makeCallTx(this.common, this.opts.evmChainId, {
+        from,
+        to: req.to ? fromHex(normAddress(req.to)) : null,
+        gas,
+        gasPrice: req.gasPrice,
+        maxFeePerGas: req.maxFeePerGas,
+        maxPriorityFeePerGas: req.maxPriorityFeePerGas,
+        value,
+        data: hexData(req.data),
+        nonce: acct.nonce,
+        accessList,
+      });
+      if (cacheKey !== undefined) {
+        if (this.callTxs.size >= CALL_TX_CACHE) this.callTxs.clear();
+        this.callTxs.set(cacheKey, tx);
+      }
+    }
     // geth skips the EOA check for calls: hide the sender's code from that one check only.
     if (!equal(acct.codeHash, EMPTY_CODE_HASH)) state.hideSenderCode(fromKey, acct);
     let block =

@@ -164,6 +164,16 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       mode: opts.mode,
       version: NODED_VERSION,
     });
+    if (!timeouts.createEmptyBlocks) {
+      // create_empty_blocks = false: consensus proposes only when told that transactions wait, on
+      // admission (eth_sendRawTransaction and broadcast_tx_*) and after a block that left some behind.
+      const wake = bus.subscribe((ev) => {
+        if (ev.kind === 'EthPendingTx' || (ev.kind === 'NewBlock' && reader.mempoolSize() > 0)) {
+          consensus.txsAvailable();
+        }
+      });
+      closers.push({ name: 'txs-available', close: wake });
+    }
     const reindexed = await indexer.catchUp(reader);
     if (reindexed > 0) log.info({ blocks: reindexed }, 'tx index caught up with the block store');
 

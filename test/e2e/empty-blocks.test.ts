@@ -1,0 +1,47 @@
+// config.toml [consensus] create_empty_blocks = false: no blocks while idle, a block soon after a tx.
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { JsonRpcProvider, Wallet } from 'ethers';
+import { DEV_KEYS, initLocalHome, type RunningNode, startNode } from './harness.js';
+
+describe('create_empty_blocks = false', { timeout: 120_000 }, () => {
+  let home: string;
+  let node: RunningNode | undefined;
+  let provider: JsonRpcProvider;
+
+  before(async () => {
+    const init = await initLocalHome({
+      timeoutCommit: '300ms',
+      extra: (config) => {
+        if (config.consensus) config.consensus.create_empty_blocks = false;
+      },
+    });
+    home = init.home;
+    node = await startNode(home, init.ports, [], 0n);
+    provider = new JsonRpcProvider(node.ethUrl, undefined, { staticNetwork: true, pollingInterval: 200 });
+  });
+
+  after(async () => {
+    provider?.destroy();
+    await node?.stop();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('makes no block while idle and includes a submitted transaction promptly', async () => {
+    const start = await provider.getBlockNumber();
+    await new Promise((r) => setTimeout(r, 2500));
+    const idle = await provider.getBlockNumber();
+    assert.ok(
+      idle - start <= 1,
+      `idle node went from ${start} to ${idle} (timeout_commit 300ms would make ~8)`,
+    );
+    const wallet = new Wallet(DEV_KEYS[1], provider);
+    const sent = Date.now();
+    const tx = await wallet.sendTransaction({ to: Wallet.createRandom().address, value: 1n });
+    const receipt = await tx.wait(1, 20_000);
+    assert.equal(receipt?.status, 1);
+    assert.ok(Date.now() - sent < 10_000, 'included within 10 s');
+    assert.ok(receipt!.blockNumber > idle);
+  });
+});
