@@ -11,11 +11,11 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, stringify } from 'smol-toml';
+import { freePort } from '../test/e2e/harness.js';
 import type { TargetName } from './args.js';
 import { JsonRpcClient } from './rpc.js';
 
@@ -60,18 +60,6 @@ const live = new Set<BenchTarget>();
 /** Stops every target still running (used on error, SIGINT and SIGTERM). */
 export async function stopAllTargets(): Promise<void> {
   await Promise.allSettled([...live].map((t) => t.stop()));
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 const OUTPUT_KEEP = 64 * 1024;
