@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { Interface } from 'ethers';
+import { getCreateAddress, Interface } from 'ethers';
 import { keccak256 } from '../../libs/crypto/index.js';
 import { ChainError, type Hex } from '../../libs/types/index.js';
 import { LAB_SOL } from './contracts.js';
@@ -260,6 +260,41 @@ describe('calls, estimates, access lists and traces', () => {
     assert.ok(again.every((r) => BigInt(r.returnData) === counter));
   });
 
+  it('gives each repeated call the value and gas it asked for', async () => {
+    // Init code returning CALLVALUE (0x34) or GAS (0x5a): PUSH1 0 MSTORE PUSH1 32 PUSH1 0 RETURN.
+    const run = async (op: string, extra: { value?: bigint; gas?: bigint }) =>
+      BigInt(
+        (
+          await n.ex.call(
+            { from: addr(owner), to: null, data: `0x${op}60005260206000f3` as Hex, ...extra },
+            n.ex.latestHeight(),
+            undefined,
+            opts,
+          )
+        ).returnData,
+      );
+    assert.equal(await run('34', { value: 1n }), 1n);
+    assert.equal(await run('34', { value: 2n }), 2n);
+    assert.equal(await run('34', { value: 1n }), 1n);
+    const small = await run('5a', { gas: 100_000n });
+    const large = await run('5a', { gas: 200_000n });
+    assert.equal(large - small, 100_000n);
+    assert.equal(await run('5a', { gas: 100_000n }), small);
+  });
+
+  it('runs a repeated creation call with the sender nonce of the queried state', async () => {
+    // Init code that returns its own address: ADDRESS PUSH1 0 MSTORE PUSH1 32 PUSH1 0 RETURN.
+    const req = { from: addr(owner), to: null, data: '0x3060005260206000f3' as Hex };
+    const created = async () =>
+      `0x${(await n.ex.call(req, n.ex.latestHeight(), undefined, opts)).returnData.slice(26)}`;
+    const before = await created();
+    assert.equal(before, getCreateAddress({ from: addr(owner), nonce }).toLowerCase());
+    assert.equal(await created(), before);
+    await send(addr(key(9)), '0x');
+    const after = await created();
+    assert.equal(after, getCreateAddress({ from: addr(owner), nonce }).toLowerCase());
+    assert.notEqual(after, before);
+  });
   it('publishes EthNewHead with the block and its logs after commit', async () => {
     const before = n.events.length;
     const h = await send(lab, enc('bump'), 200_000n);
