@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { sha256 } from '../../libs/crypto/index.js';
+import { defaultCometRpcOptions, writeTimeoutFor } from '../../libs/rpc/src/comet/index.js';
 import { type CometHarness, http, rpcPost, startComet } from './helpers.js';
 
 const hexU = (b: Uint8Array) => Buffer.from(b).toString('hex').toUpperCase();
@@ -692,6 +693,35 @@ describe('CometBFT RPC unsafe routes and connection limit', () => {
       assert.equal((await http(`${h.url}/health`)).status, 200);
     } finally {
       for (const s of sockets) s.destroy();
+      await h.close();
+    }
+  });
+});
+
+describe('CometBFT RPC write timeout', () => {
+  it('is 10 s, or timeout_broadcast_tx_commit + 1 s when that is longer, as CometBFT sets it', () => {
+    assert.equal(writeTimeoutFor({ ...defaultCometRpcOptions, timeoutBroadcastTxCommitMs: 5_000 }), 10_000);
+    assert.equal(writeTimeoutFor({ ...defaultCometRpcOptions, timeoutBroadcastTxCommitMs: 30_000 }), 31_000);
+    assert.equal(writeTimeoutFor({ ...defaultCometRpcOptions, writeTimeoutMs: 250 }), 250);
+  });
+
+  it('cuts a response that is not out in time and keeps serving others', async () => {
+    const h = await startComet({ writeTimeoutMs: 300 });
+    try {
+      // A block store read that never completes stands for a stuck handler.
+      h.chain.loadBlock = () => new Promise(() => {});
+      const started = Date.now();
+      await assert.rejects(
+        fetch(`${h.url}/block?height=1`, { signal: AbortSignal.timeout(5_000) }),
+        (err: Error) => {
+          assert.notEqual(err.name, 'TimeoutError', 'the server should have closed the connection first');
+          return true;
+        },
+      );
+      assert.ok(Date.now() - started < 3_000, `cut after ${Date.now() - started} ms`);
+      const health = await http(`${h.url}/health`);
+      assert.equal(health.status, 200);
+    } finally {
       await h.close();
     }
   });

@@ -23,7 +23,7 @@ export {
   type TxIndexerDeps,
 } from './indexer.js';
 // [rpc] options with CometBFT's defaults; libs/config maps config.toml onto them.
-export { type CometRpcOptions, defaultCometRpcOptions } from './options.js';
+export { type CometRpcOptions, defaultCometRpcOptions, writeTimeoutFor } from './options.js';
 // The event query language, for anything else that filters CometBFT events (tests, tools).
 export { Query, type QueryCondition, QuerySyntaxError } from './query.js';
 // The server (HTTP URI + JSON-RPC + /websocket on one port); the lead constructs it and listens.

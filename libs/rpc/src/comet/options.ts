@@ -25,6 +25,17 @@ export interface CometRpcOptions {
   maxHeaderBytes: number;
   /** Serve dial_seeds, dial_peers and unsafe_flush_mempool. */
   unsafe: boolean;
+  /**
+   * How long an HTTP response may take before the connection is cut. CometBFT has no key for it:
+   * 10 s, raised to timeout_broadcast_tx_commit + 1 s when that is longer (writeTimeoutFor). Tests
+   * set it small.
+   */
+  writeTimeoutMs?: number;
+}
+
+/** CometBFT's rpc WriteTimeout: 10 s, or timeout_broadcast_tx_commit + 1 s when that is longer. */
+export function writeTimeoutFor(options: CometRpcOptions): number {
+  return options.writeTimeoutMs ?? Math.max(10_000, options.timeoutBroadcastTxCommitMs + 1_000);
 }
 
 /** CometBFT v0.38 defaults (config/config.go DefaultRPCConfig), as noded's config.toml writes them. */

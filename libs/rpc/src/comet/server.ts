@@ -8,7 +8,7 @@ import type { EventBus, Logger, NodeReader } from '../../../types/index.js';
 import type { Json } from './encode.js';
 import { type CometEvent, EventHub, type SubscriptionSink } from './events.js';
 import type { TxIndexer } from './indexer.js';
-import type { CometRpcOptions } from './options.js';
+import { type CometRpcOptions, writeTimeoutFor } from './options.js';
 import { type ArgValue, fromJson, fromUri, ParamError } from './params.js';
 import type { Query } from './query.js';
 import {
@@ -254,7 +254,19 @@ export class CometRpcServer {
     });
     if (this.options.maxOpenConnections > 0) server.maxConnections = this.options.maxOpenConnections;
     const wss = new WebSocketServer({ noServer: true, maxPayload: this.options.maxBodyBytes });
+    const writeTimeout = writeTimeoutFor(this.options);
     server.on('request', (req, res) => {
+      // The response must be out within the write timeout, or the connection is cut (as Go's
+      // http.Server WriteTimeout does for CometBFT); WebSocket upgrades do not pass through here.
+      const timer = setTimeout(() => {
+        if (!res.writableFinished) {
+          this.logger.debug({ url: req.url }, 'RPC write timeout elapsed: closing connection');
+          res.destroy();
+          req.socket.destroy();
+        }
+      }, writeTimeout);
+      timer.unref();
+      res.on('close', () => clearTimeout(timer));
       this.handleHttp(req, res).catch((err: Error) => {
         this.logger.error({ err: err.message }, 'panic in RPC HTTP handler');
         if (!res.headersSent) {
