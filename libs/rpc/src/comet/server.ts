@@ -5,6 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { type RawData, WebSocket, WebSocketServer } from 'ws';
 import type { EventBus, Logger, NodeReader } from '../../../types/index.js';
+import { enforceWriteTimeout } from '../http.js';
 import type { Json } from './encode.js';
 import { type CometEvent, EventHub, type SubscriptionSink } from './events.js';
 import type { TxIndexer } from './indexer.js';
@@ -258,15 +259,7 @@ export class CometRpcServer {
     server.on('request', (req, res) => {
       // The response must be out within the write timeout, or the connection is cut (as Go's
       // http.Server WriteTimeout does for CometBFT); WebSocket upgrades do not pass through here.
-      const timer = setTimeout(() => {
-        if (!res.writableFinished) {
-          this.logger.debug({ url: req.url }, 'RPC write timeout elapsed: closing connection');
-          res.destroy();
-          req.socket.destroy();
-        }
-      }, writeTimeout);
-      timer.unref();
-      res.on('close', () => clearTimeout(timer));
+      enforceWriteTimeout(req, res, writeTimeout, this.logger, 'RPC write timeout');
       this.handleHttp(req, res).catch((err: Error) => {
         this.logger.error({ err: err.message }, 'panic in RPC HTTP handler');
         if (!res.headersSent) {

@@ -11,6 +11,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { EthChain, Logger, NodeReader } from '../../../types/index.js';
 import type { TxIndexer } from '../comet/indexer.js';
+import { enforceWriteTimeout } from '../http.js';
 import { openApiDocument } from './openapi.js';
 import { ApiConfigError, type ApiOptions, validateApiOptions } from './options.js';
 import { type FeeMarketParams, GatewayError, matchRoute, REST_ROUTES, type RestContext } from './routes.js';
@@ -139,19 +140,8 @@ export class RestServer {
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
-    const writeTimeout = this.options.rpcWriteTimeoutMs;
-    if (writeTimeout > 0) {
-      // rpc_write_timeout: the whole response must be out within this time, or the connection is cut.
-      const timer = setTimeout(() => {
-        if (!res.writableFinished) {
-          this.logger.debug({ url: req.url }, 'rpc_write_timeout elapsed: closing connection');
-          res.destroy();
-          req.socket.destroy();
-        }
-      }, writeTimeout);
-      timer.unref();
-      res.on('close', () => clearTimeout(timer));
-    }
+    // rpc_write_timeout: the whole response must be out within this time, or the connection is cut.
+    enforceWriteTimeout(req, res, this.options.rpcWriteTimeoutMs, this.logger, 'rpc_write_timeout');
     this.route(req, res).catch((err: Error) => {
       this.logger.error({ err: err.message, url: req.url }, 'REST handler failed');
       if (!res.headersSent) gatewayError(res, 500, 13, err.message);
