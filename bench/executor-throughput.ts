@@ -15,6 +15,7 @@ import { defaultGasOptions, defaultMempoolOptions, Executor } from '../libs/exec
 import { chainCommon } from '../libs/execution/src/evm/common.js';
 import { RocksKV } from '../libs/storage/index.js';
 import { EventBus, silentLogger } from '../libs/types/index.js';
+import { TEST_CONSENSUS_PARAMS } from '../test/execution/helpers.js';
 
 const EVM_CHAIN_ID = 31337n;
 const WARMUP = 1;
@@ -145,13 +146,7 @@ async function run(kind: 'transfer' | 'erc20', senders: number, blocks: number):
       time: BigInt(t0) * 1_000_000n,
       initialHeight: 1,
       validators: [],
-      consensusParams: {
-        block: { maxBytes: 22020096n, maxGas: -1n },
-        evidence: { maxAgeNumBlocks: 100000n, maxAgeDuration: 172800000000000n, maxBytes: 1048576n },
-        validator: { pubKeyTypes: ['ed25519'] },
-        version: { app: 1n },
-        abci: { voteExtensionsEnableHeight: 0n },
-      },
+      consensusParams: TEST_CONSENSUS_PARAMS,
       appState: { evm: { chain_id: EVM_CHAIN_ID.toString(), accounts } },
     });
 

@@ -19,6 +19,7 @@ import {
 import { chainCommon } from '../../libs/execution/src/evm/common.js';
 import { type KVStore, MemoryKV } from '../../libs/storage/index.js';
 import {
+  type ConsensusParams,
   EventBus,
   type FinalizeBlockResponse,
   type Hex,
@@ -216,6 +217,15 @@ export function genesisState(
 
 export const GENESIS_TIME = 1_700_000_000_000_000_000n;
 
+/** The seed's consensus_params (§2.2) as InitChain receives them. */
+export const TEST_CONSENSUS_PARAMS: ConsensusParams = {
+  block: { maxBytes: 22020096n, maxGas: -1n },
+  evidence: { maxAgeNumBlocks: 100000n, maxAgeDuration: 172800000000000n, maxBytes: 1048576n },
+  validator: { pubKeyTypes: ['ed25519'] },
+  version: { app: 1n },
+  abci: { voteExtensionsEnableHeight: 0n },
+};
+
 export async function startNode(
   accounts: Array<{ address: Hex; balance: bigint; code?: Hex; storage?: Record<string, string> }>,
   over: Partial<ExecutorOptions> = {},
@@ -230,13 +240,7 @@ export async function startNode(
     time: GENESIS_TIME,
     initialHeight: 1,
     validators: [],
-    consensusParams: {
-      block: { maxBytes: 22020096n, maxGas: -1n },
-      evidence: { maxAgeNumBlocks: 100000n, maxAgeDuration: 172800000000000n, maxBytes: 1048576n },
-      validator: { pubKeyTypes: ['ed25519'] },
-      version: { app: 1n },
-      abci: { voteExtensionsEnableHeight: 0n },
-    },
+    consensusParams: TEST_CONSENSUS_PARAMS,
     appState: genesisState(accounts),
   });
   return { ex, kv, bus, events, height: 0, time: GENESIS_TIME };

@@ -8,7 +8,7 @@ import { keccak256 } from '../../../libs/crypto/index.js';
 import { Executor } from '../../../libs/execution/index.js';
 import { RocksKV } from '../../../libs/storage/index.js';
 import { EventBus } from '../../../libs/types/index.js';
-import { executorOptions, GENESIS_TIME, genesisState, PROPOSER } from '../helpers.js';
+import { executorOptions, GENESIS_TIME, genesisState, PROPOSER, TEST_CONSENSUS_PARAMS } from '../helpers.js';
 import { workloadBlocks, workloadGenesis } from '../workload.js';
 
 const [dir, blocksArg, seedArg, codePath] = process.argv.slice(2);
@@ -24,13 +24,7 @@ if (info.lastBlockHeight === 0) {
     time: GENESIS_TIME,
     initialHeight: 1,
     validators: [],
-    consensusParams: {
-      block: { maxBytes: 22020096n, maxGas: -1n },
-      evidence: { maxAgeNumBlocks: 100000n, maxAgeDuration: 172800000000000n, maxBytes: 1048576n },
-      validator: { pubKeyTypes: ['ed25519'] },
-      version: { app: 1n },
-      abci: { voteExtensionsEnableHeight: 0n },
-    },
+    consensusParams: TEST_CONSENSUS_PARAMS,
     appState: genesisState(workloadGenesis()),
   });
 }
