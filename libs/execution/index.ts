@@ -29,5 +29,6 @@ export {
 } from './src/options.js';
 // The refusal for state older than a full node keeps (a ChainError the RPC renders as -32000).
 export { PrunedStateError } from './src/state/db.js';
-// CheckTx result codes (codespace "evm") so the CometBFT RPC can document them.
-export { TxCode } from './src/txs.js';
+// CheckTx result codes (codespace "evm") so the CometBFT RPC can document them; sender recovery
+// for the RPC thread, which hands the executor transactions with their sender already recovered.
+export { senderRecovery, TxCode } from './src/txs.js';

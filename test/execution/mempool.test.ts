@@ -77,7 +77,7 @@ describe('mempool admission (CheckTx) with geth messages', () => {
     );
     const repl = signTx(a, { nonce: 0n, to: addr(b), maxFee: 11n * GWEI, tip: (11n * GWEI) / 10n });
     assert.equal((await n.ex.checkTx(repl, 'new')).code, 0);
-    const pool = n.ex.txPool();
+    const pool = await n.ex.txPool();
     assert.equal(pool.pending.get(addr(a))?.get(0n)?.maxFeePerGas, 11n * GWEI);
     assert.equal(await n.ex.getTransaction(hashOf(first) as Hex), undefined);
   });
@@ -209,18 +209,18 @@ describe('mempool admission (CheckTx) with geth messages', () => {
   it('keeps pending and queued apart, reports the pending nonce, and re-checks after each block', async () => {
     const n = await startNode(rich([a]));
     for (const nonce of [0n, 1n, 3n]) assert.equal((await check(n, a, { nonce, to: addr(b) })).code, 0);
-    let pool = n.ex.txPool();
+    let pool = await n.ex.txPool();
     assert.deepEqual([...(pool.pending.get(addr(a))?.keys() ?? [])], [0n, 1n]);
     assert.deepEqual([...(pool.queued.get(addr(a))?.keys() ?? [])], [3n]);
     assert.equal(await n.ex.getNonce(addr(a), 'pending'), 2n);
     assert.equal(await n.ex.getNonce(addr(a), n.ex.latestHeight()), 0n);
     const res = await produceBlock(n);
     assert.equal(res.txResults.length, 2, 'only pending transactions are proposed');
-    pool = n.ex.txPool();
+    pool = await n.ex.txPool();
     assert.equal(pool.pending.size, 0);
     assert.deepEqual([...(pool.queued.get(addr(a))?.keys() ?? [])], [3n]);
     assert.equal((await check(n, a, { nonce: 2n, to: addr(b) })).code, 0);
-    assert.deepEqual([...(n.ex.txPool().pending.get(addr(a))?.keys() ?? [])], [2n, 3n]);
+    assert.deepEqual([...((await n.ex.txPool()).pending.get(addr(a))?.keys() ?? [])], [2n, 3n]);
   });
 
   it('drops transactions the sender can no longer pay after a block (recheck)', async () => {

@@ -372,7 +372,7 @@ export class FakeChain implements EthChain {
     this.inject(tx);
     return tx.hash;
   }
-  txPool(): PendingTxSummary {
+  async txPool(): Promise<PendingTxSummary> {
     const pending = new Map<Hex, Map<bigint, EthTx>>();
     for (const t of this.pending) {
       const bySender = pending.get(t.from) ?? new Map<bigint, EthTx>();

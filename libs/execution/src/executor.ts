@@ -380,11 +380,11 @@ export class Executor implements Application, EthChain {
     return { appHash: this.appHash };
   }
 
-  private decode(raw: Uint8Array): DecodedTx {
+  private decode(raw: Uint8Array, senderPublicKey?: Uint8Array): DecodedTx {
     const hash = keccak256(raw);
     const hit = this.decoded.get(toHex(hash));
     if (hit) return hit;
-    const d = decodeTx(raw, this.common, this.opts.evmChainId, hash);
+    const d = decodeTx(raw, this.common, this.opts.evmChainId, hash, senderPublicKey);
     if (this.decoded.size >= DECODED_CACHE) {
       let n = DECODED_CACHE / 10;
       for (const k of this.decoded.keys()) {
@@ -408,7 +408,12 @@ export class Executor implements Application, EthChain {
   }
 
   /** Validates `raw` for the mempool; with `admit` adds it. Throws TxRejectedError. */
-  private async admit(raw: Uint8Array, admit: boolean, rpc: boolean): Promise<DecodedTx> {
+  private async admit(
+    raw: Uint8Array,
+    admit: boolean,
+    rpc: boolean,
+    senderPublicKey?: Uint8Array,
+  ): Promise<DecodedTx> {
     this.assertInitialized();
     if (raw.length > this.opts.mempool.maxTxBytes) {
       throw new TxRejectedError(
@@ -416,7 +421,7 @@ export class Executor implements Application, EthChain {
         `oversized data: transaction size ${raw.length}, limit ${this.opts.mempool.maxTxBytes}`,
       );
     }
-    const d = this.decode(raw);
+    const d = this.decode(raw, senderPublicKey);
     if (admit && this.pool.get(d.hashHex)) throw new TxRejectedError(TxCode.alreadyKnown, 'already known');
     if (rpc) {
       checkTxFeeCap(d, this.opts.txFeeCap);
@@ -1379,9 +1384,9 @@ export class Executor implements Application, EthChain {
 
   // =================================================================== EthChain: mempool
 
-  async sendRawTransaction(raw: Uint8Array): Promise<Hex> {
+  async sendRawTransaction(raw: Uint8Array, senderPublicKey?: Uint8Array): Promise<Hex> {
     try {
-      const d = await this.admit(raw, true, true);
+      const d = await this.admit(raw, true, true, senderPublicKey);
       return d.hashHex;
     } catch (err) {
       if (err instanceof TxRejectedError) throw new ChainError(-32000, err.message);
@@ -1389,7 +1394,7 @@ export class Executor implements Application, EthChain {
     }
   }
 
-  txPool(): PendingTxSummary {
+  async txPool(): Promise<PendingTxSummary> {
     const { pending, queued } = this.pool.summary();
     const conv = (m: Map<string, Array<{ d: DecodedTx }>>) => {
       const out = new Map<Hex, Map<bigint, EthTx>>();

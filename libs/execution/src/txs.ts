@@ -14,6 +14,7 @@ import { Address } from '@ethereumjs/util';
 import type { Hex } from '../../types/index.js';
 import { bytesToBigInt, maxBig, toHex, toKey } from './bytes.js';
 import { keccak as keccak256 } from './crypto/keccak.js';
+import { chainCommon } from './evm/common.js';
 import { rlpDecode } from './rlp.js';
 
 /** Result codes of CheckTx / ExecTxResult for rejected transactions (codespace "evm"). */
@@ -97,13 +98,16 @@ function txTypeName(t: number): string {
 
 /**
  * Decodes raw transaction bytes, checks the chain id and recovers the sender.
- * Throws TxRejectedError with geth's message on any failure.
+ * Throws TxRejectedError with geth's message on any failure. `knownSenderPublicKey` is the
+ * sender's key as already recovered from these same bytes by a trusted caller (another thread of
+ * this node); recovery is then skipped.
  */
 export function decodeTx(
   raw: Uint8Array,
   common: Common,
   evmChainId: bigint,
   knownHash?: Uint8Array,
+  knownSenderPublicKey?: Uint8Array,
 ): DecodedTx {
   if (raw.length === 0) throw new TxRejectedError(TxCode.decode, 'typed transaction too short');
   const first = raw[0];
@@ -211,7 +215,7 @@ export function decodeTx(
   const hash = knownHash ?? keccak256(raw);
   let pub: Uint8Array;
   try {
-    pub = tx.getSenderPublicKey();
+    pub = knownSenderPublicKey ?? tx.getSenderPublicKey();
   } catch (err) {
     const m = (err as Error).message;
     throw new TxRejectedError(
@@ -303,4 +307,20 @@ export function checkTxFeeCap(d: DecodedTx, txFeeCap: bigint): void {
       `tx fee (${fmt(fee)} ether) exceeds the configured cap (${fmt(txFeeCap)} ether)`,
     );
   }
+}
+
+/**
+ * A sender recovery for a thread that admits transactions on behalf of the executor (the RPC
+ * thread): the sender's 64-byte public key from `raw`, or undefined when `raw` would be refused,
+ * so that the executor, decoding it again, produces the precise error.
+ */
+export function senderRecovery(evmChainId: bigint): (raw: Uint8Array) => Uint8Array | undefined {
+  const common = chainCommon(evmChainId);
+  return (raw) => {
+    try {
+      return decodeTx(raw, common, evmChainId).tx.getSenderPublicKey();
+    } catch {
+      return undefined;
+    }
+  };
 }

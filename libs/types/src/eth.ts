@@ -265,9 +265,13 @@ export interface EthChain {
     rewardPercentiles: number[] | undefined,
   ): Promise<FeeHistory>;
 
-  /** checkTx + add to the mempool; returns the tx hash or throws ChainError with geth's message. */
-  sendRawTransaction(raw: Uint8Array): Promise<Hex>;
-  txPool(): PendingTxSummary;
+  /**
+   * checkTx + add to the mempool; returns the tx hash or throws ChainError with geth's message.
+   * `senderPublicKey`, when given, was recovered from `raw` by a trusted thread of this node (the
+   * RPC thread) and spares the chain the signature recovery.
+   */
+  sendRawTransaction(raw: Uint8Array, senderPublicKey?: Uint8Array): Promise<Hex>;
+  txPool(): Promise<PendingTxSummary>;
 
   traceTransaction(hash: Hex, config: TracerConfig): Promise<unknown>;
   traceCall(req: CallRequest, height: bigint, config: TracerConfig): Promise<unknown>;

@@ -763,10 +763,12 @@ export class EthApi {
     this.def('net_peerCount', [], () => quantity(this.deps.peerCount()));
     this.def('web3_clientVersion', [], () => this.deps.clientVersion);
     this.def('web3_sha3', [req(bytes)], ([data]) => bytesToHex(keccak256(hexToBytes(data))));
-    this.def('txpool_content', [], () => formatPoolContent(c.txPool()));
-    this.def('txpool_contentFrom', [req(address)], ([addr]) => formatPoolContentFrom(c.txPool(), addr));
-    this.def('txpool_inspect', [], () => formatPoolInspect(c.txPool()));
-    this.def('txpool_status', [], () => formatPoolStatus(c.txPool()));
+    this.def('txpool_content', [], async () => formatPoolContent(await c.txPool()));
+    this.def('txpool_contentFrom', [req(address)], async ([addr]) =>
+      formatPoolContentFrom(await c.txPool(), addr),
+    );
+    this.def('txpool_inspect', [], async () => formatPoolInspect(await c.txPool()));
+    this.def('txpool_status', [], async () => formatPoolStatus(await c.txPool()));
     this.def('debug_traceTransaction', [req(hash), opt(traceConfig)], async ([h, cfg]) =>
       jsonSafe(await c.traceTransaction(h, this.tracer(cfg))),
     );
