@@ -5,6 +5,17 @@
 export type { SyncStatus } from './api.js';
 // The unlocked accounts of chain-local; the node builds it from the dev mnemonic's keys.
 export { DevAccountKeyError, DevAccounts } from './dev-accounts.js';
+// The JSON-RPC edge over a message channel (the node runs the servers on a worker thread).
+export {
+  type ChainSnapshot,
+  type EdgeChannel,
+  type EdgeInit,
+  type EdgeServer,
+  EthEdgeClient,
+  type EthEdgeClientOptions,
+  EthEdgeHost,
+  type EthEdgeHostDeps,
+} from './edge.js';
 // EIP-712 hashing, for tools that prepare or verify typed-data signatures against this node.
 export { parseTypedData, type TypedData, TypedDataError, typedDataDigest } from './eip712.js';
 // Error type and codes on the wire, for other transports (e.g. a gRPC edge) that reuse handle().

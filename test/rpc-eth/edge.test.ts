@@ -1,0 +1,228 @@
+// The JSON-RPC edge protocol (libs/rpc/src/eth/edge.ts): an EthRpcServer built over an
+// EthEdgeClient on one end of a MessageChannel, the chain behind an EthEdgeHost on the other, so
+// every call, reply, event and log is structured-cloned as between the node's two threads.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { MessageChannel } from 'node:worker_threads';
+import { SigningKey, Wallet } from 'ethers';
+import {
+  DevAccounts,
+  defaultEthRpcOptions,
+  EthEdgeClient,
+  EthEdgeHost,
+  EthRpcServer,
+} from '../../libs/rpc/src/eth/index.js';
+import { EventBus, type Hex, type Logger } from '../../libs/types/index.js';
+import { addr, FakeChain, LOGGER, REVERT_STRING } from './fake-chain.js';
+import { call, DEV_KEYS, rpc, sleep, WsClient } from './helpers.js';
+
+interface LogRecord {
+  level: string;
+  bindings: Record<string, unknown>;
+  obj: unknown;
+  msg: unknown;
+}
+
+function capturingLogger(out: LogRecord[], bindings: Record<string, unknown> = {}): Logger {
+  const at =
+    (level: string) =>
+    (obj: unknown, msg?: unknown): void => {
+      out.push({ level, bindings, obj, msg });
+    };
+  return {
+    trace: at('trace'),
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    child: (more) => capturingLogger(out, { ...bindings, ...more }),
+  };
+}
+
+describe('JSON-RPC edge over a message channel', () => {
+  const bus = new EventBus();
+  const chain = new FakeChain(bus);
+  const logs: LogRecord[] = [];
+  const observed: Array<{ method: string; ok: boolean }> = [];
+  const recovered: Uint8Array[] = [];
+  const seenKeys: Array<Uint8Array | undefined> = [];
+  let host: EthEdgeHost;
+  let channel: MessageChannel;
+  let url: string;
+  let wsUrl: string;
+
+  before(async () => {
+    // The chain records the sender key the edge recovered and handed over with the raw bytes.
+    const send = chain.sendRawTransaction.bind(chain);
+    chain.sendRawTransaction = (raw: Uint8Array, senderPublicKey?: Uint8Array) => {
+      seenKeys.push(senderPublicKey);
+      return send(raw);
+    };
+    channel = new MessageChannel();
+    host = new EthEdgeHost({
+      channel: channel.port1,
+      chain,
+      bus,
+      logger: capturingLogger(logs),
+      onRequest: (method, _ms, ok) => observed.push({ method, ok }),
+    });
+    const edge = new EthEdgeClient(channel.port2, host.init(), {
+      recoverSender: (raw) => {
+        recovered.push(raw);
+        return new Uint8Array(64).fill(7);
+      },
+    });
+    const server = new EthRpcServer({
+      chain: edge.chain,
+      bus: edge.bus,
+      logger: edge.logger.child({ module: 'json-rpc' }),
+      options: defaultEthRpcOptions,
+      clientVersion: 'noded/test',
+      devAccounts: new DevAccounts(DEV_KEYS),
+      peerCount: () => 0,
+      syncing: () => false,
+      onRequest: edge.onRequest,
+    });
+    edge.serve(server);
+    url = `http://127.0.0.1:${await host.listenHttp('127.0.0.1', 0)}`;
+    wsUrl = `ws://127.0.0.1:${await host.listenWs('127.0.0.1', 0)}`;
+  });
+
+  after(async () => {
+    await host.close();
+    channel.port1.close();
+    channel.port2.close();
+  });
+
+  it('answers chain reads with bigint and byte values intact', async () => {
+    chain.balances.set(addr(5), 12345678901234567890123n);
+    assert.equal(await call(url, 'eth_getBalance', [addr(5), 'latest']), '0x29d42b64e76714244cb');
+    assert.equal(await call(url, 'eth_chainId'), '0x7a69');
+  });
+
+  it('never shows an older eth_blockNumber after a reply made at a newer height', async () => {
+    const before = BigInt(await call<string>(url, 'eth_blockNumber'));
+    for (let i = 0; i < 5; i++) {
+      chain.mine();
+      // A chain call made after the block: its reply carries the new height with it.
+      await call(url, 'eth_getBalance', [addr(5), 'latest']);
+      assert.equal(BigInt(await call<string>(url, 'eth_blockNumber')), before + BigInt(i + 1));
+    }
+  });
+
+  it("carries the chain's errors with their code and data (revert reasons)", async () => {
+    const r = await rpc(url, 'eth_call', [{ to: REVERT_STRING, data: '0x' }, 'latest']);
+    assert.equal(r.error?.code, 3);
+    assert.match(r.error?.message ?? '', /execution reverted: nope/);
+    assert.match(String(r.error?.data), /^0x08c379a0/);
+  });
+
+  it('hands the chain the sender key recovered on the edge', async () => {
+    const wallet = new Wallet(DEV_KEYS[2]!);
+    const raw = await wallet.signTransaction({
+      chainId: 31337n,
+      type: 2,
+      nonce: 0,
+      to: LOGGER,
+      value: 1n,
+      gasLimit: 21_000n,
+      maxFeePerGas: 10n ** 10n,
+      maxPriorityFeePerGas: 1n,
+    });
+    const hash = await call<Hex>(url, 'eth_sendRawTransaction', [raw]);
+    assert.match(hash, /^0x[0-9a-f]{64}$/);
+    assert.equal(Buffer.from(recovered.at(-1)!).toString('hex'), raw.slice(2));
+    assert.deepEqual([...(seenKeys.at(-1) ?? [])], new Array(64).fill(7));
+    // The signing key itself is never needed on the chain side for this check to hold.
+    assert.ok(SigningKey.computePublicKey(DEV_KEYS[2]!).length > 0);
+  });
+
+  it('forwards new heads and pending transactions to WebSocket subscribers', async () => {
+    const ws = await WsClient.connect(wsUrl);
+    try {
+      const heads = (await ws.request('eth_subscribe', ['newHeads'])).result as string;
+      const pending = (await ws.request('eth_subscribe', ['newPendingTransactions'])).result as string;
+      const b = chain.mine();
+      await ws.waitFor(() => ws.notificationsFor(heads).length > 0, 3000, 'newHeads');
+      assert.equal((ws.notificationsFor(heads)[0] as { hash: string }).hash, b.hash);
+      const wallet = new Wallet(DEV_KEYS[1]!);
+      const raw = await wallet.signTransaction({
+        chainId: 31337n,
+        type: 2,
+        nonce: 0,
+        to: LOGGER,
+        value: 1n,
+        gasLimit: 21_000n,
+        maxFeePerGas: 10n ** 10n,
+        maxPriorityFeePerGas: 1n,
+      });
+      const hash = await call<Hex>(url, 'eth_sendRawTransaction', [raw]);
+      await ws.waitFor(() => ws.notificationsFor(pending).includes(hash), 3000, 'pending tx');
+    } finally {
+      ws.close();
+    }
+  });
+
+  it("writes the edge's log records with the host's logger, bindings kept", async () => {
+    chain.getCode = async () => {
+      throw new Error('disk on fire');
+    };
+    const r = await rpc(url, 'eth_getCode', [addr(1), 'latest']);
+    assert.equal(r.error?.code, -32603);
+    const deadline = Date.now() + 3000;
+    let rec: LogRecord | undefined;
+    while (rec === undefined && Date.now() < deadline) {
+      rec = logs.find((l) => l.level === 'error' && /disk on fire/.test(JSON.stringify(l.obj)));
+      if (rec === undefined) await sleep(20);
+    }
+    assert.ok(rec, 'the failure was logged on the host');
+    assert.equal(rec.bindings['module'], 'json-rpc');
+  });
+
+  it('answers with an error, not silence, when a result cannot cross the channel', async () => {
+    chain.getCode = async () => (() => '0x') as unknown as Hex;
+    const r = await rpc(url, 'eth_getCode', [addr(1), 'latest']);
+    assert.equal(r.error?.code, -32603);
+    assert.ok(logs.some((l) => l.msg === 'JSON-RPC edge: message not transferable'));
+  });
+
+  it("reports every request to the host's metrics hook", async () => {
+    await sleep(250); // earlier tests' observations, sent in batches, have all arrived
+    const n = observed.length;
+    await call(url, 'eth_blockNumber');
+    await rpc(url, 'eth_noSuchMethod');
+    const deadline = Date.now() + 3000;
+    while (observed.length < n + 2 && Date.now() < deadline) await sleep(20);
+    const tail = observed.slice(n);
+    assert.deepEqual(
+      tail.map((o) => o.method),
+      ['eth_blockNumber', 'unknown'],
+    );
+    assert.deepEqual(
+      tail.map((o) => o.ok),
+      [true, false],
+    );
+  });
+
+  it('refuses chain calls outside the EthChain surface', async () => {
+    // A forged message from the edge side naming a method that is not a chain call.
+    const replies: unknown[] = [];
+    const probe = new MessageChannel();
+    const h2 = new EthEdgeHost({
+      channel: probe.port1,
+      chain,
+      bus: new EventBus(),
+      logger: capturingLogger([]),
+    });
+    probe.port2.on('message', (batch) => replies.push(...(batch as unknown[])));
+    probe.port2.postMessage([{ t: 'call', id: 1, m: 'close', a: [] }]);
+    const deadline = Date.now() + 3000;
+    while (replies.length === 0 && Date.now() < deadline) await sleep(10);
+    const r = replies[0] as { t: string; e: { message: string } };
+    assert.equal(r.t, 'err');
+    assert.match(r.e.message, /unknown chain call close/);
+    h2.abort(new Error('done'));
+    probe.port1.close();
+    probe.port2.close();
+  });
+});
