@@ -17,12 +17,13 @@ import {
 } from '../../../libs/config/index.js';
 import { ConsensusRuntime } from '../../../libs/consensus/index.js';
 import { Executor } from '../../../libs/execution/index.js';
-import { CometRpcServer, DevAccounts, EthRpcServer, RestServer, TxIndexer } from '../../../libs/rpc/index.js';
+import { CometRpcServer, DevAccounts, RestServer, TxIndexer } from '../../../libs/rpc/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetry/index.js';
 import { EventBus, type Logger } from '../../../libs/types/index.js';
 import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
 import { LocalNodeReader } from './node-reader.js';
+import { EthRpcThread } from './rpc-edge/thread.js';
 import { NODED_VERSION } from './version.js';
 
 interface Closer {
@@ -193,16 +194,18 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
 
     const devKeys = genesis.chainId === 'chain-local' ? devAccountKeys(paths.devAccounts, log) : [];
     const ethOptions = toEthRpcOptions(app);
-    const eth = new EthRpcServer({
+    const eth = new EthRpcThread({
       chain: executor,
       bus,
       logger: logger.child({ module: 'json-rpc' }),
       options: ethOptions,
       clientVersion: `noded/v${NODED_VERSION}/${platform()}-${arch()}/node${process.versions.node}`,
-      devAccounts: devKeys.length > 0 ? new DevAccounts(devKeys) : null,
-      peerCount: () => 0,
-      syncing: () => false,
+      devKeys,
       onRequest: (method, ms, ok) => metrics.observeRpc(method, ms, ok),
+      onFatal: (err) => {
+        log.error({ err: err.message }, 'the JSON-RPC thread stopped; stopping the node');
+        void closeAll().finally(() => fatal(err));
+      },
     });
     closers.push({ name: 'json-rpc', close: () => eth.close() });
 

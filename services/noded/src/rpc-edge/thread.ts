@@ -1,0 +1,96 @@
+// Starts the Ethereum JSON-RPC on its own thread (worker.ts) and serves its chain calls from the
+// executor on this one. Parsing, JSON, signing dev transactions, sender recovery and socket writes
+// then use the second core and no longer wait for the block being executed, while state reads and
+// admission stay with the executor that owns the state (DESIGN.md: rpc-edge next to executor).
+import { Worker } from 'node:worker_threads';
+import type { EdgeChannel, EdgeInit, EthRpcOptions } from '../../../../libs/rpc/index.js';
+import { EthEdgeHost } from '../../../../libs/rpc/index.js';
+import type { EthChain, Logger, NodeEvent } from '../../../../libs/types/index.js';
+
+/** workerData of the JSON-RPC thread. */
+export interface RpcThreadData {
+  init: EdgeInit;
+  evmChainId: bigint;
+  options: EthRpcOptions;
+  clientVersion: string;
+  /** Private keys of chain-local's unlocked dev accounts (empty elsewhere). */
+  devKeys: string[];
+}
+
+export interface RpcThreadDeps {
+  chain: EthChain;
+  bus: { subscribe(listener: (ev: NodeEvent) => void): () => void };
+  logger: Logger;
+  options: EthRpcOptions;
+  clientVersion: string;
+  devKeys: string[];
+  onRequest?: (method: string, ms: number, ok: boolean) => void;
+  /** The thread died: the node cannot serve JSON-RPC any more and must stop. */
+  onFatal: (err: Error) => void;
+}
+
+export class EthRpcThread {
+  private readonly worker: Worker;
+  private readonly host: EthEdgeHost;
+  private stopping = false;
+
+  constructor(deps: RpcThreadDeps) {
+    // The host is built first (the thread starts from its init()); it posts nothing before an event
+    // or a command, and neither can happen before this constructor returns.
+    const listeners: Array<(m: unknown) => void> = [];
+    let worker: Worker | undefined;
+    const channel: EdgeChannel = {
+      postMessage: (m) => worker?.postMessage(m),
+      on: (_event, fn) => listeners.push(fn),
+    };
+    const host = new EthEdgeHost({
+      channel,
+      chain: deps.chain,
+      bus: deps.bus,
+      logger: deps.logger,
+      onRequest: deps.onRequest,
+    });
+    const data: RpcThreadData = {
+      init: host.init(),
+      evmChainId: deps.chain.chainId(),
+      options: deps.options,
+      clientVersion: deps.clientVersion,
+      devKeys: deps.devKeys,
+    };
+    worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: data, name: 'json-rpc' });
+    worker.on('message', (m) => {
+      for (const fn of listeners) fn(m);
+    });
+    worker.on('error', (err) => {
+      deps.logger.error({ err: err.stack ?? err.message }, 'JSON-RPC thread failed');
+      host.abort(err);
+      if (!this.stopping) deps.onFatal(err);
+    });
+    worker.on('exit', (code) => {
+      if (this.stopping) return;
+      const err = new Error(`JSON-RPC thread exited with code ${code}`);
+      host.abort(err);
+      deps.onFatal(err);
+    });
+    this.worker = worker;
+    this.host = host;
+  }
+
+  listenHttp(host: string, port: number): Promise<number> {
+    return this.host.listenHttp(host, port);
+  }
+
+  listenWs(host: string, port: number): Promise<number> {
+    return this.host.listenWs(host, port);
+  }
+
+  async close(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    try {
+      await this.host.close();
+    } finally {
+      await this.worker.terminate();
+    }
+  }
+}
