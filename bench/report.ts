@@ -43,11 +43,18 @@ export interface TargetRun {
   transfers?: BurstResult;
   erc20?: BurstResult;
   reads: Partial<Record<ReadMethod, ReadResult>>;
-  /** Whole-run CPU profile summary (--profile, noded only). */
-  profile?: ProfileSummary;
+  /** CPU profiles (--profile, noded only): one per thread (main, JSON-RPC). */
+  profiles?: ThreadProfile[];
+}
+
+export interface ThreadProfile {
+  /** "main" (consensus, execution, storage) or "json-rpc" (the Ethereum JSON-RPC worker). */
+  thread: string;
+  file: string;
+  /** The whole run. */
+  whole: ProfileSummary;
   /** The same profile cut to each measured stretch (burst, read method). */
-  profilePhases?: Record<string, ProfileSummary>;
-  profileFile?: string;
+  phases: Record<string, ProfileSummary>;
 }
 
 export interface BenchReport {
@@ -263,16 +270,16 @@ export function formatMarkdown(report: BenchReport): string {
       if (x?.errors) notes.push(`${m}: ${x.errors} errors of ${x.requests}`);
     }
     if (notes.length) out.push(`${r.target}:`, ...notes.map((n) => `- ${n}`), '');
-    if (r.profile) {
-      out.push(`${r.target} CPU profile (${r.profileFile ?? r.profile.file}), top self time:`, '');
+    for (const t of r.profiles ?? []) {
+      out.push(`${r.target} ${t.thread} thread CPU profile (${t.file}), top self time:`, '');
       out.push('| share of busy | self ms | function | where |', '|---:|---:|---|---|');
-      for (const e of r.profile.topFunctions.slice(0, 20)) {
+      for (const e of t.whole.topFunctions.slice(0, 20)) {
         out.push(`| ${e.busyPct.toFixed(1)}% | ${e.selfMs.toFixed(0)} | ${e.name} | ${e.where} |`);
       }
       out.push('');
-      for (const [phase, p] of Object.entries(r.profilePhases ?? {})) {
+      for (const [phase, p] of Object.entries(t.phases)) {
         out.push(
-          `${phase}: ${(p.busyMs / 1000).toFixed(1)} s busy of ${(p.totalMs / 1000).toFixed(1)} s (GC ${(p.gcMs / 1000).toFixed(1)} s)`,
+          `${t.thread} thread, ${phase}: ${(p.busyMs / 1000).toFixed(1)} s busy of ${(p.totalMs / 1000).toFixed(1)} s (GC ${(p.gcMs / 1000).toFixed(1)} s)`,
           '',
           '| share of busy | self ms | function | where |',
           '|---:|---:|---|---|',

@@ -17,7 +17,7 @@ import {
   signTx,
 } from './chain.js';
 import { sampleMemory } from './memory.js';
-import { formatProfile, type ProfileWindow, summarizeProfile } from './profile.js';
+import { formatProfile, type ProfileSummary, type ProfileWindow, summarizeProfile } from './profile.js';
 import { pickLoader, runReads } from './reads.js';
 import {
   type BenchReport,
@@ -30,11 +30,11 @@ import {
 import { type HeadFeed, JsonRpcClient, openHeadFeed } from './rpc.js';
 import {
   type BenchTarget,
-  newestProfile,
   repoRoot,
   startHardhat,
   startNoded,
   stopAllTargets,
+  threadProfiles,
 } from './targets.js';
 import { type BurstResult, runBurst } from './txburst.js';
 
@@ -272,19 +272,20 @@ async function benchTarget(
     }
   }
   if (profileDir) {
-    const file = newestProfile(profileDir);
-    if (file) {
-      run.profile = summarizeProfile(file, 40);
-      run.profileFile = file;
-      console.log(formatProfile(run.profile));
-      run.profilePhases = {};
-      for (const [phase, windows] of profileWindows(run)) {
-        const p = summarizeProfile(file, 25, windows);
-        run.profilePhases[phase] = p;
-        console.log(`\n[${phase}]\n${formatProfile(p, 12)}`);
-      }
-    } else {
+    const files = threadProfiles(profileDir);
+    if (files.length === 0) {
       log(`noded: no .cpuprofile was written to ${profileDir} (did the node exit cleanly on SIGTERM?)`);
+    }
+    run.profiles = [];
+    for (const { thread, file } of files) {
+      const whole = summarizeProfile(file, 40);
+      console.log(`\n[${thread} thread]\n${formatProfile(whole)}`);
+      const phases: Record<string, ProfileSummary> = {};
+      for (const [phase, windows] of profileWindows(run)) {
+        phases[phase] = summarizeProfile(file, 25, windows);
+        console.log(`\n[${thread} thread, ${phase}]\n${formatProfile(phases[phase], 12)}`);
+      }
+      run.profiles.push({ thread, file, whole, phases });
     }
   }
 }

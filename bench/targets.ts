@@ -267,10 +267,17 @@ export async function startNoded(opts: NodedStartOptions = {}): Promise<BenchTar
 }
 
 /** The newest .cpuprofile in a directory (node names them CPU.<date>.<pid>...). */
-export function newestProfile(dir: string): string | undefined {
-  if (!existsSync(dir)) return undefined;
-  const files = readdirSync(dir)
+/**
+ * The profiles `node --cpu-prof` wrote, one per thread: CPU.<date>.<time>.<pid>.<thread id>.<seq>.
+ * Thread 0 is the main thread (consensus, execution, storage); noded's only worker is the JSON-RPC.
+ */
+export function threadProfiles(dir: string): Array<{ thread: string; file: string }> {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
     .filter((f) => f.endsWith('.cpuprofile'))
-    .sort();
-  return files.length ? join(dir, files[files.length - 1]) : undefined;
+    .sort()
+    .map((f) => {
+      const threadId = Number(f.split('.').at(-3));
+      return { thread: threadId === 0 ? 'main' : 'json-rpc', file: join(dir, f) };
+    });
 }
