@@ -194,20 +194,24 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
 
     const devKeys = genesis.chainId === 'chain-local' ? devAccountKeys(paths.devAccounts, log) : [];
     const ethOptions = toEthRpcOptions(app);
-    const eth = new EthRpcThread({
-      chain: executor,
-      bus,
-      logger: logger.child({ module: 'json-rpc' }),
-      options: ethOptions,
-      clientVersion: `noded/v${NODED_VERSION}/${platform()}-${arch()}/node${process.versions.node}`,
-      devKeys,
-      onRequest: (method, ms, ok) => metrics.observeRpc(method, ms, ok),
-      onFatal: (err) => {
-        log.error({ err: err.message }, 'the JSON-RPC thread stopped; stopping the node');
-        void closeAll().finally(() => fatal(err));
-      },
-    });
-    closers.push({ name: 'json-rpc', close: () => eth.close() });
+    // The JSON-RPC thread is started only when [evm] serves HTTP or WebSocket.
+    const ethServed = ethOptions.enable || ethOptions.wsEnable;
+    const eth = ethServed
+      ? new EthRpcThread({
+          chain: executor,
+          bus,
+          logger: logger.child({ module: 'json-rpc' }),
+          options: ethOptions,
+          clientVersion: `noded/v${NODED_VERSION}/${platform()}-${arch()}/node${process.versions.node}`,
+          devKeys,
+          onRequest: (method, ms, ok) => metrics.observeRpc(method, ms, ok),
+          onFatal: (err) => {
+            log.error({ err: err.message }, 'the JSON-RPC thread stopped; stopping the node');
+            void closeAll().finally(() => fatal(err));
+          },
+        })
+      : undefined;
+    if (eth) closers.push({ name: 'json-rpc', close: () => eth.close() });
 
     const comet = new CometRpcServer({
       node: reader,
@@ -249,11 +253,11 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     endpoints.push(
       `consensus RPC   http://${dialHost(rpcAt.host)}:${rpcPort}  (WebSocket ws://${dialHost(rpcAt.host)}:${rpcPort}/websocket)`,
     );
-    if (ethOptions.enable) {
+    if (eth && ethOptions.enable) {
       const at = hostPort(app.evm.rpcAddress.raw);
       endpoints.push(`EVM JSON-RPC    http://${dialHost(at.host)}:${await eth.listenHttp(at.host, at.port)}`);
     }
-    if (ethOptions.wsEnable) {
+    if (eth && ethOptions.wsEnable) {
       const at = hostPort(app.evm.wsAddress.raw);
       endpoints.push(`EVM WebSocket   ws://${dialHost(at.host)}:${await eth.listenWs(at.host, at.port)}`);
     }
