@@ -63,6 +63,7 @@ import { keccak as keccak256 } from './crypto/keccak.js';
 import { ArchiveOnPrunedStoreError, ExecutionError, SupplyInvariantError } from './errors.js';
 import { chainCommon } from './evm/common.js';
 import { estimateGas, createAccessList as runAccessList } from './evm/estimate.js';
+import { evmCallPathPatched } from './evm/patched.js';
 import {
   type BlockContext,
   type CallOutcome,
@@ -198,6 +199,11 @@ export class Executor implements Application, EthChain {
 
   /** Opens the executor on data/application.db; refuses archive mode on a pruned store. */
   static async open(opts: ExecutorOptions): Promise<Executor> {
+    if (!evmCallPathPatched()) {
+      opts.logger.warn(
+        '@ethereumjs/evm lacks the rewrite of scripts/patch-deps.mjs (run npm install with scripts enabled): eth_call and block execution will run slower',
+      );
+    }
     if (!Number.isInteger(opts.keepRecent) || opts.keepRecent < 1) {
       throw new ExecutionError(
         'BAD_OPTIONS',
@@ -1215,7 +1221,7 @@ export class Executor implements Application, EthChain {
         ? this.callBlock.block
         : undefined;
     if (!block) {
-      block = makeBlock(this.common, { ...ctx, baseFee: priced ? ctx.baseFee : 0n });
+      block = makeBlock(this.common, Object.assign({}, ctx, { baseFee: priced ? ctx.baseFee : 0n }));
       this.callBlock = { height, priced, block };
     }
     const deadline = opts.timeoutMs > 0 ? Date.now() + opts.timeoutMs : 0;

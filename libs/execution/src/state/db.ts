@@ -377,7 +377,8 @@ export class StateDb {
         }
         continue;
       }
-      const rec: AccountData = { ...next, storageRoot };
+      // Object.assign, not { ...next, storageRoot }: see scripts/patch-deps.mjs on V8 and spreads.
+      const rec: AccountData = Object.assign({}, next, { storageRoot });
       const enc = encodeAccount(rec);
       const oldEnc = old ? encodeAccount(old) : undefined;
       if (oldEnc && equal(oldEnc, enc)) continue;
@@ -514,7 +515,7 @@ export class StateDb {
       if (a.code && a.code.length > 0) {
         ops.push({ type: 'put', key: concat(Uint8Array.of(P.code), a.data.codeHash), value: a.code });
       }
-      const enc = encodeAccount({ ...a.data, storageRoot });
+      const enc = encodeAccount(Object.assign({}, a.data, { storageRoot }));
       ops.push({ type: 'put', key: latestKey('account', a.addr), value: enc });
       entries.push([keccak256(fromHex(a.addr)), enc]);
     }
