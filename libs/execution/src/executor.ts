@@ -1,6 +1,7 @@
 // The executor: the application consensus drives (ABCI 2.0-style Application) and the chain the
 // Ethereum JSON-RPC reads (EthChain). It owns the EVM, the world state, the mempool and the
 // Ethereum view of blocks, and persists each block in one synced RocksDB batch at commit.
+import { performance } from 'node:perf_hooks';
 import type { Common } from '@ethereumjs/common';
 import type { EVMMockBlockchainInterface } from '@ethereumjs/evm';
 import { Address } from '@ethereumjs/util';
@@ -99,6 +100,15 @@ const APP_VERSION = 1n;
 function appHashOf(stateRoot: Uint8Array, nextBaseFee: bigint): Uint8Array {
   return keccak256(concat(stateRoot, bigIntToFixed(nextBaseFee, 32)));
 }
+/**
+ * Longest stretch of block execution without a turn of the event loop. EthereumJS only awaits
+ * promises that are already resolved, so a block of a thousand transactions otherwise held the
+ * thread for hundreds of milliseconds: every transaction submitted and every read made meanwhile
+ * waited for the whole block. Nothing that runs in these turns writes the state being built.
+ */
+const EXEC_SLICE_MS = 10;
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 /** Idle VMs kept for eth_call / estimateGas / createAccessList. */
 const VM_POOL = 8;
 /** eth_call transactions kept for reuse (a dapp polls the same calls); cleared when full. */
@@ -604,7 +614,14 @@ export class Executor implements Application, EthChain {
     let baseFees = 0n;
     let minTip: bigint | undefined;
     const limits = this.limits();
+    let sliceStart = performance.now();
     for (let i = 0; i < req.txs.length; i++) {
+      if (performance.now() - sliceStart >= EXEC_SLICE_MS) {
+        // Let the rest of the node run (CheckTx of arriving transactions, JSON-RPC reads of the
+        // committed state), as CometBFT runs CheckTx beside FinalizeBlock; see EXEC_SLICE_MS.
+        await yieldToLoop();
+        sliceStart = performance.now();
+      }
       const d = decoded[i];
       const reject = (code: number, log: string, gasWanted = 0n): void => {
         txResults.push({
