@@ -29,6 +29,12 @@ export interface BenchOptions {
   idleSettleSeconds: number;
   /** Run noded under `node --cpu-prof` and summarise the profile. */
   profile: boolean;
+  /**
+   * Rounds: each starts every target afresh and runs every workload, the order of the targets
+   * alternating; the table shows each figure's median over the rounds, and each ratio is the median
+   * of the rounds' own ratios (a round's two runs are minutes apart, all rounds are not).
+   */
+  rounds: number;
   /** Overrides [consensus] timeout_commit of the fresh noded home (default: what `noded init` wrote). */
   timeoutCommit?: string;
   /** Directory for results (default <repo>/bench/results). */
@@ -55,6 +61,7 @@ under bench/results/.
   --read-concurrency C       connections kept busy by the read load (default 8)
   --loader auto|wrk|node     read load generator: wrk if installed (auto), or the built-in node:http loop
   --idle-settle S            seconds a started node idles before its idle memory is read (default 5, quick 2)
+  --rounds R                 run both nodes R times in alternating order; medians in the table (default 1)
   --profile                  run noded under node --cpu-prof and print its top self-time functions
   --timeout-commit DUR       override noded's [consensus] timeout_commit (e.g. 500ms)
   --out DIR                  results directory (default bench/results)
@@ -94,6 +101,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | null {
       loader: { type: 'string' },
       'idle-settle': { type: 'string' },
       profile: { type: 'boolean', default: false },
+      rounds: { type: 'string' },
       'timeout-commit': { type: 'string' },
       out: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
@@ -149,6 +157,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | null {
     loader,
     idleSettleSeconds: int('idle-settle', values['idle-settle'], quick ? 2 : 5, 0, 120),
     profile: values.profile === true,
+    rounds: int('rounds', values.rounds, 1, 1, 9),
     timeoutCommit,
     outDir: values.out,
   };

@@ -34,6 +34,8 @@ export const READ_METHODS: ReadMethod[] = ['eth_blockNumber', 'eth_getBalance', 
 
 export interface TargetRun {
   target: TargetName;
+  /** 1-based round (--rounds); absent in reports written before rounds existed. */
+  round?: number;
   version?: string;
   /** Set when the target failed to start or a workload threw; figures gathered before stay. */
   error?: string;
@@ -150,13 +152,46 @@ export interface TableLine {
 const fmt = (v: number | undefined, digits: number) =>
   v === undefined || !Number.isFinite(v) ? '-' : v.toFixed(digits);
 
+function median(xs: number[]): number | undefined {
+  const v = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (v.length === 0) return undefined;
+  const m = v.length >> 1;
+  return v.length % 2 === 1 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+/** The rounds' runs of one target (one run per round; a report without rounds is one round). */
+function runsOf(report: BenchReport, target: TargetName): Map<number, TargetRun> {
+  const out = new Map<number, TargetRun>();
+  for (const r of report.runs) if (r.target === target) out.set(r.round ?? 1, r);
+  return out;
+}
+
+/** A row's figure per node (median over rounds) and the median of the rounds' own ratios. */
+function rowFigures(
+  report: BenchReport,
+  row: Row,
+): { h?: number; n?: number; ratio: number; rounds: number[] } {
+  const hh = runsOf(report, 'hardhat');
+  const nd = runsOf(report, 'noded');
+  const values = (runs: Map<number, TargetRun>) =>
+    [...runs.values()].map((r) => row.get(r)).filter((v): v is number => v !== undefined);
+  const perRound: number[] = [];
+  for (const [round, n] of nd) {
+    const h = hh.get(round);
+    const r = ratio(n === undefined ? undefined : row.get(n), h === undefined ? undefined : row.get(h));
+    if (Number.isFinite(r)) perRound.push(r);
+  }
+  return {
+    h: median(values(hh)),
+    n: median(values(nd)),
+    ratio: median(perRound) ?? Number.NaN,
+    rounds: perRound,
+  };
+}
+
 export function tableLines(report: BenchReport): TableLine[] {
-  const hh = report.runs.find((r) => r.target === 'hardhat');
-  const nd = report.runs.find((r) => r.target === 'noded');
   return ROWS.filter((row) => !row.workload || report.options.workloads.includes(row.workload)).map((row) => {
-    const h = hh ? row.get(hh) : undefined;
-    const n = nd ? row.get(nd) : undefined;
-    const r = ratio(n, h);
+    const { h, n, ratio: r } = rowFigures(report, row);
     const met = row.target?.check(n, r);
     return {
       label: row.label,
@@ -193,6 +228,11 @@ export function headerLines(report: BenchReport): string[] {
   if (w.includes('reads')) {
     lines.push(
       `reads: ${o.readSeconds} s per method (after ${o.readWarmupSeconds} s warm-up), ${o.readConcurrency} keep-alive connections, ${report.loader}`,
+    );
+  }
+  if ((o.rounds ?? 1) > 1) {
+    lines.push(
+      `rounds: ${o.rounds}, node order alternating; figures are medians over the rounds, ratios the median of each round's ratio`,
     );
   }
   return lines;
@@ -243,6 +283,16 @@ export function formatMarkdown(report: BenchReport): string {
     out.push(`| ${l.label} | ${l.unit} | ${l.hardhat} | ${l.noded} | ${l.ratio} | ${l.target} | ${l.met} |`);
   }
   out.push('');
+  if ((report.options.rounds ?? 1) > 1) {
+    out.push("Each round's noded/Hardhat ratio, in round order:", '');
+    for (const row of ROWS.filter(
+      (r) => r.target && (!r.workload || report.options.workloads.includes(r.workload)),
+    )) {
+      const { rounds } = rowFigures(report, row);
+      out.push(`- ${row.label}: ${rounds.map((x) => `${x.toFixed(2)}x`).join(', ') || '-'}`);
+    }
+    out.push('');
+  }
   for (const r of report.runs) {
     const notes: string[] = [];
     if (r.error) notes.push(`error: ${r.error.split('\n')[0]}`);

@@ -194,11 +194,14 @@ async function benchTarget(
   opts: BenchOptions,
   report: BenchReport,
   loader: 'wrk' | 'node',
+  round: number,
 ) {
-  const run: TargetRun = { target: name, memory: {}, reads: {} };
+  const run: TargetRun = { target: name, round, memory: {}, reads: {} };
   report.runs.push(run);
   const profileDir =
-    opts.profile && name === 'noded' ? join(resultsDir(opts), 'profiles', stamp(report)) : undefined;
+    opts.profile && name === 'noded'
+      ? join(resultsDir(opts), 'profiles', opts.rounds > 1 ? `${stamp(report)}-round${round}` : stamp(report))
+      : undefined;
   let target: BenchTarget | undefined;
   const t0 = performance.now();
   try {
@@ -357,7 +360,12 @@ async function main(): Promise<number> {
     report.solc = compileToken().solcVersion;
     log(`compiled BenchToken with solc ${report.solc} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   }
-  for (const name of opts.targets) await benchTarget(name, opts, report, loader.kind);
+  for (let round = 1; round <= opts.rounds; round++) {
+    // Alternating order, so that neither node always runs first (or on a warmer, busier machine).
+    const order = round % 2 === 1 ? opts.targets : [...opts.targets].reverse();
+    if (opts.rounds > 1) log(`round ${round} of ${opts.rounds}: ${order.join(', ')}`);
+    for (const name of order) await benchTarget(name, opts, report, loader.kind, round);
+  }
   report.finishedAt = new Date().toISOString();
   report.machine.loadAvgAtEnd = loadavg().map((x) => Math.round(x * 100) / 100);
 

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseBenchArgs } from '../../bench/args.js';
-import { type BenchReport, tableLines } from '../../bench/report.js';
+import { type BenchReport, formatMarkdown, tableLines } from '../../bench/report.js';
 import {
   percentile,
   percentileSorted,
@@ -137,5 +137,34 @@ describe('bench table', () => {
     r.runs[1].transfers!.timedOut = true;
     assert.equal(line(r, 'value transfers tx/s').noded, '-');
     assert.equal(line(r, 'value transfers tx/s').met, 'n/a');
+  });
+
+  it('with rounds: each figure is the median over rounds, each ratio the median of the rounds own ratios', () => {
+    // Three rounds; the machine was slow for both nodes in round 2. Per-round value-transfer ratios
+    // 2.0, 1.5, 2.2 -> median 2.0 (the ratio of the medians, 200 / 110, would say 1.82).
+    const rounds = [
+      { h: 100, n: 200 },
+      { h: 60, n: 90 },
+      { h: 110, n: 242 },
+    ];
+    const r = report(0, 1, 100);
+    const [hh, nd] = r.runs;
+    r.options = { ...r.options, rounds: 3 };
+    r.runs = rounds.flatMap((x, i) => [
+      { ...hh, round: i + 1, transfers: { ...hh.transfers!, txPerSec: x.h } },
+      { ...nd, round: i + 1, transfers: { ...nd.transfers!, txPerSec: x.n } },
+    ]);
+    const l = line(r, 'value transfers tx/s');
+    assert.equal(l.hardhat, '100.0');
+    assert.equal(l.noded, '200.0');
+    assert.equal(l.ratio, '2.00x');
+    assert.equal(l.met, 'met');
+    assert.match(formatMarkdown(r), /value transfers tx\/s: 2\.00x, 1\.50x, 2\.20x/);
+  });
+
+  it('parses --rounds and refuses out-of-range values', () => {
+    assert.equal(parseBenchArgs(['--rounds', '3'])!.rounds, 3);
+    assert.equal(parseBenchArgs([])!.rounds, 1);
+    assert.throws(() => parseBenchArgs(['--rounds', '0']), /--rounds 0: must be between 1 and 9/);
   });
 });
