@@ -209,7 +209,7 @@ export function headerLines(report: BenchReport): string[] {
   const m = report.machine;
   const o = report.options;
   const w = o.workloads;
-  const versions = report.runs.map((r) => r.version ?? r.target).join(', ');
+  const versions = [...new Set(report.runs.map((r) => r.version ?? r.target))].join(', ');
   const txs = [
     w.includes('transfers') ? `${o.transfers} value` : '',
     w.includes('erc20') ? `${o.erc20} ERC-20` : '',
