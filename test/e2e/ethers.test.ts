@@ -21,7 +21,14 @@ describe('ethers v6 against noded chain-local', { timeout: 240_000 }, () => {
 
   before(async () => {
     env = await startLocalNode({ timeoutCommit: '300ms' });
-    provider = new JsonRpcProvider(env.node.ethUrl, undefined, { staticNetwork: true, pollingInterval: 200 });
+    // cacheTimeout -1: ethers reuses an identical request's answer for 250 ms by default, so with
+    // 300 ms blocks a second send could reuse the first one's pending nonce after the first was
+    // already mined ("nonce too low"), an ethers behaviour against any fast chain, not a node fault.
+    provider = new JsonRpcProvider(env.node.ethUrl, undefined, {
+      staticNetwork: true,
+      pollingInterval: 200,
+      cacheTimeout: -1,
+    });
   });
 
   after(async () => {
