@@ -68,7 +68,6 @@ export {
   evidenceHash,
   evidenceListHash,
   headerHash,
-  merkleRoot,
   partSetHeaderOf,
   txResultsHash,
   txsHash,

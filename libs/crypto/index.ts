@@ -12,6 +12,8 @@ export {
   nodeIdFromPublicKey,
 } from './src/ed25519.js';
 export { keccak256, sha256 } from './src/hash.js';
+// The RFC 6962 Merkle tree of CometBFT (header data_hash, transaction proofs).
+export { merkleProof, merkleRoot } from './src/merkle.js';
 // secp256k1 for Ethereum accounts.
 export {
   ethAddressFromPrivateKey,

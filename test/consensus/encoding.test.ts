@@ -10,13 +10,12 @@ import {
   evidenceListHash,
   headerHash,
   makeDuplicateVoteEvidence,
-  merkleRoot,
   partSetHeaderOf,
   proposalSignBytes,
   txsHash,
   voteSignBytes,
 } from '../../libs/consensus/index.js';
-import { sha256 } from '../../libs/crypto/index.js';
+import { merkleRoot, sha256 } from '../../libs/crypto/index.js';
 import type { Block, Header } from '../../libs/types/index.js';
 import {
   blockFor,

@@ -1,7 +1,7 @@
 // Deterministic hashes of blocks and their parts, following CometBFT v0.38 (documented in
-// docs/consensus.md): RFC 6962 merkle trees over sha256, header hash over the protobuf encoding of
+// docs/consensus.md): RFC 6962 merkle trees over sha256 (libs/crypto), header hash over the protobuf encoding of
 // each header field, block parts of 64 KiB.
-import { sha256 } from '../../crypto/index.js';
+import { merkleRoot, sha256 } from '../../crypto/index.js';
 import type {
   Block,
   BlockId,
@@ -25,36 +25,6 @@ import {
 
 /** Size of one block part (CometBFT's BlockPartSizeBytes). */
 export const BLOCK_PART_SIZE = 65536;
-
-const LEAF = new Uint8Array([0]);
-const INNER = new Uint8Array([1]);
-
-function concat(...parts: Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Uint8Array(n);
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
-
-/** Largest power of two strictly below n (n >= 2). */
-function splitPoint(n: number): number {
-  let k = 1;
-  while (k * 2 < n) k *= 2;
-  return k;
-}
-
-/** RFC 6962 merkle root: leaf = sha256(0x00||item), inner = sha256(0x01||l||r), empty = sha256(""). */
-export function merkleRoot(items: Uint8Array[]): Uint8Array {
-  if (items.length === 0) return sha256(new Uint8Array(0));
-  if (items.length === 1) return sha256(concat(LEAF, items[0]!));
-  const k = splitPoint(items.length);
-  return sha256(concat(INNER, merkleRoot(items.slice(0, k)), merkleRoot(items.slice(k))));
-}
 
 // cdcEncode of CometBFT: the value wrapped in a gogoproto StringValue/Int64Value/BytesValue (field 1).
 function cdcString(s: string): Uint8Array {
