@@ -149,7 +149,6 @@ function snapshotOf(chain: EthChain): ChainSnapshot {
  * the transfer figures, so only the pending hashes, hundreds per block, are grouped.
  */
 class Outbox<M> {
-  private queue: M[] = [];
   private scheduled = false;
 
   constructor(
@@ -159,8 +158,7 @@ class Outbox<M> {
   ) {}
 
   push(m: M): void {
-    this.queue.push(m);
-    this.flush();
+    this.flush(m);
   }
 
   schedule(): void {
@@ -169,23 +167,20 @@ class Outbox<M> {
     setImmediate(() => this.flush());
   }
 
-  flush(): void {
+  private flush(m?: M): void {
     this.scheduled = false;
     const batch = this.prelude();
-    if (this.queue.length > 0) {
-      for (const m of this.queue) batch.push(m);
-      this.queue = [];
-    }
+    if (m !== undefined) batch.push(m);
     if (batch.length === 0) return;
     try {
       this.channel.postMessage(batch);
     } catch (err) {
       // One message could not be cloned: send the others, and a replacement for that one.
-      for (const m of batch) {
+      for (const x of batch) {
         try {
-          this.channel.postMessage([m]);
+          this.channel.postMessage([x]);
         } catch {
-          const alt = this.onUncloneable(m, err as Error);
+          const alt = this.onUncloneable(x, err as Error);
           if (alt !== undefined) this.channel.postMessage([alt]);
         }
       }
@@ -478,8 +473,8 @@ export class EthEdgeClient {
     try {
       if (this.server === undefined) throw new Error('JSON-RPC edge: no server to command');
       const v = c === 'close' ? await this.server.close() : await this.server[c](...(a as [string, number]));
-      if (c === 'close') this.flushObs();
       // Metrics still held go out ahead of the answer, after which the host ends the thread.
+      if (c === 'close') this.flushObs();
       this.out.push({ t: 'done', id, v });
     } catch (err) {
       this.out.push({ t: 'fail', id, e: toWire(err) });
