@@ -61,17 +61,19 @@ export class EthRpcThread {
     worker.on('message', (m) => {
       for (const fn of listeners) fn(m);
     });
+    // An uncaught error is followed by 'exit': the node hears about the first of the two only.
+    let failed = false;
+    const fail = (err: Error) => {
+      host.abort(err); // also while stopping: a close() waiting on the thread must not hang
+      if (this.stopping || failed) return;
+      failed = true;
+      deps.onFatal(err);
+    };
     worker.on('error', (err) => {
       deps.logger.error({ err: err.stack ?? err.message }, 'JSON-RPC thread failed');
-      host.abort(err);
-      if (!this.stopping) deps.onFatal(err);
+      fail(err);
     });
-    worker.on('exit', (code) => {
-      if (this.stopping) return;
-      const err = new Error(`JSON-RPC thread exited with code ${code}`);
-      host.abort(err);
-      deps.onFatal(err);
-    });
+    worker.on('exit', (code) => fail(new Error(`JSON-RPC thread exited with code ${code}`)));
     this.worker = worker;
     this.host = host;
   }
