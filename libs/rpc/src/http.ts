@@ -1,5 +1,6 @@
 // HTTP helpers shared by the servers of this lib.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Logger } from '../../types/index.js';
 
 /**
@@ -23,4 +24,37 @@ export function enforceWriteTimeout(
   }, ms);
   timer.unref();
   res.on('close', () => clearTimeout(timer));
+}
+
+/** Binds `server` (HTTP or HTTPS); resolves with the bound port (useful with port 0). */
+export function listenOn(server: Server, host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+/** Stops accepting and closes every open connection; nothing to do when it never listened. */
+export function closeServer(server: Server | undefined): Promise<void> {
+  if (server === undefined || !server.listening) return Promise.resolve();
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+/**
+ * Answers requests Node's parser refuses (431 for oversized headers, 400 otherwise) and closes the
+ * connection, instead of Node's default of resetting it without a reply.
+ */
+export function answerClientErrors(server: Server): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) socket.destroy();
+    else if (err.code === 'HPE_HEADER_OVERFLOW') {
+      socket.end('HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n');
+    } else socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+  });
 }

@@ -2,10 +2,10 @@
 // JSON-RPC POST to / (batches too) and over /websocket on the same port, answering like
 // CometBFT v0.38's rpc/jsonrpc/server.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { type RawData, WebSocket, WebSocketServer } from 'ws';
 import type { EventBus, Logger, NodeReader } from '../../../types/index.js';
-import { enforceWriteTimeout } from '../http.js';
+import { answerClientErrors, closeServer, enforceWriteTimeout, listenOn } from '../http.js';
 import type { Json } from './encode.js';
 import { type CometEvent, EventHub, type SubscriptionSink } from './events.js';
 import type { TxIndexer } from './indexer.js';
@@ -278,27 +278,15 @@ export class CometRpcServer {
       }
       wss.handleUpgrade(req, socket, head, (ws) => this.acceptWs(ws, socket));
     });
-    server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-      if (!socket.writable) socket.destroy();
-      else if (err.code === 'HPE_HEADER_OVERFLOW') {
-        socket.end('HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n');
-      } else socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-    });
+    answerClientErrors(server);
     this.hub.start();
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
+    const bound = await listenOn(server, host, port);
     this.server = server;
     this.wss = wss;
     this.heartbeatTimer = setInterval(() => {
       for (const c of this.connections) c.heartbeat();
     }, 27_000); // CometBFT pings every 27s and drops a client silent for 30s
     this.heartbeatTimer.unref();
-    const bound = (server.address() as AddressInfo).port;
     this.logger.info({ host, port: bound }, 'Starting RPC HTTP server');
     return bound;
   }
@@ -313,11 +301,7 @@ export class CometRpcServer {
     this.server = undefined;
     this.wss?.close();
     this.wss = undefined;
-    if (!server) return;
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
+    await closeServer(server);
   }
 
   // ---- HTTP ---------------------------------------------------------------------------------

@@ -2,10 +2,10 @@
 // (node:http) on [evm] rpc_address and WebSocket (ws) on [evm] ws_address, subscriptions fed from
 // the event bus, and the [evm.rpc] limits.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { EthBlock, EthChain, EthLog, EventBus, Hex, Logger, NodeEvent } from '../../../types/index.js';
+import { closeServer, listenOn } from '../http.js';
 import { type CallContext, EthApi, type SyncStatus } from './api.js';
 import type { DevAccounts } from './dev-accounts.js';
 import { invalidRequest, methodNotFound, parseError, RpcError, RpcErrorCode } from './errors.js';
@@ -70,24 +70,6 @@ function resultText(id: unknown, result: unknown): string {
   return JSON.stringify({ jsonrpc: '2.0', id, result: result === undefined ? null : result });
 }
 
-function listen(server: Server, host: string, port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
-}
-
-function closeServer(server: Server | undefined): Promise<void> {
-  if (server === undefined || !server.listening) return Promise.resolve();
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
-  });
-}
-
 export class EthRpcServer {
   private readonly api: EthApi;
   private readonly filters: FilterManager;
@@ -139,7 +121,7 @@ export class EthRpcServer {
   async listenHttp(host: string, port: number): Promise<number> {
     if (this.httpServer !== undefined) throw new Error('EthRpcServer: HTTP is already listening');
     this.httpServer = this.createHttpServer();
-    return listen(this.httpServer, host, port);
+    return listenOn(this.httpServer, host, port);
   }
 
   /** Serves JSON-RPC and subscriptions over WebSocket (plain HTTP POST works there too). */
@@ -167,7 +149,7 @@ export class EthRpcServer {
       this.pingTimer = setInterval(() => this.pingAll(), this.options.wsPingIntervalMs);
       this.pingTimer.unref();
     }
-    return listen(server, host, port);
+    return listenOn(server, host, port);
   }
 
   /** Open WebSocket connections (for metrics and health). */

@@ -8,10 +8,10 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+
 import type { EthChain, Logger, NodeReader } from '../../../types/index.js';
 import type { TxIndexer } from '../comet/indexer.js';
-import { enforceWriteTimeout } from '../http.js';
+import { answerClientErrors, closeServer, enforceWriteTimeout, listenOn } from '../http.js';
 import { openApiDocument } from './openapi.js';
 import { ApiConfigError, type ApiOptions, validateApiOptions } from './options.js';
 import { type FeeMarketParams, GatewayError, matchRoute, REST_ROUTES, type RestContext } from './routes.js';
@@ -110,21 +110,9 @@ export class RestServer {
     }
     if (o.maxOpenConnections > 0) server.maxConnections = o.maxOpenConnections;
     server.on('request', (req: IncomingMessage, res: ServerResponse) => this.handle(req, res));
-    server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-      if (!socket.writable) socket.destroy();
-      else if (err.code === 'HPE_HEADER_OVERFLOW') {
-        socket.end('HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n');
-      } else socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
+    answerClientErrors(server);
+    const bound = await listenOn(server, host, port);
     this.server = server;
-    const bound = (server.address() as AddressInfo).port;
     this.logger.info({ host, port: bound, tls: this.tls }, 'REST API listening');
     return bound;
   }
@@ -132,11 +120,7 @@ export class RestServer {
   async close(): Promise<void> {
     const server = this.server;
     this.server = undefined;
-    if (!server) return;
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
+    await closeServer(server);
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
