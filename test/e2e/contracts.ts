@@ -1,8 +1,5 @@
 // Solidity sources for end-to-end tests, compiled with solc-js (offline) at test time.
-import { createRequire } from 'node:module';
-
-const require = createRequire(import.meta.url);
-const solc = require('solc') as { compile(input: string): string; version(): string };
+import { type CompiledContract, compileSolidity } from '../solc.js';
 
 export const TOKEN_SOURCE = `// SPDX-License-Identifier: MIT
 pragma solidity ^0.8.20;
@@ -85,35 +82,9 @@ contract Probe {
 }
 `;
 
-export interface Compiled {
-  abi: unknown[];
-  bytecode: `0x${string}`;
-}
+export type Compiled = CompiledContract;
 
-const cache = new Map<string, Record<string, Compiled>>();
-
+/** Compiles one source file for the e2e tests (EVM cancun, as the Hardhat project does). */
 export function compile(source: string): Record<string, Compiled> {
-  const hit = cache.get(source);
-  if (hit) return hit;
-  const input = {
-    language: 'Solidity',
-    sources: { 'main.sol': { content: source } },
-    settings: {
-      optimizer: { enabled: true, runs: 200 },
-      evmVersion: 'cancun',
-      outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object'] } },
-    },
-  };
-  const out = JSON.parse(solc.compile(JSON.stringify(input))) as {
-    errors?: Array<{ severity: string; formattedMessage: string }>;
-    contracts: Record<string, Record<string, { abi: unknown[]; evm: { bytecode: { object: string } } }>>;
-  };
-  const errors = (out.errors ?? []).filter((e) => e.severity === 'error');
-  if (errors.length > 0) throw new Error(errors.map((e) => e.formattedMessage).join('\n'));
-  const result: Record<string, Compiled> = {};
-  for (const [name, c] of Object.entries(out.contracts['main.sol'])) {
-    result[name] = { abi: c.abi, bytecode: `0x${c.evm.bytecode.object}` };
-  }
-  cache.set(source, result);
-  return result;
+  return compileSolidity({ 'main.sol': source }, 'cancun');
 }

@@ -1,6 +1,6 @@
 // Shared helpers of the execution tests: keys, native-speed transaction signing, an executor on a
 // MemoryKV or RocksKV, block production, and solc-js compilation.
-import { createRequire } from 'node:module';
+
 import { RLP } from '@ethereumjs/rlp';
 import {
   createAccessList2930Tx,
@@ -26,6 +26,7 @@ import {
   type NodeEvent,
   silentLogger,
 } from '../../libs/types/index.js';
+import { compileSolidity } from '../solc.js';
 
 export const CHAIN_ID = 31337n;
 export const GWEI = 1_000_000_000n;
@@ -273,47 +274,9 @@ export async function produceBlock(n: TestNode, txs?: Uint8Array[]): Promise<Fin
 
 // ---------------------------------------------------------------- solc
 
-const require = createRequire(import.meta.url);
-const compiled = new Map<string, Record<string, { abi: unknown[]; bytecode: Hex; deployed: Hex }>>();
-
 /** Compiles Solidity sources with solc-js (offline), memoised per source text. */
 export function compile(
   sources: Record<string, string>,
 ): Record<string, { abi: unknown[]; bytecode: Hex; deployed: Hex }> {
-  const id = JSON.stringify(sources);
-  const hit = compiled.get(id);
-  if (hit) return hit;
-  const solc = require('solc') as { compile(input: string): string };
-  const input = {
-    language: 'Solidity',
-    sources: Object.fromEntries(Object.entries(sources).map(([k, v]) => [k, { content: v }])),
-    settings: {
-      optimizer: { enabled: true, runs: 200 },
-      outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object', 'evm.deployedBytecode.object'] } },
-    },
-  };
-  const out = JSON.parse(solc.compile(JSON.stringify(input))) as {
-    errors?: Array<{ severity: string; formattedMessage: string }>;
-    contracts: Record<
-      string,
-      Record<
-        string,
-        { abi: unknown[]; evm: { bytecode: { object: string }; deployedBytecode: { object: string } } }
-      >
-    >;
-  };
-  const errors = (out.errors ?? []).filter((e) => e.severity === 'error');
-  if (errors.length > 0) throw new Error(errors.map((e) => e.formattedMessage).join('\n'));
-  const result: Record<string, { abi: unknown[]; bytecode: Hex; deployed: Hex }> = {};
-  for (const file of Object.values(out.contracts)) {
-    for (const [name, c] of Object.entries(file)) {
-      result[name] = {
-        abi: c.abi,
-        bytecode: `0x${c.evm.bytecode.object}`,
-        deployed: `0x${c.evm.deployedBytecode.object}`,
-      };
-    }
-  }
-  compiled.set(id, result);
-  return result;
+  return compileSolidity(sources);
 }
