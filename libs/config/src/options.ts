@@ -1,5 +1,6 @@
 // Mappers from the parsed files to the option records each lib takes (camelCase of the keys,
 // durations in ms, integer strings as bigint).
+import type { GasOptions, MempoolOptions } from '../../execution/index.js';
 import type { ApiOptions, CometRpcOptions, EthRpcOptions } from '../../rpc/index.js';
 import type { InstrumentationOptions } from '../../telemetry/index.js';
 import type { AppToml } from './schema/app-toml.js';
@@ -20,23 +21,8 @@ export interface ExecutorSettings {
   /** pruning_keep_recent: heights of state kept in full mode. */
   keepRecent: number;
   /** [evm.gas]: the fee market. */
-  gas: {
-    baseFee: bigint;
-    minGasPrice: bigint;
-    maxGasPrice: bigint;
-    gasTarget: bigint;
-    blockGasLimit: bigint;
-  };
-  mempool: {
-    size: number;
-    maxTxsBytes: number;
-    maxTxBytes: number;
-    cacheSize: number;
-    recheck: boolean;
-    maxTxsPerSender: number;
-    /** Percent. */
-    priceBump: number;
-  };
+  gas: GasOptions;
+  mempool: MempoolOptions & { cacheSize: number };
   /** [evm.rpc] allow_unprotected_txs. */
   allowUnprotectedTxs: boolean;
   /** [evm.rpc] txfee_cap in base units; 0n = no cap. */

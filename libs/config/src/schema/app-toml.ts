@@ -1,5 +1,6 @@
 // app.toml: application settings (seed §2.3, §2.4): the REST API, the EVM and its JSON-RPC, pruning.
 // Key names follow Cosmos SDK / Ethermint habits; values are the seed's, else geth's defaults.
+import type { GasOptions } from '../../../execution/index.js';
 import type { EthRpcOptions } from '../../../rpc/index.js';
 import { NODE_MODES, type NodeMode } from '../constants.js';
 import {
@@ -174,13 +175,8 @@ export interface AppToml {
     apiAddress: ListenAddress;
     maxGasPrice: bigint;
     minGasPrice: bigint;
-    gas: {
-      baseFee: bigint;
-      minGasPrice: bigint;
-      maxGasPrice: bigint;
-      gasTarget: bigint;
-      blockGasLimit: bigint;
-    };
+    /** [evm.gas]: the executor's fee-market options. */
+    gas: GasOptions;
     /** [evm.rpc]: the JSON-RPC server's own option record (txFeeCap in base units; 0n = no cap). */
     rpc: Required<EthRpcOptions>;
   };

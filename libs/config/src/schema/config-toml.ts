@@ -1,6 +1,8 @@
 // config.toml: the CometBFT-style node configuration (seed §2.3, §2.4). Key names are CometBFT's so
 // operators' habits and tooling carry over; defaults are the seed's, else CometBFT v0.38's.
 import { hostname } from 'node:os';
+import type { MempoolOptions } from '../../../execution/index.js';
+import type { CometRpcOptions } from '../../../rpc/index.js';
 import {
   checkPeerList,
   type ListenAddress,
@@ -173,20 +175,8 @@ export interface ConfigToml {
   moniker: string;
   logLevel: LogLevel;
   logFormat: 'plain' | 'json';
-  rpc: {
-    laddr: ListenAddress;
-    corsAllowedOrigins: string[];
-    maxOpenConnections: number;
-    maxSubscriptionClients: number;
-    maxSubscriptionsPerClient: number;
-    experimentalSubscriptionBufferSize: number;
-    experimentalCloseOnSlowClient: boolean;
-    timeoutBroadcastTxCommitMs: number;
-    maxRequestBatchSize: number;
-    maxBodyBytes: number;
-    maxHeaderBytes: number;
-    unsafe: boolean;
-  };
+  /** [rpc]: the CometBFT RPC server's own option record, with the listen address parsed. */
+  rpc: Omit<CometRpcOptions, 'laddr' | 'writeTimeoutMs'> & { laddr: ListenAddress };
   p2p: {
     laddr: ListenAddress;
     /** "" when not set. */
@@ -197,15 +187,8 @@ export interface ConfigToml {
     maxNumInboundPeers: number;
     maxNumOutboundPeers: number;
   };
-  mempool: {
-    size: number;
-    maxTxsBytes: number;
-    maxTxBytes: number;
-    cacheSize: number;
-    recheck: boolean;
-    maxTxsPerSender: number;
-    priceBump: number;
-  };
+  /** [mempool]: the executor's mempool options, plus CometBFT's cache_size. */
+  mempool: MempoolOptions & { cacheSize: number };
   consensus: {
     timeoutProposeMs: number;
     timeoutProposeDeltaMs: number;
