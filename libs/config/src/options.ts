@@ -1,5 +1,6 @@
 // Mappers from the parsed files to the option records each lib takes (camelCase of the keys,
 // durations in ms, integer strings as bigint).
+import type { TimeoutConfig } from '../../consensus/index.js';
 import type { GasOptions, MempoolOptions } from '../../execution/index.js';
 import type { ApiOptions, CometRpcOptions, EthRpcOptions } from '../../rpc/index.js';
 import type { InstrumentationOptions } from '../../telemetry/index.js';
@@ -34,15 +35,7 @@ export interface ExecutorSettings {
 
 /** [consensus], shaped like libs/consensus's ConsensusRuntimeOptions (timeouts in ms). */
 export interface ConsensusTimeouts {
-  timeouts: {
-    propose: number;
-    proposeDelta: number;
-    prevote: number;
-    prevoteDelta: number;
-    precommit: number;
-    precommitDelta: number;
-    commit: number;
-  };
+  timeouts: TimeoutConfig;
   createEmptyBlocks: boolean;
   createEmptyBlocksIntervalMs: number;
   doubleSignCheckHeight: number;
