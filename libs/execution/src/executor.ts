@@ -50,15 +50,15 @@ import {
   toHex,
   toKey,
 } from './bytes.js';
-import { bloomAdd, bloomMayContain, type EthHeader, encodeHeader, ZERO_ADDRESS } from './chain/header.js';
+import { bloomAdd, bloomMayContain, type EthHeader, ZERO_ADDRESS } from './chain/header.js';
 import { renderBlock, renderLogs, renderReceipt, renderReceipts, renderTx } from './chain/render.js';
 import {
-  blockSize,
   ChainStore,
   encodeConsensusReceipt,
   type StoredBlock,
   type StoredReceipt,
   type StoredTx,
+  sealBlock,
 } from './chain/store.js';
 import { keccak as keccak256 } from './crypto/keccak.js';
 import { ArchiveOnPrunedStoreError, ExecutionError, SupplyInvariantError } from './errors.js';
@@ -360,15 +360,7 @@ export class Executor implements Application, EthChain {
       mixHash: new Uint8Array(32),
       baseFeePerGas: this.baseFee,
     };
-    const headerEnc = encodeHeader(header);
-    const block: StoredBlock = {
-      number: BigInt(height),
-      hash: keccak256(headerEnc),
-      header,
-      headerEnc,
-      txHashes: [],
-      size: blockSize(headerEnc, []),
-    };
+    const block = sealBlock(header, [], []);
     const ops: BatchOp[] = [...g.ops, ...this.chain.blockOps(block, [], [])];
     const metaOps: Record<string, string> = {
       [META.height]: String(height),
@@ -768,18 +760,11 @@ export class Executor implements Application, EthChain {
       mixHash: ctx.mixHash,
       baseFeePerGas: baseFee,
     };
-    const headerEnc = encodeHeader(header);
-    const stored: StoredBlock = {
-      number: BigInt(height),
-      hash: keccak256(headerEnc),
+    const stored = sealBlock(
       header,
-      headerEnc,
       txHashes,
-      size: blockSize(
-        headerEnc,
-        txs.map((t) => t.raw),
-      ),
-    };
+      txs.map((t) => t.raw),
+    );
     const next = nextBaseFee(baseFee, gasUsed, this.opts.gas);
     const tEnd = performance.now();
     this.timing = { txs: tExec - tStart, stateRoot: tRoot - tExec, rest: tEnd - tRoot };

@@ -15,7 +15,7 @@ import {
   rlpEncode,
 } from '../rlp.js';
 import { heightKey, P } from '../store/keys.js';
-import { decodeHeader, type EthHeader } from './header.js';
+import { decodeHeader, type EthHeader, encodeHeader } from './header.js';
 
 export interface StoredLog {
   address: Uint8Array;
@@ -58,6 +58,19 @@ export function encodeConsensusReceipt(r: StoredReceipt, bloom: Uint8Array): Uin
     r.logs.map((l) => [l.address, l.topics, l.data]),
   ]);
   return r.type === 0 ? body : concat(Uint8Array.of(r.type), body);
+}
+
+/** The stored form of a block: its header encoded and hashed, its size as geth reports it. */
+export function sealBlock(header: EthHeader, txHashes: Uint8Array[], raws: Uint8Array[]): StoredBlock {
+  const headerEnc = encodeHeader(header);
+  return {
+    number: header.number,
+    hash: keccak256(headerEnc),
+    header,
+    headerEnc,
+    txHashes,
+    size: blockSize(headerEnc, raws),
+  };
 }
 
 /** RLP size of the whole block as geth reports it (header, transactions, no uncles, no withdrawals). */
