@@ -171,22 +171,58 @@ describe('mempool admission (CheckTx) with geth messages', () => {
     assert.equal((await n.ex.checkTx(raw, 'new')).code, 0, 'the cap is an RPC rule only');
   });
 
-  it('per-sender limit and nonce gap', async () => {
-    const n = await startNode(rich([a]), { mempool: { ...defaultMempoolOptions, maxTxsPerSender: 3 } });
-    for (let i = 0n; i < 3n; i++) assert.equal((await check(n, a, { nonce: i, to: addr(b) })).code, 0);
+  it('a sender may go past max_txs_per_sender while the pool has room (geth account slots)', async () => {
+    const n = await startNode(rich([a]), {
+      mempool: { ...defaultMempoolOptions, maxTxsPerSender: 3, size: 10 },
+    });
+    for (let i = 0n; i < 8n; i++) assert.equal((await check(n, a, { nonce: i, to: addr(b) })).code, 0);
+    assert.equal(await n.ex.getNonce(addr(a), 'pending'), 8n);
+    const res = await produceBlock(n);
+    assert.equal(res.txResults.length, 8, 'all of them are proposed');
+  });
+
+  it('a full pool drops the newest transactions of the sender furthest over its slots first', async () => {
+    const opts = { mempool: { ...defaultMempoolOptions, maxTxsPerSender: 3, size: 6 } };
+    const n = await startNode(rich([a, b, c]), opts);
+    for (let i = 0n; i < 5n; i++) {
+      assert.equal((await check(n, a, { nonce: i, to: addr(c), tip: 5n * GWEI, maxFee: 50n * GWEI })).code, 0);
+    }
+    assert.equal((await check(n, c, { nonce: 0n, to: addr(a), tip: 5n * GWEI, maxFee: 50n * GWEI })).code, 0);
+    // b is within its 3 slots: it gets in although it pays less, and a loses its newest nonce.
+    assert.equal((await check(n, b, { nonce: 0n, to: addr(c), tip: GWEI })).code, 0);
+    const pool = await n.ex.txPool();
+    assert.deepEqual([...(pool.pending.get(addr(a))?.keys() ?? [])], [0n, 1n, 2n, 3n]);
+    assert.deepEqual([...(pool.pending.get(addr(b))?.keys() ?? [])], [0n]);
+    assert.equal(n.ex.unconfirmedTxs(10).total, 6);
+    // a is over its slots and the pool is full: a cannot push anybody out.
     await rejects(
       n,
       a,
-      { nonce: 3n, to: addr(b) },
-      `account limit exceeded: sender ${addr(a)} already has 3 transactions in the pool (max_txs_per_sender 3)`,
+      { nonce: 4n, to: addr(c), tip: 9n * GWEI, maxFee: 90n * GWEI },
+      `account limit exceeded: the pool is full and sender ${addr(a)} already has 4 transactions in it (max_txs_per_sender 3)`,
     );
-    const m = await startNode(rich([a]), { mempool: { ...defaultMempoolOptions, maxTxsPerSender: 3 } });
+    assert.equal(n.ex.unconfirmedTxs(10).total, 6, 'a refused transaction changes nothing');
+  });
+
+  it('queued transactions may run at most max_txs_per_sender nonces past the pending run', async () => {
+    const opts = { mempool: { ...defaultMempoolOptions, maxTxsPerSender: 3 } };
+    const m = await startNode(rich([a]), opts);
     await rejects(
       m,
       a,
       { nonce: 3n, to: addr(b) },
       'nonce too high: next nonce 0, tx nonce 3 (at most max_txs_per_sender=3 ahead)',
     );
+    for (let i = 0n; i < 5n; i++) assert.equal((await check(m, a, { nonce: i, to: addr(b) })).code, 0);
+    assert.equal((await check(m, a, { nonce: 7n, to: addr(b) })).code, 0, 'queued after a gap');
+    await rejects(
+      m,
+      a,
+      { nonce: 8n, to: addr(b) },
+      'nonce too high: next nonce 5, tx nonce 8 (at most max_txs_per_sender=3 ahead)',
+    );
+    const pool = await m.ex.txPool();
+    assert.deepEqual([...(pool.queued.get(addr(a))?.keys() ?? [])], [7n]);
   });
 
   it('a full pool evicts its cheapest transaction for a better one and refuses a cheaper one', async () => {

@@ -60,11 +60,20 @@ function cmpPrice(a: DecodedTx, b: DecodedTx, baseFee: bigint): number {
   return 0;
 }
 
+/** One sender's transactions in the pool, with the sums admission needs kept up to date. */
+interface SenderTxs {
+  byNonce: Map<bigint, PoolEntry>;
+  /** Sum of the entries' cost (value + gas * fee cap). */
+  cost: bigint;
+  /** The sender's state nonce when last seen (admission or a block). */
+  stateNonce: bigint;
+  /** Cached end of the executable run (first nonce from stateNonce not in the pool); undefined = unknown. */
+  end?: bigint;
+}
+
 export class Mempool {
-  private readonly bySender = new Map<string, Map<bigint, PoolEntry>>();
+  private readonly bySender = new Map<string, SenderTxs>();
   private readonly byHash = new Map<string, PoolEntry>();
-  /** Last known state nonce of each sender with transactions in the pool. */
-  private readonly nonces = new Map<string, bigint>();
   private bytes = 0;
   private seq = 0;
 
@@ -86,7 +95,14 @@ export class Mempool {
     return [...this.bySender.keys()];
   }
 
-  /** Checks the pool rules for `d` (its sender's state given); throws with geth's message. */
+  /**
+   * Checks the pool rules for `d` (its sender's state given); throws with geth's message.
+   *
+   * `max_txs_per_sender` works like geth's account slots: every sender is guaranteed that many
+   * transactions, and may hold more while the pool has room. A full pool makes room for a sender
+   * within its guarantee by dropping the newest transactions of the sender furthest above it, and
+   * only then by price; a sender already above its guarantee cannot push anybody out.
+   */
   plan(d: DecodedTx, st: SenderState, baseFee: bigint): AdmitPlan {
     if (this.byHash.has(d.hashHex)) throw new TxRejectedError(TxCode.alreadyKnown, 'already known');
     if (d.nonce < st.nonce) {
@@ -96,18 +112,15 @@ export class Mempool {
       );
     }
     const own = this.bySender.get(d.sender);
-    const prev = own?.get(d.nonce);
-    if (!prev && (own?.size ?? 0) >= this.opts.maxTxsPerSender) {
-      throw new TxRejectedError(
-        TxCode.accountLimit,
-        `account limit exceeded: sender 0x${d.sender} already has ${own?.size} transactions in the pool (max_txs_per_sender ${this.opts.maxTxsPerSender})`,
-      );
-    }
+    const prev = own?.byNonce.get(d.nonce);
+    const held = own?.byNonce.size ?? 0;
+    // Transactions after a gap wait in the queue; at most max_txs_per_sender nonces beyond the run.
     const maxAhead = BigInt(this.opts.maxTxsPerSender);
-    if (d.nonce >= st.nonce + maxAhead) {
+    const next = own ? this.runEnd(own, st.nonce) : st.nonce;
+    if (d.nonce >= next + maxAhead) {
       throw new TxRejectedError(
         TxCode.nonceTooHigh,
-        `nonce too high: next nonce ${st.nonce}, tx nonce ${d.nonce} (at most max_txs_per_sender=${maxAhead} ahead)`,
+        `nonce too high: next nonce ${next}, tx nonce ${d.nonce} (at most max_txs_per_sender=${maxAhead} ahead)`,
       );
     }
     if (st.balance < d.cost) {
@@ -116,8 +129,7 @@ export class Mempool {
         `insufficient funds for gas * price + value: balance ${st.balance}, tx cost ${d.cost}, overshot ${d.cost - st.balance}`,
       );
     }
-    let spent = 0n;
-    for (const e of own?.values() ?? []) if (e.d.nonce >= st.nonce) spent += e.d.cost;
+    const spent = own ? this.spent(own, st.nonce) : 0n;
     if (prev) {
       const bump = d.cost - prev.d.cost;
       const need = spent + bump;
@@ -153,14 +165,25 @@ export class Mempool {
     let count = this.byHash.size + (prev ? 0 : 1);
     let bytes = this.bytes + size - (prev?.size ?? 0);
     if (count > this.opts.size || bytes > this.opts.maxTxsBytes) {
+      if (!prev && held >= this.opts.maxTxsPerSender) {
+        throw new TxRejectedError(
+          TxCode.accountLimit,
+          `account limit exceeded: the pool is full and sender 0x${d.sender} already has ${held} transactions in it (max_txs_per_sender ${this.opts.maxTxsPerSender})`,
+        );
+      }
       const chosen = new Set<PoolEntry>();
+      const taken = new Map<string, number>();
       while (count > this.opts.size || bytes > this.opts.maxTxsBytes) {
-        const victim = this.cheapestTail(d.sender, chosen);
-        if (!victim) throw new TxRejectedError(TxCode.poolFull, 'txpool is full');
-        if (cmpPrice(d, victim.d, baseFee) <= 0) {
-          throw new TxRejectedError(TxCode.underpriced, 'transaction underpriced');
+        let victim = this.overLimitTail(d.sender, taken);
+        if (!victim) {
+          victim = this.cheapestTail(d.sender, chosen);
+          if (!victim) throw new TxRejectedError(TxCode.poolFull, 'txpool is full');
+          if (cmpPrice(d, victim.d, baseFee) <= 0) {
+            throw new TxRejectedError(TxCode.underpriced, 'transaction underpriced');
+          }
         }
         chosen.add(victim);
+        taken.set(victim.d.sender, (taken.get(victim.d.sender) ?? 0) + 1);
         evict.push(victim);
         count--;
         bytes -= victim.size;
@@ -169,13 +192,57 @@ export class Mempool {
     return { replaces: prev, evict };
   }
 
+  /** First nonce from `stateNonce` that the sender has no transaction for. */
+  private runEnd(own: SenderTxs, stateNonce: bigint): bigint {
+    const cached = own.stateNonce === stateNonce;
+    let n = cached && own.end !== undefined ? own.end : stateNonce;
+    while (own.byNonce.has(n)) n++;
+    if (cached) own.end = n;
+    return n;
+  }
+
+  /** What the sender's transactions from `stateNonce` on may spend. */
+  private spent(own: SenderTxs, stateNonce: bigint): bigint {
+    let stale = 0n;
+    // Entries below the state nonce are dropped when a block lands; between that and now only
+    // a newer state than the pool last saw can leave some behind.
+    if (stateNonce !== own.stateNonce) {
+      for (const e of own.byNonce.values()) if (e.d.nonce < stateNonce) stale += e.d.cost;
+    }
+    return own.cost - stale;
+  }
+
+  /**
+   * The newest transaction of the sender that is furthest above max_txs_per_sender (after the
+   * evictions already planned in `taken`), other than `exceptSender`.
+   */
+  private overLimitTail(exceptSender: string, taken: Map<string, number>): PoolEntry | undefined {
+    let worst: SenderTxs | undefined;
+    let worstSender = '';
+    let most = this.opts.maxTxsPerSender;
+    for (const [sender, own] of this.bySender) {
+      if (sender === exceptSender) continue;
+      const n = own.byNonce.size - (taken.get(sender) ?? 0);
+      if (n > most) {
+        most = n;
+        worst = own;
+        worstSender = sender;
+      }
+    }
+    if (!worst) return undefined;
+    // Tails go first so no gap opens; the planned evictions of this sender are its newest ones.
+    const skip = taken.get(worstSender) ?? 0;
+    const nonces = [...worst.byNonce.keys()].sort((a, b) => (a < b ? 1 : a > b ? -1 : 0));
+    return worst.byNonce.get(nonces[skip]);
+  }
+
   /** Lowest-priced transaction among each other sender's highest nonce (no gaps are created). */
   private cheapestTail(exceptSender: string, skip: Set<PoolEntry>): PoolEntry | undefined {
     let best: PoolEntry | undefined;
-    for (const [sender, m] of this.bySender) {
+    for (const [sender, own] of this.bySender) {
       if (sender === exceptSender) continue;
       let tail: PoolEntry | undefined;
-      for (const e of m.values()) if (!skip.has(e) && (!tail || e.d.nonce > tail.d.nonce)) tail = e;
+      for (const e of own.byNonce.values()) if (!skip.has(e) && (!tail || e.d.nonce > tail.d.nonce)) tail = e;
       if (!tail) continue;
       if (!best || cmpPrice(tail.d, best.d, 0n) < 0) best = tail;
     }
@@ -185,16 +252,20 @@ export class Mempool {
   apply(d: DecodedTx, plan: AdmitPlan, stateNonce: bigint): void {
     for (const e of plan.evict) this.remove(e.d.hashHex);
     if (plan.replaces) this.remove(plan.replaces.d.hashHex);
-    let m = this.bySender.get(d.sender);
-    if (!m) {
-      m = new Map();
-      this.bySender.set(d.sender, m);
+    let own = this.bySender.get(d.sender);
+    if (!own) {
+      own = { byNonce: new Map(), cost: 0n, stateNonce };
+      this.bySender.set(d.sender, own);
+    }
+    if (own.stateNonce !== stateNonce) {
+      own.stateNonce = stateNonce;
+      own.end = undefined;
     }
     const e: PoolEntry = { d, size: d.raw.length, seq: this.seq++ };
-    m.set(d.nonce, e);
+    own.byNonce.set(d.nonce, e);
+    own.cost += d.cost;
     this.byHash.set(d.hashHex, e);
     this.bytes += e.size;
-    this.nonces.set(d.sender, stateNonce);
   }
 
   remove(hashHex: string): PoolEntry | undefined {
@@ -202,13 +273,12 @@ export class Mempool {
     if (!e) return undefined;
     this.byHash.delete(hashHex);
     this.bytes -= e.size;
-    const m = this.bySender.get(e.d.sender);
-    if (m) {
-      m.delete(e.d.nonce);
-      if (m.size === 0) {
-        this.bySender.delete(e.d.sender);
-        this.nonces.delete(e.d.sender);
-      }
+    const own = this.bySender.get(e.d.sender);
+    if (own?.byNonce.get(e.d.nonce) === e) {
+      own.byNonce.delete(e.d.nonce);
+      own.cost -= e.d.cost;
+      if (own.end !== undefined && e.d.nonce < own.end) own.end = undefined;
+      if (own.byNonce.size === 0) this.bySender.delete(e.d.sender);
     }
     return e;
   }
@@ -216,18 +286,16 @@ export class Mempool {
   clear(): void {
     this.bySender.clear();
     this.byHash.clear();
-    this.nonces.clear();
     this.bytes = 0;
   }
 
   /** The sender's executable run of transactions, from its state nonce. */
   pending(sender: string): PoolEntry[] {
-    const m = this.bySender.get(sender);
-    const n0 = this.nonces.get(sender);
-    if (!m || n0 === undefined) return [];
+    const own = this.bySender.get(sender);
+    if (!own) return [];
     const out: PoolEntry[] = [];
-    for (let n = n0; ; n++) {
-      const e = m.get(n);
+    for (let n = own.stateNonce; ; n++) {
+      const e = own.byNonce.get(n);
       if (!e) break;
       out.push(e);
     }
@@ -236,21 +304,18 @@ export class Mempool {
 
   /** Next nonce counting pending transactions (eth_getTransactionCount "pending"). */
   pendingNonce(sender: string, stateNonce: bigint): bigint {
-    const m = this.bySender.get(sender);
-    if (!m) return stateNonce;
-    let n = stateNonce;
-    while (m.has(n)) n++;
-    return n;
+    const own = this.bySender.get(sender);
+    return own ? this.runEnd(own, stateNonce) : stateNonce;
   }
 
   /** Pending and queued transactions by sender and nonce. */
   summary(): { pending: Map<string, PoolEntry[]>; queued: Map<string, PoolEntry[]> } {
     const pending = new Map<string, PoolEntry[]>();
     const queued = new Map<string, PoolEntry[]>();
-    for (const [sender, m] of this.bySender) {
+    for (const [sender, own] of this.bySender) {
       const p = this.pending(sender);
       const inP = new Set(p);
-      const q = [...m.values()].filter((e) => !inP.has(e)).sort((a, b) => (a.d.nonce < b.d.nonce ? -1 : 1));
+      const q = [...own.byNonce.values()].filter((e) => !inP.has(e)).sort((a, b) => (a.d.nonce < b.d.nonce ? -1 : 1));
       if (p.length) pending.set(sender, p);
       if (q.length) queued.set(sender, q);
     }
@@ -261,10 +326,11 @@ export class Mempool {
   update(states: Map<string, SenderState>, recheck: boolean): PoolEntry[] {
     const dropped: PoolEntry[] = [];
     for (const [sender, st] of states) {
-      const m = this.bySender.get(sender);
-      if (!m) continue;
-      this.nonces.set(sender, st.nonce);
-      for (const e of [...m.values()]) {
+      const own = this.bySender.get(sender);
+      if (!own) continue;
+      own.stateNonce = st.nonce;
+      own.end = undefined;
+      for (const e of [...own.byNonce.values()]) {
         if (e.d.nonce < st.nonce || (recheck && e.d.cost > st.balance)) {
           this.remove(e.d.hashHex);
           dropped.push(e);

@@ -145,7 +145,8 @@ export const CONFIG_TOML_DOCS: Record<string, string> = {
   'mempool.max_tx_bytes': 'Maximum size of one transaction in bytes (<= max_txs_bytes).',
   'mempool.cache_size': 'Size of the cache of recently seen transaction hashes (0 disables it).',
   'mempool.recheck': 'Re-check pending transactions against the new state after each block.',
-  'mempool.max_txs_per_sender': 'Maximum pending transactions from one sender account.',
+  'mempool.max_txs_per_sender':
+    'Transactions each sender is guaranteed in the pool; more while the pool has room. Also how far past its executable run queued nonces may go.',
   'mempool.price_bump': 'Percent a replacement (same sender and nonce) must raise the gas price by.',
   consensus: 'BFT consensus round timeouts (seed §2.4 [consensus]); durations as strings.',
   'consensus.timeout_propose': 'How long to wait for a proposal before prevoting nil.',
