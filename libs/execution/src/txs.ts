@@ -12,10 +12,11 @@ import {
 } from '@ethereumjs/tx';
 import { Address } from '@ethereumjs/util';
 import type { Hex } from '../../types/index.js';
-import { bytesToBigInt, maxBig, toHex, toKey } from './bytes.js';
+import { bigIntToBytes, bytesToBigInt, maxBig, toHex, toKey } from './bytes.js';
+import { secp256k1Recover } from '../../crypto/index.js';
 import { keccak as keccak256 } from './crypto/keccak.js';
 import { chainCommon } from './evm/common.js';
-import { rlpDecode } from './rlp.js';
+import { type RlpDecoded, rlpDecode, rlpEncode } from './rlp.js';
 
 /** Result codes of CheckTx / ExecTxResult for rejected transactions (codespace "evm"). */
 export const TxCode = {
@@ -309,18 +310,79 @@ export function checkTxFeeCap(d: DecodedTx, txFeeCap: bigint): void {
   }
 }
 
+const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+const EXPECTED_FIELDS: Record<number, number> = { 0: 9, 1: 11, 2: 12, 4: 13 };
+
+function pad32(b: Uint8Array, into: Uint8Array, at: number): void {
+  into.set(b, at + 32 - b.length);
+}
+
+/**
+ * The sender's 64-byte public key of raw transaction bytes, without building a transaction
+ * object: the signing payload is the RLP of the unsigned fields (typed: type byte + list without
+ * yParity, r, s; legacy: six fields, plus chain id, 0, 0 under EIP-155). Returns undefined for
+ * anything `decodeTx` would refuse on the way to the sender (shape, chain id, v, r/s range, EIP-2
+ * high s), so its caller can leave the precise error to `decodeTx`.
+ */
+export function recoverSenderPublicKey(raw: Uint8Array, evmChainId: bigint): Uint8Array | undefined {
+  if (raw.length === 0) return undefined;
+  const first = raw[0];
+  const type = first >= 0xc0 ? 0 : first;
+  const want = EXPECTED_FIELDS[type];
+  if (want === undefined) return undefined;
+  let values: RlpDecoded;
+  try {
+    values = rlpDecode(type === 0 ? raw : raw.subarray(1));
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(values) || values.length !== want) return undefined;
+  const [vB, rB, sB] = values.slice(want - 3);
+  if (!(vB instanceof Uint8Array && rB instanceof Uint8Array && sB instanceof Uint8Array)) return undefined;
+  if (rB.length > 32 || sB.length > 32 || vB.length > 32) return undefined;
+  const r = bytesToBigInt(rB);
+  const s = bytesToBigInt(sB);
+  if (r === 0n || r >= SECP256K1_N || s === 0n || s > SECP256K1_N / 2n) return undefined;
+  const v = bytesToBigInt(vB);
+  let recovery: number;
+  let payload: Uint8Array;
+  if (type === 0) {
+    const fields = values.slice(0, 6);
+    if (v === 27n || v === 28n) {
+      recovery = Number(v - 27n);
+    } else if (v >= 35n) {
+      if ((v - 35n) / 2n !== evmChainId) return undefined;
+      recovery = Number((v - 35n) % 2n);
+      fields.push(bigIntToBytes(evmChainId), new Uint8Array(0), new Uint8Array(0));
+    } else {
+      return undefined;
+    }
+    payload = rlpEncode(fields);
+  } else {
+    const chain = values[0];
+    if (!(chain instanceof Uint8Array) || bytesToBigInt(chain) !== evmChainId) return undefined;
+    if (v > 1n) return undefined;
+    recovery = Number(v);
+    const body = rlpEncode(values.slice(0, want - 3));
+    payload = new Uint8Array(1 + body.length);
+    payload[0] = type;
+    payload.set(body, 1);
+  }
+  const sig = new Uint8Array(64);
+  pad32(rB, sig, 0);
+  pad32(sB, sig, 32);
+  try {
+    return secp256k1Recover(keccak256(payload), sig, recovery);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * A sender recovery for a thread that admits transactions on behalf of the executor (the RPC
  * thread): the sender's 64-byte public key from `raw`, or undefined when `raw` would be refused,
  * so that the executor, decoding it again, produces the precise error.
  */
 export function senderRecovery(evmChainId: bigint): (raw: Uint8Array) => Uint8Array | undefined {
-  const common = chainCommon(evmChainId);
-  return (raw) => {
-    try {
-      return decodeTx(raw, common, evmChainId).tx.getSenderPublicKey();
-    } catch {
-      return undefined;
-    }
-  };
+  return (raw) => recoverSenderPublicKey(raw, evmChainId);
 }
