@@ -222,7 +222,7 @@ export function headerLines(report: BenchReport): string[] {
   ];
   if (txs) {
     lines.push(
-      `transactions: ${txs} transfers (after ${o.txWarmup} warm-up each) from ${o.senders} senders, <= ${o.window} in flight per sender`,
+      `transactions: ${txs} transfers (after ${o.txWarmup} warm-up each) from ${o.senders} senders, ${o.window > 0 ? `<= ${o.window}` : 'no limit on transactions'} in flight per sender`,
     );
   }
   if (w.includes('reads')) {

@@ -3,6 +3,7 @@
 // Both are child processes; every one started is registered so run.ts can stop it on error or SIGINT.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import {
+  createWriteStream,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -78,6 +79,11 @@ function supervise(
   };
   proc.stdout?.on('data', keep);
   proc.stderr?.on('data', keep);
+  if (process.env.BENCH_TEE && name === 'noded') {
+    const tee = createWriteStream(process.env.BENCH_TEE);
+    proc.stdout?.on('data', (d: Buffer) => tee.write(d));
+    proc.stderr?.on('data', (d: Buffer) => tee.write(d));
+  }
   let stopping: Promise<void> | undefined;
   const target: BenchTarget = {
     name,
@@ -236,6 +242,7 @@ export async function startNoded(opts: NodedStartOptions = {}): Promise<BenchTar
   });
 
   const nodeFlags = opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir] : [];
+  if (process.env.BENCH_NODED_FLAGS) nodeFlags.push(...process.env.BENCH_NODED_FLAGS.split(' '));
   const proc = spawn(process.execPath, [...nodeFlags, NODED_CLI, 'start', '--home', home], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env },

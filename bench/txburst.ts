@@ -62,6 +62,7 @@ export interface BurstResult {
 }
 
 export interface BurstOptions {
+  /** Most transactions of one sender submitted but not yet in a block; 0 = no limit. */
   window: number;
   timeoutMs: number;
   /** Least time between two passes of the block watcher (default 100 ms). */
@@ -256,7 +257,7 @@ export async function runBurst(
   let submittersDone = false;
   const submitter = async (s: number) => {
     for (const tx of perSender[s]) {
-      while (inflight[s] >= opts.window && !expired()) await progress(250);
+      while (opts.window > 0 && inflight[s] >= opts.window && !expired()) await progress(250);
       if (expired()) return;
       inflight[s]++;
       const at = performance.now();

@@ -1,27 +1,35 @@
-// scripts/patch-deps.mjs rewrites @ethereumjs/evm's call path after install (see that script):
-// the installed copy must carry it, and running the script again must change nothing.
+// scripts/patch-deps.mjs rewrites @ethereumjs/evm's call path and interpreter loop after install
+// (see that script): the installed copy must carry both, and running the script again must change
+// nothing. What the EVM computes is covered by the execution and RPC tests, which run on the
+// patched copy; the tracer test below checks that the slow path still serves 'step' listeners.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { evmCallPathPatched } from '../../libs/execution/src/evm/patched.js';
+import { evmFilesUnpatched } from '../../libs/execution/src/evm/patched.js';
 
-const evmFile = fileURLToPath(new URL('./evm.js', import.meta.resolve('@ethereumjs/evm')));
+const esm = (name: string) => fileURLToPath(new URL(`./${name}`, import.meta.resolve('@ethereumjs/evm')));
 const script = fileURLToPath(new URL('../../../scripts/patch-deps.mjs', import.meta.url));
 
-describe('@ethereumjs/evm call-path rewrite', () => {
-  it('is in place after npm install', () => {
-    assert.equal(evmCallPathPatched(), true, `${evmFile} lacks the rewrite: did postinstall run?`);
-    const src = readFileSync(evmFile, 'utf8');
-    assert.ok(src.includes('runState: Object.assign({}, interpreterRes.runState, result, interpreter._env)'));
-    assert.ok(!/\.\.\.interpreterRes\.runState/.test(src));
+describe('@ethereumjs/evm rewrites (scripts/patch-deps.mjs)', () => {
+  it('are in place after npm install', () => {
+    assert.deepEqual(evmFilesUnpatched(), [], 'did postinstall run?');
+    const evm = readFileSync(esm('evm.js'), 'utf8');
+    assert.ok(evm.includes('runState: Object.assign({}, interpreterRes.runState, result, interpreter._env)'));
+    assert.ok(!/\.\.\.interpreterRes\.runState/.test(evm));
+    const interpreter = readFileSync(esm('interpreter.js'), 'utf8');
+    assert.ok(interpreter.includes('const stepping = this.runStepSync(opCodeObj);'));
+    assert.ok(!interpreter.includes('await this.runStep(opCodeObj);'));
   });
 
-  it('is idempotent', () => {
-    const before = readFileSync(evmFile, 'utf8');
+  it('are idempotent', () => {
+    const before = ['evm.js', 'interpreter.js'].map((f) => readFileSync(esm(f), 'utf8'));
     const r = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 30_000 });
     assert.equal(r.status, 0, r.stderr);
-    assert.equal(readFileSync(evmFile, 'utf8'), before);
+    assert.deepEqual(
+      ['evm.js', 'interpreter.js'].map((f) => readFileSync(esm(f), 'utf8')),
+      before,
+    );
   });
 });

@@ -22,7 +22,10 @@ const shapes: Array<[string, TxFields]> = [
   ['legacy contract creation', { type: 0, nonce: 1n, to: null, data: '0x6000', gas: 100_000n }],
   ['EIP-2930 with an access list', { type: 1, nonce: 2n, to, accessList, gas: 30_000n }],
   ['EIP-1559 transfer', { type: 2, nonce: 0n, to, value: 10n ** 18n }],
-  ['EIP-1559 with data and an access list', { type: 2, nonce: 300n, to, data: '0xa9059cbb', accessList, gas: 60_000n }],
+  [
+    'EIP-1559 with data and an access list',
+    { type: 2, nonce: 300n, to, data: '0xa9059cbb', accessList, gas: 60_000n },
+  ],
   ['EIP-1559 creation', { type: 2, nonce: 3n, to: null, data: `0x${'60'.repeat(100)}`, gas: 200_000n }],
 ];
 
@@ -50,13 +53,28 @@ describe('sender recovery without building a transaction object (the JSON-RPC th
     const fields = RLP.decode(good.subarray(1)) as Uint8Array[];
     const reencode = (f: unknown[]) => Buffer.concat([Uint8Array.of(2), RLP.encode(f as never)]);
     assert.equal(recovered(reencode(fields)), pub, 'the re-encoding itself is faithful');
-    assert.equal(recovered(reencode([...fields.slice(0, 9), Uint8Array.of(2), fields[10], fields[11]])), undefined, 'yParity 2');
-    assert.equal(recovered(reencode([...fields.slice(0, 10), new Uint8Array(0), fields[11]])), undefined, 'r = 0');
+    assert.equal(
+      recovered(reencode([...fields.slice(0, 9), Uint8Array.of(2), fields[10], fields[11]])),
+      undefined,
+      'yParity 2',
+    );
+    assert.equal(
+      recovered(reencode([...fields.slice(0, 10), new Uint8Array(0), fields[11]])),
+      undefined,
+      'r = 0',
+    );
     // EIP-2: s above n/2 is refused even though (r, n - s) with the other parity is the same key.
     const n = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
-    const highS = Buffer.from((n - BigInt(`0x${Buffer.from(fields[11]).toString('hex')}`)).toString(16).padStart(64, '0'), 'hex');
+    const highS = Buffer.from(
+      (n - BigInt(`0x${Buffer.from(fields[11]).toString('hex')}`)).toString(16).padStart(64, '0'),
+      'hex',
+    );
     const flipped = Uint8Array.of(fields[9].length === 0 ? 1 : 0);
-    assert.equal(recovered(reencode([...fields.slice(0, 9), flipped, fields[10], highS])), undefined, 'high s');
+    assert.equal(
+      recovered(reencode([...fields.slice(0, 9), flipped, fields[10], highS])),
+      undefined,
+      'high s',
+    );
     assert.equal(recovered(reencode(fields.slice(0, 11))), undefined, 'a field missing');
   });
 

@@ -64,7 +64,7 @@ import { keccak as keccak256 } from './crypto/keccak.js';
 import { ArchiveOnPrunedStoreError, ExecutionError, SupplyInvariantError } from './errors.js';
 import { chainCommon } from './evm/common.js';
 import { estimateGas, createAccessList as runAccessList } from './evm/estimate.js';
-import { evmCallPathPatched } from './evm/patched.js';
+import { evmFilesUnpatched } from './evm/patched.js';
 import {
   type BlockContext,
   type CallOutcome,
@@ -209,9 +209,11 @@ export class Executor implements Application, EthChain {
 
   /** Opens the executor on data/application.db; refuses archive mode on a pruned store. */
   static async open(opts: ExecutorOptions): Promise<Executor> {
-    if (!evmCallPathPatched()) {
+    const unpatched = evmFilesUnpatched();
+    if (unpatched.length > 0) {
       opts.logger.warn(
-        '@ethereumjs/evm lacks the rewrite of scripts/patch-deps.mjs (run npm install with scripts enabled): eth_call and block execution will run slower',
+        { files: unpatched },
+        '@ethereumjs/evm lacks the rewrites of scripts/patch-deps.mjs (run npm install with scripts enabled): eth_call and block execution will run slower',
       );
     }
     if (!Number.isInteger(opts.keepRecent) || opts.keepRecent < 1) {

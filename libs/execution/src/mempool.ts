@@ -315,7 +315,9 @@ export class Mempool {
     for (const [sender, own] of this.bySender) {
       const p = this.pending(sender);
       const inP = new Set(p);
-      const q = [...own.byNonce.values()].filter((e) => !inP.has(e)).sort((a, b) => (a.d.nonce < b.d.nonce ? -1 : 1));
+      const q = [...own.byNonce.values()]
+        .filter((e) => !inP.has(e))
+        .sort((a, b) => (a.d.nonce < b.d.nonce ? -1 : 1));
       if (p.length) pending.set(sender, p);
       if (q.length) queued.set(sender, q);
     }

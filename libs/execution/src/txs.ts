@@ -11,11 +11,10 @@ import {
   type TypedTransaction,
 } from '@ethereumjs/tx';
 import { Address } from '@ethereumjs/util';
+import { secp256k1Recover } from '../../crypto/index.js';
 import type { Hex } from '../../types/index.js';
 import { bigIntToBytes, bytesToBigInt, maxBig, toHex, toKey } from './bytes.js';
-import { secp256k1Recover } from '../../crypto/index.js';
 import { keccak as keccak256 } from './crypto/keccak.js';
-import { chainCommon } from './evm/common.js';
 import { type RlpDecoded, rlpDecode, rlpEncode } from './rlp.js';
 
 /** Result codes of CheckTx / ExecTxResult for rejected transactions (codespace "evm"). */
