@@ -185,7 +185,10 @@ describe('mempool admission (CheckTx) with geth messages', () => {
     const opts = { mempool: { ...defaultMempoolOptions, maxTxsPerSender: 3, size: 6 } };
     const n = await startNode(rich([a, b, c]), opts);
     for (let i = 0n; i < 5n; i++) {
-      assert.equal((await check(n, a, { nonce: i, to: addr(c), tip: 5n * GWEI, maxFee: 50n * GWEI })).code, 0);
+      assert.equal(
+        (await check(n, a, { nonce: i, to: addr(c), tip: 5n * GWEI, maxFee: 50n * GWEI })).code,
+        0,
+      );
     }
     assert.equal((await check(n, c, { nonce: 0n, to: addr(a), tip: 5n * GWEI, maxFee: 50n * GWEI })).code, 0);
     // b is within its 3 slots: it gets in although it pays less, and a loses its newest nonce.
