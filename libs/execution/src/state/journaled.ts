@@ -9,6 +9,20 @@ import { keccak as keccak256 } from '../crypto/keccak.js';
 import { type AccountData, EMPTY_CODE_HASH, newAccount } from './account.js';
 import type { BlockOverlay } from './db.js';
 
+// EthereumJS hands the same Address objects (tx sender and target, block coinbase) to the state
+// many times per call; their hex keys are worth keeping instead of re-encoding 20 bytes each time.
+const ADDRESS_KEYS = new WeakMap<Uint8Array, string>();
+
+function addrKey(address: Address): string {
+  const b = address.bytes;
+  let k = ADDRESS_KEYS.get(b);
+  if (k === undefined) {
+    k = toKey(b);
+    ADDRESS_KEYS.set(b, k);
+  }
+  return k;
+}
+
 /** Committed state as the overlay reads it (addresses and slots as lowercase hex, no 0x). */
 export interface StateSource {
   account(addr: string): Promise<AccountData | undefined>;
@@ -47,7 +61,7 @@ export class JournaledState implements StateManagerInterface {
 
   readonly originalStorageCache = {
     get: async (address: Address, key: Uint8Array): Promise<Uint8Array> => {
-      const k = toKey(address.bytes) + toKey(key);
+      const k = addrKey(address) + toKey(key);
       const v = this.original.get(k);
       if (v !== undefined) return v;
       const cur = await this.getStorage(address, key);
@@ -106,13 +120,13 @@ export class JournaledState implements StateManagerInterface {
   }
 
   async getAccount(address: Address): Promise<Account | undefined> {
-    const d = await this.readAccount(toKey(address.bytes));
+    const d = await this.readAccount(addrKey(address));
     return d ? toEjs(d) : undefined;
   }
 
   async putAccount(address: Address, account?: Account): Promise<void> {
     if (account === undefined) return this.deleteAccount(address);
-    const addr = toKey(address.bytes);
+    const addr = addrKey(address);
     const data = fromEjs(account);
     if (this.hidden?.addr === addr) {
       data.codeHash = this.hidden.codeHash;
@@ -122,7 +136,7 @@ export class JournaledState implements StateManagerInterface {
   }
 
   async deleteAccount(address: Address): Promise<void> {
-    const addr = toKey(address.bytes);
+    const addr = addrKey(address);
     const prev = await this.readAccount(addr);
     if (prev && prev.balance > 0n) {
       this.burned += prev.balance;
@@ -139,7 +153,7 @@ export class JournaledState implements StateManagerInterface {
   }
 
   async modifyAccountFields(address: Address, fields: AccountFields): Promise<void> {
-    const addr = toKey(address.bytes);
+    const addr = addrKey(address);
     const cur = { ...((await this.readAccount(addr)) ?? newAccount()) };
     if (fields.nonce !== undefined) cur.nonce = fields.nonce;
     if (fields.balance !== undefined) cur.balance = fields.balance;
@@ -158,7 +172,7 @@ export class JournaledState implements StateManagerInterface {
   // ------------------------------------------------------------ code
 
   async putCode(address: Address, value: Uint8Array): Promise<void> {
-    const addr = toKey(address.bytes);
+    const addr = addrKey(address);
     const hash = value.length === 0 ? EMPTY_CODE_HASH : keccak256(value);
     if (value.length > 0) this.code.set(toKey(hash), value);
     const cur = { ...((await this.readAccount(addr)) ?? newAccount()) };
@@ -167,7 +181,7 @@ export class JournaledState implements StateManagerInterface {
   }
 
   async getCode(address: Address): Promise<Uint8Array> {
-    const a = await this.readAccount(toKey(address.bytes));
+    const a = await this.readAccount(addrKey(address));
     if (!a || equal(a.codeHash, EMPTY_CODE_HASH)) return EMPTY_BYTES;
     return this.codeByHash(a.codeHash);
   }
@@ -196,7 +210,7 @@ export class JournaledState implements StateManagerInterface {
   }
 
   async getStorage(address: Address, key: Uint8Array): Promise<Uint8Array> {
-    return this.readSlot(toKey(address.bytes), toKey(key));
+    return this.readSlot(addrKey(address), toKey(key));
   }
 
   writeSlot(addr: string, slot: string, value: Uint8Array): void {
@@ -210,7 +224,7 @@ export class JournaledState implements StateManagerInterface {
   }
 
   async putStorage(address: Address, key: Uint8Array, value: Uint8Array): Promise<void> {
-    this.writeSlot(toKey(address.bytes), toKey(key), value);
+    this.writeSlot(addrKey(address), toKey(key), value);
   }
 
   private clearSlots(addr: string): void {
@@ -220,12 +234,12 @@ export class JournaledState implements StateManagerInterface {
   }
 
   async clearStorage(address: Address): Promise<void> {
-    this.clearSlots(toKey(address.bytes));
+    this.clearSlots(addrKey(address));
   }
 
   async dumpStorage(address: Address): Promise<StorageDump> {
     const out: StorageDump = {};
-    for (const [slot, v] of this.storage.get(toKey(address.bytes)) ?? []) out[`0x${slot}`] = toHex(v);
+    for (const [slot, v] of this.storage.get(addrKey(address)) ?? []) out[`0x${slot}`] = toHex(v);
     return out;
   }
 
