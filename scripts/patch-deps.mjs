@@ -86,14 +86,12 @@ const INTERPRETER_REWRITES = [
                     await stepping;`,
   },
   {
-    what: 'runStepSync: static-gas synchronous opcodes without a promise',
+    what: 'runStepSync: an opcode without a promise unless its gas or handler returns one',
     from: `    async runStep(opcodeObj) {`,
     to: `    runStepSync(opcodeObj) {
         const opEntry = opcodeObj ?? this.lookupOpInfo(this._runState.opCode);
         const opInfo = opEntry.opcodeInfo;
-        if (opInfo.dynamicGas ||
-            opInfo.isAsync ||
-            opInfo.isInvalid ||
+        if (opInfo.isInvalid ||
             this.profilerOpts?.enabled === true ||
             this._evm.DEBUG ||
             this._evm.events.listenerCount('step') > 0 ||
@@ -101,17 +99,61 @@ const INTERPRETER_REWRITES = [
                 (this.common.isActivatedEIP(6800) || this.common.isActivatedEIP(7864)))) {
             return this.runStep(opEntry);
         }
-        this.useGas(opInfo.feeBigInt, opInfo);
+        let gas = opInfo.feeBigInt;
+        if (opInfo.dynamicGas) {
+            gas = opEntry.gasHandler(this._runState, gas, this.common);
+            if (typeof gas !== 'bigint') {
+                return gas.then((g) => this.runStepCharged(opEntry, g));
+            }
+        }
+        return this.runStepCharged(opEntry, gas);
+    }
+    runStepCharged(opEntry, gas) {
+        this.useGas(gas, opEntry.opcodeInfo);
         this._runState.programCounter++;
         consumeEip7928PostTargetCallOog(this._runState);
         const opFn = opEntry.opHandler;
-        opFn(this._runState, this.common);
+        const done = opFn(this._runState, this.common);
+        if (done !== undefined && typeof done.then === 'function') {
+            return done.then(() => {
+                this._runState.env.accessWitness?.commit();
+            });
+        }
         this._runState.env.accessWitness?.commit();
         return undefined;
     }
     async runStep(opcodeObj) {`,
   },
 ];
+
+// gas.js declares every dynamic-gas handler `async`, though most never await (memory expansion,
+// KECCAK256 words, LOG data, EIP-2929 warm/cold lookups): each such step built a promise for a
+// bigint. The handlers whose body has no `await` lose their `async`; the rest (SSTORE,
+// EXTCODECOPY, CREATE, SELFDESTRUCT, ...) keep it, and the CALL family, which returns the
+// promise of an async helper, still returns that promise: runStepSync awaits whatever is not a
+// bigint. Thrown errors reach the same catch in the interpreter loop either way.
+const HANDLER = 'async function (runState, gas, common) {';
+
+function desyncGasHandlers(src) {
+  let out = '';
+  let from = 0;
+  let changed = 0;
+  for (let at = src.indexOf(HANDLER); at >= 0; at = src.indexOf(HANDLER, at + 1)) {
+    let depth = 1;
+    let end = at + HANDLER.length;
+    while (depth > 0 && end < src.length) {
+      const c = src[end++];
+      if (c === '{') depth++;
+      else if (c === '}') depth--;
+    }
+    if (depth !== 0) return { src, changed: -1 };
+    if (src.slice(at, end).includes('await')) continue;
+    out += src.slice(from, at) + HANDLER.slice('async '.length);
+    from = at + HANDLER.length;
+    changed++;
+  }
+  return { src: out + src.slice(from), changed };
+}
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const esm = join(root, 'node_modules', '@ethereumjs', 'evm', 'dist', 'esm');
@@ -124,20 +166,38 @@ const patches = [
     rewrites: EVM_REWRITES,
   },
   {
+    file: join(esm, 'opcodes', 'gas.js'),
+    marker: '/* noded: synchronous gas handlers (scripts/patch-deps.mjs) */',
+    what: 'dynamic gas handlers',
+    transform: desyncGasHandlers,
+  },
+  {
     file: join(esm, 'interpreter.js'),
-    marker: '/* noded: synchronous static opcodes (scripts/patch-deps.mjs) */',
+    marker: '/* noded: synchronous opcodes (scripts/patch-deps.mjs) */',
     what: 'interpreter loop',
     rewrites: INTERPRETER_REWRITES,
   },
 ];
 
-function apply({ file, marker, what, rewrites }) {
+function apply({ file, marker, what, rewrites, transform }) {
   if (!existsSync(file)) {
     console.warn(`noded patch-deps: ${file} not found; nothing patched`);
     return;
   }
   let src = readFileSync(file, 'utf8');
   if (src.includes(marker)) return;
+  if (transform) {
+    const r = transform(src);
+    if (r.changed <= 0) {
+      console.warn(
+        `noded patch-deps: @ethereumjs/evm changed (${what}); left unpatched, the EVM will be slower`,
+      );
+      return;
+    }
+    writeFileSync(file, `${marker}\n${r.src}`);
+    console.log(`noded patch-deps: @ethereumjs/evm ${what}: ${r.changed} made synchronous`);
+    return;
+  }
   let applied = 0;
   for (const r of rewrites) {
     const at = src.indexOf(r.from);

@@ -21,14 +21,18 @@ describe('@ethereumjs/evm rewrites (scripts/patch-deps.mjs)', () => {
     const interpreter = readFileSync(esm('interpreter.js'), 'utf8');
     assert.ok(interpreter.includes('const stepping = this.runStepSync(opCodeObj);'));
     assert.ok(!interpreter.includes('await this.runStep(opCodeObj);'));
+    const gas = readFileSync(esm('opcodes/gas.js'), 'utf8');
+    // MSTORE's memory-expansion gas never awaits: a plain function now; SSTORE's reads state.
+    assert.match(gas, /0x52,\s+function \(runState, gas, common\)/);
+    assert.match(gas, /0x55,\s+async function \(runState, gas, common\)/);
   });
 
   it('are idempotent', () => {
-    const before = ['evm.js', 'interpreter.js'].map((f) => readFileSync(esm(f), 'utf8'));
+    const before = ['evm.js', 'interpreter.js', 'opcodes/gas.js'].map((f) => readFileSync(esm(f), 'utf8'));
     const r = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 30_000 });
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(
-      ['evm.js', 'interpreter.js'].map((f) => readFileSync(esm(f), 'utf8')),
+      ['evm.js', 'interpreter.js', 'opcodes/gas.js'].map((f) => readFileSync(esm(f), 'utf8')),
       before,
     );
   });
