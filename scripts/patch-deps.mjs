@@ -1,5 +1,5 @@
-// Runs after `npm ci` / `npm install` (package.json "postinstall"). Two performance rewrites of
-// @ethereumjs/evm's installed JavaScript; neither changes what the EVM computes.
+// Runs after `npm ci` / `npm install` (package.json "postinstall"). Performance rewrites of the
+// installed JavaScript of @ethereumjs/evm and @ethereumjs/util; none changes what they compute.
 //
 // 1. evm.js: three object literals in the call path go from spread-then-properties form
 //    ({ ...a, b: 1 }) to Object.assign with the same sources in the same order, which builds the
@@ -14,12 +14,15 @@
 //
 // 2. interpreter.js: every opcode ran through the async `runStep`, so each step built a promise
 //    and an async frame and the loop awaited it (about 60 KB of garbage per ERC-20 balanceOf). The
-//    rewrite adds `runStepSync`, which runs an opcode with static gas and a synchronous handler
-//    (PUSH, DUP, SWAP, JUMP, arithmetic: most steps) directly, doing what `runStep` does for it in
-//    the same order (gas, program counter, EIP-7928 check, handler, witness commit). Everything
-//    else (dynamic gas, async handlers, invalid opcodes, tracing 'step' listeners, DEBUG, the
-//    profiler, Verkle code-chunk charging) still goes through `runStep`. In-process eth_call:
-//    about 8,400 -> 11,500 calls/s; 171 -> 123 KB allocated per call.
+//    rewrite adds `runStepSync`, which does what `runStep` does in the same order (gas, program
+//    counter, EIP-7928 check, handler, witness commit) and awaits only a gas handler or opcode
+//    handler that actually returned a promise (state reads, calls). Invalid opcodes, tracing
+//    'step' listeners, DEBUG, the profiler and Verkle code-chunk charging still go through
+//    `runStep`.
+// 3. opcodes/gas.js: see desyncGasHandlers below.
+// 4. @ethereumjs/util bytes.js: see UTIL_REWRITES below.
+//    With 2-4, an in-process eth_call went from about 8,400 to 12,000-14,000 calls/s (noisy
+//    machine; A/B pairs in docs/benchmarks.md), 171 -> 115 KB allocated per call.
 //
 // Each rewrite is an exact match of the installed version's text. When the text is not found (a
 // different version), the file is left as it is and a warning is printed: the node still works,
@@ -155,31 +158,71 @@ function desyncGasHandlers(src) {
   return { src: out + src.slice(from), changed };
 }
 
+// @ethereumjs/util's byte helpers sit under every EVM word written to memory or used as a storage
+// key (setLengthLeft(bigIntToBytes(x), 32)), and under trie and transaction code. Padding built
+// its result by spreading two arrays into a third; the hex conversions ran a regular expression
+// over a string they had just made. Same results, without the detours.
+const UTIL_REWRITES = [
+  {
+    what: 'setLength: zero padding',
+    from: `    if (msg.length < length) {
+        return right
+            ? new Uint8Array([...msg, ...new Uint8Array(length - msg.length)])
+            : new Uint8Array([...new Uint8Array(length - msg.length), ...msg]);
+    }`,
+    to: `    if (msg.length < length) {
+        const padded = new Uint8Array(length);
+        padded.set(msg, right ? 0 : length - msg.length);
+        return padded;
+    }`,
+  },
+  {
+    what: 'hexToBytes: the prefix is known to be there',
+    from: `    return hexToBytesNoble(padToEven(stripHexPrefix(hex)));`,
+    to: `    return hexToBytesNoble(padToEven(hex.slice(2)));`,
+  },
+  {
+    what: 'bigIntToBytes: no prefix added to be stripped again',
+    from: `    const bytes = hexToBytes(\`0x\${padToEven(num.toString(16))}\`);`,
+    to: `    const bytes = hexToBytesNoble(padToEven(num.toString(16)));`,
+  },
+];
+
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const esm = join(root, 'node_modules', '@ethereumjs', 'evm', 'dist', 'esm');
 
 const patches = [
   {
+    file: join(root, 'node_modules', '@ethereumjs', 'util', 'dist', 'esm', 'bytes.js'),
+    marker: '/* noded: direct byte padding and hex (scripts/patch-deps.mjs) */',
+    pkg: '@ethereumjs/util',
+    what: 'byte helpers',
+    rewrites: UTIL_REWRITES,
+  },
+  {
     file: join(esm, 'evm.js'),
     marker: '/* noded: spread-free call path (scripts/patch-deps.mjs) */',
+    pkg: '@ethereumjs/evm',
     what: 'call path',
     rewrites: EVM_REWRITES,
   },
   {
     file: join(esm, 'opcodes', 'gas.js'),
     marker: '/* noded: synchronous gas handlers (scripts/patch-deps.mjs) */',
+    pkg: '@ethereumjs/evm',
     what: 'dynamic gas handlers',
     transform: desyncGasHandlers,
   },
   {
     file: join(esm, 'interpreter.js'),
     marker: '/* noded: synchronous opcodes (scripts/patch-deps.mjs) */',
+    pkg: '@ethereumjs/evm',
     what: 'interpreter loop',
     rewrites: INTERPRETER_REWRITES,
   },
 ];
 
-function apply({ file, marker, what, rewrites, transform }) {
+function apply({ file, marker, pkg, what, rewrites, transform }) {
   if (!existsSync(file)) {
     console.warn(`noded patch-deps: ${file} not found; nothing patched`);
     return;
@@ -189,29 +232,25 @@ function apply({ file, marker, what, rewrites, transform }) {
   if (transform) {
     const r = transform(src);
     if (r.changed <= 0) {
-      console.warn(
-        `noded patch-deps: @ethereumjs/evm changed (${what}); left unpatched, the EVM will be slower`,
-      );
+      console.warn(`noded patch-deps: ${pkg} changed (${what}); left unpatched, the node will be slower`);
       return;
     }
     writeFileSync(file, `${marker}\n${r.src}`);
-    console.log(`noded patch-deps: @ethereumjs/evm ${what}: ${r.changed} made synchronous`);
+    console.log(`noded patch-deps: ${pkg} ${what}: ${r.changed} made synchronous`);
     return;
   }
   let applied = 0;
   for (const r of rewrites) {
     const at = src.indexOf(r.from);
     if (at < 0 || src.indexOf(r.from, at + 1) >= 0) {
-      console.warn(
-        `noded patch-deps: @ethereumjs/evm changed (${r.what}); left unpatched, the EVM will be slower`,
-      );
+      console.warn(`noded patch-deps: ${pkg} changed (${r.what}); left unpatched, the node will be slower`);
       continue;
     }
     let next = src.slice(0, at) + r.to + src.slice(at + r.from.length);
     if (r.tail) {
       const t = next.indexOf(r.tail.from, at);
       if (t < 0) {
-        console.warn(`noded patch-deps: @ethereumjs/evm changed (${r.what}, end); left unpatched`);
+        console.warn(`noded patch-deps: ${pkg} changed (${r.what}, end); left unpatched`);
         continue;
       }
       next = next.slice(0, t) + r.tail.to + next.slice(t + r.tail.from.length);
@@ -222,12 +261,12 @@ function apply({ file, marker, what, rewrites, transform }) {
   // All or nothing per file: a half-applied interpreter rewrite would call a missing method.
   if (applied !== rewrites.length) {
     console.warn(
-      `noded patch-deps: @ethereumjs/evm ${what}: ${applied}/${rewrites.length} matched; file left as installed`,
+      `noded patch-deps: ${pkg} ${what}: ${applied}/${rewrites.length} matched; file left as installed`,
     );
     return;
   }
   writeFileSync(file, `${marker}\n${src}`);
-  console.log(`noded patch-deps: @ethereumjs/evm ${what}: ${applied}/${rewrites.length} rewrites applied`);
+  console.log(`noded patch-deps: ${pkg} ${what}: ${applied}/${rewrites.length} rewrites applied`);
 }
 
 for (const p of patches) apply(p);

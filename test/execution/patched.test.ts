@@ -10,9 +10,10 @@ import { fileURLToPath } from 'node:url';
 import { evmFilesUnpatched } from '../../libs/execution/src/evm/patched.js';
 
 const esm = (name: string) => fileURLToPath(new URL(`./${name}`, import.meta.resolve('@ethereumjs/evm')));
+const utilFile = fileURLToPath(new URL('./bytes.js', import.meta.resolve('@ethereumjs/util')));
 const script = fileURLToPath(new URL('../../../scripts/patch-deps.mjs', import.meta.url));
 
-describe('@ethereumjs/evm rewrites (scripts/patch-deps.mjs)', () => {
+describe('EthereumJS rewrites (scripts/patch-deps.mjs)', () => {
   it('are in place after npm install', () => {
     assert.deepEqual(evmFilesUnpatched(), [], 'did postinstall run?');
     const evm = readFileSync(esm('evm.js'), 'utf8');
@@ -25,14 +26,17 @@ describe('@ethereumjs/evm rewrites (scripts/patch-deps.mjs)', () => {
     // MSTORE's memory-expansion gas never awaits: a plain function now; SSTORE's reads state.
     assert.match(gas, /0x52,\s+function \(runState, gas, common\)/);
     assert.match(gas, /0x55,\s+async function \(runState, gas, common\)/);
+    const util = readFileSync(utilFile, 'utf8');
+    assert.ok(!util.includes('new Uint8Array([...new Uint8Array(length - msg.length), ...msg])'));
   });
 
   it('are idempotent', () => {
-    const before = ['evm.js', 'interpreter.js', 'opcodes/gas.js'].map((f) => readFileSync(esm(f), 'utf8'));
+    const files = [esm('evm.js'), esm('interpreter.js'), esm('opcodes/gas.js'), utilFile];
+    const before = files.map((f) => readFileSync(f, 'utf8'));
     const r = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 30_000 });
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(
-      ['evm.js', 'interpreter.js', 'opcodes/gas.js'].map((f) => readFileSync(esm(f), 'utf8')),
+      files.map((f) => readFileSync(f, 'utf8')),
       before,
     );
   });
