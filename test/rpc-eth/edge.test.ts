@@ -217,4 +217,54 @@ describe('JSON-RPC edge over a message channel', () => {
     probe.port1.close();
     probe.port2.close();
   });
+
+  it('lets timers run while a flood of chain calls is served', async () => {
+    // 2,000 calls of 0.2 ms each arrive at once (a message port hands them all over in one go).
+    // A timer due now must fire long before the last one is served: consensus timers live on
+    // this thread.
+    const probe = new MessageChannel();
+    const busy = Object.create(chain) as FakeChain;
+    let served = 0;
+    busy.getBalance = async () => {
+      const until = performance.now() + 0.2;
+      while (performance.now() < until) {}
+      served++;
+      return 1n;
+    };
+    const h2 = new EthEdgeHost({
+      channel: probe.port1,
+      chain: busy,
+      bus: new EventBus(),
+      logger: capturingLogger([]),
+    });
+    let replies = 0;
+    probe.port2.on('message', (batch) => {
+      replies += (batch as Array<{ t: string }>).filter((m) => m.t === 'ret').length;
+    });
+    const total = 2000;
+    try {
+      probe.port2.postMessage(
+        Array.from({ length: total }, (_, i) => ({
+          t: 'call',
+          id: i + 1,
+          m: 'getBalance',
+          a: [addr(1), 1n],
+        })),
+      );
+      const servedWhenTimerFired = await new Promise<number>((resolve) =>
+        setTimeout(() => resolve(served), 1),
+      );
+      assert.ok(
+        servedWhenTimerFired < total / 4,
+        `the timer waited for ${servedWhenTimerFired} of ${total} calls`,
+      );
+      const deadline = Date.now() + 10_000;
+      while (replies < total && Date.now() < deadline) await sleep(10);
+      assert.equal(replies, total, 'every call is still answered');
+    } finally {
+      h2.abort(new Error('done'));
+      probe.port1.close();
+      probe.port2.close();
+    }
+  });
 });
