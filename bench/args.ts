@@ -50,8 +50,8 @@ under bench/results/.
   --quick                    small counts for a smoke run
   --only hardhat|noded       run against one node only
   --workloads LIST           comma list of transfers,erc20,reads (default: all)
-  --transfers N              measured value transfers (default 2000, quick 200)
-  --erc20 N                  measured ERC-20 transfers (default 2000, quick 200)
+  --transfers N              measured value transfers (default 6000, quick 200)
+  --erc20 N                  measured ERC-20 transfers (default 6000, quick 200)
   --tx-warmup N              unmeasured transactions before each measured burst (default 100, quick 20)
   --senders K                sending accounts, 1..19 (default 19, quick 8)
   --window W                 unconfirmed transactions in flight per sender (default 0: no limit)
@@ -145,8 +145,8 @@ export function parseBenchArgs(argv: string[]): BenchOptions | null {
     quick,
     targets,
     workloads,
-    transfers: int('transfers', values.transfers, quick ? 200 : 2000, 1, 100_000),
-    erc20: int('erc20', values.erc20, quick ? 200 : 2000, 1, 100_000),
+    transfers: int('transfers', values.transfers, quick ? 200 : 6000, 1, 100_000),
+    erc20: int('erc20', values.erc20, quick ? 200 : 6000, 1, 100_000),
     txWarmup: int('tx-warmup', values['tx-warmup'], quick ? 20 : 100, 0, 10_000),
     senders: int('senders', values.senders, quick ? 8 : 19, 1, 19),
     window: int('window', values.window, 0, 0, 100_000),
