@@ -6,100 +6,20 @@
 // One extra warm-up block runs first and is not counted.
 // Transactions are signed before the clock starts (signing is the client's cost, not the node's).
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createFeeMarket1559Tx } from '@ethereumjs/tx';
-import { ethAddressFromPrivateKey, keccak256, secp256k1Sign } from '../libs/crypto/index.js';
-import { defaultGasOptions, defaultMempoolOptions, Executor } from '../libs/execution/index.js';
-import { chainCommon } from '../libs/execution/src/evm/common.js';
+import { ethAddressFromPrivateKey, keccak256 } from '../libs/crypto/index.js';
 import { RocksKV } from '../libs/storage/index.js';
-import { EventBus, silentLogger } from '../libs/types/index.js';
+import { silentLogger } from '../libs/types/index.js';
 import { TEST_CONSENSUS_PARAMS } from '../test/execution/helpers.js';
+import { arg, compileToken, EVM_CHAIN_ID, hex, openExecutor, privKey, sign } from './exec-fixtures.js';
 
-const EVM_CHAIN_ID = 31337n;
 const WARMUP = 1;
 const benchLogger = {
   ...silentLogger,
   debug: (obj: object, msg?: string) => console.log(msg, JSON.stringify(obj)),
   child: () => benchLogger,
 } as unknown as typeof silentLogger;
-const GWEI = 1_000_000_000n;
-
-const TOKEN_SOL = `
-// SPDX-License-Identifier: MIT
-pragma solidity ^0.8.20;
-contract Token {
-    mapping(address => uint256) public balanceOf;
-    event Transfer(address indexed from, address indexed to, uint256 value);
-    function transfer(address to, uint256 value) external returns (bool) {
-        require(balanceOf[msg.sender] >= value, "insufficient token balance");
-        balanceOf[msg.sender] -= value;
-        balanceOf[to] += value;
-        emit Transfer(msg.sender, to, value);
-        return true;
-    }
-}`;
-
-function arg(name: string, def: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : def;
-}
-
-const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
-
-function privKey(i: number): Uint8Array {
-  const k = new Uint8Array(32);
-  k[0] = 0x5a;
-  new DataView(k.buffer).setUint32(28, i + 1);
-  return k;
-}
-
-function sign(
-  k: Uint8Array,
-  nonce: bigint,
-  to: `0x${string}`,
-  value: bigint,
-  data: `0x${string}`,
-  gas: bigint,
-): Uint8Array {
-  const common = chainCommon(EVM_CHAIN_ID);
-  const tx = createFeeMarket1559Tx(
-    {
-      chainId: EVM_CHAIN_ID,
-      nonce,
-      to,
-      value,
-      data,
-      gasLimit: gas,
-      maxFeePerGas: 500n * GWEI,
-      maxPriorityFeePerGas: GWEI,
-    },
-    { common },
-  );
-  const { signature, recovery } = secp256k1Sign(tx.getHashedMessageToSign(), k);
-  const r = BigInt(`0x${hex(signature.subarray(0, 32))}`);
-  const s = BigInt(`0x${hex(signature.subarray(32))}`);
-  return tx.addSignature(BigInt(recovery), r, s).serialize();
-}
-
-function compileToken(): string {
-  const require = createRequire(import.meta.url);
-  const solc = require('solc') as { compile(input: string): string };
-  const out = JSON.parse(
-    solc.compile(
-      JSON.stringify({
-        language: 'Solidity',
-        sources: { 'Token.sol': { content: TOKEN_SOL } },
-        settings: {
-          optimizer: { enabled: true, runs: 200 },
-          outputSelection: { '*': { '*': ['evm.deployedBytecode.object'] } },
-        },
-      }),
-    ),
-  );
-  return `0x${out.contracts['Token.sol'].Token.evm.deployedBytecode.object}`;
-}
 
 interface Phase {
   check: number;
@@ -127,19 +47,11 @@ async function run(kind: 'transfer' | 'erc20', senders: number, blocks: number):
       }
       accounts.push({ address: `0x${token}`, balance: '0', code: compileToken(), storage });
     }
-    const ex = await Executor.open({
+    const ex = await openExecutor(
       kv,
-      chainId: 'chain-local',
-      evmChainId: EVM_CHAIN_ID,
-      mode: 'full',
-      keepRecent: 100,
-      gas: { ...defaultGasOptions },
-      mempool: { ...defaultMempoolOptions, size: senders * 2, maxTxsPerSender: 64 },
-      allowUnprotectedTxs: false,
-      txFeeCap: 0n,
-      bus: new EventBus(),
-      logger: process.env.BENCH_DEBUG ? benchLogger : silentLogger,
-    });
+      { size: senders * 2, maxTxsPerSender: 64 },
+      process.env.BENCH_DEBUG ? benchLogger : silentLogger,
+    );
     const t0 = Date.now();
     await ex.initChain({
       chainId: 'chain-local',

@@ -1,0 +1,127 @@
+// In-process timings of two hot paths, for comparing builds (A/B) on a noisy machine:
+//   call:    Executor.call of the token's balanceOf at the latest height, 8 in flight, as the
+//            JSON-RPC's eth_call does it (no HTTP, no thread hop);
+//   recover: the sender's public key from raw EIP-1559 bytes, the JSON-RPC thread's way
+//            (recoverSenderPublicKey) and by building an EthereumJS transaction (decodeTx).
+// Each measurement runs --rounds times; the median and the spread are printed with CPU time per
+// operation, which moves less than wall time when the host is busy.
+//
+// Usage: node dist/bench/hot-paths.js [--what call|recover|both] [--calls 30000] [--rounds 5]
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ethAddressFromPrivateKey, keccak256 } from '../libs/crypto/index.js';
+import { chainCommon } from '../libs/execution/src/evm/common.js';
+import { decodeTx, recoverSenderPublicKey } from '../libs/execution/src/txs.js';
+import { RocksKV } from '../libs/storage/index.js';
+import type { Hex } from '../libs/types/index.js';
+import { TEST_CONSENSUS_PARAMS } from '../test/execution/helpers.js';
+import { arg, compileToken, EVM_CHAIN_ID, hex, openExecutor, privKey, sign } from './exec-fixtures.js';
+
+interface Sample {
+  wallUs: number;
+  cpuUs: number;
+}
+
+async function timed(n: number, body: () => Promise<void> | void): Promise<Sample> {
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  await body();
+  const wall = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  return { wallUs: (wall * 1000) / n, cpuUs: (cpu.user + cpu.system) / n };
+}
+
+function report(what: string, samples: Sample[]): void {
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const wall = samples.map((s) => s.wallUs);
+  const cpu = samples.map((s) => s.cpuUs);
+  console.log(
+    `${what}: median ${med(wall).toFixed(1)} us wall (${(1e6 / med(wall)).toFixed(0)}/s), ${med(cpu).toFixed(1)} us CPU; ` +
+      `rounds ${wall.map((w) => w.toFixed(1)).join(' / ')} us wall; load average ${loadavg()[0].toFixed(1)} on ${cpus().length} cores`,
+  );
+}
+
+async function callBench(calls: number, rounds: number): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'noded-hot-paths-'));
+  const kv = await RocksKV.open(join(dir, 'application.db'));
+  try {
+    const holder = hex(ethAddressFromPrivateKey(privKey(0)));
+    const token = '00000000000000000000000000000000000c0ffe';
+    const slot = keccak256(Buffer.from(holder.padStart(64, '0') + '0'.padStart(64, '0'), 'hex'));
+    const ex = await openExecutor(kv);
+    await ex.initChain({
+      chainId: 'chain-local',
+      time: BigInt(Date.now()) * 1_000_000n,
+      initialHeight: 1,
+      validators: [],
+      consensusParams: TEST_CONSENSUS_PARAMS,
+      appState: {
+        evm: {
+          chain_id: EVM_CHAIN_ID.toString(),
+          accounts: [
+            { address: `0x${holder}`, balance: (10n ** 18n).toString() },
+            {
+              address: `0x${token}`,
+              balance: '0',
+              code: compileToken(),
+              storage: { [`0x${hex(slot)}`]: '0x03e8' },
+            },
+          ],
+        },
+      },
+    });
+    const req = {
+      from: `0x${holder}` as Hex,
+      to: `0x${token}` as Hex,
+      data: `0x70a08231${holder.padStart(64, '0')}` as Hex,
+    };
+    const opts = { gasCap: 50_000_000n, timeoutMs: 5000 };
+    const height = BigInt(ex.latestHeight());
+    const first = await ex.call(req, height, undefined, opts);
+    if (BigInt(first.returnData) !== 1000n) throw new Error(`balanceOf returned ${first.returnData}`);
+    const burst = async (n: number) => {
+      let left = n;
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (left-- > 0) await ex.call(req, height, undefined, opts);
+        }),
+      );
+    };
+    await burst(Math.min(calls, 3000)); // JIT and caches
+    const samples: Sample[] = [];
+    for (let r = 0; r < rounds; r++) samples.push(await timed(calls, () => burst(calls)));
+    report(`eth_call balanceOf in process (${calls} calls x ${rounds})`, samples);
+    await ex.close();
+  } finally {
+    await kv.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function recoverBench(rounds: number): Promise<void> {
+  const n = 2000;
+  const to = `0x${'42'.repeat(20)}` as const;
+  const raws = Array.from({ length: n }, (_, i) => sign(privKey(i % 50), BigInt(i), to, 1n, '0x', 21_000n));
+  const common = chainCommon(EVM_CHAIN_ID);
+  const lean: Sample[] = [];
+  const full: Sample[] = [];
+  for (let r = 0; r <= rounds; r++) {
+    const a = await timed(n, () => {
+      for (const raw of raws) recoverSenderPublicKey(raw, EVM_CHAIN_ID);
+    });
+    const b = await timed(n, () => {
+      for (const raw of raws) decodeTx(raw, common, EVM_CHAIN_ID).tx.getSenderPublicKey();
+    });
+    if (r === 0) continue; // warm-up round
+    lean.push(a);
+    full.push(b);
+  }
+  report('sender recovery, recoverSenderPublicKey', lean);
+  report('sender recovery, EthereumJS transaction (decodeTx)', full);
+}
+
+const what = arg('what', 'both');
+const rounds = Number(arg('rounds', '5'));
+if (what === 'call' || what === 'both') await callBench(Number(arg('calls', '30000')), rounds);
+if (what === 'recover' || what === 'both') await recoverBench(rounds);
