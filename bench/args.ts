@@ -17,7 +17,7 @@ export interface BenchOptions {
   txWarmup: number;
   /** Distinct sending accounts (dev accounts 1..K; account 0 deploys the token). */
   senders: number;
-  /** Most unconfirmed transactions one sender keeps in flight; 0 = no limit (each sender streams its share). */
+  /** Most unconfirmed transactions one sender keeps in flight; 0 = no limit. */
   window: number;
   /** Hard limit for one transaction workload, submit to last receipt. */
   txTimeoutSec: number;
@@ -54,7 +54,8 @@ under bench/results/.
   --erc20 N                  measured ERC-20 transfers (default 6000, quick 200)
   --tx-warmup N              unmeasured transactions before each measured burst (default 100, quick 20)
   --senders K                sending accounts, 1..19 (default 19, quick 8)
-  --window W                 unconfirmed transactions in flight per sender (default 0: no limit)
+  --window W                 unconfirmed transactions in flight per sender, 0 = no limit (default 250:
+                             19 senders stay within noded's 5,000-transaction pool)
   --tx-timeout SEC           limit for one transaction burst (default 300, quick 120)
   --read-seconds S           measured seconds per read method (default 10, quick 3)
   --read-warmup S            warm-up seconds per read method (default 2, quick 1)
@@ -149,7 +150,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | null {
     erc20: int('erc20', values.erc20, quick ? 200 : 6000, 1, 100_000),
     txWarmup: int('tx-warmup', values['tx-warmup'], quick ? 20 : 100, 0, 10_000),
     senders: int('senders', values.senders, quick ? 8 : 19, 1, 19),
-    window: int('window', values.window, 0, 0, 100_000),
+    window: int('window', values.window, 250, 0, 100_000),
     txTimeoutSec: int('tx-timeout', values['tx-timeout'], quick ? 120 : 300, 5, 3600),
     readSeconds: int('read-seconds', values['read-seconds'], quick ? 3 : 10, 1, 600),
     readWarmupSeconds: int('read-warmup', values['read-warmup'], quick ? 1 : 2, 0, 60),

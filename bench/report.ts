@@ -5,7 +5,7 @@ import type { MemorySample } from './memory.js';
 import type { ProfileSummary } from './profile.js';
 import type { ReadResult } from './reads.js';
 import { ratio } from './stats.js';
-import type { BurstResult } from './txburst.js';
+import { type BurstResult, burstComplete } from './txburst.js';
 
 export interface MachineInfo {
   cores: number;
@@ -89,7 +89,7 @@ const atMost = (v: number, unit: string) => ({
 });
 
 function burstRows(key: 'transfers' | 'erc20', name: string): Row[] {
-  const ok = (b: BurstResult | undefined) => (b && !b.timedOut ? b : undefined);
+  const ok = (b: BurstResult | undefined) => (b && burstComplete(b) ? b : undefined);
   const rows: Row[] = [
     {
       label: `${name} tx/s`,
@@ -303,7 +303,7 @@ export function formatMarkdown(report: BenchReport): string {
       if (!b) continue;
       notes.push(
         `${k}: ${b.confirmed}/${b.planned} confirmed, ${b.reverted} reverted, ${b.refused} refused, ${b.missing} missing` +
-          `${b.timedOut ? ' (TIMED OUT)' : ''}; ${b.blocks} blocks (max ${b.maxTxPerBlock} tx/block); ` +
+          `${b.timedOut ? ' (TIMED OUT)' : burstComplete(b) ? '' : ' (INCOMPLETE: left out of the table)'}; ${b.blocks} blocks (max ${b.maxTxPerBlock} tx/block); ` +
           `eth_sendRawTransaction p50 ${fmt(b.sendRttMs.p50, 1)} ms; receipt lookup p50 ${fmt(b.receiptLookupMs.p50, 2)} ms/receipt; ` +
           `all receipts fetched ${fmt(b.receiptsDoneMs / 1000, 1)} s after the first submit; ` +
           `heads via ${b.headSource}${b.firstError ? `; first error: ${b.firstError}` : ''}`,

@@ -36,7 +36,7 @@ import {
   stopAllTargets,
   threadProfiles,
 } from './targets.js';
-import { type BurstResult, runBurst } from './txburst.js';
+import { type BurstResult, burstComplete, runBurst } from './txburst.js';
 
 const log = (msg: string) => console.log(`[bench] ${msg}`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -373,7 +373,8 @@ async function main(): Promise<number> {
   console.log(formatTable(report));
   const files = writeResults(report);
   console.log(`\nresults: ${files.join(', ')}`);
-  return report.runs.some((r) => r.error) ? 1 : 0;
+  const incomplete = report.runs.some((r) => [r.transfers, r.erc20].some((b) => b && !burstComplete(b)));
+  return report.runs.some((r) => r.error) || incomplete ? 1 : 0;
 }
 
 let interrupted = false;

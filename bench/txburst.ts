@@ -61,6 +61,11 @@ export interface BurstResult {
   firstError?: string;
 }
 
+/** Every planned transaction confirmed with status 1 in time: only such a burst has figures. */
+export function burstComplete(b: BurstResult): boolean {
+  return !b.timedOut && b.confirmed === b.planned;
+}
+
 export interface BurstOptions {
   /** Most transactions of one sender submitted but not yet in a block; 0 = no limit. */
   window: number;

@@ -139,6 +139,20 @@ describe('bench table', () => {
     assert.equal(line(r, 'value transfers tx/s').met, 'n/a');
   });
 
+  it('leaves a figure out when the node refused part of its burst (a full pool)', () => {
+    const r = report(200, 1, 100);
+    r.runs[1].transfers = { ...r.runs[1].transfers!, refused: 2, confirmed: 8 };
+    assert.equal(line(r, 'value transfers tx/s').noded, '-');
+    assert.equal(line(r, 'value transfers tx/s').met, 'n/a');
+  });
+
+  it('keeps each sender within the pool by default: 19 x 250 transactions in flight', () => {
+    const o = parseBenchArgs([])!;
+    assert.equal(o.window, 250);
+    assert.ok(o.senders * o.window <= 5000);
+    assert.equal(parseBenchArgs(['--window', '0'])!.window, 0);
+  });
+
   it('with rounds: each figure is the median over rounds, each ratio the median of the rounds own ratios', () => {
     // Three rounds; the machine was slow for both nodes in round 2. Per-round value-transfer ratios
     // 2.0, 1.5, 2.2 -> median 2.0 (the ratio of the medians, 200 / 110, would say 1.82).
