@@ -1,7 +1,8 @@
 // The application-side mempool: per-sender nonce queues (pending = executable run from the state
 // nonce, queued = after a gap), geth's replacement rule (fee cap and tip both at least price_bump%
-// higher), global count/byte limits with eviction of the cheapest, a per-sender limit, and
-// proposal building by highest effective tip with nonce order per sender.
+// higher), global count/byte limits with eviction (first from senders above their guaranteed
+// share, then the cheapest), and proposal building by highest effective tip with nonce order per
+// sender.
 import { effectiveTip } from './feeMarket.js';
 import { type DecodedTx, TxCode, TxRejectedError } from './txs.js';
 
@@ -12,7 +13,10 @@ export interface MempoolOptions {
   maxTxsBytes: number;
   /** Maximum bytes of one transaction ([mempool] max_tx_bytes). */
   maxTxBytes: number;
-  /** Maximum transactions of one sender, pending and queued ([mempool] max_txs_per_sender). */
+  /**
+   * Transactions each sender is guaranteed in a full pool; also how far queued nonces may run
+   * past the pending ones ([mempool] max_txs_per_sender).
+   */
   maxTxsPerSender: number;
   /** Minimum fee increase in percent to replace a transaction ([mempool] price_bump). */
   priceBump: number;
