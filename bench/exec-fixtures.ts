@@ -1,5 +1,6 @@
 // What the in-process benchmarks (executor-throughput, hot-paths) share: the chain id, a key per
-// account index, native-signed EIP-1559 transactions, and the minimal ERC-20 they call.
+// account index, native-signed EIP-1559 transactions, and the tests' ERC-20 (deployed at genesis,
+// so its constructor never runs; balances are set in storage slot 0's mapping).
 import { createRequire } from 'node:module';
 import { createFeeMarket1559Tx } from '@ethereumjs/tx';
 import { secp256k1Sign } from '../libs/crypto/index.js';
@@ -12,24 +13,10 @@ import {
 import { chainCommon } from '../libs/execution/src/evm/common.js';
 import type { KVStore } from '../libs/storage/index.js';
 import { EventBus, type Logger, silentLogger } from '../libs/types/index.js';
+import { TOKEN_SOL } from '../test/execution/contracts.js';
 
 export const EVM_CHAIN_ID = 31337n;
 export const GWEI = 1_000_000_000n;
-
-export const TOKEN_SOL = `
-// SPDX-License-Identifier: MIT
-pragma solidity ^0.8.20;
-contract Token {
-    mapping(address => uint256) public balanceOf;
-    event Transfer(address indexed from, address indexed to, uint256 value);
-    function transfer(address to, uint256 value) external returns (bool) {
-        require(balanceOf[msg.sender] >= value, "insufficient token balance");
-        balanceOf[msg.sender] -= value;
-        balanceOf[to] += value;
-        emit Transfer(msg.sender, to, value);
-        return true;
-    }
-}`;
 
 export function arg(name: string, def: string): string {
   const i = process.argv.indexOf(`--${name}`);
