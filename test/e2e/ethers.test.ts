@@ -207,4 +207,45 @@ describe('ethers v6 against noded chain-local', { timeout: 240_000 }, () => {
     );
     assert.ok((await provider.getBlockNumber()) >= 1);
   });
+
+  it('takes 150 transactions from one account in one batch (past the 64 guaranteed slots)', async () => {
+    // A deploy script that fires a batch from one account: geth accepts it while its pool has room,
+    // and so must noded (max_txs_per_sender is a guaranteed share, not a cap). One JSON-RPC batch is
+    // admitted in order within a few tens of ms, well inside one 300 ms block.
+    const wallet = new Wallet(DEV_KEYS[1], provider);
+    const to = Wallet.createRandom().address;
+    const fee = await provider.getFeeData();
+    const first = await provider.getTransactionCount(wallet.address, 'pending');
+    const raws: string[] = [];
+    for (let i = 0; i < 150; i++) {
+      raws.push(
+        await wallet.signTransaction({
+          chainId: 31337n,
+          type: 2,
+          to,
+          value: 1n,
+          nonce: first + i,
+          gasLimit: 21_000n,
+          maxFeePerGas: fee.maxFeePerGas!,
+          maxPriorityFeePerGas: fee.maxPriorityFeePerGas!,
+        }),
+      );
+    }
+    const res = await fetch(env.node.ethUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(
+        raws.map((raw, id) => ({ jsonrpc: '2.0', id, method: 'eth_sendRawTransaction', params: [raw] })),
+      ),
+    });
+    const replies = (await res.json()) as Array<{ result?: string; error?: { message: string } }>;
+    assert.deepEqual(
+      replies.filter((r) => r.error).map((r) => r.error!.message),
+      [],
+    );
+    const last = await provider.waitForTransaction(replies[149].result!, 1, 30_000);
+    assert.equal(last?.status, 1);
+    assert.equal(await provider.getBalance(to), 150n);
+    assert.equal(await provider.getTransactionCount(wallet.address), first + 150);
+  });
 });
