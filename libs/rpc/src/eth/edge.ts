@@ -199,16 +199,44 @@ export interface EthEdgeHostDeps {
   onRequest?: (method: string, ms: number, ok: boolean) => void;
 }
 
+/** Requests sent across the channel and waiting for their reply, by id (one table per side). */
+class Awaiting {
+  private readonly open = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  private next = 1;
+
+  /** Registers a request and hands its id to `send`; resolves or rejects with its reply. */
+  request(send: (id: number) => void): Promise<unknown> {
+    const id = this.next++;
+    return new Promise((resolve, reject) => {
+      this.open.set(id, { resolve, reject });
+      send(id);
+    });
+  }
+
+  resolve(id: number, v: unknown): void {
+    const c = this.open.get(id);
+    this.open.delete(id);
+    c?.resolve(v);
+  }
+
+  reject(id: number, err: Error): void {
+    const c = this.open.get(id);
+    this.open.delete(id);
+    c?.reject(err);
+  }
+
+  rejectAll(err: Error): void {
+    for (const c of this.open.values()) c.reject(err);
+    this.open.clear();
+  }
+}
+
 /** The host side: serves the edge's chain calls and sends it events and commands. */
 export class EthEdgeHost {
   private readonly pending: Hex[] = [];
   private readonly out: Outbox<HostToEdge>;
   private sentHeight: bigint;
-  private readonly commands = new Map<
-    number,
-    { resolve: (v: unknown) => void; reject: (e: Error) => void }
-  >();
-  private nextCommand = 1;
+  private readonly commands = new Awaiting();
   private readonly unsubscribe: () => void;
   private closed = false;
   /** Chain calls received and not yet started; see drain(). */
@@ -260,17 +288,12 @@ export class EthEdgeHost {
   abort(err: Error): void {
     this.closed = true;
     this.unsubscribe();
-    for (const c of this.commands.values()) c.reject(err);
-    this.commands.clear();
+    this.commands.rejectAll(err);
   }
 
   private command(c: CommandName, a: [string, number] | []): Promise<unknown> {
     if (this.closed) return Promise.reject(new Error('JSON-RPC edge is closed'));
-    const id = this.nextCommand++;
-    return new Promise((resolve, reject) => {
-      this.commands.set(id, { resolve, reject });
-      this.out.push({ t: 'cmd', id, c, a });
-    });
+    return this.commands.request((id) => this.out.push({ t: 'cmd', id, c, a }));
   }
 
   /**
@@ -308,14 +331,11 @@ export class EthEdgeHost {
         }
         return;
       case 'done':
-      case 'fail': {
-        const c = this.commands.get(m.id);
-        if (c === undefined) return;
-        this.commands.delete(m.id);
-        if (m.t === 'done') c.resolve(m.v);
-        else c.reject(fromWire(m.e));
+        this.commands.resolve(m.id, m.v);
         return;
-      }
+      case 'fail':
+        this.commands.reject(m.id, fromWire(m.e));
+        return;
       case 'log': {
         const target = Object.keys(m.b).length > 0 ? this.deps.logger.child(m.b) : this.deps.logger;
         if (m.o !== undefined) target[m.l](m.o, m.msg);
@@ -408,8 +428,7 @@ export class EthEdgeClient {
   readonly chain: EthChain;
   readonly bus = new EventBus();
   readonly logger: Logger;
-  private readonly calls = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  private nextCall = 1;
+  private readonly calls = new Awaiting();
   private snapshot: ChainSnapshot;
   private obs: Array<string | number | boolean> = [];
   private obsTimer: NodeJS.Timeout | undefined;
@@ -420,11 +439,7 @@ export class EthEdgeClient {
     this.snapshot = init.snapshot;
     this.out = new Outbox<EdgeToHost>(channel, (m, err) => {
       if (m.t === 'log') return { ...m, o: { record: safeText(m.o) } };
-      if (m.t === 'call') {
-        const c = this.calls.get(m.id);
-        this.calls.delete(m.id);
-        c?.reject(err);
-      }
+      if (m.t === 'call') this.calls.reject(m.id, err);
       return undefined;
     });
     this.logger = channelLogger((m) => this.out.push(m), {});
@@ -461,24 +476,17 @@ export class EthEdgeClient {
   }
 
   private call(m: ChainCall, a: unknown[]): Promise<unknown> {
-    const id = this.nextCall++;
-    return new Promise((resolve, reject) => {
-      this.calls.set(id, { resolve, reject });
-      this.out.push({ t: 'call', id, m, a });
-    });
+    return this.calls.request((id) => this.out.push({ t: 'call', id, m, a }));
   }
 
   private onMessage(m: HostToEdge): void {
     switch (m.t) {
       case 'ret':
-      case 'err': {
-        const c = this.calls.get(m.id);
-        if (c === undefined) return;
-        this.calls.delete(m.id);
-        if (m.t === 'ret') c.resolve(m.v);
-        else c.reject(fromWire(m.e));
+        this.calls.resolve(m.id, m.v);
         return;
-      }
+      case 'err':
+        this.calls.reject(m.id, fromWire(m.e));
+        return;
       case 'snap':
         this.snapshot = m.s;
         return;
