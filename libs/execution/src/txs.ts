@@ -11,10 +11,10 @@ import {
   type TypedTransaction,
 } from '@ethereumjs/tx';
 import { Address } from '@ethereumjs/util';
-import { secp256k1Recover } from '../../crypto/index.js';
 import type { Hex } from '../../types/index.js';
-import { bigIntToBytes, bytesToBigInt, maxBig, toHex, toKey } from './bytes.js';
+import { bigIntToBytes, bytesToBigInt, concat, maxBig, toHex, toKey } from './bytes.js';
 import { keccak as keccak256 } from './crypto/keccak.js';
+import { nativeEcrecover } from './evm/common.js';
 import { type RlpDecoded, rlpDecode, rlpEncode } from './rlp.js';
 
 /** Result codes of CheckTx / ExecTxResult for rejected transactions (codespace "evm"). */
@@ -312,10 +312,6 @@ export function checkTxFeeCap(d: DecodedTx, txFeeCap: bigint): void {
 const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 const EXPECTED_FIELDS: Record<number, number> = { 0: 9, 1: 11, 2: 12, 4: 13 };
 
-function pad32(b: Uint8Array, into: Uint8Array, at: number): void {
-  into.set(b, at + 32 - b.length);
-}
-
 /**
  * The sender's 64-byte public key of raw transaction bytes, without building a transaction
  * object: the signing payload is the RLP of the unsigned fields (typed: type byte + list without
@@ -343,17 +339,15 @@ export function recoverSenderPublicKey(raw: Uint8Array, evmChainId: bigint): Uin
   const s = bytesToBigInt(sB);
   if (r === 0n || r >= SECP256K1_N || s === 0n || s > SECP256K1_N / 2n) return undefined;
   const v = bytesToBigInt(vB);
-  let recovery: number;
   let payload: Uint8Array;
+  let legacyChainId: bigint | undefined;
   if (type === 0) {
     const fields = values.slice(0, 6);
-    if (v === 27n || v === 28n) {
-      recovery = Number(v - 27n);
-    } else if (v >= 35n) {
-      if ((v - 35n) / 2n !== evmChainId) return undefined;
-      recovery = Number((v - 35n) % 2n);
+    if (v >= 35n) {
+      legacyChainId = (v - 35n) / 2n;
+      if (legacyChainId !== evmChainId) return undefined;
       fields.push(bigIntToBytes(evmChainId), new Uint8Array(0), new Uint8Array(0));
-    } else {
+    } else if (v !== 27n && v !== 28n) {
       return undefined;
     }
     payload = rlpEncode(fields);
@@ -361,17 +355,11 @@ export function recoverSenderPublicKey(raw: Uint8Array, evmChainId: bigint): Uin
     const chain = values[0];
     if (!(chain instanceof Uint8Array) || bytesToBigInt(chain) !== evmChainId) return undefined;
     if (v > 1n) return undefined;
-    recovery = Number(v);
-    const body = rlpEncode(values.slice(0, want - 3));
-    payload = new Uint8Array(1 + body.length);
-    payload[0] = type;
-    payload.set(body, 1);
+    payload = concat(Uint8Array.of(type), rlpEncode(values.slice(0, want - 3)));
   }
-  const sig = new Uint8Array(64);
-  pad32(rB, sig, 0);
-  pad32(sB, sig, 32);
   try {
-    return secp256k1Recover(keccak256(payload), sig, recovery);
+    // The executor's own recovery (v -> recovery id as EthereumJS maps it, native secp256k1).
+    return nativeEcrecover(keccak256(payload), v, rB, sB, legacyChainId);
   } catch {
     return undefined;
   }

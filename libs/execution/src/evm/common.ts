@@ -82,17 +82,26 @@ function recoveryId(v: bigint, chainId?: bigint): number {
   return Number(v - (chainId * 2n + 35n));
 }
 
+/** EthereumJS' ecrecover (64-byte public key) on the native secp256k1 binding. */
+export function nativeEcrecover(
+  msgHash: Uint8Array,
+  v: bigint,
+  r: Uint8Array,
+  s: Uint8Array,
+  chainId?: bigint,
+): Uint8Array {
+  const rec = recoveryId(v, chainId);
+  if (rec !== 0 && rec !== 1) throw new Error('invalid signature v value');
+  const sig = new Uint8Array(64);
+  sig.set(pad32(r), 0);
+  sig.set(pad32(s), 32);
+  return secp256k1Recover(msgHash, sig, rec);
+}
+
 export const nativeCrypto: CustomCrypto = {
   keccak256: (msg: Uint8Array) => keccak256(msg),
   sha256: (msg: Uint8Array) => sha256(msg),
-  ecrecover: (msgHash: Uint8Array, v: bigint, r: Uint8Array, s: Uint8Array, chainId?: bigint) => {
-    const rec = recoveryId(v, chainId);
-    if (rec !== 0 && rec !== 1) throw new Error('invalid signature v value');
-    const sig = new Uint8Array(64);
-    sig.set(pad32(r), 0);
-    sig.set(pad32(s), 32);
-    return secp256k1Recover(msgHash, sig, rec);
-  },
+  ecrecover: nativeEcrecover,
 };
 
 const commons = new Map<bigint, Common>();
