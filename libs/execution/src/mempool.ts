@@ -75,6 +75,13 @@ interface SenderTxs {
   end?: bigint;
 }
 
+/** The sender's highest-nonce transaction not in `skip` (evicting it opens no nonce gap). */
+function tailOf(own: SenderTxs, skip: Set<PoolEntry>): PoolEntry | undefined {
+  let tail: PoolEntry | undefined;
+  for (const e of own.byNonce.values()) if (!skip.has(e) && (!tail || e.d.nonce > tail.d.nonce)) tail = e;
+  return tail;
+}
+
 export class Mempool {
   private readonly bySender = new Map<string, SenderTxs>();
   private readonly byHash = new Map<string, PoolEntry>();
@@ -178,7 +185,7 @@ export class Mempool {
       const chosen = new Set<PoolEntry>();
       const taken = new Map<string, number>();
       while (count > this.opts.size || bytes > this.opts.maxTxsBytes) {
-        let victim = this.overLimitTail(d.sender, taken);
+        let victim = this.overLimitTail(d.sender, chosen, taken);
         if (!victim) {
           victim = this.cheapestTail(d.sender, chosen);
           if (!victim) throw new TxRejectedError(TxCode.poolFull, 'txpool is full');
@@ -217,12 +224,15 @@ export class Mempool {
   }
 
   /**
-   * The newest transaction of the sender that is furthest above max_txs_per_sender (after the
-   * evictions already planned in `taken`), other than `exceptSender`.
+   * The newest not yet chosen transaction of the sender furthest above max_txs_per_sender (after
+   * the evictions already chosen, counted in `taken`), other than `exceptSender`.
    */
-  private overLimitTail(exceptSender: string, taken: Map<string, number>): PoolEntry | undefined {
+  private overLimitTail(
+    exceptSender: string,
+    chosen: Set<PoolEntry>,
+    taken: Map<string, number>,
+  ): PoolEntry | undefined {
     let worst: SenderTxs | undefined;
-    let worstSender = '';
     let most = this.opts.maxTxsPerSender;
     for (const [sender, own] of this.bySender) {
       if (sender === exceptSender) continue;
@@ -230,14 +240,9 @@ export class Mempool {
       if (n > most) {
         most = n;
         worst = own;
-        worstSender = sender;
       }
     }
-    if (!worst) return undefined;
-    // Tails go first so no gap opens; the planned evictions of this sender are its newest ones.
-    const skip = taken.get(worstSender) ?? 0;
-    const nonces = [...worst.byNonce.keys()].sort((a, b) => (a < b ? 1 : a > b ? -1 : 0));
-    return worst.byNonce.get(nonces[skip]);
+    return worst && tailOf(worst, chosen);
   }
 
   /** Lowest-priced transaction among each other sender's highest nonce (no gaps are created). */
@@ -245,8 +250,7 @@ export class Mempool {
     let best: PoolEntry | undefined;
     for (const [sender, own] of this.bySender) {
       if (sender === exceptSender) continue;
-      let tail: PoolEntry | undefined;
-      for (const e of own.byNonce.values()) if (!skip.has(e) && (!tail || e.d.nonce > tail.d.nonce)) tail = e;
+      const tail = tailOf(own, skip);
       if (!tail) continue;
       if (!best || cmpPrice(tail.d, best.d, 0n) < 0) best = tail;
     }
