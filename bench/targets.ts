@@ -80,9 +80,11 @@ function supervise(
   proc.stdout?.on('data', keep);
   proc.stderr?.on('data', keep);
   if (process.env.BENCH_TEE && name === 'noded') {
-    const tee = createWriteStream(process.env.BENCH_TEE);
-    proc.stdout?.on('data', (d: Buffer) => tee.write(d));
-    proc.stderr?.on('data', (d: Buffer) => tee.write(d));
+    // Appended, so that every round's node lands in the one file; closed when the node exits.
+    const tee = createWriteStream(process.env.BENCH_TEE, { flags: 'a' });
+    proc.stdout?.pipe(tee, { end: false });
+    proc.stderr?.pipe(tee, { end: false });
+    proc.once('exit', () => tee.end());
   }
   let stopping: Promise<void> | undefined;
   const target: BenchTarget = {

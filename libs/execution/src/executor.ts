@@ -213,7 +213,7 @@ export class Executor implements Application, EthChain {
     if (unpatched.length > 0) {
       opts.logger.warn(
         { files: unpatched },
-        '@ethereumjs/evm lacks the rewrites of scripts/patch-deps.mjs (run npm install with scripts enabled): eth_call and block execution will run slower',
+        'EthereumJS lacks the rewrites of scripts/patch-deps.mjs (run npm install with scripts enabled): eth_call and block execution will run slower',
       );
     }
     if (!Number.isInteger(opts.keepRecent) || opts.keepRecent < 1) {
