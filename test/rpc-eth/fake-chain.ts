@@ -59,6 +59,10 @@ export class FakeChain implements EthChain {
   pending: EthTx[] = [];
   oldest = 0n;
   slowMs = 0;
+  /** How many times eth_call reached the chain. */
+  callCount = 0;
+  /** eth_call to this address throws this error (once set). */
+  failCall: { to: Hex; error: Error } | undefined;
   /** The last arguments the server passed (to check gas cap / EVM timeout / limits plumbing). */
   readonly seen: FakeChainCalls = {};
 
@@ -290,6 +294,8 @@ export class FakeChain implements EthChain {
     opts: CallOptions,
   ): Promise<CallResult> {
     this.seen.call = { req, height, overrides, opts };
+    this.callCount++;
+    if (this.failCall !== undefined && req.to === this.failCall.to) throw this.failCall.error;
     const abi = AbiCoder.defaultAbiCoder();
     switch (req.to) {
       case REVERT_STRING:

@@ -5,6 +5,7 @@ import { keccak256 } from '../../../crypto/index.js';
 import type {
   CallOptions,
   CallRequest,
+  CallResult,
   EthBlock,
   EthChain,
   EthTx,
@@ -13,6 +14,7 @@ import type {
   StateOverrides,
   TracerConfig,
 } from '../../../types/index.js';
+import { CallCache, callKey } from './call-cache.js';
 import type { DevAccounts } from './dev-accounts.js';
 import { TypedDataError } from './eip712.js';
 import { invalidParams, RpcError, RpcErrorCode, revertError, serverError } from './errors.js';
@@ -162,6 +164,8 @@ export class EthApi {
   private readonly options: EthRpcOptions;
   private readonly dev: DevAccounts | null;
   private readonly filters: FilterManager;
+  /** eth_call results at the newest height, for identical calls (call-cache.ts). */
+  readonly calls = new CallCache<CallResult>((r) => r.returnData.length);
 
   constructor(private readonly deps: EthApiDeps) {
     this.chain = deps.chain;
@@ -493,7 +497,14 @@ export class EthApi {
       [req(transactionArgs), opt(blockRef), opt(stateOverride), opt(unsupported('block overrides'))],
       async ([args, ref, over]) => {
         const height = await this.stateHeight(ref);
-        const result = await c.call(this.callRequest(args), height, this.overrides(over), this.callOptions);
+        const request = this.callRequest(args);
+        const overrides = this.overrides(over);
+        const result =
+          overrides === undefined
+            ? await this.calls.get(height, callKey(request), () =>
+                c.call(request, height, undefined, this.callOptions),
+              )
+            : await c.call(request, height, overrides, this.callOptions);
         if (result.reverted) throw revertError(result.returnData);
         if (result.error !== undefined) throw serverError(result.error);
         return result.returnData;
