@@ -36,7 +36,8 @@ export interface ReadResult {
 
 export interface ReadSpec {
   url: string;
-  body: string;
+  /** Request bodies, sent in turn (one per request, cycling). */
+  bodies: string[];
   seconds: number;
   warmupSeconds: number;
   concurrency: number;
@@ -71,13 +72,24 @@ export async function runReads(kind: 'wrk' | 'node', spec: ReadSpec): Promise<Re
 
 // ---- wrk ------------------------------------------------------------------------------------------
 
-const WRK_SCRIPT = (body: string) => `-- Written by bench/reads.ts for one wrk run.
+const WRK_SCRIPT = (bodies: string[]) => `-- Written by bench/reads.ts for one wrk run.
 wrk.method = "POST"
-wrk.body = [==[${body}]==]
 wrk.headers["Content-Type"] = "application/json"
+local bodies = {
+${bodies.map((b) => `[==[${b}]==],`).join('\n')}
+}
+local requests = {}
+local next_request = 0
+function request()
+  next_request = next_request % #requests + 1
+  return requests[next_request]
+end
 local threads = {}
 function setup(thread) table.insert(threads, thread) end
-function init(args) bad = 0 end
+function init(args)
+  bad = 0
+  for i, b in ipairs(bodies) do requests[i] = wrk.format(nil, nil, nil, b) end
+end
 function response(status, headers, body)
   if status ~= 200 or string.find(body, '"error"', 1, true) or not string.find(body, '"result"', 1, true) then
     bad = bad + 1
@@ -97,10 +109,11 @@ end
 type Measured = Omit<ReadResult, 'fromUs' | 'toUs'>;
 
 async function wrkRun(spec: ReadSpec, seconds: number): Promise<Measured> {
-  if (spec.body.includes(']==]')) throw new LoaderError('request body cannot be quoted for the wrk script');
+  if (spec.bodies.some((b) => b.includes(']==]')))
+    throw new LoaderError('request body cannot be quoted for the wrk script');
   const dir = mkdtempSync(join(tmpdir(), 'bench-wrk-'));
   const script = join(dir, 'rpc.lua');
-  writeFileSync(script, WRK_SCRIPT(spec.body));
+  writeFileSync(script, WRK_SCRIPT(spec.bodies));
   try {
     const args = ['-t1', `-c${spec.concurrency}`, `-d${seconds}s`, '--timeout', '5s', '-s', script, spec.url];
     const out = await new Promise<string>((resolve, reject) => {
@@ -158,13 +171,14 @@ async function wrkRun(spec: ReadSpec, seconds: number): Promise<Measured> {
 async function nodeRun(spec: ReadSpec, seconds: number): Promise<Measured> {
   const url = new URL(spec.url);
   const agent = new Agent({ keepAlive: true, maxSockets: spec.concurrency });
-  const body = Buffer.from(spec.body);
+  const bodies = spec.bodies.map((b) => Buffer.from(b));
+  let nextBody = 0;
   const latencies: number[] = [];
   let errors = 0;
   const started = performance.now();
   const until = started + seconds * 1000;
 
-  const once = () =>
+  const once = (body: Buffer) =>
     new Promise<boolean>((resolve) => {
       const req = request(
         {
@@ -194,7 +208,9 @@ async function nodeRun(spec: ReadSpec, seconds: number): Promise<Measured> {
   const worker = async () => {
     while (performance.now() < until) {
       const t = performance.now();
-      const ok = await once();
+      const body = bodies[nextBody]!;
+      nextBody = (nextBody + 1) % bodies.length;
+      const ok = await once(body);
       if (ok) latencies.push(performance.now() - t);
       else errors++;
     }

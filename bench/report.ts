@@ -29,8 +29,17 @@ export function machineInfo(): MachineInfo {
   };
 }
 
-export type ReadMethod = 'eth_blockNumber' | 'eth_getBalance' | 'eth_call balanceOf';
-export const READ_METHODS: ReadMethod[] = ['eth_blockNumber', 'eth_getBalance', 'eth_call balanceOf'];
+export type ReadMethod =
+  | 'eth_blockNumber'
+  | 'eth_getBalance'
+  | 'eth_call balanceOf'
+  | 'eth_call balanceOf, 4096 holders';
+export const READ_METHODS: ReadMethod[] = [
+  'eth_blockNumber',
+  'eth_getBalance',
+  'eth_call balanceOf',
+  'eth_call balanceOf, 4096 holders',
+];
 
 export interface TargetRun {
   target: TargetName;
@@ -100,6 +109,18 @@ function burstRows(key: 'transfers' | 'erc20', name: string): Row[] {
     },
     { label: `${name} p50 submit->receipt`, unit: 'ms', digits: 1, get: (r) => ok(r[key])?.latencyMs.p50 },
     { label: `${name} p99 submit->receipt`, unit: 'ms', digits: 1, get: (r) => ok(r[key])?.latencyMs.p99 },
+    {
+      label: `${name} CPU per tx (node)`,
+      unit: 'ms CPU',
+      digits: 2,
+      get: (r) => ok(r[key])?.cpu?.nodeMsPerTx,
+    },
+    {
+      label: `${name} cores busy (node + bench)`,
+      unit: 'cores',
+      digits: 2,
+      get: (r) => ok(r[key])?.cpu?.coresBusy,
+    },
     {
       label: `${name} receipt lookup (batched)`,
       unit: 'ms/receipt',

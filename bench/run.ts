@@ -16,6 +16,7 @@ import {
   type SignedTx,
   signTx,
 } from './chain.js';
+import { cpuSampler } from './cpu.js';
 import { sampleMemory } from './memory.js';
 import { formatProfile, type ProfileSummary, type ProfileWindow, summarizeProfile } from './profile.js';
 import { pickLoader, runReads } from './reads.js';
@@ -112,7 +113,7 @@ async function txWorkload(
     log(describeBurst(`${name} warm-up`, w));
     mustComplete(`${name} warm-up`, w);
   }
-  const b = await runBurst(rpc, heads, measured, burst);
+  const b = await runBurst(rpc, heads, measured, { ...burst, cpu: cpuSampler(ctx.target.pid) });
   log(describeBurst(name, b));
   return b;
 }
@@ -174,17 +175,32 @@ async function erc20Workload(ctx: Ctx, run: TargetRun, tokenAddress: string): Pr
   }));
 }
 
-function readBodies(ctx: Ctx, tokenAddress: string | undefined): Array<[ReadMethod, string]> {
+/** Distinct holders asked by the 'eth_call balanceOf, 4096 holders' load (more than a call cache keeps). */
+const HOLDERS = 4096;
+
+/**
+ * The request bodies of each read method; a load cycles through a method's bodies, one per request.
+ * 'eth_call balanceOf' repeats one call, as a wallet polling its balance does (noded answers
+ * repeats at the same height from its call cache); the 4096-holder variant asks a different holder
+ * each time (every call executes), the cost of a call itself.
+ */
+function readBodies(ctx: Ctx, tokenAddress: string | undefined): Array<[ReadMethod, string[]]> {
   const who = ctx.senders[0].address;
   const req = (method: string, params: unknown[]) =>
     JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
-  const bodies: Array<[ReadMethod, string]> = [
-    ['eth_blockNumber', req('eth_blockNumber', [])],
-    ['eth_getBalance', req('eth_getBalance', [who, 'latest'])],
+  const bodies: Array<[ReadMethod, string[]]> = [
+    ['eth_blockNumber', [req('eth_blockNumber', [])]],
+    ['eth_getBalance', [req('eth_getBalance', [who, 'latest'])]],
   ];
   if (tokenAddress) {
-    const data = compileToken().abi.encodeFunctionData('balanceOf', [who]);
-    bodies.push(['eth_call balanceOf', req('eth_call', [{ to: tokenAddress, data }, 'latest'])]);
+    const abi = compileToken().abi;
+    const balanceOf = (holder: string) =>
+      req('eth_call', [{ to: tokenAddress, data: abi.encodeFunctionData('balanceOf', [holder]) }, 'latest']);
+    bodies.push(['eth_call balanceOf', [balanceOf(who)]]);
+    const holders = [...ctx.senders.map((s) => s.address), ...RECEIVERS];
+    for (let i = holders.length; i < HOLDERS; i++)
+      holders.push(`0x${(0xb0000 + i).toString(16).padStart(40, '0')}`);
+    bodies.push(['eth_call balanceOf, 4096 holders', holders.slice(0, HOLDERS).map(balanceOf)]);
   }
   return bodies;
 }
@@ -241,12 +257,12 @@ async function benchTarget(
         run.erc20 = await erc20Workload(ctx, run, tokenAddress);
       }
       if (opts.workloads.includes('reads')) {
-        for (const [method, body] of readBodies(ctx, tokenAddress)) {
-          const probe = JSON.parse(body) as { method: string; params: unknown[] };
+        for (const [method, bodies] of readBodies(ctx, tokenAddress)) {
+          const probe = JSON.parse(bodies[0]!) as { method: string; params: unknown[] };
           await rpc.call(probe.method, probe.params); // fails loudly here rather than as N errors
           const r = await runReads(loader, {
             url: target.httpUrl,
-            body,
+            bodies,
             seconds: opts.readSeconds,
             warmupSeconds: opts.readWarmupSeconds,
             concurrency: opts.readConcurrency,

@@ -11,6 +11,7 @@
 // back: they queue behind the load on the node under test, and timing them would measure the watcher.
 // The time to the fetched receipt is kept too (receiptFetchedMs), as a separate figure.
 import type { SignedTx } from './chain.js';
+import { type CpuSample, type CpuUse, cpuUse } from './cpu.js';
 import { monoUs } from './profile.js';
 import type { HeadFeed, JsonRpcClient, RpcCall } from './rpc.js';
 import { hexQty, RpcError } from './rpc.js';
@@ -59,6 +60,8 @@ export interface BurstResult {
   blockTimeline: Array<{ height: number; txs: number; atMs: number }>;
   headSource: string;
   firstError?: string;
+  /** CPU of the node and of the bench from the first submit to the last block seen (when sampled). */
+  cpu?: CpuUse;
 }
 
 /** Every planned transaction confirmed with status 1 in time: only such a burst has figures. */
@@ -72,6 +75,8 @@ export interface BurstOptions {
   timeoutMs: number;
   /** Least time between two passes of the block watcher (default 100 ms). */
   watchIntervalMs?: number;
+  /** Samples CPU time at the first submit and whenever a later block holds our transactions. */
+  cpu?: () => CpuSample;
 }
 
 interface Submitted {
@@ -112,6 +117,8 @@ export async function runBurst(
   let firstSubmitUs = 0;
   let lastSubmitAt = 0;
   let lastIncludedAt = 0;
+  let cpuFirst: CpuSample | undefined;
+  let cpuLast: CpuSample | undefined;
   let lastReceiptAt = 0;
 
   const startedAt = performance.now();
@@ -198,6 +205,7 @@ export async function runBurst(
         throw b instanceof RpcError ? b : new Error(`block ${from + i} is missing`);
       }
     });
+    const includedBefore = included;
     blocks.forEach((b, i) => {
       const height = from + i;
       const at = Math.min(now, announcedAt.get(height) ?? now);
@@ -213,6 +221,7 @@ export async function runBurst(
         perBlock.set(height, (perBlock.get(height) ?? 0) + 1);
       }
     });
+    if (included > includedBefore && opts.cpu) cpuLast = opts.cpu();
     wakeAll();
     if (submittersDone && pending.size === 0) void fetchReceipts();
   };
@@ -269,6 +278,7 @@ export async function runBurst(
       if (firstSubmitAt === 0) {
         firstSubmitAt = at;
         firstSubmitUs = monoUs();
+        cpuFirst = opts.cpu?.();
       }
       // Registered before the call: Hardhat mines inside eth_sendRawTransaction, so the head can
       // arrive before the reply does.
@@ -357,5 +367,6 @@ export async function runBurst(
     blockTimeline,
     headSource: heads.source,
     firstError,
+    ...(cpuFirst && cpuLast ? { cpu: cpuUse(cpuFirst, cpuLast, included) } : {}),
   };
 }

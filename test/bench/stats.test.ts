@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseBenchArgs } from '../../bench/args.js';
+import { cpuSampler, cpuUse } from '../../bench/cpu.js';
 import { type BenchReport, formatMarkdown, tableLines } from '../../bench/report.js';
 import {
   percentile,
@@ -180,5 +181,28 @@ describe('bench table', () => {
     assert.equal(parseBenchArgs(['--rounds', '3'])!.rounds, 3);
     assert.equal(parseBenchArgs([])!.rounds, 1);
     assert.throws(() => parseBenchArgs(['--rounds', '0']), /--rounds 0: must be between 1 and 9/);
+  });
+});
+
+describe('CPU use of a burst', () => {
+  it('divides node and bench CPU by the transactions, and both by the wall time for busy cores', () => {
+    const from = { nodeMs: 1_000, clientMs: 200, at: 10_000 };
+    const to = { nodeMs: 7_000, clientMs: 2_200, at: 14_000 };
+    assert.deepEqual(cpuUse(from, to, 4_000), { nodeMsPerTx: 1.5, clientMsPerTx: 0.5, coresBusy: 2 });
+    assert.equal(cpuUse(from, to, 0), undefined);
+    assert.equal(cpuUse(to, to, 10), undefined);
+  });
+
+  it('reads the CPU time of a live process tree from /proc', () => {
+    const sample = cpuSampler(process.pid);
+    const a = sample();
+    const until = performance.now() + 60;
+    while (performance.now() < until) Math.sqrt(Math.random());
+    const b = sample();
+    assert.ok(b.nodeMs >= a.nodeMs, 'process CPU time never runs backwards');
+    assert.ok(
+      b.clientMs - a.clientMs >= 30,
+      `60 ms of spinning shows as CPU time: ${b.clientMs - a.clientMs}`,
+    );
   });
 });
