@@ -16,7 +16,7 @@ export interface CpuSample {
 }
 
 export interface CpuUse {
-  /** CPU time of the node per confirmed transaction, ms. */
+  /** CPU time of the node per transaction included in a block, ms. */
   nodeMsPerTx: number;
   /** CPU time of the bench (signing done beforehand; HTTP, JSON, the block watcher) per transaction, ms. */
   clientMsPerTx: number;

@@ -4,7 +4,7 @@ import type { BenchOptions, TargetName, WorkloadName } from './args.js';
 import type { MemorySample } from './memory.js';
 import type { ProfileSummary } from './profile.js';
 import type { ReadResult } from './reads.js';
-import { ratio } from './stats.js';
+import { median, ratio } from './stats.js';
 import { type BurstResult, burstComplete } from './txburst.js';
 
 export interface MachineInfo {
@@ -172,13 +172,6 @@ export interface TableLine {
 
 const fmt = (v: number | undefined, digits: number) =>
   v === undefined || !Number.isFinite(v) ? '-' : v.toFixed(digits);
-
-function median(xs: number[]): number | undefined {
-  const v = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-  if (v.length === 0) return undefined;
-  const m = v.length >> 1;
-  return v.length % 2 === 1 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
 
 /** The rounds' runs of one target (one run per round; a report without rounds is one round). */
 function runsOf(report: BenchReport, target: TargetName): Map<number, TargetRun> {

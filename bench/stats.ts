@@ -50,6 +50,14 @@ export function summarize(samples: ArrayLike<number>): LatencySummary {
   };
 }
 
+/** Median of the finite values (mean of the middle two for an even count); undefined when none. */
+export function median(xs: number[]): number | undefined {
+  const v = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (v.length === 0) return undefined;
+  const m = v.length >> 1;
+  return v.length % 2 === 1 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
 /** Events per second over an interval in milliseconds; NaN when the interval is not positive. */
 export function ratePerSecond(count: number, elapsedMs: number): number {
   return elapsedMs > 0 ? (count * 1000) / elapsedMs : Number.NaN;

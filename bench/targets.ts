@@ -275,7 +275,6 @@ export async function startNoded(opts: NodedStartOptions = {}): Promise<BenchTar
   return target;
 }
 
-/** The newest .cpuprofile in a directory (node names them CPU.<date>.<pid>...). */
 /**
  * The profiles `node --cpu-prof` wrote, one per thread: CPU.<date>.<time>.<pid>.<thread id>.<seq>.
  * Thread 0 is the main thread (consensus, execution, storage); noded's only worker is the JSON-RPC.
