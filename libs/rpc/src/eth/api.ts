@@ -165,7 +165,7 @@ export class EthApi {
   private readonly dev: DevAccounts | null;
   private readonly filters: FilterManager;
   /** eth_call results at the newest height, for identical calls (call-cache.ts). */
-  readonly calls = new CallCache<CallResult>((r) => r.returnData.length);
+  private readonly calls = new CallCache<CallResult>((r) => r.returnData.length);
 
   constructor(private readonly deps: EthApiDeps) {
     this.chain = deps.chain;

@@ -8,7 +8,6 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-
 import type { EthChain, Logger, NodeReader } from '../../../types/index.js';
 import type { TxIndexer } from '../comet/indexer.js';
 import { answerClientErrors, closeServer, enforceWriteTimeout, listenOn } from '../http.js';

@@ -9,8 +9,8 @@ import type { EthChain, Logger, NodeEvent } from '../../../../libs/types/index.j
 
 /** workerData of the JSON-RPC thread. */
 export interface RpcThreadData {
+  /** Also carries the EVM chain id (init.chainId), which sender recovery checks. */
   init: EdgeInit;
-  evmChainId: bigint;
   options: EthRpcOptions;
   clientVersion: string;
   /** Private keys of chain-local's unlocked dev accounts (empty elsewhere). */
@@ -52,7 +52,6 @@ export class EthRpcThread {
     });
     const data: RpcThreadData = {
       init: host.init(),
-      evmChainId: deps.chain.chainId(),
       options: deps.options,
       clientVersion: deps.clientVersion,
       devKeys: deps.devKeys,

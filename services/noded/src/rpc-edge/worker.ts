@@ -8,7 +8,7 @@ import type { RpcThreadData } from './thread.js';
 
 if (parentPort === null) throw new Error('rpc-edge/worker.js runs only as a worker thread');
 const data = workerData as RpcThreadData;
-const edge = new EthEdgeClient(parentPort, data.init, { recoverSender: senderRecovery(data.evmChainId) });
+const edge = new EthEdgeClient(parentPort, data.init, { recoverSender: senderRecovery(data.init.chainId) });
 const server = new EthRpcServer({
   chain: edge.chain,
   bus: edge.bus,
