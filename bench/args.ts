@@ -4,11 +4,16 @@ import { parseArgs } from 'node:util';
 export type TargetName = 'hardhat' | 'noded';
 export type WorkloadName = 'transfers' | 'erc20' | 'reads';
 export type LoaderChoice = 'auto' | 'wrk' | 'node';
+/** Short names of the read rows, in table order: eth_blockNumber, eth_getBalance, eth_call, eth_call over 4096 holders. */
+export const READ_KEYS = ['blockNumber', 'getBalance', 'call', 'call-holders'] as const;
+export type ReadKey = (typeof READ_KEYS)[number];
 
 export interface BenchOptions {
   quick: boolean;
   targets: TargetName[];
   workloads: WorkloadName[];
+  /** Read rows to run (READ_KEYS), all by default. */
+  reads: ReadKey[];
   /** Measured value transfers (after `txWarmup` unmeasured ones). */
   transfers: number;
   /** Measured ERC-20 transfers. */
@@ -50,6 +55,7 @@ under bench/results/.
   --quick                    small counts for a smoke run
   --only hardhat|noded       run against one node only
   --workloads LIST           comma list of transfers,erc20,reads (default: all)
+  --reads LIST               comma list of read rows: blockNumber,getBalance,call,call-holders (default: all)
   --transfers N              measured value transfers (default 6000, quick 200)
   --erc20 N                  measured ERC-20 transfers (default 6000, quick 200)
   --tx-warmup N              unmeasured transactions before each measured burst (default 100, quick 20)
@@ -90,6 +96,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | null {
       quick: { type: 'boolean', default: false },
       only: { type: 'string' },
       workloads: { type: 'string' },
+      reads: { type: 'string' },
       transfers: { type: 'string' },
       erc20: { type: 'string' },
       'tx-warmup': { type: 'string' },
@@ -133,6 +140,17 @@ export function parseBenchArgs(argv: string[]): BenchOptions | null {
     workloads = all.filter((w) => asked.includes(w));
   }
 
+  let reads: ReadKey[] = [...READ_KEYS];
+  if (values.reads !== undefined) {
+    const asked = values.reads.split(',').map((s) => s.trim());
+    for (const r of asked) {
+      if (!(READ_KEYS as readonly string[]).includes(r)) {
+        throw new UsageError(`--reads ${values.reads}: unknown read "${r}" (use ${READ_KEYS.join(',')})`);
+      }
+    }
+    reads = READ_KEYS.filter((r) => asked.includes(r));
+  }
+
   const loader = (values.loader ?? 'auto') as LoaderChoice;
   if (!['auto', 'wrk', 'node'].includes(loader)) {
     throw new UsageError(`--loader ${values.loader}: expected auto, wrk or node`);
@@ -146,6 +164,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | null {
     quick,
     targets,
     workloads,
+    reads,
     transfers: int('transfers', values.transfers, quick ? 200 : 6000, 1, 100_000),
     erc20: int('erc20', values.erc20, quick ? 200 : 6000, 1, 100_000),
     txWarmup: int('tx-warmup', values['tx-warmup'], quick ? 20 : 100, 0, 10_000),

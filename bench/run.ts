@@ -188,19 +188,21 @@ function readBodies(ctx: Ctx, tokenAddress: string | undefined): Array<[ReadMeth
   const who = ctx.senders[0].address;
   const req = (method: string, params: unknown[]) =>
     JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
-  const bodies: Array<[ReadMethod, string[]]> = [
-    ['eth_blockNumber', [req('eth_blockNumber', [])]],
-    ['eth_getBalance', [req('eth_getBalance', [who, 'latest'])]],
-  ];
+  const want = ctx.opts.reads;
+  const bodies: Array<[ReadMethod, string[]]> = [];
+  if (want.includes('blockNumber')) bodies.push(['eth_blockNumber', [req('eth_blockNumber', [])]]);
+  if (want.includes('getBalance')) bodies.push(['eth_getBalance', [req('eth_getBalance', [who, 'latest'])]]);
   if (tokenAddress) {
     const abi = compileToken().abi;
     const balanceOf = (holder: string) =>
       req('eth_call', [{ to: tokenAddress, data: abi.encodeFunctionData('balanceOf', [holder]) }, 'latest']);
-    bodies.push(['eth_call balanceOf', [balanceOf(who)]]);
-    const holders = [...ctx.senders.map((s) => s.address), ...RECEIVERS];
-    for (let i = holders.length; i < HOLDERS; i++)
-      holders.push(`0x${(0xb0000 + i).toString(16).padStart(40, '0')}`);
-    bodies.push(['eth_call balanceOf, 4096 holders', holders.slice(0, HOLDERS).map(balanceOf)]);
+    if (want.includes('call')) bodies.push(['eth_call balanceOf', [balanceOf(who)]]);
+    if (want.includes('call-holders')) {
+      const holders = [...ctx.senders.map((s) => s.address), ...RECEIVERS];
+      for (let i = holders.length; i < HOLDERS; i++)
+        holders.push(`0x${(0xb0000 + i).toString(16).padStart(40, '0')}`);
+      bodies.push(['eth_call balanceOf, 4096 holders', holders.slice(0, HOLDERS).map(balanceOf)]);
+    }
   }
   return bodies;
 }

@@ -182,6 +182,12 @@ describe('bench table', () => {
     assert.equal(parseBenchArgs([])!.rounds, 1);
     assert.throws(() => parseBenchArgs(['--rounds', '0']), /--rounds 0: must be between 1 and 9/);
   });
+
+  it('parses --reads into the chosen rows in table order and names an unknown one', () => {
+    assert.deepEqual(parseBenchArgs([])!.reads, ['blockNumber', 'getBalance', 'call', 'call-holders']);
+    assert.deepEqual(parseBenchArgs(['--reads', 'call-holders, getBalance'])!.reads, ['getBalance', 'call-holders']);
+    assert.throws(() => parseBenchArgs(['--reads', 'call,balance']), /--reads call,balance: unknown read "balance"/);
+  });
 });
 
 describe('CPU use of a burst', () => {

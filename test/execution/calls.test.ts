@@ -2,7 +2,13 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { getCreateAddress, Interface } from 'ethers';
 import { keccak256 } from '../../libs/crypto/index.js';
-import { ChainError, type Hex } from '../../libs/types/index.js';
+import {
+  type CallRequest,
+  type CallResult,
+  ChainError,
+  type Hex,
+  type StateOverrides,
+} from '../../libs/types/index.js';
 import { LAB_SOL } from './contracts.js';
 import {
   addr,
@@ -21,6 +27,22 @@ const owner = key(1);
 const poor = key(3);
 const hexOf = (b: Uint8Array): Hex => `0x${Buffer.from(b).toString('hex')}`;
 const opts = { gasCap: 50_000_000n, timeoutMs: 5000 };
+
+// First in the file: this process has decoded no transaction yet, so the shared Common holds only
+// what the VM merged into it when the call runs.
+describe('a call on a fresh node', () => {
+  it('runs before any transaction was ever decoded', async () => {
+    const target = addr(key(70));
+    const n = await startNode([{ address: target, balance: 0n, code: '0x5a60005260206000f3' }]); // return GAS
+    try {
+      const r = await n.ex.call({ to: target, gas: 100_000n }, 0n, undefined, opts);
+      assert.equal(BigInt(r.returnData), 100_000n - 21_000n - 2n);
+      assert.equal(r.gasUsed, 21_000n + 2n + 3n + 6n + 3n + 3n);
+    } finally {
+      await n.ex.close();
+    }
+  });
+});
 
 describe('calls, estimates, access lists and traces', () => {
   let n: TestNode;
@@ -143,6 +165,96 @@ describe('calls, estimates, access lists and traces', () => {
       opts,
     );
     assert.equal(BigInt(code.returnData), 9n);
+  });
+
+  it('runs a plain call (no price, no access list) exactly as the same call run as a transaction', async () => {
+    // Unpriced calls with a target skip building a transaction; an empty access list sends the same
+    // call through runTx. Every observable must agree: output, gas used, refusals, logs.
+    const h = n.ex.latestHeight();
+    const RET = '60005260206000f3'; // PUSH1 0 MSTORE PUSH1 32 PUSH1 0 RETURN: return the top of the stack
+    const probe = addr(key(60));
+    const run = (req: CallRequest, over?: StateOverrides) =>
+      n.ex.call(req, h, over, opts).then(
+        (r) => ({ ok: r }),
+        (e: Error) => ({ err: e.message }),
+      );
+    const same = async (what: string, req: CallRequest, over?: StateOverrides) => {
+      const plain = await run(req, over);
+      const viaTx = await run({ ...req, accessList: [] }, over);
+      assert.deepEqual(plain, viaTx, what);
+      return plain;
+    };
+    const code = (ops: string): StateOverrides => ({ [probe]: { code: `0x${ops}` as Hex } });
+    const gasAfterTouching = async (what: string, push: string) => {
+      const r = await same(
+        `warmth of ${what}`,
+        { from: addr(owner), to: probe },
+        code(`${push}31505a${RET}`),
+      );
+      return BigInt((r as { ok: CallResult }).ok.returnData);
+    };
+    const cold = await gasAfterTouching('an untouched address', `73${'42'.repeat(20)}`);
+    // Warm is 2500 cheaper than cold; COINBASE, CALLER and ADDRESS cost 2 where a PUSH costs 3.
+    for (const [what, push, saved] of [
+      ['the coinbase', '41', 2501n],
+      ['the caller', '33', 2501n],
+      ['the target', '30', 2501n],
+      ['ecrecover', '6001', 2500n],
+      ['the point evaluation precompile', '600a', 2500n],
+      ['p256verify', '610100', 2500n],
+    ] as const) {
+      assert.equal((await gasAfterTouching(what, push)) - cold, saved, `${what} is warm`);
+    }
+    for (const [what, ops] of [
+      ['ORIGIN', '32'],
+      ['GASPRICE', '3a'],
+      ['BASEFEE', '48'],
+      ['CALLVALUE', '34'],
+      ['the caller balance', '3331'],
+      ['the caller code hash after its nonce bump', '333f'],
+      ['GAS', '5a'],
+    ]) {
+      await same(what, { from: addr(owner), to: probe, value: 3n }, code(`${ops}${RET}`));
+      await same(`${what} from the zero address`, { to: probe }, code(`${ops}${RET}`));
+    }
+    const refund = await same(
+      'two cleared slots (the refund capped at a fifth)',
+      { to: probe },
+      {
+        [probe]: {
+          code: '0x60006000556000600155', // SSTORE(0, 0) SSTORE(1, 0)
+          stateDiff: {
+            [`0x${'0'.repeat(64)}` as Hex]: `0x${'0'.repeat(63)}1`,
+            [`0x${'0'.repeat(63)}1` as Hex]: `0x${'0'.repeat(63)}1`,
+          },
+        },
+      },
+    );
+    // 21000 + 2 x (2100 cold + 2900 reset) + 4 pushes = 31012 before the refund of 2 x 4800; cap 6202.
+    assert.equal('ok' in refund && refund.ok.gasUsed, 31_012n - 6_202n);
+    const transfer = await same('a value transfer', { from: addr(owner), to: addr(key(61)), value: 5n });
+    assert.equal('ok' in transfer && transfer.ok.gasUsed, 21_000n);
+    const data = `0x${'ff'.repeat(1000)}` as Hex; // intrinsic 21000 + 16 * 1000, floor 21000 + 10 * 4000
+    const floor = await same('the calldata floor', { to: probe, data }, code('00'));
+    assert.equal('ok' in floor && floor.ok.gasUsed, 61_000n);
+    assert.deepEqual(await same('gas under the floor', { to: probe, data, gas: 50_000n }, code('00')), {
+      err: 'insufficient gas for floor data gas cost: have 50000, want 61000',
+    });
+    assert.deepEqual(
+      await same('gas under the intrinsic gas', { to: probe, data, gas: 30_000n }, code('00')),
+      {
+        err: 'intrinsic gas too low: have 30000, want 37000',
+      },
+    );
+    await same('a revert with a reason', { to: lab, data: enc('fail', [1n]) });
+    await same('a panic', { to: lab, data: enc('fail', [2n]) });
+    await same('a custom error', { to: lab, data: enc('fail', [3n]) });
+    await same('out of gas', { to: lab, data: enc('burnGas', [1000n]), gas: 100_000n });
+    await same('an event', { from: addr(owner), to: lab, data: enc('bump') });
+    await same('a cold contract read', { to: lab, data: enc('readChild', [child]) });
+    await same('a nested write', { from: addr(owner), to: lab, data: enc('setChild', [child, 9n]) });
+    await same('a precompile', { to: lab, data: enc('modexp', [3n, 5n, 7n]) });
+    await same('the block', { to: lab, data: enc('blockInfo') });
   });
 
   it('creates an access list with the touched contract slots', async () => {

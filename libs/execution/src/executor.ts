@@ -4,6 +4,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Common } from '@ethereumjs/common';
 import type { EVMMockBlockchainInterface } from '@ethereumjs/evm';
+import { getCalldataFloorGas } from '@ethereumjs/tx';
 import { Address } from '@ethereumjs/util';
 import { sha256 } from '../../crypto/index.js';
 import type { BatchOp } from '../../storage/index.js';
@@ -68,13 +69,16 @@ import { evmFilesUnpatched } from './evm/patched.js';
 import {
   type BlockContext,
   type CallOutcome,
+  CallRefused,
   hexData,
+  intrinsicShortfall,
   makeBlock,
   makeCallTx,
   makeVm,
   outcome,
   preCheck,
   revertReason,
+  runPlainCall,
   runTx,
 } from './evm/run.js';
 import { makeTracer, TraceTimeoutError } from './evm/tracers.js';
@@ -111,10 +115,6 @@ const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(r
 
 /** Idle VMs kept for eth_call / estimateGas / createAccessList. */
 const VM_POOL = 8;
-/** eth_call transactions kept for reuse (a dapp polls the same calls); cleared when full. */
-const CALL_TX_CACHE = 64;
-/** Calls with more calldata than this (hex characters) are not cached. */
-const CALL_TX_CACHE_MAX_DATA = 4096;
 
 interface PooledVm {
   vm: Awaited<ReturnType<typeof makeVm>>;
@@ -186,7 +186,6 @@ export class Executor implements Application, EthChain {
    * converts and validates each field) was 7% of an eth_call; the object is only read by runTx, and
    * what it caches (intrinsic gas per hardfork) depends on those inputs alone.
    */
-  private readonly callTxs = new Map<string, ReturnType<typeof makeCallTx>>();
 
   private constructor(private readonly opts: ExecutorOptions) {
     this.common = chainCommon(opts.evmChainId);
@@ -1195,31 +1194,25 @@ export class Executor implements Application, EthChain {
       );
     }
     const accessList = opts.accessList ?? req.accessList;
-    const cacheKey =
-      accessList === undefined && (req.data === undefined || req.data.length <= CALL_TX_CACHE_MAX_DATA)
-        ? `${fromKey}|${req.to}|${gas}|${req.gasPrice}|${req.maxFeePerGas}|${req.maxPriorityFeePerGas}|${value}|${acct.nonce}|${req.data}`
-        : undefined;
-    let tx = cacheKey === undefined ? undefined : this.callTxs.get(cacheKey);
-    if (tx === undefined) {
-      tx = makeCallTx(this.common, this.opts.evmChainId, {
-        from,
-        to: req.to ? fromHex(normAddress(req.to)) : null,
-        gas,
-        gasPrice: req.gasPrice,
-        maxFeePerGas: req.maxFeePerGas,
-        maxPriorityFeePerGas: req.maxPriorityFeePerGas,
-        value,
-        data: hexData(req.data),
-        nonce: acct.nonce,
-        accessList,
-      });
-      if (cacheKey !== undefined) {
-        if (this.callTxs.size >= CALL_TX_CACHE) this.callTxs.clear();
-        this.callTxs.set(cacheKey, tx);
-      }
-    }
+    // Most calls (no price, a target, no access list, no tracer) run as a bare message call;
+    // the rest as an unsigned transaction through runTx.
+    const plain = !priced && req.to != null && accessList === undefined && opts.tracer === undefined;
+    const tx = plain
+      ? undefined
+      : makeCallTx(this.common, this.opts.evmChainId, {
+          from,
+          to: req.to ? fromHex(normAddress(req.to)) : null,
+          gas,
+          gasPrice: req.gasPrice,
+          maxFeePerGas: req.maxFeePerGas,
+          maxPriorityFeePerGas: req.maxPriorityFeePerGas,
+          value,
+          data: hexData(req.data),
+          nonce: acct.nonce,
+          accessList,
+        });
     // geth skips the EOA check for calls: hide the sender's code from that one check only.
-    if (!equal(acct.codeHash, EMPTY_CODE_HASH)) state.hideSenderCode(fromKey, acct);
+    if (tx && !equal(acct.codeHash, EMPTY_CODE_HASH)) state.hideSenderCode(fromKey, acct);
     let block =
       this.callBlock?.height === height && this.callBlock.priced === priced
         ? this.callBlock.block
@@ -1236,6 +1229,18 @@ export class Executor implements Application, EthChain {
     }
     const detach = opts.tracer?.attach(vm.evm as never, deadline);
     try {
+      if (!tx) {
+        return outcome(
+          await runPlainCall(vm, {
+            caller: new Address(from),
+            to: new Address(fromHex(normAddress(req.to!))),
+            data: hexData(req.data),
+            value,
+            gasLimit: gas,
+            block,
+          }),
+        );
+      }
       const res = await runTx(vm, {
         tx,
         block,
@@ -1248,13 +1253,19 @@ export class Executor implements Application, EthChain {
       const out = outcome(res);
       return { ...out, accessList: res.accessList as AccessListEntry[] | undefined };
     } catch (err) {
+      if (err instanceof CallRefused) throw new ChainError(-32000, err.message);
       if (err instanceof TraceTimeoutError || (err as Error).name === 'TraceTimeoutError') {
         throw new ChainError(-32000, `execution aborted (timeout = ${opts.timeoutMs / 1000}s)`);
       }
       if (err instanceof ChainError) throw err;
       const msg = (err as Error).message.replace(/ \(.*$/, '');
-      if (/INTRINSIC_GAS_TOO_LOW|lower than the minimum gas limit/.test(msg)) {
-        throw new ChainError(-32000, `intrinsic gas too low: have ${gas}, want ${tx.getIntrinsicGas()}`);
+      if (tx && /INTRINSIC_GAS_TOO_LOW|lower than the minimum gas limit/.test(msg)) {
+        const short = intrinsicShortfall(
+          gas,
+          tx.getIntrinsicGas(),
+          getCalldataFloorGas(tx, new Address(from)),
+        );
+        throw new ChainError(-32000, short ?? msg);
       }
       throw new ChainError(-32000, msg);
     } finally {

@@ -12,10 +12,11 @@ import {
   createAccessList2930Tx,
   createFeeMarket1559Tx,
   createLegacyTx,
+  paramsTx,
   type TypedTransaction,
 } from '@ethereumjs/tx';
-import { Address } from '@ethereumjs/util';
-import { createVM, type RunTxResult, runTx, type VM } from '@ethereumjs/vm';
+import { Account, Address } from '@ethereumjs/util';
+import { createVM, paramsVM, type RunTxResult, runTx, type VM } from '@ethereumjs/vm';
 import type { AccessListEntry, Hex } from '../../../types/index.js';
 import { bytesToBigInt, equal, fromHex, toHex, toKey } from '../bytes.js';
 import { hasCode } from '../state/account.js';
@@ -266,15 +267,18 @@ export function makeCallTx(common: Common, chainId: bigint, r: CallTxRequest): T
   return tx;
 }
 
+/** What a call's caller reads of its run: runTx's result, or the same fields from runPlainCall. */
+export type CallRun = Pick<RunTxResult, 'execResult' | 'totalGasSpent' | 'gasRefund'>;
+
 export interface CallOutcome {
-  result: RunTxResult;
+  result: CallRun;
   gasUsed: bigint;
   returnData: Uint8Array;
   reverted: boolean;
   error?: string;
 }
 
-export function outcome(result: RunTxResult): CallOutcome {
+export function outcome(result: CallRun): CallOutcome {
   const err = result.execResult.exceptionError;
   return {
     result,
@@ -287,4 +291,122 @@ export function outcome(result: RunTxResult): CallOutcome {
 
 export function hexData(h: Hex | undefined): Uint8Array {
   return h ? fromHex(h) : new Uint8Array(0);
+}
+
+/** A message call with no transaction around it: what eth_call sends most of the time. */
+export interface PlainCall {
+  caller: Address;
+  to: Address;
+  data: Uint8Array;
+  value: bigint;
+  gasLimit: bigint;
+  block: Block;
+}
+
+interface GasParams {
+  tx: bigint;
+  zeroByte: bigint;
+  nonZeroByte: bigint;
+  floorPerToken: bigint;
+  refundQuotient: bigint;
+}
+const gasParams = new WeakMap<Common, GasParams>();
+
+function paramsOf(common: Common): GasParams {
+  let p = gasParams.get(common);
+  if (!p) {
+    // A Common holds a library's parameters once that library merged them (the first transaction
+    // or VM built on it); a call may come before any transaction was decoded.
+    common.updateParams(paramsTx);
+    common.updateParams(paramsVM);
+    p = {
+      tx: common.param('txGas'),
+      zeroByte: common.param('txDataZeroGas'),
+      nonZeroByte: common.param('txDataNonZeroGas'),
+      floorPerToken: common.isActivatedEIP(7623) ? common.param('totalCostFloorPerToken') : 0n,
+      refundQuotient: common.param('maxRefundQuotient'),
+    };
+    gasParams.set(common, p);
+  }
+  return p;
+}
+
+/**
+ * Intrinsic gas of a call (not a creation) without an access list, and its EIP-7623 calldata
+ * floor (0 before Prague).
+ */
+export function callIntrinsicGas(common: Common, data: Uint8Array): { intrinsic: bigint; floor: bigint } {
+  const p = paramsOf(common);
+  let zeros = 0;
+  for (let i = 0; i < data.length; i++) if (data[i] === 0) zeros++;
+  const nonZeros = BigInt(data.length - zeros);
+  const intrinsic = p.tx + BigInt(zeros) * p.zeroByte + nonZeros * p.nonZeroByte;
+  const floor = p.floorPerToken === 0n ? 0n : p.tx + p.floorPerToken * (BigInt(zeros) + 4n * nonZeros);
+  return { intrinsic, floor };
+}
+
+/** geth's refusal of a gas limit below the intrinsic gas or the calldata floor, or undefined. */
+export function intrinsicShortfall(gas: bigint, intrinsic: bigint, floor: bigint): string | undefined {
+  if (gas < intrinsic) return `intrinsic gas too low: have ${gas}, want ${intrinsic}`;
+  if (gas < floor) return `insufficient gas for floor data gas cost: have ${gas}, want ${floor}`;
+  return undefined;
+}
+
+/** A refusal before execution (gas below the intrinsic gas or the floor); changes nothing. */
+export class CallRefused extends Error {
+  override readonly name = 'CallRefused';
+}
+
+/**
+ * Runs an unpriced message call on `vm` the way runTx would run the same call as a transaction
+ * with gas price 0, without building one: the same warm addresses (precompiles, caller, target,
+ * coinbase), intrinsic gas and calldata floor, the caller's nonce bump, refund cap and floor. It
+ * skips what a zero-priced call makes moot (fee purchase and refund, the coinbase payment, the
+ * receipt) and the EOA check (geth skips it for calls too). The state must be thrown away after.
+ */
+export async function runPlainCall(vm: VM, c: PlainCall): Promise<CallRun> {
+  const common = vm.common;
+  const { intrinsic, floor } = callIntrinsicGas(common, c.data);
+  const short = intrinsicShortfall(c.gasLimit, intrinsic, floor);
+  if (short !== undefined) throw new CallRefused(short);
+  const evm = vm.evm;
+  const journal = evm.journal;
+  journal.cleanJournal();
+  // A createAccessList run on this VM before leaves its recorder on; runTx drops it the same way.
+  (journal as { accessList?: unknown }).accessList = undefined;
+  (vm.stateManager as unknown as JournaledState).originalStorageCache.clear();
+  if (common.isActivatedEIP(2929)) {
+    for (const address of evm.precompiles.keys()) journal.addAlwaysWarmAddress(address);
+    journal.addAlwaysWarmAddress(toKey(c.caller.bytes));
+    journal.addAlwaysWarmAddress(toKey(c.to.bytes));
+    if (common.isActivatedEIP(3651)) journal.addAlwaysWarmAddress(toKey(c.block.header.coinbase.bytes));
+  }
+  const sender = (await vm.stateManager.getAccount(c.caller)) ?? new Account();
+  sender.nonce += 1n;
+  await journal.putAccount(c.caller, sender);
+  const r = await evm.runCall({
+    block: c.block,
+    gasPrice: 0n,
+    caller: c.caller,
+    origin: c.caller,
+    gasLimit: c.gasLimit - intrinsic,
+    to: c.to,
+    value: c.value,
+    data: c.data,
+    skipNonceIncrement: true,
+  });
+  // As runTx: the refund is capped at a fifth of the gas spent, the floor applies after it, and
+  // the reported gasRefund is the uncapped one (0 once the floor applies).
+  let spent = intrinsic + r.execResult.executionGasUsed;
+  let refund = r.execResult.gasRefund ?? 0n;
+  if (refund > 0n) {
+    const cap = spent / paramsOf(common).refundQuotient;
+    spent -= refund < cap ? refund : cap;
+  }
+  if (spent < floor) {
+    spent = floor;
+    refund = 0n;
+  }
+  journal.cleanJournal();
+  return { execResult: r.execResult, totalGasSpent: spent, gasRefund: refund };
 }
