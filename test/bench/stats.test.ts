@@ -185,8 +185,14 @@ describe('bench table', () => {
 
   it('parses --reads into the chosen rows in table order and names an unknown one', () => {
     assert.deepEqual(parseBenchArgs([])!.reads, ['blockNumber', 'getBalance', 'call', 'call-holders']);
-    assert.deepEqual(parseBenchArgs(['--reads', 'call-holders, getBalance'])!.reads, ['getBalance', 'call-holders']);
-    assert.throws(() => parseBenchArgs(['--reads', 'call,balance']), /--reads call,balance: unknown read "balance"/);
+    assert.deepEqual(parseBenchArgs(['--reads', 'call-holders, getBalance'])!.reads, [
+      'getBalance',
+      'call-holders',
+    ]);
+    assert.throws(
+      () => parseBenchArgs(['--reads', 'call,balance']),
+      /--reads call,balance: unknown read "balance"/,
+    );
   });
 });
 
