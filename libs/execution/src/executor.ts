@@ -69,7 +69,6 @@ import { evmFilesUnpatched } from './evm/patched.js';
 import {
   type BlockContext,
   type CallOutcome,
-  CallRefused,
   hexData,
   intrinsicShortfall,
   makeBlock,
@@ -181,11 +180,6 @@ export class Executor implements Application, EthChain {
   private readonly vmPool: PooledVm[] = [];
   /** The EthereumJS block of the last eth_call (blocks never change once committed). */
   private callBlock: { height: number; priced: boolean; block: ReturnType<typeof makeBlock> } | undefined;
-  /**
-   * Call transactions by every input they are built from. Building one (EthereumJS' constructor
-   * converts and validates each field) was 7% of an eth_call; the object is only read by runTx, and
-   * what it caches (intrinsic gas per hardfork) depends on those inputs alone.
-   */
 
   private constructor(private readonly opts: ExecutorOptions) {
     this.common = chainCommon(opts.evmChainId);
@@ -1253,7 +1247,6 @@ export class Executor implements Application, EthChain {
       const out = outcome(res);
       return { ...out, accessList: res.accessList as AccessListEntry[] | undefined };
     } catch (err) {
-      if (err instanceof CallRefused) throw new ChainError(-32000, err.message);
       if (err instanceof TraceTimeoutError || (err as Error).name === 'TraceTimeoutError') {
         throw new ChainError(-32000, `execution aborted (timeout = ${opts.timeoutMs / 1000}s)`);
       }

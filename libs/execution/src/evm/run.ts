@@ -17,7 +17,7 @@ import {
 } from '@ethereumjs/tx';
 import { Account, Address } from '@ethereumjs/util';
 import { createVM, paramsVM, type RunTxResult, runTx, type VM } from '@ethereumjs/vm';
-import type { AccessListEntry, Hex } from '../../../types/index.js';
+import { type AccessListEntry, ChainError, type Hex } from '../../../types/index.js';
 import { bytesToBigInt, equal, fromHex, toHex, toKey } from '../bytes.js';
 import { hasCode } from '../state/account.js';
 import type { JournaledState } from '../state/journaled.js';
@@ -335,7 +335,7 @@ function paramsOf(common: Common): GasParams {
  * Intrinsic gas of a call (not a creation) without an access list, and its EIP-7623 calldata
  * floor (0 before Prague).
  */
-export function callIntrinsicGas(common: Common, data: Uint8Array): { intrinsic: bigint; floor: bigint } {
+function callIntrinsicGas(common: Common, data: Uint8Array): { intrinsic: bigint; floor: bigint } {
   const p = paramsOf(common);
   let zeros = 0;
   for (let i = 0; i < data.length; i++) if (data[i] === 0) zeros++;
@@ -352,11 +352,6 @@ export function intrinsicShortfall(gas: bigint, intrinsic: bigint, floor: bigint
   return undefined;
 }
 
-/** A refusal before execution (gas below the intrinsic gas or the floor); changes nothing. */
-export class CallRefused extends Error {
-  override readonly name = 'CallRefused';
-}
-
 /**
  * Runs an unpriced message call on `vm` the way runTx would run the same call as a transaction
  * with gas price 0, without building one: the same warm addresses (precompiles, caller, target,
@@ -368,7 +363,7 @@ export async function runPlainCall(vm: VM, c: PlainCall): Promise<CallRun> {
   const common = vm.common;
   const { intrinsic, floor } = callIntrinsicGas(common, c.data);
   const short = intrinsicShortfall(c.gasLimit, intrinsic, floor);
-  if (short !== undefined) throw new CallRefused(short);
+  if (short !== undefined) throw new ChainError(-32000, short);
   const evm = vm.evm;
   const journal = evm.journal;
   journal.cleanJournal();
@@ -407,6 +402,7 @@ export async function runPlainCall(vm: VM, c: PlainCall): Promise<CallRun> {
     spent = floor;
     refund = 0n;
   }
+  // The pooled VM would otherwise hold this call's journal until its next use.
   journal.cleanJournal();
   return { execResult: r.execResult, totalGasSpent: spent, gasRefund: refund };
 }
