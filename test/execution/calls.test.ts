@@ -311,6 +311,23 @@ describe('calls, estimates, access lists and traces', () => {
     assert.ok(noStack.structLogs.every((l) => l.stack === undefined));
   });
 
+  it('traces the memory a frame paid for, written or not (geth: mem.Len())', async () => {
+    // MSTORE8 0xff at 0, then CALL an empty account with a 12 KB output area: the gas is paid for
+    // 384 words, the call returns nothing, so only the first byte is ever written.
+    const initcode = '0x60ff6000536130006000600060006000611234' + '5af100';
+    const t = (await n.ex.traceCall({ from: addr(owner), data: initcode as Hex }, n.ex.latestHeight(), {
+      enableMemory: true,
+    })) as { failed: boolean; structLogs: Array<{ op: string; memory?: string[] }> };
+    assert.equal(t.failed, false);
+    const call = t.structLogs.find((l) => l.op === 'CALL');
+    assert.deepEqual(call?.memory, [`ff${'0'.repeat(62)}`]);
+    const stop = t.structLogs.at(-1);
+    assert.equal(stop?.op, 'STOP');
+    assert.equal(stop?.memory?.length, 0x3000 / 32);
+    assert.equal(stop?.memory?.[0], `ff${'0'.repeat(62)}`);
+    assert.ok(stop?.memory?.slice(1).every((w) => w === '0'.repeat(64)));
+  });
+
   it('traces nested calls and reverts with callTracer', async () => {
     const h = await send(lab, enc('setChild', [child, 11n]), 300_000n);
     const t = (await n.ex.traceTransaction(h, { tracer: 'callTracer' })) as {
