@@ -211,6 +211,22 @@ export async function startNode(
   return node;
 }
 
+/**
+ * Waits until the node's output matches `re`. startNode returns once the EVM JSON-RPC answers,
+ * which is before the node has opened its other servers and printed its start-up summary.
+ */
+export async function waitForOutput(node: RunningNode, re: RegExp, ms = 15_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!re.test(node.output())) {
+    if (Date.now() > until || node.proc.exitCode !== null) {
+      throw new Error(
+        `node output never matched ${re} within ${ms} ms\n--- node output ---\n${node.output().slice(-4000)}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** A fresh chain-local node: init + start. Remove the home with `cleanup` after stop. */
 export async function startLocalNode(opts: Parameters<typeof initLocalHome>[0] = {}) {
   const { home, ports } = await initLocalHome(opts);

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { initLocalHome, type RunningNode, runCli, startNode } from './harness.js';
+import { initLocalHome, type RunningNode, runCli, startNode, waitForOutput } from './harness.js';
 
 async function blockNumber(url: string): Promise<number> {
   const res = await fetch(url, {
@@ -29,6 +29,8 @@ describe('node lifecycle', { timeout: 240_000 }, () => {
 
   it('prints endpoints and test-only dev accounts on start, and `noded status` reads the node', async () => {
     node = await startNode(home, ports);
+    // The summary is printed once every server listens, and logged as "node started" right after.
+    await waitForOutput(node, /"msg":"node started"/);
     const out = node.output();
     assert.match(out, new RegExp(`127\\.0\\.0\\.1:${ports.evmHttp}`));
     assert.match(out, /0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266/i);
