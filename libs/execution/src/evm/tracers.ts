@@ -27,16 +27,6 @@ function hex32(v: bigint): string {
   return v.toString(16).padStart(64, '0');
 }
 
-const ZERO_WORD = '0'.repeat(64);
-
-function memoryWord(memory: Uint8Array, at: number): string {
-  if (at + 32 <= memory.length) return toKey(memory.subarray(at, at + 32));
-  if (at >= memory.length) return ZERO_WORD;
-  const word = new Uint8Array(32);
-  word.set(memory.subarray(at));
-  return toKey(word);
-}
-
 interface StructLog {
   pc: number;
   op: string;
@@ -74,7 +64,12 @@ export class StructLogTracer implements Tracer {
         // The memory the frame has paid for (geth's mem.Len()): the EVM's buffer may hold fewer
         // bytes, since it grows only when written, and the rest reads as zero.
         const size = Number(step.memoryWordCount) * 32;
-        for (let i = 0; i < size; i += 32) mem.push(memoryWord(step.memory, i));
+        let memory = step.memory;
+        if (memory.length < size) {
+          memory = new Uint8Array(size);
+          memory.set(step.memory);
+        }
+        for (let i = 0; i < size; i += 32) mem.push(toKey(memory.subarray(i, i + 32)));
         log.memory = mem;
       }
       if (step.gasRefund > 0n) log.refund = Number(step.gasRefund);
