@@ -20,7 +20,7 @@ export interface CallCacheStats {
 
 export class CallCache<T> {
   private height = -1n;
-  private readonly entries = new Map<string, Promise<T>>();
+  private entries = new Map<string, Promise<T>>();
   readonly stats: CallCacheStats = { hits: 0, misses: 0 };
 
   /**
@@ -39,7 +39,9 @@ export class CallCache<T> {
   get(height: bigint, key: string, run: () => Promise<T>): Promise<T> {
     if (height < this.height || key.length > CALL_CACHE_MAX_KEY) return run();
     if (height > this.height) {
-      this.entries.clear();
+      // A new map rather than clear(): V8 would give the cleared map's new table to the old
+      // generation, where this long-lived map lives (see JournaledState).
+      this.entries = new Map();
       this.height = height;
     }
     const kept = this.entries.get(key);
