@@ -57,7 +57,7 @@ describe('JSON-RPC edge over a message channel', () => {
   const bus = new EventBus();
   const chain = new FakeChain(bus);
   const logs: LogRecord[] = [];
-  const observed: Array<{ method: string; ok: boolean }> = [];
+  const observed: Array<{ method: string; ms: number; ok: boolean }> = [];
   const recovered: Uint8Array[] = [];
   const seenKeys: Array<Uint8Array | undefined> = [];
   let host: EthEdgeHost;
@@ -78,7 +78,7 @@ describe('JSON-RPC edge over a message channel', () => {
       chain,
       bus,
       logger: capturingLogger(logs),
-      onRequest: (method, _ms, ok) => observed.push({ method, ok }),
+      onRequest: (method, ms, ok) => observed.push({ method, ms, ok }),
     });
     const edge = new EthEdgeClient(channel.port2, host.init(), {
       recoverSender: (raw) => {
@@ -194,6 +194,29 @@ describe('JSON-RPC edge over a message channel', () => {
       tail.map((o) => o.ok),
       [true, false],
     );
+    for (const o of tail) assert.ok(Number.isFinite(o.ms) && o.ms >= 0 && o.ms < 3000, `duration ${o.ms}`);
+  });
+
+  it('reports a burst larger than one observation batch, every request with its method', async () => {
+    await sleep(250);
+    const n = observed.length;
+    const body = Array.from({ length: 600 }, (_, i) =>
+      i % 2 === 0
+        ? { jsonrpc: '2.0', id: i, method: 'eth_chainId', params: [] }
+        : { jsonrpc: '2.0', id: i, method: 'net_version', params: [] },
+    );
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    assert.equal(res.status, 200);
+    const deadline = Date.now() + 3000;
+    while (observed.length < n + 600 && Date.now() < deadline) await sleep(20);
+    const tail = observed.slice(n);
+    assert.equal(tail.length, 600);
+    assert.equal(tail.filter((o) => o.method === 'eth_chainId' && o.ok).length, 300);
+    assert.equal(tail.filter((o) => o.method === 'net_version' && o.ok).length, 300);
   });
 
   it('refuses chain calls outside the EthChain surface', async () => {
