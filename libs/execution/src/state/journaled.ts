@@ -90,7 +90,7 @@ export class JournaledState implements StateManagerInterface {
     if (this.storage.size > 0) this.storage = new Map();
     if (this.cleared.size > 0) this.cleared = new Set();
     if (this.code.size > 0) this.code = new Map();
-    if (this.original.size > 0) this.original = new Map();
+    this.originalStorageCache.clear();
     this.burned = 0n;
     this.journal.length = 0;
     this.marks.length = 0;
