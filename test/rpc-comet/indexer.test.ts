@@ -1,5 +1,6 @@
 // The kv tx/block indexer over a real RocksDB (data/tx_index.db): indexing from the bus, search,
-// persistence across restart and catch-up.
+// persistence across restart and catch-up, in this thread and on the node's indexer thread; and
+// tx_index.indexer = "null".
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +10,7 @@ import { keccak256, sha256 } from '../../libs/crypto/index.js';
 import { IndexerQueryError, TxIndexer } from '../../libs/rpc/src/comet/index.js';
 import { MemoryKV, RocksKV } from '../../libs/storage/index.js';
 import { silentLogger } from '../../libs/types/index.js';
+import { IndexerThread } from '../../services/noded/src/indexer-thread/thread.js';
 import { FakeChain } from './fake-node.js';
 
 const heightsOf = (txs: Array<{ height: number; index: number }>) => txs.map((t) => `${t.height}/${t.index}`);
@@ -104,6 +106,86 @@ describe('TxIndexer', () => {
     const got = await indexer.get(sha256(tx));
     assert.equal(got?.height, ok.block.header.height);
     assert.equal(got?.result.code, 0);
+    await indexer.close();
+  });
+
+  it('on its own thread: the same answers, errors carried back, persisted across a restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'noded-txindex-thread-'));
+    const path = join(dir, 'tx_index.db');
+    const fatal: Error[] = [];
+    const onFatal = (err: Error) => fatal.push(err);
+    let indexer: TxIndexer | undefined;
+    try {
+      const chain = await FakeChain.create({ txsPerBlock: [2, 0, 3] });
+      indexer = new TxIndexer({
+        backend: await IndexerThread.open({ path, onFatal }),
+        bus: chain.bus,
+        logger: silentLogger,
+      });
+      assert.equal(await indexer.catchUp(chain), 3);
+      const tx = await chain.signTransfer(1, 987654n);
+      chain.commitBlock([tx]);
+      await indexer.idle();
+      assert.equal(await indexer.indexedHeight(), 4);
+      const got = await indexer.get(sha256(tx));
+      assert.equal(got?.height, 4);
+      assert.deepEqual(got?.tx, tx, 'bytes survive the trip');
+      assert.equal(got?.result.gasUsed, 21000n, 'bigints survive the trip');
+      assert.equal((await indexer.get(keccak256(tx)))?.height, 4, 'found by its Ethereum hash too');
+      assert.equal(await indexer.get(new Uint8Array(32)), undefined);
+      assert.deepEqual(heightsOf(await indexer.search('tx.height>1 AND tx.height<=3')), [
+        '3/0',
+        '3/1',
+        '3/2',
+      ]);
+      assert.deepEqual(heightsOf(await indexer.search("transfer.amount CONTAINS '987654'")), ['4/0']);
+      assert.deepEqual(await indexer.searchBlocks('block.height >= 3'), [3, 4]);
+      await assert.rejects(indexer.search("tx.hash='zz'"), (err: Error) => {
+        assert.ok(err instanceof IndexerQueryError, `an IndexerQueryError, got ${err.name}`);
+        assert.match(err.message, /invalid hex string "zz"/);
+        return true;
+      });
+      await indexer.close();
+
+      // While another handle holds the database the thread cannot start, and says which file.
+      const holder = await RocksKV.open(path);
+      await assert.rejects(IndexerThread.open({ path, onFatal }), (err: Error) => {
+        assert.match(err.message, /tx_index\.db .*could not start/);
+        return true;
+      });
+      await holder.close();
+
+      const later = await chain.signTransfer(0, 7n);
+      chain.commitBlock([later]);
+      indexer = new TxIndexer({
+        backend: await IndexerThread.open({ path, onFatal }),
+        bus: chain.bus,
+        logger: silentLogger,
+      });
+      assert.equal(await indexer.indexedHeight(), 4, 'kept across the restart');
+      assert.equal(await indexer.catchUp(chain), 1);
+      assert.equal((await indexer.get(sha256(later)))?.height, 5);
+      await indexer.close();
+      await indexer.close(); // a second close is harmless
+      assert.deepEqual(fatal, [], 'a requested stop is not a failure');
+    } finally {
+      await indexer?.close(); // stops the thread when an assertion failed first
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('tx_index.indexer = "null": nothing is indexed and the queries say so (as CometBFT)', async () => {
+    const chain = await FakeChain.create({ txsPerBlock: [1, 2] });
+    const indexer = new TxIndexer({ disabled: true, bus: chain.bus, logger: silentLogger });
+    assert.equal(indexer.enabled, false);
+    assert.equal(await indexer.catchUp(chain), 0);
+    chain.commitBlock([await chain.signTransfer(0, 1n)]);
+    await indexer.idle();
+    assert.equal(await indexer.indexedHeight(), 0);
+    const raw = chain.blocks.get(2)!.block.data.txs[0];
+    await assert.rejects(indexer.get(sha256(raw)), /^Error: transaction indexing is disabled$/);
+    await assert.rejects(indexer.search('tx.height=2'), /^Error: transaction indexing is disabled$/);
+    await assert.rejects(indexer.searchBlocks('block.height=2'), /^Error: block indexing is disabled$/);
     await indexer.close();
   });
 });

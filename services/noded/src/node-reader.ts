@@ -32,6 +32,8 @@ export interface LocalNodeReaderDeps {
   genesisText: string;
   mode: 'full' | 'archive';
   version: string;
+  /** tx_index.indexer is "kv" (false for "null"). */
+  txIndex: boolean;
 }
 
 const encoder = new TextEncoder();
@@ -53,9 +55,9 @@ export class LocalNodeReader implements NodeReader {
       moniker: d.moniker,
       // CometBFT's channel ids (blocksync, consensus, mempool, evidence, ...), as its /status shows.
       channels: '40202122233038606100',
-      txIndex: 'on',
+      txIndex: d.txIndex ? 'on' : 'off',
       rpcAddress: d.rpcAddress,
-      other: { tx_index: 'on', rpc_address: d.rpcAddress, mode: d.mode },
+      other: { tx_index: d.txIndex ? 'on' : 'off', rpc_address: d.rpcAddress, mode: d.mode },
     };
   }
 

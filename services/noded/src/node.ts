@@ -22,6 +22,7 @@ import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetry/index.js';
 import { EventBus, type Logger } from '../../../libs/types/index.js';
 import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
+import { IndexerThread } from './indexer-thread/thread.js';
 import { LocalNodeReader } from './node-reader.js';
 import { EthRpcThread } from './rpc-edge/thread.js';
 import { NODED_VERSION } from './version.js';
@@ -97,11 +98,10 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       closers.push({ name, close: () => kv.close() });
       return kv;
     };
-    const [applicationDb, blockStore, stateStore, txIndexDb] = [
+    const [applicationDb, blockStore, stateStore] = [
       await openKv('application.db', paths.applicationDb),
       await openKv('blockstore.db', paths.blockstoreDb),
       await openKv('state.db', paths.stateDb),
-      await openKv('tx_index.db', paths.txIndexDb),
     ];
 
     const settings = toExecutorSettings(config, app, opts.mode);
@@ -121,7 +121,21 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     });
     closers.push({ name: 'executor', close: () => executor.close() });
 
-    const indexer = new TxIndexer({ kv: txIndexDb, bus, logger });
+    // tx_index.db belongs to the indexer's own thread; "null" indexes nothing (as CometBFT).
+    const indexing = config.txIndex.indexer === 'kv';
+    const indexer = indexing
+      ? new TxIndexer({
+          backend: await IndexerThread.open({
+            path: paths.txIndexDb,
+            onFatal: (err) => {
+              log.error({ err: err.message }, 'the indexer thread stopped; stopping the node');
+              void closeAll().finally(() => fatal(err));
+            },
+          }),
+          bus,
+          logger,
+        })
+      : new TxIndexer({ disabled: true, bus, logger });
     closers.push({ name: 'indexer', close: () => indexer.close() });
 
     const timeouts = toConsensusTimeouts(config);
@@ -164,6 +178,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       genesisText: opts.genesis.text,
       mode: opts.mode,
       version: NODED_VERSION,
+      txIndex: indexing,
     });
     if (!timeouts.createEmptyBlocks) {
       // create_empty_blocks = false: consensus proposes only when told that transactions wait, on
@@ -231,7 +246,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       options: apiOptions,
       evmChainId: genesis.evmChainId,
       gas: settings.gas,
-      indexer,
+      indexer: indexing ? indexer : undefined,
       appVersion: { name: 'noded', version: NODED_VERSION },
     });
     closers.push({ name: 'api', close: () => rest.close() });

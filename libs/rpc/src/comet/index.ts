@@ -12,15 +12,20 @@ export {
 } from './encode.js';
 // NodeEvent -> CometBFT event conversion (type, data, flattened attributes).
 export { type CometEvent, toCometEvents } from './events.js';
-// The kv indexer behind tx, tx_search and block_search (data/tx_index.db).
+// The kv indexer behind tx, tx_search and block_search (data/tx_index.db): TxIndexer follows the bus
+// and answers the routes; its backend (a TxIndexStore over a KVStore, or one on another thread
+// behind TxIndexBackend) holds the index.
 export {
   BLOCK_HEIGHT_KEY,
+  type IndexedBlock,
   type IndexedTx,
   IndexerQueryError,
   TX_HASH_KEY,
   TX_HEIGHT_KEY,
+  type TxIndexBackend,
   TxIndexer,
   type TxIndexerDeps,
+  TxIndexStore,
 } from './indexer.js';
 // [rpc] options with CometBFT's defaults; libs/config maps config.toml onto them.
 export { type CometRpcOptions, defaultCometRpcOptions, writeTimeoutFor } from './options.js';

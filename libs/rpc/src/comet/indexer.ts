@@ -38,12 +38,6 @@ export interface IndexedTx {
   result: ExecTxResult;
 }
 
-export interface TxIndexerDeps {
-  kv: KVStore;
-  bus: EventBus;
-  logger: Logger;
-}
-
 /** A query the indexer refuses (e.g. a malformed tx.hash). */
 export class IndexerQueryError extends Error {
   readonly code = 'INDEXER_QUERY';
@@ -156,23 +150,71 @@ function decodeRecord(hash: Uint8Array, raw: Uint8Array): IndexedTx {
   };
 }
 
+/** What the indexer keeps of a committed block: its transactions, their results, its events. */
+export interface IndexedBlock {
+  height: number;
+  txs: Uint8Array[];
+  txResults: ExecTxResult[];
+  /** FinalizeBlock events (block_search). */
+  events: AbciEvent[];
+}
+
 /**
- * Indexes committed blocks from the EventBus (NewBlock) into a KVStore and answers tx/tx_search/
+ * Where the index lives: a TxIndexStore over a KVStore in this thread, or one behind a message
+ * channel on a thread of its own (services/noded's indexer thread). Every method is answered in
+ * the order it was called.
+ */
+export interface TxIndexBackend {
+  index(block: IndexedBlock): Promise<void>;
+  get(hash: Uint8Array): Promise<IndexedTx | undefined>;
+  search(query: Query): Promise<IndexedTx[]>;
+  searchBlocks(query: Query): Promise<number[]>;
+  indexedHeight(): Promise<number>;
+  /** Releases what the backend holds (a thread); a TxIndexStore leaves its KVStore to its owner. */
+  close?(): Promise<void>;
+}
+
+export type TxIndexerDeps = {
+  bus: EventBus;
+  logger: Logger;
+} & (
+  | { kv: KVStore }
+  | { backend: TxIndexBackend }
+  /** tx_index.indexer = "null": nothing is indexed and the queries say indexing is off. */
+  | { disabled: true }
+);
+
+/**
+ * Indexes committed blocks from the EventBus (NewBlock) through its backend and answers tx/tx_search/
  * block_search. It subscribes on construction; writes are serialized in block order.
  */
 export class TxIndexer {
-  private readonly kv: KVStore;
+  private readonly backend: TxIndexBackend | undefined;
   private readonly logger: Logger;
   private readonly unsubscribe: () => void;
   private queue: Promise<void> = Promise.resolve();
   private closed = false;
 
   constructor(deps: TxIndexerDeps) {
-    this.kv = deps.kv;
+    this.backend = 'kv' in deps ? new TxIndexStore(deps.kv) : 'backend' in deps ? deps.backend : undefined;
     this.logger = deps.logger.child({ module: 'txindex' });
-    this.unsubscribe = deps.bus.subscribe((event) => {
-      if (event.kind === 'NewBlock') this.enqueue(event.block, event.result);
-    });
+    this.unsubscribe =
+      this.backend === undefined
+        ? () => {}
+        : deps.bus.subscribe((event) => {
+            if (event.kind === 'NewBlock') this.enqueue(event.block, event.result);
+          });
+  }
+
+  /** False for tx_index.indexer = "null". */
+  get enabled(): boolean {
+    return this.backend !== undefined;
+  }
+
+  private use(what: 'transaction' | 'block'): TxIndexBackend {
+    // CometBFT's words when its indexer is the null one.
+    if (!this.backend) throw new Error(`${what} indexing is disabled`);
+    return this.backend;
   }
 
   private enqueue(block: Block, result: FinalizeBlockResponse): void {
@@ -193,17 +235,21 @@ export class TxIndexer {
     } while (seen !== this.queue);
   }
 
-  /** Stops listening and waits for pending writes. The KVStore stays open (its owner closes it). */
+  /**
+   * Stops listening, waits for pending writes and closes the backend (a thread stops). A KVStore
+   * passed in stays open: its owner closes it.
+   */
   async close(): Promise<void> {
+    if (this.closed) return;
     this.closed = true;
     this.unsubscribe();
     await this.idle();
+    await this.backend?.close?.();
   }
 
-  /** Highest indexed height (0 when nothing was indexed). */
+  /** Highest indexed height (0 when nothing was indexed or indexing is off). */
   async indexedHeight(): Promise<number> {
-    const raw = await this.kv.get(LAST_KEY);
-    return raw ? readU64(raw, 0) : 0;
+    return this.backend ? this.backend.indexedHeight() : 0;
   }
 
   /**
@@ -211,18 +257,18 @@ export class TxIndexer {
    * index was deleted). Returns how many blocks were indexed.
    */
   async catchUp(node: NodeReader): Promise<number> {
+    if (!this.backend) return 0;
     const top = node.blockStoreHeight();
     let from = Math.max((await this.indexedHeight()) + 1, node.blockStoreBase());
     let count = 0;
     for (; from <= top; from++) {
       const [block, results] = await Promise.all([node.loadBlock(from), node.loadBlockResults(from)]);
       if (!block || !results) continue;
-      await this.index(block, {
-        events: results.finalizeBlockEvents,
+      await this.backend.index({
+        height: from,
+        txs: block.data.txs,
         txResults: results.txResults,
-        validatorUpdates: results.validatorUpdates,
-        consensusParamUpdates: results.consensusParamUpdates,
-        appHash: results.appHash,
+        events: results.finalizeBlockEvents,
       });
       count++;
     }
@@ -231,14 +277,53 @@ export class TxIndexer {
 
   /** Indexes one block's transactions and FinalizeBlock events in one atomic write. */
   async index(block: Block, result: FinalizeBlockResponse): Promise<void> {
-    const height = block.header.height;
+    await this.use('transaction').index({
+      height: block.header.height,
+      txs: block.data.txs,
+      txResults: result.txResults,
+      events: result.events,
+    });
+  }
+
+  /** Looks a transaction up by its CometBFT hash (sha256) or its Ethereum hash (keccak256). */
+  async get(hash: Uint8Array): Promise<IndexedTx | undefined> {
+    return this.use('transaction').get(hash);
+  }
+
+  /**
+   * Transactions matching the query, ordered by (height, index). A tx.hash condition answers
+   * directly (other conditions are then ignored, as CometBFT does).
+   */
+  async search(query: Query | string): Promise<IndexedTx[]> {
+    const backend = this.use('transaction');
+    return backend.search(typeof query === 'string' ? Query.parse(query) : query);
+  }
+
+  /** Heights of the blocks matching the query (block.height and FinalizeBlock event attributes), ascending. */
+  async searchBlocks(query: Query | string): Promise<number[]> {
+    const backend = this.use('block');
+    return backend.searchBlocks(typeof query === 'string' ? Query.parse(query) : query);
+  }
+}
+
+/** The kv index itself over one KVStore: the keys listed at the top of this file. */
+export class TxIndexStore implements TxIndexBackend {
+  constructor(private readonly kv: KVStore) {}
+
+  async indexedHeight(): Promise<number> {
+    const raw = await this.kv.get(LAST_KEY);
+    return raw ? readU64(raw, 0) : 0;
+  }
+
+  async index(block: IndexedBlock): Promise<void> {
+    const { height, txs } = block;
     const ops: Array<{ type: 'put'; key: Uint8Array; value: Uint8Array }> = [];
     const put = (key: Uint8Array, value: Uint8Array) => ops.push({ type: 'put', key, value });
     const empty = new Uint8Array(0);
     const h8 = u64(height);
 
     put(cat('B', h8), empty);
-    for (const e of result.events) {
+    for (const e of block.events) {
       if (e.type === '') continue;
       for (const a of e.attributes) {
         if (a.key === '' || !a.index) continue;
@@ -246,11 +331,10 @@ export class TxIndexer {
       }
     }
 
-    const txs = block.data.txs;
     const hashes = txs.map(txHash);
     const previous = await this.kv.getMany(hashes.map((h) => cat('T', h)));
     for (let i = 0; i < txs.length; i++) {
-      const r = result.txResults[i];
+      const r = block.txResults[i];
       if (!r) continue;
       const hash = hashes[i];
       // As CometBFT: a failed re-execution never hides an earlier successful one.
@@ -290,8 +374,7 @@ export class TxIndexer {
    * Transactions matching the query, ordered by (height, index). A tx.hash condition answers
    * directly (other conditions are then ignored, as CometBFT does).
    */
-  async search(query: Query | string): Promise<IndexedTx[]> {
-    const q = typeof query === 'string' ? Query.parse(query) : query;
+  async search(q: Query): Promise<IndexedTx[]> {
     const hashCond = q.conditions.find((c) => c.tag === TX_HASH_KEY);
     if (hashCond) {
       let hash: Uint8Array;
@@ -358,8 +441,7 @@ export class TxIndexer {
   }
 
   /** Heights of the blocks matching the query (block.height and FinalizeBlock event attributes), ascending. */
-  async searchBlocks(query: Query | string): Promise<number[]> {
-    const q = typeof query === 'string' ? Query.parse(query) : query;
+  async searchBlocks(q: Query): Promise<number[]> {
     let heights: Set<number> | undefined;
     for (let i = 0; i < q.conditions.length; i++) {
       const cond = q.conditions[i];

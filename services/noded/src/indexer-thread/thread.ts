@@ -1,0 +1,145 @@
+// Runs the kv transaction indexer (data/tx_index.db) on a thread of its own (worker.ts). Indexing a
+// block of a few thousand transactions is 100-200 ms of key building, JSON and a RocksDB batch;
+// here the main thread only copies the block's transactions and results into a message, so
+// admission and the next block do not wait behind it (docs/benchmarks.md, round 9). The thread owns
+// the database; queries travel to it and back.
+import { Worker } from 'node:worker_threads';
+import {
+  type IndexedBlock,
+  type IndexedTx,
+  IndexerQueryError,
+  type Query,
+  type TxIndexBackend,
+} from '../../../../libs/rpc/index.js';
+
+/** workerData of the indexer thread. */
+export interface IndexerThreadData {
+  /** data/tx_index.db */
+  path: string;
+}
+
+/** What the thread is asked to do. */
+export type IndexerCommand =
+  | { op: 'index'; block: IndexedBlock }
+  | { op: 'get'; hash: Uint8Array }
+  | { op: 'search' | 'searchBlocks'; query: string }
+  | { op: 'indexedHeight' }
+  | { op: 'close' };
+
+/** A command as sent; every one is answered with an IndexerReply carrying its id. */
+export type IndexerRequest = IndexerCommand & { id: number };
+
+export type IndexerReply =
+  | { id: number; ok: true; value: unknown }
+  | { id: number; ok: false; name: string; message: string };
+
+/** The thread's first message: the database is open, or why it could not be. */
+export type IndexerReady = { ready: true } | { ready: false; message: string };
+
+export interface IndexerThreadDeps {
+  path: string;
+  /** The thread died: the index can no longer be written and the node must stop. */
+  onFatal: (err: Error) => void;
+}
+
+export class IndexerThread implements TxIndexBackend {
+  private readonly pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
+  private nextId = 1;
+  private stopping = false;
+  private failure: Error | undefined;
+
+  private constructor(private readonly worker: Worker) {}
+
+  /** Starts the thread and waits until it has opened the database. */
+  static async open(deps: IndexerThreadDeps): Promise<IndexerThread> {
+    const data: IndexerThreadData = { path: deps.path };
+    const worker = new Worker(new URL('./worker.js', import.meta.url), {
+      workerData: data,
+      name: 'tx-index',
+    });
+    const ready = await new Promise<IndexerReady>((resolve) => {
+      const onMessage = (m: IndexerReady) => done(m);
+      const onError = (err: Error) => done({ ready: false, message: err.message });
+      const onExit = (code: number) => done({ ready: false, message: `exited with code ${code}` });
+      // Only these three: the Worker keeps listeners of its own (removeAllListeners would take them).
+      const done = (r: IndexerReady) => {
+        worker.off('message', onMessage).off('error', onError).off('exit', onExit);
+        resolve(r);
+      };
+      worker.on('message', onMessage).on('error', onError).on('exit', onExit);
+    });
+    if (!ready.ready) {
+      await worker.terminate();
+      throw new Error(`tx_index.db (${deps.path}): the indexer thread could not start: ${ready.message}`);
+    }
+    const thread = new IndexerThread(worker);
+    worker.on('message', (m: IndexerReply) => thread.settle(m));
+    // An uncaught error is followed by 'exit': the node hears about the first of the two only.
+    const fail = (err: Error) => {
+      thread.failAll(err);
+      if (thread.stopping) return;
+      thread.stopping = true;
+      deps.onFatal(err);
+    };
+    worker.on('error', (err) => fail(new Error(`the indexer thread failed: ${err.message}`)));
+    worker.on('exit', (code) => fail(new Error(`the indexer thread exited with code ${code}`)));
+    return thread;
+  }
+
+  private settle(m: IndexerReply): void {
+    const p = this.pending.get(m.id);
+    if (!p) return;
+    this.pending.delete(m.id);
+    if (m.ok) p.resolve(m.value);
+    else p.reject(m.name === 'IndexerQueryError' ? new IndexerQueryError(m.message) : new Error(m.message));
+  }
+
+  private failAll(err: Error): void {
+    this.failure ??= err;
+    for (const p of this.pending.values()) p.reject(err);
+    this.pending.clear();
+  }
+
+  private request<T>(req: IndexerCommand): Promise<T> {
+    if (this.failure) return Promise.reject(this.failure);
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.worker.postMessage({ ...req, id });
+    });
+  }
+
+  index(block: IndexedBlock): Promise<void> {
+    return this.request({ op: 'index', block });
+  }
+
+  get(hash: Uint8Array): Promise<IndexedTx | undefined> {
+    return this.request({ op: 'get', hash });
+  }
+
+  search(query: Query): Promise<IndexedTx[]> {
+    return this.request({ op: 'search', query: query.source });
+  }
+
+  searchBlocks(query: Query): Promise<number[]> {
+    return this.request({ op: 'searchBlocks', query: query.source });
+  }
+
+  indexedHeight(): Promise<number> {
+    return this.request({ op: 'indexedHeight' });
+  }
+
+  /** Waits for the requests in flight, closes the database, stops the thread. */
+  async close(): Promise<void> {
+    if (this.stopping) {
+      await this.worker.terminate();
+      return;
+    }
+    try {
+      await this.request({ op: 'close' });
+    } finally {
+      this.stopping = true;
+      await this.worker.terminate();
+    }
+  }
+}

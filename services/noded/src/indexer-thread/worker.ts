@@ -1,0 +1,68 @@
+// The indexer thread: owns data/tx_index.db and answers thread.ts's requests with a TxIndexStore.
+// Started by thread.ts; never imported elsewhere.
+import { parentPort, workerData } from 'node:worker_threads';
+import { Query, TxIndexStore } from '../../../../libs/rpc/index.js';
+import { RocksKV } from '../../../../libs/storage/index.js';
+import type { IndexerReady, IndexerReply, IndexerRequest, IndexerThreadData } from './thread.js';
+
+if (parentPort === null) throw new Error('indexer-thread/worker.js runs only as a worker thread');
+const port = parentPort;
+const data = workerData as IndexerThreadData;
+
+async function serve(): Promise<void> {
+  let kv: RocksKV;
+  try {
+    kv = await RocksKV.open(data.path);
+  } catch (err) {
+    port.postMessage({ ready: false, message: (err as Error).message } satisfies IndexerReady);
+    return;
+  }
+  const store = new TxIndexStore(kv);
+  const inFlight = new Set<Promise<unknown>>();
+  let closing = false;
+
+  const answer = async (req: IndexerRequest): Promise<unknown> => {
+    switch (req.op) {
+      case 'index':
+        return store.index(req.block);
+      case 'get':
+        return store.get(req.hash);
+      case 'search':
+        return store.search(Query.parse(req.query));
+      case 'searchBlocks':
+        return store.searchBlocks(Query.parse(req.query));
+      case 'indexedHeight':
+        return store.indexedHeight();
+      case 'close':
+        closing = true;
+        await Promise.allSettled([...inFlight]);
+        await kv.close();
+        return undefined;
+    }
+  };
+
+  port.on('message', (req: IndexerRequest) => {
+    if (closing) {
+      const m: IndexerReply = { id: req.id, ok: false, name: 'Error', message: 'the indexer is closing' };
+      port.postMessage(m);
+      return;
+    }
+    const work = answer(req).then(
+      (value) => port.postMessage({ id: req.id, ok: true, value } satisfies IndexerReply),
+      (err: Error) =>
+        port.postMessage({
+          id: req.id,
+          ok: false,
+          name: err.name,
+          message: err.message,
+        } satisfies IndexerReply),
+    );
+    if (req.op !== 'close') {
+      inFlight.add(work);
+      void work.finally(() => inFlight.delete(work));
+    }
+  });
+  port.postMessage({ ready: true } satisfies IndexerReady);
+}
+
+void serve();
