@@ -107,6 +107,46 @@ describe('CallCache', () => {
     assert.deepEqual(c.stats, { hits: 2, misses: 4 });
   });
 
+  it('keeps only some misses while a client scans more distinct calls than it holds, and all again after', async () => {
+    const c = new CallCache<Hex>(size, 256);
+    let runs = 0;
+    const run = async () => {
+      runs++;
+      return '0x01' as Hex;
+    };
+    // 1,024 distinct calls asked in turn, 20 times, at one height: keeping every miss, each entry
+    // is pushed out 256 calls later and none is ever hit.
+    for (let cycle = 0; cycle < 20; cycle++)
+      for (let k = 0; k < 1024; k++) await c.get(1n, `holder${k}`, run);
+    assert.equal(c.sampling, true, 'the scan was recognised');
+    const scanHits = c.stats.hits;
+    assert.ok(scanHits > 20 * 1024 * 0.1, `kept entries are asked again: ${scanHits} hits of ${20 * 1024}`);
+    assert.equal(runs, 20 * 1024 - scanHits);
+    // A dApp polling a few calls: once a window sees mostly hits every miss is kept again.
+    for (let i = 0; i < 3 * 1024; i++) await c.get(1n, `poll${i % 4}`, run);
+    assert.equal(c.sampling, false, 'back to keeping every miss');
+    const before = runs;
+    await c.get(1n, 'fresh', run);
+    await c.get(1n, 'fresh', run);
+    assert.equal(runs, before + 1, 'a new call is kept at once');
+  });
+
+  it('never samples a workload that mostly hits', async () => {
+    const c = new CallCache<Hex>(size, 256);
+    let runs = 0;
+    const run = async () => {
+      runs++;
+      return '0x01' as Hex;
+    };
+    // Each call asked twice in a row: half the lookups hit, which is not a scan.
+    for (let k = 0; k < 4096; k++) {
+      await c.get(1n, `c${k}`, run);
+      await c.get(1n, `c${k}`, run);
+    }
+    assert.equal(c.sampling, false);
+    assert.equal(runs, 4096);
+  });
+
   it('forgets results larger than CALL_CACHE_MAX_RESULT and empties itself at a newer height', async () => {
     const c = new CallCache<Hex>(size);
     const big = `0x${'ab'.repeat(CALL_CACHE_MAX_RESULT / 2)}` as Hex;

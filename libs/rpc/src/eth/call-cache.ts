@@ -12,6 +12,17 @@ export const CALL_CACHE_ENTRIES = 1024;
 export const CALL_CACHE_MAX_KEY = 4096;
 /** Results whose return data is longer than this (hex characters) are not kept. */
 export const CALL_CACHE_MAX_RESULT = 32_768;
+/**
+ * Scan guard. A client cycling through more distinct calls than the cache holds (balanceOf over
+ * thousands of holders, say) gets no hit from a cache that keeps every new call: each entry is
+ * pushed out before its call comes round again, and the churn only feeds the garbage collector
+ * (docs/benchmarks.md, round 9). When fewer than 1 lookup in SCAN_ENTER hit over a window, only 1
+ * miss in SCAN_ADMIT is kept, so the entries that are kept live long enough to be asked again;
+ * once 1 lookup in SCAN_LEAVE hits, every miss is kept again.
+ */
+export const SCAN_ENTER = 8;
+export const SCAN_LEAVE = 2;
+export const SCAN_ADMIT = 16;
 
 export interface CallCacheStats {
   hits: number;
@@ -22,6 +33,11 @@ export class CallCache<T> {
   private height = -1n;
   private entries = new Map<string, Promise<T>>();
   readonly stats: CallCacheStats = { hits: 0, misses: 0 };
+  /** Lookups and hits in the current window of the scan guard. */
+  private windowLookups = 0;
+  private windowHits = 0;
+  private scanning = false;
+  private skipped = 0;
 
   /**
    * @param size Returns the size of a result (hex characters of its return data) to weigh against
@@ -45,11 +61,13 @@ export class CallCache<T> {
       this.height = height;
     }
     const kept = this.entries.get(key);
+    this.observe(kept !== undefined);
     if (kept !== undefined) {
       this.stats.hits++;
       return kept;
     }
     this.stats.misses++;
+    if (this.scanning && ++this.skipped % SCAN_ADMIT !== 0) return run();
     if (this.entries.size >= this.maxEntries) {
       const oldest = this.entries.keys().next();
       if (!oldest.done) this.entries.delete(oldest.value);
@@ -63,6 +81,27 @@ export class CallCache<T> {
       if (this.size(r) > CALL_CACHE_MAX_RESULT) forget();
     }, forget);
     return p;
+  }
+
+  /**
+   * Counts a lookup for the scan guard. A window is four times the cache's size (at least 1,024
+   * lookups): under a scan the hits come in runs (the kept calls, asked in the scan's order), and
+   * a shorter window could see only a run.
+   */
+  private observe(hit: boolean): void {
+    this.windowLookups++;
+    if (hit) this.windowHits++;
+    if (this.windowLookups < Math.max(4 * this.maxEntries, 1024)) return;
+    const hits = this.windowHits;
+    const lookups = this.windowLookups;
+    this.scanning = this.scanning ? hits * SCAN_LEAVE < lookups : hits * SCAN_ENTER < lookups;
+    this.windowLookups = 0;
+    this.windowHits = 0;
+  }
+
+  /** Whether the scan guard keeps only some misses now (for tests and metrics). */
+  get sampling(): boolean {
+    return this.scanning;
   }
 
   /** Entries held now (for tests and metrics). */
