@@ -87,33 +87,38 @@ describe('eth_call result cache over HTTP', () => {
 
 describe('CallCache', () => {
   const size = (r: Hex) => r.length;
+  /** A run that counts how often the cache called it. */
+  const counted = () => {
+    const counter = {
+      runs: 0,
+      run: async () => {
+        counter.runs++;
+        return '0x01' as Hex;
+      },
+    };
+    return counter;
+  };
 
   it('holds at most its size, dropping the oldest entry first', async () => {
     const c = new CallCache<Hex>(size, 2);
-    let runs = 0;
-    const run = async () => {
-      runs++;
-      return '0x01' as Hex;
-    };
+    const counter = counted();
+    const run = counter.run;
     await c.get(1n, 'a', run);
     await c.get(1n, 'b', run);
     await c.get(1n, 'c', run);
     assert.equal(c.count, 2);
     await c.get(1n, 'b', run);
     await c.get(1n, 'c', run);
-    assert.equal(runs, 3);
+    assert.equal(counter.runs, 3);
     await c.get(1n, 'a', run);
-    assert.equal(runs, 4);
+    assert.equal(counter.runs, 4);
     assert.deepEqual(c.stats, { hits: 2, misses: 4 });
   });
 
   it('keeps only some misses while a client scans more distinct calls than it holds, and all again after', async () => {
     const c = new CallCache<Hex>(size, 256);
-    let runs = 0;
-    const run = async () => {
-      runs++;
-      return '0x01' as Hex;
-    };
+    const counter = counted();
+    const run = counter.run;
     // 1,024 distinct calls asked in turn, 20 times, at one height: keeping every miss, each entry
     // is pushed out 256 calls later and none is ever hit.
     for (let cycle = 0; cycle < 20; cycle++)
@@ -121,30 +126,27 @@ describe('CallCache', () => {
     assert.equal(c.sampling, true, 'the scan was recognised');
     const scanHits = c.stats.hits;
     assert.ok(scanHits > 20 * 1024 * 0.1, `kept entries are asked again: ${scanHits} hits of ${20 * 1024}`);
-    assert.equal(runs, 20 * 1024 - scanHits);
+    assert.equal(counter.runs, 20 * 1024 - scanHits);
     // A dApp polling a few calls: once a window sees mostly hits every miss is kept again.
     for (let i = 0; i < 3 * 1024; i++) await c.get(1n, `poll${i % 4}`, run);
     assert.equal(c.sampling, false, 'back to keeping every miss');
-    const before = runs;
+    const before = counter.runs;
     await c.get(1n, 'fresh', run);
     await c.get(1n, 'fresh', run);
-    assert.equal(runs, before + 1, 'a new call is kept at once');
+    assert.equal(counter.runs, before + 1, 'a new call is kept at once');
   });
 
   it('never samples a workload that mostly hits', async () => {
     const c = new CallCache<Hex>(size, 256);
-    let runs = 0;
-    const run = async () => {
-      runs++;
-      return '0x01' as Hex;
-    };
+    const counter = counted();
+    const run = counter.run;
     // Each call asked twice in a row: half the lookups hit, which is not a scan.
     for (let k = 0; k < 4096; k++) {
       await c.get(1n, `c${k}`, run);
       await c.get(1n, `c${k}`, run);
     }
     assert.equal(c.sampling, false);
-    assert.equal(runs, 4096);
+    assert.equal(counter.runs, 4096);
   });
 
   it('forgets results larger than CALL_CACHE_MAX_RESULT and empties itself at a newer height', async () => {
