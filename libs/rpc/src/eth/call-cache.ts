@@ -37,7 +37,6 @@ export class CallCache<T> {
   private windowLookups = 0;
   private windowHits = 0;
   private scanning = false;
-  private skipped = 0;
 
   /**
    * @param size Returns the size of a result (hex characters of its return data) to weigh against
@@ -67,7 +66,7 @@ export class CallCache<T> {
       return kept;
     }
     this.stats.misses++;
-    if (this.scanning && ++this.skipped % SCAN_ADMIT !== 0) return run();
+    if (this.scanning && this.stats.misses % SCAN_ADMIT !== 0) return run();
     if (this.entries.size >= this.maxEntries) {
       const oldest = this.entries.keys().next();
       if (!oldest.done) this.entries.delete(oldest.value);
