@@ -122,20 +122,20 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     closers.push({ name: 'executor', close: () => executor.close() });
 
     // tx_index.db belongs to the indexer's own thread; "null" indexes nothing (as CometBFT).
-    const indexing = config.txIndex.indexer === 'kv';
-    const indexer = indexing
-      ? new TxIndexer({
-          backend: await IndexerThread.open({
-            path: paths.txIndexDb,
-            onFatal: (err) => {
-              log.error({ err: err.message }, 'the indexer thread stopped; stopping the node');
-              void closeAll().finally(() => fatal(err));
-            },
-          }),
-          bus,
-          logger,
-        })
-      : new TxIndexer({ disabled: true, bus, logger });
+    const indexer =
+      config.txIndex.indexer === 'kv'
+        ? new TxIndexer({
+            backend: await IndexerThread.open({
+              path: paths.txIndexDb,
+              onFatal: (err) => {
+                log.error({ err: err.message }, 'the indexer thread stopped; stopping the node');
+                void closeAll().finally(() => fatal(err));
+              },
+            }),
+            bus,
+            logger,
+          })
+        : new TxIndexer({ disabled: true, bus, logger });
     closers.push({ name: 'indexer', close: () => indexer.close() });
 
     const timeouts = toConsensusTimeouts(config);
@@ -178,7 +178,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       genesisText: opts.genesis.text,
       mode: opts.mode,
       version: NODED_VERSION,
-      txIndex: indexing,
+      txIndex: indexer.enabled,
     });
     if (!timeouts.createEmptyBlocks) {
       // create_empty_blocks = false: consensus proposes only when told that transactions wait, on
@@ -246,7 +246,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       options: apiOptions,
       evmChainId: genesis.evmChainId,
       gas: settings.gas,
-      indexer: indexing ? indexer : undefined,
+      indexer: indexer.enabled ? indexer : undefined,
       appVersion: { name: 'noded', version: NODED_VERSION },
     });
     closers.push({ name: 'api', close: () => rest.close() });
