@@ -1,17 +1,61 @@
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
 
 const require = createRequire(import.meta.url);
-// The `keccak` package loads its prebuilt native binding (about 3x @noble on short inputs).
-const createKeccak = require('keccak') as (alg: 'keccak256') => {
-  update(data: Buffer): { digest(): Buffer };
-};
 
 export function sha256(data: Uint8Array): Uint8Array {
   return new Uint8Array(createHash('sha256').update(data).digest());
 }
 
+const asBuffer = (data: Uint8Array): Buffer =>
+  Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+
+/** The sponge of the `keccak` package's native binding. */
+interface KeccakState {
+  initialize(rate: number, capacity: number): void;
+  absorb(data: Buffer): void;
+  absorbLastFewBits(bits: number): void;
+  squeeze(length: number): Buffer;
+}
+
+const KECCAK256_RATE = 1088;
+const KECCAK256_CAPACITY = 512;
+const KECCAK_PADDING = 0x01;
+const KECCAK256_OF_NOTHING = 'c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470';
+
+/**
+ * One native sponge, reused for every digest of this thread (JavaScript runs one digest at a
+ * time; each worker thread loads its own). The package's public API builds a Node stream per
+ * digest, which costs twice the hashing itself on the 20- to 200-byte inputs of addresses,
+ * storage slots, trie nodes and transactions. Undefined when the binding is missing or wrong.
+ */
+function nativeSponge(): KeccakState | undefined {
+  try {
+    const gypBuild = require('node-gyp-build') as (dir: string) => new () => KeccakState;
+    const State = gypBuild(dirname(require.resolve('keccak/package.json')));
+    const s = new State();
+    s.initialize(KECCAK256_RATE, KECCAK256_CAPACITY);
+    s.absorb(Buffer.alloc(0));
+    s.absorbLastFewBits(KECCAK_PADDING);
+    return s.squeeze(32).toString('hex') === KECCAK256_OF_NOTHING ? s : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const sponge = nativeSponge();
+// The package's API, which falls back to its JavaScript implementation without the binding.
+const createKeccak = require('keccak') as (alg: 'keccak256') => {
+  update(data: Buffer): { digest(): Buffer };
+};
+
+/** keccak256 of `data`: a fresh 32-byte array. */
 export function keccak256(data: Uint8Array): Uint8Array {
-  const buf = Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  return new Uint8Array(createKeccak('keccak256').update(buf).digest());
+  if (sponge === undefined) return new Uint8Array(createKeccak('keccak256').update(asBuffer(data)).digest());
+  sponge.initialize(KECCAK256_RATE, KECCAK256_CAPACITY);
+  sponge.absorb(asBuffer(data));
+  sponge.absorbLastFewBits(KECCAK_PADDING);
+  const out = sponge.squeeze(32);
+  return new Uint8Array(out.buffer, out.byteOffset, 32);
 }

@@ -6,7 +6,7 @@ import type { Common } from '@ethereumjs/common';
 import type { EVMMockBlockchainInterface } from '@ethereumjs/evm';
 import { getCalldataFloorGas } from '@ethereumjs/tx';
 import { Address } from '@ethereumjs/util';
-import { sha256 } from '../../crypto/index.js';
+import { keccak256, sha256 } from '../../crypto/index.js';
 import type { BatchOp } from '../../storage/index.js';
 import {
   type AbciEvent,
@@ -61,7 +61,6 @@ import {
   type StoredTx,
   sealBlock,
 } from './chain/store.js';
-import { keccak as keccak256 } from './crypto/keccak.js';
 import { ArchiveOnPrunedStoreError, ExecutionError, SupplyInvariantError } from './errors.js';
 import { chainCommon } from './evm/common.js';
 import { estimateGas, createAccessList as runAccessList } from './evm/estimate.js';

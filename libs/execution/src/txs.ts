@@ -11,9 +11,9 @@ import {
   type TypedTransaction,
 } from '@ethereumjs/tx';
 import { Address } from '@ethereumjs/util';
+import { keccak256 } from '../../crypto/index.js';
 import type { Hex } from '../../types/index.js';
 import { bigIntToBytes, bytesToBigInt, concat, maxBig, toHex, toKey } from './bytes.js';
-import { keccak as keccak256 } from './crypto/keccak.js';
 import { nativeEcrecover } from './evm/common.js';
 import { type RlpDecoded, rlpDecode, rlpEncode } from './rlp.js';
 

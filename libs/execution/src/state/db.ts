@@ -8,10 +8,10 @@
 // committed (and the last few committed) keep their changes in memory (`diffs`), so reads that race
 // a commit still see a consistent height.
 
+import { keccak256 } from '../../../crypto/index.js';
 import { type BatchOp, hasSyncReads, type KVStore, type SyncReader } from '../../../storage/index.js';
 import { ChainError } from '../../../types/index.js';
 import { be64, concat, equal, fromHex, toKey } from '../bytes.js';
-import { keccak as keccak256 } from '../crypto/keccak.js';
 import { rlpEncode } from '../rlp.js';
 import { HIST_PREFIX, heightKey, LATEST_PREFIX, latestKey, P, type Table } from '../store/keys.js';
 import { EMPTY_TRIE_ROOT, MerkleTrie, type NodeChange } from '../trie/mpt.js';

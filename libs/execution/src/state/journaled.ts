@@ -4,8 +4,8 @@
 // per write instead.
 import type { AccountFields, StateManagerInterface, StorageDump } from '@ethereumjs/common';
 import { Account, type Address } from '@ethereumjs/util';
+import { keccak256 } from '../../../crypto/index.js';
 import { equal, stripZeros, toHex, toKey } from '../bytes.js';
-import { keccak as keccak256 } from '../crypto/keccak.js';
 import { type AccountData, EMPTY_CODE_HASH, newAccount } from './account.js';
 import type { BlockOverlay } from './db.js';
 

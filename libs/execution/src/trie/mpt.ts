@@ -4,8 +4,8 @@
 // be recorded in history and pruned exactly. Small nodes (< 32 bytes encoded) are embedded in
 // their parent as Ethereum requires and are never stored on their own.
 
+import { keccak256 } from '../../../crypto/index.js';
 import { EMPTY, equal } from '../bytes.js';
-import { keccak as keccak256 } from '../crypto/keccak.js';
 import { encodeBytes, type RlpDecoded, rlpDecode } from '../rlp.js';
 
 /** keccak256(rlp('')): the root of an empty trie. */
