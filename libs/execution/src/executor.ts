@@ -165,6 +165,12 @@ export class Executor implements Application, EthChain {
   private readonly chain: ChainStore;
   private readonly pool: Mempool;
   private readonly decoded = new Map<string, DecodedTx>();
+  /**
+   * The same decodings by the bytes' identity: the array a transaction was admitted with comes back
+   * in the proposal and in the block to execute, and finding it here spares hashing it twice more.
+   * Transaction bytes are never written to once received.
+   */
+  private readonly decodedBytes = new WeakMap<Uint8Array, DecodedTx>();
   private readonly blockchain: EVMMockBlockchainInterface;
   private genesisHeight = 0;
   private lastBlockHeight = 0;
@@ -383,10 +389,16 @@ export class Executor implements Application, EthChain {
   }
 
   private decode(raw: Uint8Array, senderPublicKey?: Uint8Array): DecodedTx {
+    const same = this.decodedBytes.get(raw);
+    if (same) return same;
     const hash = keccak256(raw);
     const hit = this.decoded.get(toHex(hash));
-    if (hit) return hit;
+    if (hit) {
+      this.decodedBytes.set(raw, hit);
+      return hit;
+    }
     const d = decodeTx(raw, this.common, this.opts.evmChainId, hash, senderPublicKey);
+    this.decodedBytes.set(raw, d);
     if (this.decoded.size >= DECODED_CACHE) {
       let n = DECODED_CACHE / 10;
       for (const k of this.decoded.keys()) {
