@@ -12,9 +12,10 @@ interface RocksLevelDb {
   close(): Promise<void>;
   getMany(keys: Uint8Array[]): Promise<Array<Buffer | undefined>>;
   _getManySync(keys: Uint8Array[]): Array<Buffer | undefined>;
-  batch(
+  /** The binding's batch without abstract-level's per-op copy and re-encoding (keys are bytes here). */
+  _batch(
     ops: Array<{ type: 'put' | 'del'; key: Uint8Array; value?: Uint8Array }>,
-    options?: { sync?: boolean },
+    options: { sync: boolean },
   ): Promise<void>;
   iterator(options: Record<string, unknown>): RocksIterator;
   status: string;
@@ -62,7 +63,8 @@ export class RocksKV implements KVStore, SyncReader {
 
   async write(ops: BatchOp[], options: { sync?: boolean } = {}): Promise<void> {
     if (ops.length === 0) return;
-    await this.db.batch(ops as Array<{ type: 'put' | 'del'; key: Uint8Array; value?: Uint8Array }>, {
+    if (this.db.status !== 'open') throw new Error(`database at ${this.location} is not open`);
+    await this.db._batch(ops as Array<{ type: 'put' | 'del'; key: Uint8Array; value?: Uint8Array }>, {
       sync: options.sync ?? false,
     });
   }
