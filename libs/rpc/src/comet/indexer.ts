@@ -67,22 +67,31 @@ function readU64(b: Uint8Array, at: number): number {
   return Number(new DataView(b.buffer, b.byteOffset, b.byteLength).getBigUint64(at));
 }
 
-function cat(...parts: Array<Uint8Array | string | number>): Uint8Array {
-  const bufs = parts.map((p) =>
-    typeof p === 'string' ? enc.encode(p) : typeof p === 'number' ? Uint8Array.of(p) : p,
-  );
-  const out = new Uint8Array(bufs.reduce((n, b) => n + b.length, 0));
+/**
+ * The concatenation of `parts` (strings as UTF-8, numbers as one byte) in one allocation. Indexing a
+ * block builds about a dozen keys per transaction; TextEncoder and a copy per part made this the
+ * indexer thread's largest cost after RocksDB itself.
+ */
+function cat(...parts: Array<Uint8Array | string | number>): Buffer {
+  let length = 0;
+  for (const p of parts)
+    length += typeof p === 'string' ? Buffer.byteLength(p, 'utf8') : typeof p === 'number' ? 1 : p.length;
+  const out = Buffer.allocUnsafeSlow(length);
   let at = 0;
-  for (const b of bufs) {
-    out.set(b, at);
-    at += b.length;
+  for (const p of parts) {
+    if (typeof p === 'string') at += out.write(p, at, 'utf8');
+    else if (typeof p === 'number') out[at++] = p;
+    else {
+      out.set(p, at);
+      at += p.length;
+    }
   }
   return out;
 }
 
 /** The smallest key greater than every key starting with `prefix`. */
 function prefixEnd(prefix: Uint8Array): Uint8Array {
-  const out = prefix.slice();
+  const out = new Uint8Array(prefix); // a copy: a Buffer's slice() is a view
   for (let i = out.length - 1; i >= 0; i--) {
     if (out[i] < 0xff) {
       out[i]++;
@@ -127,7 +136,7 @@ function encodeRecord(t: IndexedTx): Uint8Array {
       ev: r.events,
     },
   };
-  return enc.encode(JSON.stringify(stored));
+  return Buffer.from(JSON.stringify(stored), 'utf8');
 }
 
 function decodeRecord(hash: Uint8Array, raw: Uint8Array): IndexedTx {
