@@ -2,19 +2,22 @@
 //   call:    Executor.call of the token's balanceOf at the latest height, 8 in flight, as the
 //            JSON-RPC's eth_call does it (no HTTP, no thread hop);
 //   recover: the sender's public key from raw EIP-1559 bytes, the JSON-RPC thread's way
-//            (recoverSenderPublicKey) and by building an EthereumJS transaction (decodeTx).
+//            (recoverSenderPublicKey) and by building an EthereumJS transaction (decodeTx);
+//   index:   TxIndexStore.index of blocks of ERC-20 transfer results (the events the executor
+//            emits for one) into RocksDB, as the tx-index thread does it.
 // Each measurement runs --rounds times; the median and the spread are printed with CPU time per
 // operation, which moves less than wall time when the host is busy.
 //
-// Usage: node dist/bench/hot-paths.js [--what call|recover|both] [--calls 30000] [--rounds 5]
+// Usage: node dist/bench/hot-paths.js [--what call|recover|index|all] [--calls 30000] [--rounds 5]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ethAddressFromPrivateKey, keccak256 } from '../libs/crypto/index.js';
 import { chainCommon } from '../libs/execution/src/evm/common.js';
 import { decodeTx, recoverSenderPublicKey } from '../libs/execution/src/txs.js';
+import { type IndexedBlock, Query, TxIndexStore } from '../libs/rpc/index.js';
 import { RocksKV } from '../libs/storage/index.js';
-import type { Hex } from '../libs/types/index.js';
+import type { AbciEvent, ExecTxResult, Hex } from '../libs/types/index.js';
 import { TEST_CONSENSUS_PARAMS } from '../test/execution/helpers.js';
 import { arg, compileToken, EVM_CHAIN_ID, hex, openExecutor, privKey, sign } from './exec-fixtures.js';
 
@@ -121,7 +124,96 @@ async function recoverBench(rounds: number): Promise<void> {
   report('sender recovery, EthereumJS transaction (decodeTx)', full);
 }
 
-const what = arg('what', 'both');
+/** The result of one ERC-20 transfer as the executor reports it (same events and attributes). */
+function transferResult(i: number, height: number, raw: Uint8Array): ExecTxResult {
+  const a = (key: string, value: string, index = true) => ({ key, value, index });
+  const sender = `0x${(i % 19).toString(16).padStart(40, '0')}`;
+  const events: AbciEvent[] = [
+    {
+      type: 'ethereum_tx',
+      attributes: [
+        a('amount', '0'),
+        a('ethereumTxHash', `0x${hex(keccak256(raw))}`),
+        a('txIndex', String(i)),
+        a('txGasUsed', '34718'),
+        a('txHash', hex(keccak256(Uint8Array.of(height, i & 0xff, i >> 8))).toUpperCase()),
+        a('recipient', `0x${'0c0ffe'.padStart(40, '0')}`),
+      ],
+    },
+    {
+      type: 'tx_log',
+      attributes: [
+        a(
+          'txLog',
+          JSON.stringify({
+            address: `0x${'0c0ffe'.padStart(40, '0')}`,
+            topics: [
+              `0x${'ddf252ad'.padEnd(64, '1')}`,
+              `0x${sender.slice(2).padStart(64, '0')}`,
+              `0x${'7'.repeat(64)}`,
+            ],
+            data: `0x${'1'.padStart(64, '0')}`,
+          }),
+          false,
+        ),
+      ],
+    },
+    {
+      type: 'message',
+      attributes: [
+        a('action', '/noded.evm.v1.MsgEthereumTx'),
+        a('sender', sender),
+        a('module', 'evm'),
+        a('txType', '2'),
+      ],
+    },
+  ];
+  const data = new Uint8Array(32);
+  data[31] = 1;
+  return { code: 0, data, log: '', info: '', gasWanted: 60_000n, gasUsed: 34_718n, events, codespace: '' };
+}
+
+async function indexBench(rounds: number): Promise<void> {
+  const perBlock = 1000;
+  const makeBlock = (height: number): IndexedBlock => {
+    const txs = Array.from({ length: perBlock }, (_, i) => {
+      const raw = new Uint8Array(180);
+      raw[0] = 2;
+      raw.set(keccak256(Uint8Array.of(height & 0xff, height >> 8, i & 0xff, i >> 8)), 100);
+      return raw;
+    });
+    return {
+      height,
+      txs,
+      txResults: txs.map((raw, i) => transferResult(i, height, raw)),
+      events: [{ type: 'fee_market', attributes: [{ key: 'base_fee', value: '7', index: true }] }],
+    };
+  };
+  const dir = mkdtempSync(join(tmpdir(), 'noded-hot-paths-'));
+  const kv = await RocksKV.open(join(dir, 'tx_index.db'));
+  try {
+    const store = new TxIndexStore(kv);
+    let height = 1;
+    const samples: Sample[] = [];
+    for (let r = 0; r <= rounds; r++) {
+      const blocks = Array.from({ length: 3 }, () => makeBlock(height++));
+      const s = await timed(perBlock * blocks.length, async () => {
+        for (const b of blocks) await store.index(b);
+      });
+      if (r > 0) samples.push(s); // the first round warms up
+    }
+    report(`tx index, ERC-20 transfer results (${perBlock} per block, 3 blocks x ${rounds})`, samples);
+    const probe = await store.search(Query.parse('ethereum_tx.txIndex = 7 AND tx.height = 2'));
+    if (probe.length !== 1) throw new Error(`index probe found ${probe.length} transactions, want 1`);
+  } finally {
+    await kv.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const what = arg('what', 'all');
 const rounds = Number(arg('rounds', '5'));
-if (what === 'call' || what === 'both') await callBench(Number(arg('calls', '30000')), rounds);
-if (what === 'recover' || what === 'both') await recoverBench(rounds);
+const all = what === 'all' || what === 'both';
+if (what === 'call' || all) await callBench(Number(arg('calls', '30000')), rounds);
+if (what === 'recover' || all) await recoverBench(rounds);
+if (what === 'index' || all) await indexBench(rounds);

@@ -275,9 +275,16 @@ export async function startNoded(opts: NodedStartOptions = {}): Promise<BenchTar
   return target;
 }
 
+/** Worker threads of noded, told apart by the script each one runs. */
+const WORKER_SCRIPTS: Array<[string, string]> = [
+  ['rpc-edge/worker.js', 'json-rpc'],
+  ['indexer-thread/worker.js', 'tx-index'],
+];
+
 /**
  * The profiles `node --cpu-prof` wrote, one per thread: CPU.<date>.<time>.<pid>.<thread id>.<seq>.
- * Thread 0 is the main thread (consensus, execution, storage); noded's only worker is the JSON-RPC.
+ * Thread 0 is the main thread (consensus, execution, storage); a worker is named by the script
+ * its profile runs (thread ids follow the order the workers happened to start in).
  */
 export function threadProfiles(dir: string): Array<{ thread: string; file: string }> {
   if (!existsSync(dir)) return [];
@@ -285,7 +292,11 @@ export function threadProfiles(dir: string): Array<{ thread: string; file: strin
     .filter((f) => f.endsWith('.cpuprofile'))
     .sort()
     .map((f) => {
+      const file = join(dir, f);
       const threadId = Number(f.split('.').at(-3));
-      return { thread: threadId === 0 ? 'main' : 'json-rpc', file: join(dir, f) };
+      if (threadId === 0) return { thread: 'main', file };
+      const text = readFileSync(file, 'utf8');
+      const known = WORKER_SCRIPTS.find(([script]) => text.includes(script));
+      return { thread: known?.[1] ?? `worker ${threadId}`, file };
     });
 }
