@@ -241,6 +241,33 @@ describe('JSON-RPC edge over a message channel', () => {
     probe.port2.close();
   });
 
+  it('sends the transactions submitted in one turn together, a read at once', async () => {
+    // A burst parses many eth_sendRawTransaction requests per turn of the JSON-RPC thread's loop:
+    // they cross in one message at the end of the turn. A read goes out at once (holding reads
+    // back cost eth_call throughput), taking the transactions held so far with it, in order.
+    const probe = new MessageChannel();
+    const batches: Array<Array<{ t: string; m?: string }>> = [];
+    probe.port2.on('message', (batch) => batches.push(batch as Array<{ t: string; m?: string }>));
+    const edge = new EthEdgeClient(probe.port1, host.init());
+    try {
+      const raw = Uint8Array.of(2, 1, 2, 3);
+      void edge.chain.sendRawTransaction(raw, new Uint8Array(64)).catch(() => {});
+      void edge.chain.sendRawTransaction(raw, new Uint8Array(64)).catch(() => {});
+      void edge.chain.getBalance(addr(1), 1n).catch(() => {});
+      void edge.chain.sendRawTransaction(raw, new Uint8Array(64)).catch(() => {});
+      const deadline = Date.now() + 3000;
+      while (batches.length < 2 && Date.now() < deadline) await sleep(5);
+      const calls = batches.map((b) => b.filter((m) => m.t === 'call').map((m) => m.m));
+      assert.deepEqual(calls, [
+        ['sendRawTransaction', 'sendRawTransaction', 'getBalance'],
+        ['sendRawTransaction'],
+      ]);
+    } finally {
+      probe.port1.close();
+      probe.port2.close();
+    }
+  });
+
   it('lets timers run while a flood of chain calls is served', async () => {
     // 2,000 calls of 0.2 ms each arrive at once (a message port hands them all over in one go).
     // A timer due now must fire long before the last one is served: consensus timers live on
