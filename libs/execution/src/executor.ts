@@ -166,9 +166,11 @@ export class Executor implements Application, EthChain {
   private readonly pool: Mempool;
   private readonly decoded = new Map<string, DecodedTx>();
   /**
-   * The same decodings by the bytes' identity: the array a transaction was admitted with comes back
-   * in the proposal and in the block to execute, and finding it here spares hashing it twice more.
-   * Transaction bytes are never written to once received.
+   * The same decodings by their bytes' identity (d.raw): the array a transaction was admitted with
+   * comes back in the proposal and in the block to execute, and finding it here spares hashing it
+   * twice more. An entry lives exactly as long as its `decoded` entry (see forget()), so a block
+   * store that keeps the bytes never keeps a decoding alive. Transaction bytes are never written to
+   * once received.
    */
   private readonly decodedBytes = new WeakMap<Uint8Array, DecodedTx>();
   private readonly blockchain: EVMMockBlockchainInterface;
@@ -393,22 +395,26 @@ export class Executor implements Application, EthChain {
     if (same) return same;
     const hash = keccak256(raw);
     const hit = this.decoded.get(toHex(hash));
-    if (hit) {
-      this.decodedBytes.set(raw, hit);
-      return hit;
-    }
+    if (hit) return hit;
     const d = decodeTx(raw, this.common, this.opts.evmChainId, hash, senderPublicKey);
-    this.decodedBytes.set(raw, d);
     if (this.decoded.size >= DECODED_CACHE) {
       let n = DECODED_CACHE / 10;
       for (const k of this.decoded.keys()) {
         if (this.pool.get(k)) continue;
-        this.decoded.delete(k);
+        this.forget(k);
         if (--n <= 0) break;
       }
     }
     this.decoded.set(d.hashHex, d);
+    this.decodedBytes.set(d.raw, d);
     return d;
+  }
+
+  private forget(hashHex: string): void {
+    const d = this.decoded.get(hashHex);
+    if (d === undefined) return;
+    this.decoded.delete(hashHex);
+    this.decodedBytes.delete(d.raw);
   }
 
   private limits() {
@@ -838,7 +844,7 @@ export class Executor implements Application, EthChain {
       'block committed',
     );
     this.pending = undefined;
-    for (const h of p.block.txHashes) this.decoded.delete(toHex(h));
+    for (const h of p.block.txHashes) this.forget(toHex(h));
     this.lastBlockHeight = p.height;
     this.appHash = p.appHash;
     this.baseFee = p.nextBaseFee;
@@ -861,7 +867,7 @@ export class Executor implements Application, EthChain {
     const states = new Map<string, SenderState>();
     for (const s of senders) states.set(s, await this.senderState(s));
     const dropped = this.pool.update(states, this.opts.mempool.recheck);
-    for (const e of dropped) this.decoded.delete(e.d.hashHex);
+    for (const e of dropped) this.forget(e.d.hashHex);
   }
 
   // =================================================================== mempool extras (NodeReader)
