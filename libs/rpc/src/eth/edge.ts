@@ -213,8 +213,11 @@ export interface EthEdgeHostDeps {
   onRequest?: (method: string, ms: number, ok: boolean) => void;
 }
 
-/** Requests sent across the channel and waiting for their reply, by id (one table per side). */
-class Awaiting {
+/**
+ * Requests sent across a channel and waiting for their reply, by id (one table per side; the
+ * node's indexer thread keeps one too).
+ */
+export class Awaiting {
   private readonly open = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private next = 1;
 

@@ -5,8 +5,10 @@
 export type { SyncStatus } from './api.js';
 // The unlocked accounts of chain-local; the node builds it from the dev mnemonic's keys.
 export { DevAccountKeyError, DevAccounts } from './dev-accounts.js';
-// The JSON-RPC edge over a message channel (the node runs the servers on a worker thread).
+// The JSON-RPC edge over a message channel (the node runs the servers on a worker thread), and its
+// table of requests awaiting a reply, which other channels to a thread reuse.
 export {
+  Awaiting,
   type ChainSnapshot,
   type EdgeChannel,
   type EdgeInit,

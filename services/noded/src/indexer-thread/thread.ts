@@ -5,6 +5,7 @@
 // the database; queries travel to it and back.
 import { Worker } from 'node:worker_threads';
 import {
+  Awaiting,
   type IndexedBlock,
   type IndexedTx,
   IndexerQueryError,
@@ -43,8 +44,7 @@ export interface IndexerThreadDeps {
 }
 
 export class IndexerThread implements TxIndexBackend {
-  private readonly pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
-  private nextId = 1;
+  private readonly awaiting = new Awaiting();
   private stopping = false;
   private failure: Error | undefined;
 
@@ -87,26 +87,22 @@ export class IndexerThread implements TxIndexBackend {
   }
 
   private settle(m: IndexerReply): void {
-    const p = this.pending.get(m.id);
-    if (!p) return;
-    this.pending.delete(m.id);
-    if (m.ok) p.resolve(m.value);
-    else p.reject(m.name === 'IndexerQueryError' ? new IndexerQueryError(m.message) : new Error(m.message));
+    if (m.ok) this.awaiting.resolve(m.id, m.value);
+    else
+      this.awaiting.reject(
+        m.id,
+        m.name === 'IndexerQueryError' ? new IndexerQueryError(m.message) : new Error(m.message),
+      );
   }
 
   private failAll(err: Error): void {
     this.failure ??= err;
-    for (const p of this.pending.values()) p.reject(err);
-    this.pending.clear();
+    this.awaiting.rejectAll(err);
   }
 
   private request<T>(req: IndexerCommand): Promise<T> {
     if (this.failure) return Promise.reject(this.failure);
-    const id = this.nextId++;
-    return new Promise<T>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.worker.postMessage({ ...req, id });
-    });
+    return this.awaiting.request((id) => this.worker.postMessage({ ...req, id })) as Promise<T>;
   }
 
   index(block: IndexedBlock): Promise<void> {
