@@ -6,10 +6,9 @@ import type { Common } from '@ethereumjs/common';
 import type { EVMMockBlockchainInterface } from '@ethereumjs/evm';
 import { getCalldataFloorGas } from '@ethereumjs/tx';
 import { Address } from '@ethereumjs/util';
-import { keccak256, sha256 } from '../../crypto/index.js';
+import { keccak256 } from '../../crypto/index.js';
 import type { BatchOp } from '../../storage/index.js';
 import {
-  type AbciEvent,
   type AccessListEntry,
   type AccountProof,
   type AppInfo,
@@ -38,6 +37,7 @@ import {
   type StateOverrides,
   type TracerConfig,
 } from '../../types/index.js';
+import { attr, BlockRun } from './blockrun.js';
 import {
   bigIntToFixed,
   bytesToBigInt,
@@ -74,13 +74,11 @@ import {
   makeCallTx,
   makeVm,
   outcome,
-  preCheck,
-  revertReason,
   runPlainCall,
   runTx,
 } from './evm/run.js';
 import { makeTracer, TraceTimeoutError } from './evm/tracers.js';
-import { effectiveTip, nextBaseFee } from './feeMarket.js';
+import { nextBaseFee } from './feeMarket.js';
 import { Mempool, type SenderState } from './mempool.js';
 import type { ExecutorOptions } from './options.js';
 import { type AccountData, EMPTY_CODE_HASH, newAccount } from './state/account.js';
@@ -110,6 +108,32 @@ function appHashOf(stateRoot: Uint8Array, nextBaseFee: bigint): Uint8Array {
  */
 const EXEC_SLICE_MS = 10;
 const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Longest stretch of running transactions ahead of the proposal without a turn of the event loop:
+ * shorter than EXEC_SLICE_MS, because it runs while transactions arrive and their CheckTx answers
+ * hold the senders' next submissions.
+ */
+const AHEAD_SLICE_MS = 5;
+
+/**
+ * Transactions run ahead of the next proposal (docs/execution.md): those admitted to the mempool,
+ * in the order a proposal takes them, on the state the block will start from. FinalizeBlock keeps
+ * the longest prefix the proposed block shares with them and runs only the rest.
+ */
+interface Ahead {
+  /** The height it runs for, on the state committed at height - 1. */
+  height: number;
+  /** The block context as far as it is known: timestamp and mixHash are placeholders. */
+  ctx: BlockContext;
+  run: BlockRun | undefined;
+  queue: DecodedTx[];
+  next: number;
+  /** Takes transactions: false once a proposal for its height was seen, or a run failed. */
+  open: boolean;
+  busy: Promise<void> | undefined;
+  scheduled: boolean;
+}
 
 /** Idle VMs kept for eth_call / estimateGas / createAccessList. */
 const VM_POOL = 8;
@@ -141,14 +165,6 @@ interface PendingBlock {
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const dec = (b: Uint8Array) => new TextDecoder().decode(b);
-
-function tmHash(raw: Uint8Array): string {
-  return Buffer.from(sha256(raw)).toString('hex').toUpperCase();
-}
-
-function attr(key: string, value: string, index = true) {
-  return { key, value, index };
-}
 
 /** Seconds from consensus time (ns). */
 function seconds(t: bigint): bigint {
@@ -184,6 +200,12 @@ export class Executor implements Application, EthChain {
   private pending: PendingBlock | undefined;
   private recentTips: bigint[] = [];
   private timing = { txs: 0, stateRoot: 0, rest: 0 };
+  /** The last executed block: its transactions, and how many of them had run ahead. */
+  private lastRun = { txs: 0, ahead: 0 };
+  private ahead: Ahead | undefined;
+  /** The proposer of the last committed block, and the coinbase to run ahead with (see commit). */
+  private lastProposer: Uint8Array | undefined;
+  private aheadCoinbase: Uint8Array | undefined;
   private readonly vmPool: PooledVm[] = [];
   /** The EthereumJS block of the last eth_call (blocks never change once committed). */
   private callBlock: { height: number; priced: boolean; block: ReturnType<typeof makeBlock> } | undefined;
@@ -300,6 +322,7 @@ export class Executor implements Application, EthChain {
 
   async close(): Promise<void> {
     this.closed = true;
+    await this.dropAhead();
     this.pool.clear();
   }
 
@@ -492,6 +515,7 @@ export class Executor implements Application, EthChain {
       const plan = this.pool.plan(d, st, this.baseFee);
       if (!admit) return d;
       this.pool.apply(d, plan, st.nonce);
+      this.runAheadOf(d);
       for (const e of plan.evict)
         this.opts.logger.debug({ hash: e.d.hashHex }, 'mempool: evicted cheapest transaction');
       this.opts.bus.publish({ kind: 'EthPendingTx', hash: d.hashHex });
@@ -513,11 +537,13 @@ export class Executor implements Application, EthChain {
 
   async prepareProposal(req: PrepareProposalRequest): Promise<Uint8Array[]> {
     this.assertInitialized();
+    if (this.ahead?.height === req.height) this.ahead.open = false;
     return this.pool.select(this.baseFee, req.maxTxBytes).map((d) => d.raw);
   }
 
   async processProposal(req: ProcessProposalRequest): Promise<boolean> {
     this.assertInitialized();
+    if (this.ahead?.height === req.height) this.ahead.open = false;
     for (const raw of req.txs) {
       try {
         const d = this.decode(raw);
@@ -563,8 +589,14 @@ export class Executor implements Application, EthChain {
         `finalizeBlock for height ${req.height}, but the executed state is at height ${this.db.latest}`,
       );
     }
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    if (ahead) {
+      ahead.open = false;
+      await ahead.busy;
+    }
     try {
-      return await this.executeBlock(req);
+      return await this.executeBlock(req, ahead);
     } catch (err) {
       this.pending = undefined;
       this.db.resetTries();
@@ -572,7 +604,10 @@ export class Executor implements Application, EthChain {
     }
   }
 
-  private async executeBlock(req: FinalizeBlockRequest): Promise<FinalizeBlockResponse> {
+  private async executeBlock(
+    req: FinalizeBlockRequest,
+    ahead: Ahead | undefined,
+  ): Promise<FinalizeBlockResponse> {
     const tStart = performance.now();
     const height = req.height;
     const parent = await this.chain.block(BigInt(height - 1));
@@ -591,10 +626,6 @@ export class Executor implements Application, EthChain {
       gasLimit: this.opts.gas.blockGasLimit,
       mixHash: mix(req.hash),
     };
-    const state = new JournaledState(this.stateSource(this.db.latest));
-    const vm = await makeVm(this.common, state, this.blockchain);
-    const block = makeBlock(this.common, ctx);
-
     const decoded: Array<DecodedTx | TxRejectedError> = req.txs.map((raw) => {
       try {
         return this.decode(raw);
@@ -603,144 +634,50 @@ export class Executor implements Application, EthChain {
         throw err;
       }
     });
-    const touched: string[] = [toKey(coinbase)];
-    for (const d of decoded)
-      if (!(d instanceof TxRejectedError)) touched.push(d.sender, ...(d.to ? [d.to] : []));
-    await this.db.prefetchAccounts(touched);
-
-    const txResults: ExecTxResult[] = [];
-    const txs: StoredTx[] = [];
-    const receipts: StoredReceipt[] = [];
-    const receiptBlooms: Uint8Array[] = [];
-    const txHashes: Uint8Array[] = [];
-    const blockBloom = new Uint8Array(256);
-    let gasUsed = 0n;
-    let baseFees = 0n;
-    let minTip: bigint | undefined;
-    const limits = this.limits();
+    const run = await this.runFor(ahead, ctx, decoded);
+    const reused = run.records.length;
+    if (reused < decoded.length) {
+      const touched: string[] = [toKey(coinbase)];
+      for (let i = reused; i < decoded.length; i++) {
+        const d = decoded[i];
+        if (!(d instanceof TxRejectedError)) touched.push(d.sender, ...(d.to ? [d.to] : []));
+      }
+      await this.db.prefetchAccounts(touched);
+    }
     let sliceStart = performance.now();
-    for (let i = 0; i < req.txs.length; i++) {
+    for (let i = reused; i < decoded.length; i++) {
       if (performance.now() - sliceStart >= EXEC_SLICE_MS) {
         // Let the rest of the node run (CheckTx of arriving transactions, JSON-RPC reads of the
         // committed state), as CometBFT runs CheckTx beside FinalizeBlock; see EXEC_SLICE_MS.
         await yieldToLoop();
         sliceStart = performance.now();
       }
-      const d = decoded[i];
-      const reject = (code: number, log: string, gasWanted = 0n): void => {
-        txResults.push({
-          code,
-          data: EMPTY,
-          log,
-          info: '',
-          gasWanted,
-          gasUsed: 0n,
-          events: [],
-          codespace: 'evm',
-        });
-      };
-      if (d instanceof TxRejectedError) {
-        reject(d.code, d.message);
-        continue;
-      }
-      try {
-        checkStateless(d, limits);
-      } catch (err) {
-        reject((err as TxRejectedError).code, (err as Error).message, d.gasLimit);
-        continue;
-      }
-      const pre = await preCheck(d, state, baseFee);
-      if (pre !== undefined) {
-        reject(TxCode.execution, pre, d.gasLimit);
-        continue;
-      }
-      let res: Awaited<ReturnType<typeof runTx>>;
-      try {
-        res = await runTx(vm, { tx: d.tx, block, skipHardForkValidation: true, blockGasUsed: gasUsed });
-      } catch (err) {
-        reject(
-          TxCode.execution,
-          `transaction rejected by the EVM: ${(err as Error).message.replace(/ \(.*$/, '')}`,
-          d.gasLimit,
-        );
-        continue;
-      }
-      const ethIndex = txHashes.length;
-      const spent = res.totalGasSpent;
-      gasUsed += spent;
-      baseFees += spent * baseFee;
-      const tip = effectiveTip(d.feeCap, d.tipCap, baseFee);
-      if (minTip === undefined || tip < minTip) minTip = tip;
-      const logs = (res.execResult.logs ?? []).map(([address, topics, data]) => ({ address, topics, data }));
-      const bloom = res.bloom.bitvector;
-      if (logs.length > 0) for (let b = 0; b < 256; b++) blockBloom[b] |= bloom[b];
-      const failed = res.execResult.exceptionError;
-      const receipt: StoredReceipt = {
-        type: d.type,
-        status: failed ? 0 : 1,
-        cumulativeGasUsed: gasUsed,
-        gasUsed: spent,
-        effectiveGasPrice: baseFee + tip,
-        from: fromHex(d.sender),
-        to: d.to ? fromHex(d.to) : null,
-        contractAddress: d.to === null && res.createdAddress ? res.createdAddress.bytes : null,
-        logs,
-      };
-      receipts.push(receipt);
-      receiptBlooms.push(bloom);
-      txs.push({ raw: d.raw, sender: fromHex(d.sender) });
-      txHashes.push(d.hash);
-      const recipient = d.to ? `0x${d.to}` : receipt.contractAddress ? toHex(receipt.contractAddress) : '';
-      const evAttrs = [
-        attr('amount', d.value.toString()),
-        attr('ethereumTxHash', d.hashHex),
-        attr('txIndex', String(ethIndex)),
-        attr('txGasUsed', spent.toString()),
-        attr('txHash', tmHash(d.raw)),
-        attr('recipient', recipient),
-      ];
-      let failLog = '';
-      if (failed) {
-        const reason = failed.error === 'revert' ? revertReason(res.execResult.returnValue) : undefined;
-        failLog =
-          failed.error === 'revert'
-            ? `execution reverted${reason !== undefined ? `: ${reason}` : ''}`
-            : failed.error;
-        evAttrs.push(attr('ethereumTxFailed', failLog));
-      }
-      const events: AbciEvent[] = [{ type: 'ethereum_tx', attributes: evAttrs }];
-      if (logs.length > 0) {
-        events.push({
-          type: 'tx_log',
-          attributes: logs.map((l) =>
-            attr(
-              'txLog',
-              JSON.stringify({ address: toHex(l.address), topics: l.topics.map(toHex), data: toHex(l.data) }),
-              false,
-            ),
-          ),
-        });
-      }
-      events.push({
-        type: 'message',
-        attributes: [
-          attr('action', '/noded.evm.v1.MsgEthereumTx'),
-          attr('sender', `0x${d.sender}`),
-          attr('module', 'evm'),
-          attr('txType', String(d.type)),
-        ],
-      });
-      txResults.push({
-        code: 0,
-        data: res.execResult.returnValue,
-        log: failLog,
-        info: '',
-        gasWanted: d.gasLimit,
-        gasUsed: spent,
-        events,
-        codespace: '',
-      });
+      await run.apply(decoded[i], baseFee);
     }
+    run.settle();
+    const state = run.state;
+    const txResults: ExecTxResult[] = [];
+    const txs: StoredTx[] = [];
+    const receipts: StoredReceipt[] = [];
+    const receiptBlooms: Uint8Array[] = [];
+    const txHashes: Uint8Array[] = [];
+    const blockBloom = new Uint8Array(256);
+    let baseFees = 0n;
+    let minTip: bigint | undefined;
+    for (const r of run.records) {
+      txResults.push(r.result);
+      const inc = r.included;
+      if (!inc) continue;
+      baseFees += inc.receipt.gasUsed * baseFee;
+      if (minTip === undefined || inc.tip < minTip) minTip = inc.tip;
+      if (inc.receipt.logs.length > 0) for (let b = 0; b < 256; b++) blockBloom[b] |= inc.bloom[b];
+      receipts.push(inc.receipt);
+      receiptBlooms.push(inc.bloom);
+      txs.push(inc.tx);
+      txHashes.push(inc.hash);
+    }
+    const gasUsed = run.gasUsed;
+    this.lastRun = { txs: decoded.length, ahead: reused };
 
     // EIP-1559 burns the base fee; this chain pays it to the proposer instead (with the tips,
     // which runTx already credited), so fees never leave the supply.
@@ -839,6 +776,7 @@ export class Executor implements Application, EthChain {
         stateRootMs: Math.round(this.timing.stateRoot),
         finishMs: Math.round(this.timing.rest),
         writeMs: Math.round(writeMs),
+        ranAhead: this.lastRun.ahead,
         ops: ops.length,
       },
       'block committed',
@@ -857,7 +795,159 @@ export class Executor implements Application, EthChain {
     const logs = renderLogs(p.block, p.receipts).flat();
     this.opts.bus.publish({ kind: 'EthNewHead', block: ethBlock, logs });
     await this.recheckMempool();
+    // Run ahead only with a coinbase that held for two blocks: the proposer is the consensus'
+    // choice, and under a rotating one every run ahead would be done twice.
+    const proposer = p.block.header.coinbase;
+    this.aheadCoinbase = this.lastProposer && equal(this.lastProposer, proposer) ? proposer : undefined;
+    this.lastProposer = proposer;
+    this.startAhead(true);
     return { retainHeight: 0 };
+  }
+
+  // ------------------------------------------------------------ execution ahead of the proposal
+
+  /** The run ahead of the next proposal, if one is under way: how many ran, how many wait. */
+  aheadStatus(): { height: number; ran: number; waiting: number; open: boolean } | undefined {
+    const a = this.ahead;
+    if (!a) return undefined;
+    return {
+      height: a.height,
+      ran: a.run?.records.length ?? 0,
+      waiting: a.queue.length - a.next,
+      open: a.open,
+    };
+  }
+
+  /** The last executed block: its transaction count, and how many of them had run ahead. */
+  lastExecution(): { txs: number; ranAhead: number } {
+    return { txs: this.lastRun.txs, ranAhead: this.lastRun.ahead };
+  }
+
+  /** Queues a transaction just admitted to the mempool to run ahead of the next proposal. */
+  private runAheadOf(d: DecodedTx): void {
+    if (this.pending || this.closed) return;
+    const a = this.ahead ?? this.startAhead(false);
+    if (!a?.open) return;
+    a.queue.push(d);
+    this.kickAhead(a);
+  }
+
+  /** Starts a run ahead for the next height; with `seed`, of what the mempool holds already. */
+  private startAhead(seed: boolean): Ahead | undefined {
+    const coinbase = this.aheadCoinbase;
+    if (this.opts.runAhead === false || !coinbase || this.pending || this.closed) return undefined;
+    const height = this.db.latest + 1;
+    const a: Ahead = {
+      height,
+      ctx: {
+        number: BigInt(height),
+        timestamp: 0n,
+        coinbase,
+        baseFee: this.baseFee,
+        gasLimit: this.opts.gas.blockGasLimit,
+        mixHash: new Uint8Array(32),
+      },
+      run: undefined,
+      queue: seed ? this.pool.select(this.baseFee, Number.MAX_SAFE_INTEGER) : [],
+      next: 0,
+      open: true,
+      busy: undefined,
+      scheduled: false,
+    };
+    this.ahead = a;
+    if (a.queue.length > 0) this.kickAhead(a);
+    return a;
+  }
+
+  private kickAhead(a: Ahead): void {
+    if (a.busy !== undefined || a.scheduled) return;
+    a.scheduled = true;
+    setImmediate(() => {
+      a.scheduled = false;
+      if (this.ahead !== a || !a.open || a.busy !== undefined) return;
+      a.busy = this.driveAhead(a).finally(() => {
+        a.busy = undefined;
+        if (this.ahead === a && a.open && a.next < a.queue.length) this.kickAhead(a);
+      });
+    });
+  }
+
+  /** Runs queued transactions ahead for one slice. */
+  private async driveAhead(a: Ahead): Promise<void> {
+    try {
+      a.run ??= await BlockRun.open(
+        this.common,
+        this.stateSource(a.height - 1),
+        this.blockchain,
+        a.ctx,
+        this.limits(),
+        true,
+      );
+      const start = performance.now();
+      while (a.open && a.next < a.queue.length && performance.now() - start < AHEAD_SLICE_MS) {
+        const d = a.queue[a.next++];
+        if (this.pool.get(d.hashHex) === undefined) continue; // included, replaced or dropped since
+        // A transaction that read TIMESTAMP or PREVRANDAO ends the run: what follows may depend on it.
+        if (!(await a.run.runAhead(d, a.ctx.baseFee)) && a.run.blocked) a.open = false;
+      }
+      if (a.next === a.queue.length) {
+        a.queue = [];
+        a.next = 0;
+      }
+    } catch (err) {
+      // The block will be executed from its first transaction; nothing was written.
+      a.open = false;
+      a.run = undefined;
+      this.opts.logger.warn({ err: (err as Error).message }, 'execution ahead of the proposal stopped');
+    }
+  }
+
+  private async dropAhead(): Promise<void> {
+    const a = this.ahead;
+    this.ahead = undefined;
+    if (!a) return;
+    a.open = false;
+    await a.busy;
+  }
+
+  /**
+   * The run that executes a block with context `ctx` and transactions `decoded`: the run ahead cut
+   * back to the prefix it shares with the block, when it ran with the same known context; a fresh
+   * run otherwise.
+   */
+  private async runFor(
+    ahead: Ahead | undefined,
+    ctx: BlockContext,
+    decoded: Array<DecodedTx | TxRejectedError>,
+  ): Promise<BlockRun> {
+    const run = ahead?.run;
+    const k = ahead?.ctx;
+    if (
+      run &&
+      k &&
+      ahead.height === Number(ctx.number) &&
+      k.baseFee === ctx.baseFee &&
+      k.gasLimit === ctx.gasLimit &&
+      equal(k.coinbase, ctx.coinbase)
+    ) {
+      let shared = 0;
+      while (shared < run.records.length && shared < decoded.length) {
+        const d = decoded[shared];
+        if (d instanceof TxRejectedError || d.hashHex !== run.records[shared].hashHex) break;
+        shared++;
+      }
+      await run.truncate(shared);
+      run.useContext(ctx);
+      return run;
+    }
+    return BlockRun.open(
+      this.common,
+      this.stateSource(this.db.latest),
+      this.blockchain,
+      ctx,
+      this.limits(),
+      false,
+    );
   }
 
   private async recheckMempool(): Promise<void> {
@@ -888,6 +978,7 @@ export class Executor implements Application, EthChain {
   }
 
   flushMempool(): void {
+    void this.dropAhead();
     this.pool.clear();
   }
 

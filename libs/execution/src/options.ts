@@ -44,6 +44,11 @@ export interface ExecutorOptions {
   txFeeCap: bigint;
   bus: EventBus;
   logger: Logger;
+  /**
+   * Run admitted transactions ahead of the next proposal (docs/execution.md); default true. Off
+   * gives the same blocks and results, executed only once proposed.
+   */
+  runAhead?: boolean;
   /** Where kv lives, for error messages (e.g. "<home>/data/application.db"). */
   location?: string;
 }

@@ -52,6 +52,44 @@ export function makeBlock(common: Common, ctx: BlockContext): Block {
   );
 }
 
+/**
+ * A block whose timestamp and PREVRANDAO are not known yet (a run ahead of the proposal): the
+ * EVM reads both only for the TIMESTAMP and PREVRANDAO opcodes, so every read calls `onRead`, and
+ * the caller discards what a transaction that read them did. The other fields must be the real ones.
+ */
+export function makeProbedBlock(common: Common, ctx: BlockContext, onRead: () => void): Block {
+  const block = createBlock(
+    {
+      header: {
+        number: ctx.number,
+        timestamp: ctx.timestamp,
+        coinbase: ctx.coinbase,
+        gasLimit: ctx.gasLimit,
+        baseFeePerGas: ctx.baseFee,
+        mixHash: ctx.mixHash,
+        difficulty: 0n,
+      },
+    },
+    { common, skipConsensusFormatValidation: true, freeze: false },
+  );
+  const { header } = block;
+  const timestamp = header.timestamp;
+  const prevRandao = ctx.mixHash;
+  Object.defineProperty(header, 'timestamp', {
+    get() {
+      onRead();
+      return timestamp;
+    },
+  });
+  Object.defineProperty(header, 'prevRandao', {
+    get() {
+      onRead();
+      return prevRandao;
+    },
+  });
+  return block;
+}
+
 /** The KZG point evaluation precompile (0x0a): this chain carries no blobs, so it always fails. */
 function noKzg(input: PrecompileInput): ExecResult {
   return {

@@ -261,6 +261,12 @@ export class JournaledState implements StateManagerInterface {
     if (this.marks.length === 0) this.journal.length = 0;
   }
 
+  /** Keeps every write: drops all open checkpoints and the undo journal. */
+  release(): void {
+    this.marks.length = 0;
+    this.journal.length = 0;
+  }
+
   async revert(): Promise<void> {
     const mark = this.marks.pop() ?? 0;
     for (let i = this.journal.length - 1; i >= mark; i--) {

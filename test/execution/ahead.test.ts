@@ -1,0 +1,220 @@
+// Execution ahead of the proposal: admitted transactions run on the next block's state before the
+// block is proposed, and FinalizeBlock keeps what the proposed block shares with them. Every
+// scenario runs on two executors, one with it and one without, which must produce the same
+// responses, blocks and state; the one with it must also have used what it ran ahead.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { FinalizeBlockResponse, Hex } from '../../libs/types/index.js';
+import { addr, ETH, GWEI, key, PROPOSER, signTx, startNode, type TestNode } from './helpers.js';
+
+const senders = Array.from({ length: 6 }, (_, i) => key(400 + i));
+const to = addr(key(450));
+// TIMESTAMP PUSH1 0 SSTORE STOP: stores the block's timestamp in slot 0.
+const CLOCK = '0x00000000000000000000000000000000000c1001' as Hex;
+// PREVRANDAO PUSH1 0 SSTORE STOP
+const RANDAO = '0x00000000000000000000000000000000000c1002' as Hex;
+// PUSH1 0 SLOAD PUSH1 1 ADD PUSH1 0 SSTORE STOP: a counter in slot 0.
+const COUNTER = '0x00000000000000000000000000000000000c1003' as Hex;
+// PUSH1 0 DUP1 REVERT
+const REVERTS = '0x00000000000000000000000000000000000c1004' as Hex;
+const OTHER_PROPOSER = Uint8Array.from(Buffer.from('bb'.repeat(20), 'hex'));
+
+async function twoNodes(): Promise<{ on: TestNode; off: TestNode }> {
+  const accounts = [
+    ...senders.map((k) => ({ address: addr(k), balance: 100n * ETH })),
+    { address: CLOCK, balance: 0n, code: '0x4260005500' as Hex },
+    { address: RANDAO, balance: 0n, code: '0x4460005500' as Hex },
+    { address: COUNTER, balance: 0n, code: '0x600054600101600055' as Hex },
+    { address: REVERTS, balance: 0n, code: '0x600080fd' as Hex },
+  ];
+  const on = await startNode(accounts);
+  const off = await startNode(accounts, { runAhead: false });
+  // Two blocks by the same proposer: from then on the run ahead has a coinbase.
+  for (let i = 0; i < 2; i++) await both({ on, off }, (n) => block(n, []));
+  return { on, off };
+}
+
+async function both<T>(
+  nodes: { on: TestNode; off: TestNode },
+  f: (n: TestNode) => Promise<T>,
+): Promise<{ on: T; off: T }> {
+  return { on: await f(nodes.on), off: await f(nodes.off) };
+}
+
+/** Admits `txs` with CheckTx; each must be accepted. */
+async function admit(n: TestNode, txs: Uint8Array[]): Promise<void> {
+  for (const tx of txs) {
+    const r = await n.ex.checkTx(tx, 'new');
+    assert.equal(r.code, 0, r.log);
+  }
+}
+
+/** Waits (bounded) until the run ahead has nothing left to run. */
+async function settled(n: TestNode): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    const s = n.ex.aheadStatus();
+    if (!s || s.waiting === 0 || !s.open) {
+      await new Promise((r) => setImmediate(r));
+      const again = n.ex.aheadStatus();
+      if (!again || again.waiting === 0 || !again.open) return;
+    }
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  assert.fail('the run ahead did not settle');
+}
+
+/** One block: `txs`, or what the mempool proposes when undefined. */
+async function block(
+  n: TestNode,
+  txs: Uint8Array[] | undefined,
+  proposer = PROPOSER,
+): Promise<FinalizeBlockResponse> {
+  n.height++;
+  n.time += 1_000_000_000n;
+  const list =
+    txs ??
+    (await n.ex.prepareProposal({
+      height: n.height,
+      time: n.time,
+      proposerAddress: proposer,
+      maxTxBytes: 22020096,
+    }));
+  const res = await n.ex.finalizeBlock({
+    height: n.height,
+    time: n.time,
+    proposerAddress: proposer,
+    hash: new Uint8Array(32).fill(n.height),
+    txs: list,
+    misbehavior: [],
+  });
+  await n.ex.commit();
+  return res;
+}
+
+async function sameChain(nodes: { on: TestNode; off: TestNode }, res: { on: unknown; off: unknown }) {
+  assert.deepEqual(res.on, res.off, 'FinalizeBlock answered differently with the run ahead');
+  const h = nodes.on.ex.latestHeight();
+  assert.equal(h, nodes.off.ex.latestHeight());
+  assert.deepEqual(await nodes.on.ex.getBlockByNumber(h), await nodes.off.ex.getBlockByNumber(h));
+  assert.deepEqual(await nodes.on.ex.getBlockReceipts(h), await nodes.off.ex.getBlockReceipts(h));
+}
+
+const transfer = (
+  k: Uint8Array,
+  nonce: bigint,
+  over: { tip?: bigint; maxFee?: bigint; value?: bigint } = {},
+) =>
+  signTx(k, { nonce, to, value: over.value ?? 1n, maxFee: over.maxFee ?? 10n * GWEI, tip: over.tip ?? GWEI });
+const callTo = (k: Uint8Array, nonce: bigint, target: Hex) =>
+  signTx(k, { nonce, to: target, gas: 60_000n, maxFee: 10n * GWEI, tip: GWEI });
+
+describe('execution ahead of the proposal', () => {
+  it('runs admitted transactions before the proposal, and the block reuses all of them', async () => {
+    const nodes = await twoNodes();
+    const txs: Uint8Array[] = [];
+    for (let nonce = 0n; nonce < 5n; nonce++) {
+      for (const [i, k] of senders.entries()) {
+        txs.push(
+          i % 3 === 0
+            ? callTo(k, nonce, COUNTER)
+            : i % 3 === 1
+              ? callTo(k, nonce, REVERTS)
+              : transfer(k, nonce),
+        );
+      }
+    }
+    await both(nodes, (n) => admit(n, txs));
+    await settled(nodes.on);
+    assert.equal(nodes.on.ex.aheadStatus()?.ran, 30, 'every admitted transaction ran ahead');
+    assert.equal(nodes.off.ex.aheadStatus(), undefined);
+    const res = await both(nodes, (n) => block(n, undefined));
+    assert.deepEqual(nodes.on.ex.lastExecution(), { txs: 30, ranAhead: 30 });
+    assert.deepEqual(nodes.off.ex.lastExecution(), { txs: 30, ranAhead: 0 });
+    assert.ok(res.on.txResults.some((r) => r.log.startsWith('execution reverted')));
+    await sameChain(nodes, res);
+    const counter = await nodes.on.ex.getStorageAt(COUNTER, '0x0', nodes.on.ex.latestHeight());
+    assert.equal(BigInt(counter), 10n);
+  });
+
+  it('keeps the shared prefix when the proposal differs, and executes the rest', async () => {
+    const nodes = await twoNodes();
+    const a = senders.map((k) => transfer(k, 0n));
+    const b = senders.map((k) => transfer(k, 1n, { value: 7n }));
+    await both(nodes, (n) => admit(n, [...a, ...b]));
+    await settled(nodes.on);
+    // A proposal that shares the first three, then takes the senders in another order and leaves
+    // the second round out.
+    const proposal = [...a.slice(0, 3), a[5], a[4], a[3]];
+    const res = await both(nodes, (n) => block(n, proposal));
+    assert.deepEqual(nodes.on.ex.lastExecution(), { txs: 6, ranAhead: 3 });
+    await sameChain(nodes, res);
+    // The next block starts its own run ahead from what the mempool still holds.
+    await settled(nodes.on);
+    assert.equal(nodes.on.ex.aheadStatus()?.ran, 6);
+    const next = await both(nodes, (n) => block(n, undefined));
+    assert.deepEqual(nodes.on.ex.lastExecution(), { txs: 6, ranAhead: 6 });
+    await sameChain(nodes, next);
+  });
+
+  it('stops at a transaction that reads TIMESTAMP or PREVRANDAO, which it cannot know yet', async () => {
+    for (const reader of [CLOCK, RANDAO]) {
+      const nodes = await twoNodes();
+      const txs = [transfer(senders[0], 0n), callTo(senders[1], 0n, reader), transfer(senders[2], 0n)];
+      await both(nodes, (n) => admit(n, txs));
+      await settled(nodes.on);
+      assert.deepEqual(
+        { ran: nodes.on.ex.aheadStatus()?.ran, open: nodes.on.ex.aheadStatus()?.open },
+        { ran: 1, open: false },
+      );
+      const res = await both(nodes, (n) => block(n, undefined));
+      assert.deepEqual(nodes.on.ex.lastExecution(), { txs: 3, ranAhead: 1 });
+      await sameChain(nodes, res);
+      const stored = BigInt(await nodes.on.ex.getStorageAt(reader, '0x0', nodes.on.ex.latestHeight()));
+      assert.notEqual(stored, 0n, 'the block context was the real one');
+      if (reader === CLOCK) assert.equal(stored, nodes.on.time / 1_000_000_000n);
+    }
+  });
+
+  it('runs nothing ahead for a proposer it did not expect, and the block is the same', async () => {
+    const nodes = await twoNodes();
+    const txs = senders.map((k) => transfer(k, 0n));
+    await both(nodes, (n) => admit(n, txs));
+    await settled(nodes.on);
+    assert.equal(nodes.on.ex.aheadStatus()?.ran, 6);
+    const res = await both(nodes, (n) => block(n, undefined, OTHER_PROPOSER));
+    assert.deepEqual(nodes.on.ex.lastExecution(), { txs: 6, ranAhead: 0 });
+    await sameChain(nodes, res);
+    // The proposer changed: no run ahead until one proposer has made two blocks in a row.
+    await both(nodes, (n) => admit(n, [transfer(senders[0], 1n)]));
+    assert.equal(nodes.on.ex.aheadStatus(), undefined);
+  });
+
+  it('drops what a replacement made stale', async () => {
+    const nodes = await twoNodes();
+    const first = transfer(senders[0], 0n, { tip: GWEI });
+    const second = transfer(senders[1], 0n);
+    await both(nodes, (n) => admit(n, [first, second]));
+    await settled(nodes.on);
+    const replacement = transfer(senders[0], 0n, { tip: 2n * GWEI, maxFee: 20n * GWEI, value: 3n });
+    await both(nodes, (n) => admit(n, [replacement]));
+    await settled(nodes.on);
+    const res = await both(nodes, (n) => block(n, undefined));
+    const proposed = nodes.on.ex.lastExecution();
+    assert.equal(proposed.txs, 2);
+    // The proposal puts the replacement (the higher tip) first: nothing it shares with the run.
+    assert.equal(proposed.ranAhead, 0);
+    await sameChain(nodes, res);
+    assert.equal(await nodes.on.ex.getBalance(to, nodes.on.ex.latestHeight()), 4n);
+  });
+
+  it('answers eth_call and balances from the committed state, not from the run ahead', async () => {
+    const nodes = await twoNodes();
+    const before = await nodes.on.ex.getBalance(to, nodes.on.ex.latestHeight());
+    await admit(nodes.on, [...senders.map((k) => transfer(k, 0n)), callTo(senders[0], 1n, COUNTER)]);
+    await settled(nodes.on);
+    assert.equal(nodes.on.ex.aheadStatus()?.ran, 7);
+    assert.equal(await nodes.on.ex.getBalance(to, nodes.on.ex.latestHeight()), before);
+    const counter = await nodes.on.ex.getStorageAt(COUNTER, '0x0', nodes.on.ex.latestHeight());
+    assert.equal(BigInt(counter), 0n);
+  });
+});
