@@ -41,9 +41,61 @@ export function encodeListOfEncoded(items: Uint8Array[]): Uint8Array {
   return out;
 }
 
+/** Bytes of a length prefix for a payload of `len` bytes. */
+function prefixSize(len: number): number {
+  if (len < 56) return 1;
+  let n = 1;
+  while (len >= 256 ** n) n++;
+  return 1 + n;
+}
+
+function writePrefix(out: Uint8Array, pos: number, len: number, offset: number): number {
+  if (len < 56) {
+    out[pos] = offset + len;
+    return pos + 1;
+  }
+  const n = prefixSize(len) - 1;
+  out[pos] = offset + 55 + n;
+  for (let i = n; i >= 1; i--) {
+    out[pos + i] = len & 0xff;
+    len = Math.floor(len / 256);
+  }
+  return pos + 1 + n;
+}
+
+/** Encoded size of `x`; pushes each list's payload size to `sizes`, in the order `write` visits them. */
+function measure(x: RlpInput, sizes: number[]): number {
+  if (x instanceof Uint8Array) return x.length === 1 && x[0] < 0x80 ? 1 : prefixSize(x.length) + x.length;
+  const at = sizes.length;
+  sizes.push(0);
+  let payload = 0;
+  for (const item of x) payload += measure(item, sizes);
+  sizes[at] = payload;
+  return prefixSize(payload) + payload;
+}
+
+function write(x: RlpInput, out: Uint8Array, pos: number, sizes: number[], cursor: { i: number }): number {
+  if (x instanceof Uint8Array) {
+    if (x.length === 1 && x[0] < 0x80) {
+      out[pos] = x[0];
+      return pos + 1;
+    }
+    pos = writePrefix(out, pos, x.length, 0x80);
+    out.set(x, pos);
+    return pos + x.length;
+  }
+  pos = writePrefix(out, pos, sizes[cursor.i++], 0xc0);
+  for (const item of x) pos = write(item, out, pos, sizes, cursor);
+  return pos;
+}
+
+/** RLP encoding of `input`, written into one buffer (sizes first, then bytes). */
 export function rlpEncode(input: RlpInput): Uint8Array {
   if (input instanceof Uint8Array) return encodeBytes(input);
-  return encodeListOfEncoded(input.map(rlpEncode));
+  const sizes: number[] = [];
+  const out = new Uint8Array(measure(input, sizes));
+  write(input, out, 0, sizes, { i: 0 });
+  return out;
 }
 
 export function rlpDecode(data: Uint8Array): RlpDecoded {
