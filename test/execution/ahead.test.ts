@@ -207,6 +207,33 @@ describe('execution ahead of the proposal', () => {
     assert.equal(await nodes.on.ex.getBalance(to, nodes.on.ex.latestHeight()), 4n);
   });
 
+  it('stops at a transaction priced differently, since the proposal orders by price', async () => {
+    // Cheaper last: the proposal keeps arrival order for the first two.
+    let nodes = await twoNodes();
+    let txs = [
+      transfer(senders[0], 0n, { tip: 3n * GWEI }),
+      transfer(senders[1], 0n, { tip: 3n * GWEI }),
+      transfer(senders[2], 0n),
+    ];
+    await both(nodes, (n) => admit(n, txs));
+    await settled(nodes.on);
+    assert.deepEqual(
+      { ran: nodes.on.ex.aheadStatus()?.ran, open: nodes.on.ex.aheadStatus()?.open },
+      { ran: 2, open: false },
+    );
+    let res = await both(nodes, (n) => block(n, undefined));
+    assert.deepEqual(nodes.on.ex.lastExecution(), { txs: 3, ranAhead: 2 });
+    await sameChain(nodes, res);
+    // Dearer last: the proposal puts it first, and nothing that ran is reused.
+    nodes = await twoNodes();
+    txs = [transfer(senders[0], 0n), transfer(senders[1], 0n), transfer(senders[2], 0n, { tip: 3n * GWEI })];
+    await both(nodes, (n) => admit(n, txs));
+    await settled(nodes.on);
+    res = await both(nodes, (n) => block(n, undefined));
+    assert.deepEqual(nodes.on.ex.lastExecution(), { txs: 3, ranAhead: 0 });
+    await sameChain(nodes, res);
+  });
+
   it('answers eth_call and balances from the committed state, not from the run ahead', async () => {
     const nodes = await twoNodes();
     const before = await nodes.on.ex.getBalance(to, nodes.on.ex.latestHeight());

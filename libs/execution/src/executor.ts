@@ -78,7 +78,7 @@ import {
   runTx,
 } from './evm/run.js';
 import { makeTracer, TraceTimeoutError } from './evm/tracers.js';
-import { nextBaseFee } from './feeMarket.js';
+import { effectiveTip, nextBaseFee } from './feeMarket.js';
 import { Mempool, type SenderState } from './mempool.js';
 import type { ExecutorOptions } from './options.js';
 import { type AccountData, EMPTY_CODE_HASH, newAccount } from './state/account.js';
@@ -127,6 +127,11 @@ interface Ahead {
   /** The block context as far as it is known: timestamp and mixHash are placeholders. */
   ctx: BlockContext;
   run: BlockRun | undefined;
+  /**
+   * The price (effective tip, fee cap) of what it runs. A proposal orders by price, then by
+   * arrival: only while every transaction pays the same is the arrival order the block's order.
+   */
+  price: { tip: bigint; feeCap: bigint } | undefined;
   queue: DecodedTx[];
   next: number;
   /** Takes transactions: false once a proposal for its height was seen, or a run failed. */
@@ -848,6 +853,7 @@ export class Executor implements Application, EthChain {
         mixHash: new Uint8Array(32),
       },
       run: undefined,
+      price: undefined,
       queue: seed ? this.pool.select(this.baseFee, Number.MAX_SAFE_INTEGER) : [],
       next: 0,
       open: true,
@@ -887,6 +893,14 @@ export class Executor implements Application, EthChain {
       while (a.open && a.next < a.queue.length && performance.now() - start < AHEAD_SLICE_MS) {
         const d = a.queue[a.next++];
         if (this.pool.get(d.hashHex) === undefined) continue; // included, replaced or dropped since
+        const tip = effectiveTip(d.feeCap, d.tipCap, a.ctx.baseFee);
+        a.price ??= { tip, feeCap: d.feeCap };
+        if (tip !== a.price.tip || d.feeCap !== a.price.feeCap) {
+          // Priced differently: the proposal may put it before what ran. What ran is still
+          // reused up to where the proposal departs from it.
+          a.open = false;
+          break;
+        }
         // A transaction that read TIMESTAMP or PREVRANDAO ends the run: what follows may depend on it.
         if (!(await a.run.runAhead(d, a.ctx.baseFee)) && a.run.blocked) a.open = false;
       }
