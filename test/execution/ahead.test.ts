@@ -4,8 +4,8 @@
 // responses, blocks and state; the one with it must also have used what it ran ahead.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { FinalizeBlockResponse, Hex } from '../../libs/types/index.js';
-import { addr, ETH, GWEI, key, PROPOSER, signTx, startNode, type TestNode } from './helpers.js';
+import type { Hex } from '../../libs/types/index.js';
+import { addr, ETH, GWEI, key, produceBlock, signTx, startNode, type TestNode } from './helpers.js';
 
 const senders = Array.from({ length: 6 }, (_, i) => key(400 + i));
 const to = addr(key(450));
@@ -30,7 +30,7 @@ async function twoNodes(): Promise<{ on: TestNode; off: TestNode }> {
   const on = await startNode(accounts);
   const off = await startNode(accounts, { runAhead: false });
   // Two blocks by the same proposer: from then on the run ahead has a coinbase.
-  for (let i = 0; i < 2; i++) await both({ on, off }, (n) => block(n, []));
+  for (let i = 0; i < 2; i++) await both({ on, off }, (n) => produceBlock(n, []));
   return { on, off };
 }
 
@@ -61,34 +61,6 @@ async function settled(n: TestNode): Promise<void> {
     await new Promise((r) => setTimeout(r, 2));
   }
   assert.fail('the run ahead did not settle');
-}
-
-/** One block: `txs`, or what the mempool proposes when undefined. */
-async function block(
-  n: TestNode,
-  txs: Uint8Array[] | undefined,
-  proposer = PROPOSER,
-): Promise<FinalizeBlockResponse> {
-  n.height++;
-  n.time += 1_000_000_000n;
-  const list =
-    txs ??
-    (await n.ex.prepareProposal({
-      height: n.height,
-      time: n.time,
-      proposerAddress: proposer,
-      maxTxBytes: 22020096,
-    }));
-  const res = await n.ex.finalizeBlock({
-    height: n.height,
-    time: n.time,
-    proposerAddress: proposer,
-    hash: new Uint8Array(32).fill(n.height),
-    txs: list,
-    misbehavior: [],
-  });
-  await n.ex.commit();
-  return res;
 }
 
 async function sameChain(nodes: { on: TestNode; off: TestNode }, res: { on: unknown; off: unknown }) {
@@ -127,7 +99,7 @@ describe('execution ahead of the proposal', () => {
     await settled(nodes.on);
     assert.equal(nodes.on.ex.aheadStatus()?.ran, 30, 'every admitted transaction ran ahead');
     assert.equal(nodes.off.ex.aheadStatus(), undefined);
-    const res = await both(nodes, (n) => block(n, undefined));
+    const res = await both(nodes, (n) => produceBlock(n, undefined));
     assert.deepEqual(nodes.on.ex.lastExecution(), { txs: 30, ranAhead: 30 });
     assert.deepEqual(nodes.off.ex.lastExecution(), { txs: 30, ranAhead: 0 });
     assert.ok(res.on.txResults.some((r) => r.log.startsWith('execution reverted')));
@@ -145,13 +117,13 @@ describe('execution ahead of the proposal', () => {
     // A proposal that shares the first three, then takes the senders in another order and leaves
     // the second round out.
     const proposal = [...a.slice(0, 3), a[5], a[4], a[3]];
-    const res = await both(nodes, (n) => block(n, proposal));
+    const res = await both(nodes, (n) => produceBlock(n, proposal));
     assert.deepEqual(nodes.on.ex.lastExecution(), { txs: 6, ranAhead: 3 });
     await sameChain(nodes, res);
     // The next block starts its own run ahead from what the mempool still holds.
     await settled(nodes.on);
     assert.equal(nodes.on.ex.aheadStatus()?.ran, 6);
-    const next = await both(nodes, (n) => block(n, undefined));
+    const next = await both(nodes, (n) => produceBlock(n, undefined));
     assert.deepEqual(nodes.on.ex.lastExecution(), { txs: 6, ranAhead: 6 });
     await sameChain(nodes, next);
   });
@@ -166,7 +138,7 @@ describe('execution ahead of the proposal', () => {
         { ran: nodes.on.ex.aheadStatus()?.ran, open: nodes.on.ex.aheadStatus()?.open },
         { ran: 1, open: false },
       );
-      const res = await both(nodes, (n) => block(n, undefined));
+      const res = await both(nodes, (n) => produceBlock(n, undefined));
       assert.deepEqual(nodes.on.ex.lastExecution(), { txs: 3, ranAhead: 1 });
       await sameChain(nodes, res);
       const stored = BigInt(await nodes.on.ex.getStorageAt(reader, '0x0', nodes.on.ex.latestHeight()));
@@ -181,7 +153,7 @@ describe('execution ahead of the proposal', () => {
     await both(nodes, (n) => admit(n, txs));
     await settled(nodes.on);
     assert.equal(nodes.on.ex.aheadStatus()?.ran, 6);
-    const res = await both(nodes, (n) => block(n, undefined, OTHER_PROPOSER));
+    const res = await both(nodes, (n) => produceBlock(n, undefined, OTHER_PROPOSER));
     assert.deepEqual(nodes.on.ex.lastExecution(), { txs: 6, ranAhead: 0 });
     await sameChain(nodes, res);
     // The proposer changed: no run ahead until one proposer has made two blocks in a row.
@@ -198,7 +170,7 @@ describe('execution ahead of the proposal', () => {
     const replacement = transfer(senders[0], 0n, { tip: 2n * GWEI, maxFee: 20n * GWEI, value: 3n });
     await both(nodes, (n) => admit(n, [replacement]));
     await settled(nodes.on);
-    const res = await both(nodes, (n) => block(n, undefined));
+    const res = await both(nodes, (n) => produceBlock(n, undefined));
     const proposed = nodes.on.ex.lastExecution();
     assert.equal(proposed.txs, 2);
     // The proposal puts the replacement (the higher tip) first: nothing it shares with the run.
@@ -221,7 +193,7 @@ describe('execution ahead of the proposal', () => {
       { ran: nodes.on.ex.aheadStatus()?.ran, open: nodes.on.ex.aheadStatus()?.open },
       { ran: 2, open: false },
     );
-    let res = await both(nodes, (n) => block(n, undefined));
+    let res = await both(nodes, (n) => produceBlock(n, undefined));
     assert.deepEqual(nodes.on.ex.lastExecution(), { txs: 3, ranAhead: 2 });
     await sameChain(nodes, res);
     // Dearer last: the proposal puts it first, and nothing that ran is reused.
@@ -229,7 +201,7 @@ describe('execution ahead of the proposal', () => {
     txs = [transfer(senders[0], 0n), transfer(senders[1], 0n), transfer(senders[2], 0n, { tip: 3n * GWEI })];
     await both(nodes, (n) => admit(n, txs));
     await settled(nodes.on);
-    res = await both(nodes, (n) => block(n, undefined));
+    res = await both(nodes, (n) => produceBlock(n, undefined));
     assert.deepEqual(nodes.on.ex.lastExecution(), { txs: 3, ranAhead: 0 });
     await sameChain(nodes, res);
   });

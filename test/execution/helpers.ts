@@ -248,7 +248,11 @@ export async function startNode(
 }
 
 /** Finalizes and commits one block with `txs` (default: what the mempool proposes). */
-export async function produceBlock(n: TestNode, txs?: Uint8Array[]): Promise<FinalizeBlockResponse> {
+export async function produceBlock(
+  n: TestNode,
+  txs?: Uint8Array[],
+  proposer = PROPOSER,
+): Promise<FinalizeBlockResponse> {
   n.height++;
   n.time += 1_000_000_000n;
   const list =
@@ -256,14 +260,14 @@ export async function produceBlock(n: TestNode, txs?: Uint8Array[]): Promise<Fin
     (await n.ex.prepareProposal({
       height: n.height,
       time: n.time,
-      proposerAddress: PROPOSER,
+      proposerAddress: proposer,
       maxTxBytes: 22020096,
     }));
   const hash = keccak256(new TextEncoder().encode(`block-${n.height}`));
   const res = await n.ex.finalizeBlock({
     height: n.height,
     time: n.time,
-    proposerAddress: PROPOSER,
+    proposerAddress: proposer,
     hash,
     txs: list,
     misbehavior: [],

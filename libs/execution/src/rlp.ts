@@ -41,20 +41,26 @@ export function encodeListOfEncoded(items: Uint8Array[]): Uint8Array {
   return out;
 }
 
-/** Bytes of a length prefix for a payload of `len` bytes. */
-function prefixSize(len: number): number {
+/** Size of the header (prefix) RLP puts before a payload of `len` bytes. */
+export function rlpHeaderSize(len: number): number {
   if (len < 56) return 1;
   let n = 1;
   while (len >= 256 ** n) n++;
   return 1 + n;
 }
 
-function writePrefix(out: Uint8Array, pos: number, len: number, offset: number): number {
+/** Size of `b` encoded as an RLP string. */
+export function rlpBytesSize(b: Uint8Array): number {
+  return b.length === 1 && b[0] < 0x80 ? 1 : rlpHeaderSize(b.length) + b.length;
+}
+
+/** Writes the header of a payload of `len` bytes (`offset` 0x80 for a string, 0xc0 for a list). */
+export function writeRlpHeader(out: Uint8Array, pos: number, len: number, offset: number): number {
   if (len < 56) {
     out[pos] = offset + len;
     return pos + 1;
   }
-  const n = prefixSize(len) - 1;
+  const n = rlpHeaderSize(len) - 1;
   out[pos] = offset + 55 + n;
   for (let i = n; i >= 1; i--) {
     out[pos + i] = len & 0xff;
@@ -63,28 +69,31 @@ function writePrefix(out: Uint8Array, pos: number, len: number, offset: number):
   return pos + 1 + n;
 }
 
+/** Writes `b` as an RLP string at `pos`; returns the position after it. */
+export function writeRlpBytes(out: Uint8Array, pos: number, b: Uint8Array): number {
+  if (b.length === 1 && b[0] < 0x80) {
+    out[pos] = b[0];
+    return pos + 1;
+  }
+  pos = writeRlpHeader(out, pos, b.length, 0x80);
+  out.set(b, pos);
+  return pos + b.length;
+}
+
 /** Encoded size of `x`; pushes each list's payload size to `sizes`, in the order `write` visits them. */
 function measure(x: RlpInput, sizes: number[]): number {
-  if (x instanceof Uint8Array) return x.length === 1 && x[0] < 0x80 ? 1 : prefixSize(x.length) + x.length;
+  if (x instanceof Uint8Array) return rlpBytesSize(x);
   const at = sizes.length;
   sizes.push(0);
   let payload = 0;
   for (const item of x) payload += measure(item, sizes);
   sizes[at] = payload;
-  return prefixSize(payload) + payload;
+  return rlpHeaderSize(payload) + payload;
 }
 
 function write(x: RlpInput, out: Uint8Array, pos: number, sizes: number[], cursor: { i: number }): number {
-  if (x instanceof Uint8Array) {
-    if (x.length === 1 && x[0] < 0x80) {
-      out[pos] = x[0];
-      return pos + 1;
-    }
-    pos = writePrefix(out, pos, x.length, 0x80);
-    out.set(x, pos);
-    return pos + x.length;
-  }
-  pos = writePrefix(out, pos, sizes[cursor.i++], 0xc0);
+  if (x instanceof Uint8Array) return writeRlpBytes(out, pos, x);
+  pos = writeRlpHeader(out, pos, sizes[cursor.i++], 0xc0);
   for (const item of x) pos = write(item, out, pos, sizes, cursor);
   return pos;
 }

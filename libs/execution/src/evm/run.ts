@@ -35,21 +35,20 @@ export interface BlockContext {
   mixHash: Uint8Array;
 }
 
+function headerOf(ctx: BlockContext) {
+  return {
+    number: ctx.number,
+    timestamp: ctx.timestamp,
+    coinbase: ctx.coinbase,
+    gasLimit: ctx.gasLimit,
+    baseFeePerGas: ctx.baseFee,
+    mixHash: ctx.mixHash,
+    difficulty: 0n,
+  };
+}
+
 export function makeBlock(common: Common, ctx: BlockContext): Block {
-  return createBlock(
-    {
-      header: {
-        number: ctx.number,
-        timestamp: ctx.timestamp,
-        coinbase: ctx.coinbase,
-        gasLimit: ctx.gasLimit,
-        baseFeePerGas: ctx.baseFee,
-        mixHash: ctx.mixHash,
-        difficulty: 0n,
-      },
-    },
-    { common, skipConsensusFormatValidation: true },
-  );
+  return createBlock({ header: headerOf(ctx) }, { common, skipConsensusFormatValidation: true });
 }
 
 /**
@@ -59,17 +58,7 @@ export function makeBlock(common: Common, ctx: BlockContext): Block {
  */
 export function makeProbedBlock(common: Common, ctx: BlockContext, onRead: () => void): Block {
   const block = createBlock(
-    {
-      header: {
-        number: ctx.number,
-        timestamp: ctx.timestamp,
-        coinbase: ctx.coinbase,
-        gasLimit: ctx.gasLimit,
-        baseFeePerGas: ctx.baseFee,
-        mixHash: ctx.mixHash,
-        difficulty: 0n,
-      },
-    },
+    { header: headerOf(ctx) },
     { common, skipConsensusFormatValidation: true, freeze: false },
   );
   const { header } = block;

@@ -6,7 +6,15 @@
 
 import { keccak256 } from '../../../crypto/index.js';
 import { EMPTY, equal } from '../bytes.js';
-import { encodeBytes, type RlpDecoded, rlpDecode } from '../rlp.js';
+import {
+  encodeBytes,
+  type RlpDecoded,
+  rlpBytesSize,
+  rlpDecode,
+  rlpHeaderSize,
+  writeRlpBytes,
+  writeRlpHeader,
+} from '../rlp.js';
 
 /** keccak256(rlp('')): the root of an empty trie. */
 export const EMPTY_TRIE_ROOT = keccak256(Uint8Array.of(0x80));
@@ -87,50 +95,6 @@ export function keyToNibbles(key: Uint8Array): Nibbles {
 }
 
 /** Encoded length of a byte string item. */
-function rlpBytesLength(b: Uint8Array): number {
-  if (b.length === 1 && b[0] < 0x80) return 1;
-  if (b.length < 56) return 1 + b.length;
-  return 1 + byteLength(b.length) + b.length;
-}
-
-function byteLength(n: number): number {
-  let l = 0;
-  for (let x = n; x > 0; x = Math.floor(x / 256)) l++;
-  return l;
-}
-
-function listHeaderLength(len: number): number {
-  return len < 56 ? 1 : 1 + byteLength(len);
-}
-
-function writeLength(out: Uint8Array, o: number, len: number, offset: number): number {
-  if (len < 56) {
-    out[o] = offset + len;
-    return o + 1;
-  }
-  const l = byteLength(len);
-  out[o] = offset + 55 + l;
-  for (let i = l; i > 0; i--) {
-    out[o + i] = len & 255;
-    len = Math.floor(len / 256);
-  }
-  return o + 1 + l;
-}
-
-function writeListHeader(out: Uint8Array, len: number): number {
-  return writeLength(out, 0, len, 0xc0);
-}
-
-function writeRlpBytes(out: Uint8Array, o: number, b: Uint8Array): number {
-  if (b.length === 1 && b[0] < 0x80) {
-    out[o] = b[0];
-    return o + 1;
-  }
-  o = writeLength(out, o, b.length, 0x80);
-  out.set(b, o);
-  return o + b.length;
-}
-
 function hexPrefix(nibbles: Nibbles, leaf: boolean): Uint8Array {
   const odd = nibbles.length % 2;
   const out = new Uint8Array(1 + (nibbles.length >> 1));
@@ -528,9 +492,9 @@ export class MerkleTrie {
         this.embedded[i] = false;
       }
       const v = n.value;
-      len += v === null ? 1 : rlpBytesLength(v);
-      const out = new Uint8Array(listHeaderLength(len) + len);
-      let o = writeListHeader(out, len);
+      len += v === null ? 1 : rlpBytesSize(v);
+      const out = new Uint8Array(rlpHeaderSize(len) + len);
+      let o = writeRlpHeader(out, 0, len, 0xc0);
       for (let i = 0; i < 16; i++) {
         const r = refs[i];
         if (r === null) out[o++] = 0x80;
@@ -562,9 +526,9 @@ export class MerkleTrie {
         secondRaw = e.length < 32;
         second = secondRaw ? e : this.hashOf(n.child);
       }
-      const len = rlpBytesLength(hp) + (secondRaw ? second.length : rlpBytesLength(second));
-      const out = new Uint8Array(listHeaderLength(len) + len);
-      let o = writeListHeader(out, len);
+      const len = rlpBytesSize(hp) + (secondRaw ? second.length : rlpBytesSize(second));
+      const out = new Uint8Array(rlpHeaderSize(len) + len);
+      let o = writeRlpHeader(out, 0, len, 0xc0);
       o = writeRlpBytes(out, o, hp);
       if (secondRaw) out.set(second, o);
       else writeRlpBytes(out, o, second);
