@@ -56,6 +56,27 @@ describe('node lifecycle', { timeout: 240_000 }, () => {
     assert.equal((await fetch(`${node!.cometUrl}/health`)).status, 200);
   });
 
+  it('counts refused transactions and times FinalizeBlock in its metrics', async () => {
+    const refused = await fetch(node!.ethUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"jsonrpc":"2.0","id":1,"method":"eth_sendRawTransaction","params":["0x02c0"]}',
+    });
+    assert.ok(((await refused.json()) as { error?: unknown }).error, 'the malformed transaction was refused');
+    // The counters are read at each new block (about one a second).
+    const sample = (text: string, name: string) =>
+      Number(new RegExp(`^${name}\\{chain_id="chain-local"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+    let text = '';
+    for (let i = 0; i < 50; i++) {
+      text = await (await fetch(`${node!.metricsUrl}/metrics`)).text();
+      if (sample(text, 'cometbft_mempool_failed_txs') >= 1) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.ok(sample(text, 'cometbft_mempool_failed_txs') >= 1, 'mempool_failed_txs counted the refusal');
+    assert.ok(sample(text, 'cometbft_state_block_processing_time_count') >= 1, 'FinalizeBlock was timed');
+    assert.match(text, /^# TYPE cometbft_evm_txs_ran_ahead_total counter$/m);
+  });
+
   it('serves the REST API balance of a dev account', async () => {
     const res = await fetch(
       `${node!.apiUrl}/cosmos/bank/v1beta1/balances/0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266`,

@@ -140,6 +140,34 @@ describe('NodeMetrics', () => {
     assert.ok(sample(text, 'nodejs_heap_size_used_bytes') !== undefined);
   });
 
+  it("reads FinalizeBlock's duration and the refused and ran-ahead counts from the node at each block", async () => {
+    const c = await FakeChain.create({ txsPerBlock: [] });
+    let stats = { refusedTxs: 0, ranAheadTxs: 0, lastFinalizeHeight: 0, lastFinalizeMs: 0 };
+    const node = Object.assign(c, { executionStats: () => stats });
+    const m = new NodeMetrics({
+      namespace: 'cometbft',
+      chainId: 'chain-local',
+      bus: c.bus,
+      node,
+      processMetrics: false,
+    });
+    const h = c.height();
+    stats = { refusedTxs: 2, ranAheadTxs: 5, lastFinalizeHeight: h + 1, lastFinalizeMs: 15 };
+    c.commitBlock([]);
+    // A block the node did not finalize (a replay at start-up, say) is not timed again.
+    stats = { ...stats, refusedTxs: 3, ranAheadTxs: 9 };
+    c.commitBlock([]);
+    stats = { refusedTxs: 3, ranAheadTxs: 9, lastFinalizeHeight: h + 3, lastFinalizeMs: 95 };
+    c.commitBlock([]);
+    const text = await m.text();
+    const l = '{chain_id="chain-local"}';
+    assert.equal(sample(text, 'cometbft_mempool_failed_txs', l), 3);
+    assert.equal(sample(text, 'cometbft_evm_txs_ran_ahead_total', l), 9);
+    assert.equal(sample(text, 'cometbft_state_block_processing_time_count', l), 2);
+    assert.equal(sample(text, 'cometbft_state_block_processing_time_sum', l), 110);
+    m.close();
+  });
+
   it('the namespace prefixes every CometBFT name and must be a valid metric prefix', async () => {
     const m = new NodeMetrics({ namespace: 'noded', chainId: 'x', processMetrics: false });
     m.setPeers(1);

@@ -24,6 +24,7 @@ import {
   type EthReceipt,
   type EthTx,
   type ExecTxResult,
+  type ExecutionStats,
   type FeeHistory,
   type FinalizeBlockRequest,
   type FinalizeBlockResponse,
@@ -207,6 +208,9 @@ export class Executor implements Application, EthChain {
   private timing = { txs: 0, stateRoot: 0, rest: 0 };
   /** The last executed block: its transactions, and how many of them had run ahead. */
   private lastRun = { txs: 0, ahead: 0 };
+  /** Since start: transactions refused at admission, and block transactions that had run ahead. */
+  private counts = { refused: 0, ranAhead: 0 };
+  private lastFinalize = { height: 0, ms: 0 };
   private ahead: Ahead | undefined;
   /** The proposer of the last committed block, and the coinbase to run ahead with (see commit). */
   private lastProposer: Uint8Array | undefined;
@@ -534,6 +538,7 @@ export class Executor implements Application, EthChain {
       return { code: 0, log: '', gasWanted: d.gasLimit, codespace: '', hash: d.hash };
     } catch (err) {
       if (err instanceof TxRejectedError) {
+        if (kind === 'new') this.counts.refused++;
         return { code: err.code, log: err.message, gasWanted: 0n, codespace: 'evm', hash: keccak256(tx) };
       }
       throw err;
@@ -578,6 +583,7 @@ export class Executor implements Application, EthChain {
 
   async finalizeBlock(req: FinalizeBlockRequest): Promise<FinalizeBlockResponse> {
     this.assertInitialized();
+    const t0 = performance.now();
     if (this.pending) {
       if (this.pending.height !== req.height) {
         throw new ExecutionError(
@@ -601,7 +607,9 @@ export class Executor implements Application, EthChain {
       await ahead.busy;
     }
     try {
-      return await this.executeBlock(req, ahead);
+      const res = await this.executeBlock(req, ahead);
+      this.lastFinalize = { height: req.height, ms: performance.now() - t0 };
+      return res;
     } catch (err) {
       this.pending = undefined;
       this.db.resetTries();
@@ -683,6 +691,7 @@ export class Executor implements Application, EthChain {
     }
     const gasUsed = run.gasUsed;
     this.lastRun = { txs: decoded.length, ahead: reused };
+    this.counts.ranAhead += reused;
 
     // EIP-1559 burns the base fee; this chain pays it to the proposer instead (with the tips,
     // which runTx already credited), so fees never leave the supply.
@@ -820,6 +829,16 @@ export class Executor implements Application, EthChain {
       ran: a.run?.records.length ?? 0,
       waiting: a.queue.length - a.next,
       open: a.open,
+    };
+  }
+
+  /** For metrics: counts since start, and how long the last FinalizeBlock took. */
+  executionStats(): ExecutionStats {
+    return {
+      refusedTxs: this.counts.refused,
+      ranAheadTxs: this.counts.ranAhead,
+      lastFinalizeHeight: this.lastFinalize.height,
+      lastFinalizeMs: this.lastFinalize.ms,
     };
   }
 
@@ -1525,7 +1544,10 @@ export class Executor implements Application, EthChain {
       const d = await this.admit(raw, true, true, senderPublicKey);
       return d.hashHex;
     } catch (err) {
-      if (err instanceof TxRejectedError) throw new ChainError(-32000, err.message);
+      if (err instanceof TxRejectedError) {
+        this.counts.refused++;
+        throw new ChainError(-32000, err.message);
+      }
       throw err;
     }
   }

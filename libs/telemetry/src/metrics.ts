@@ -58,6 +58,9 @@ export class NodeMetrics {
   private readonly gasUsedTotal: Counter<'chain_id'>;
   private readonly gasLimit: Gauge<'chain_id'>;
   private readonly baseFee: Gauge<'chain_id'>;
+  private readonly ranAhead: Counter<'chain_id'>;
+  /** The node's execution counters when last read (metrics count the increase). */
+  private seen = { refusedTxs: 0, ranAheadTxs: 0, lastFinalizeHeight: 0 };
 
   constructor(deps: NodeMetricsDeps) {
     const ns = deps.namespace;
@@ -129,6 +132,13 @@ export class NodeMetrics {
       'Base fee per gas of the latest block, in abtc (10^-18 BTC).',
     );
 
+    this.ranAhead = new Counter({
+      name: `${ns}_evm_txs_ran_ahead_total`,
+      help: 'Transactions of committed blocks that had executed before their block was proposed.',
+      labelNames: ['chain_id'] as const,
+      registers,
+    });
+
     if (deps.processMetrics !== false) {
       collectDefaultMetrics({ register: this.registry });
       // Gauges named *_total break Prometheus naming rules (promtool flags them); the per-type
@@ -191,6 +201,7 @@ export class NodeMetrics {
           this.blockInterval.observe(this.label, Number(header.time - this.lastBlockTimeNs) / 1e9);
         }
         this.lastBlockTimeNs = header.time;
+        this.readExecution(header.height);
         this.blockSize.set(
           this.label,
           txs.reduce((n, tx) => n + tx.length, 0),
@@ -210,6 +221,24 @@ export class NodeMetrics {
       default:
         break;
     }
+  }
+
+  /** FinalizeBlock's duration for `height`, and the refused and ran-ahead counts since last read. */
+  private readExecution(height: number): void {
+    const x = this.node?.executionStats?.();
+    if (!x) return;
+    if (x.lastFinalizeHeight === height && height !== this.seen.lastFinalizeHeight) {
+      this.blockProcessing.observe(this.label, x.lastFinalizeMs);
+    }
+    if (x.refusedTxs > this.seen.refusedTxs)
+      this.mempoolFailedTxs.inc(this.label, x.refusedTxs - this.seen.refusedTxs);
+    if (x.ranAheadTxs > this.seen.ranAheadTxs)
+      this.ranAhead.inc(this.label, x.ranAheadTxs - this.seen.ranAheadTxs);
+    this.seen = {
+      refusedTxs: x.refusedTxs,
+      ranAheadTxs: x.ranAheadTxs,
+      lastFinalizeHeight: x.lastFinalizeHeight,
+    };
   }
 
   private async readFromNode(height: number): Promise<void> {

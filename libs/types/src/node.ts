@@ -74,6 +74,17 @@ export interface StoredBlockResults {
   appHash: Uint8Array;
 }
 
+/** The application's execution counters, for metrics. */
+export interface ExecutionStats {
+  /** Transactions refused at admission (CheckTx of new transactions, eth_sendRawTransaction) since start. */
+  refusedTxs: number;
+  /** Block transactions that had executed ahead of their proposal, since start. */
+  ranAheadTxs: number;
+  /** Height and duration (ms) of the last FinalizeBlock. */
+  lastFinalizeHeight: number;
+  lastFinalizeMs: number;
+}
+
 export interface NodeReader {
   identity(): NodeIdentity;
   syncInfo(): SyncInfo;
@@ -113,6 +124,8 @@ export interface NodeReader {
     height: number;
   }>;
 
+  /** Execution counters for metrics. Optional: the metrics it feeds stay unset without it. */
+  executionStats?(): ExecutionStats;
   /** ABCI Info of the application (abci_info). Optional: the RPC falls back to sync info. */
   abciInfo?(): Promise<AppInfo>;
   /** Unsafe RPC dial_seeds. Optional: the route answers "not supported" without it. */

@@ -11,6 +11,7 @@ import type {
   Commit,
   ConsensusParams,
   Evidence,
+  ExecutionStats,
   Hex,
   NodeIdentity,
   NodeReader,
@@ -131,6 +132,10 @@ export class LocalNodeReader implements NodeReader {
 
   unconfirmedTxs(limit: number): { txs: Uint8Array[]; total: number; totalBytes: number } {
     return this.deps.executor.unconfirmedTxs(limit);
+  }
+
+  executionStats(): ExecutionStats {
+    return this.deps.executor.executionStats();
   }
 
   mempoolSize(): number {
