@@ -75,6 +75,7 @@ describe('node lifecycle', { timeout: 240_000 }, () => {
     assert.ok(sample(text, 'cometbft_mempool_failed_txs') >= 1, 'mempool_failed_txs counted the refusal');
     assert.ok(sample(text, 'cometbft_state_block_processing_time_count') >= 1, 'FinalizeBlock was timed');
     assert.match(text, /^# TYPE cometbft_evm_txs_ran_ahead_total counter$/m);
+    assert.equal(sample(text, 'cometbft_p2p_peers'), 0, 'a single node has no peers');
   });
 
   it('serves the REST API balance of a dev account', async () => {

@@ -203,7 +203,12 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     });
     closers.push({ name: 'metrics', close: () => metrics.close() });
     // Sampled once a second rather than per admitted transaction: counting walks the pool.
-    const mempoolGauge = setInterval(() => metrics.setMempoolSize(reader.mempoolSize()), 1000);
+    const sampleGauges = () => {
+      metrics.setMempoolSize(reader.mempoolSize());
+      metrics.setPeers(reader.peers().length);
+    };
+    sampleGauges();
+    const mempoolGauge = setInterval(sampleGauges, 1000);
     mempoolGauge.unref();
     closers.push({ name: 'mempool gauge', close: () => clearInterval(mempoolGauge) });
 
