@@ -258,7 +258,9 @@ export class EthEdgeHost {
   private closed = false;
   /** Chain calls received and not yet started; see drain(). */
   private readonly queue: Array<{ id: number; m: ChainCall; a: unknown[] }> = [];
-  private draining = false;
+  /** Calls this turn of the event loop may still start; see drain(). */
+  private budget = CALLS_PER_TURN;
+  private turnScheduled = false;
   /** Method names of the edge's metrics observations, by id (see EthEdgeClient.onRequest). */
   private readonly obsNames: string[] = [];
 
@@ -274,6 +276,10 @@ export class EthEdgeHost {
     );
     deps.channel.on('message', (batch) => {
       for (const m of batch as EdgeToHost[]) this.onMessage(m);
+      // Start calls now, within this turn's budget, rather than behind the callbacks already
+      // queued for the turn: the main thread's setImmediate work (block execution, transactions
+      // run ahead) goes in slices of up to 10 ms.
+      if (this.queue.length > 0) this.drain();
     });
     this.unsubscribe = deps.bus.subscribe((ev) => this.onEvent(ev));
   }
@@ -344,10 +350,6 @@ export class EthEdgeHost {
     switch (m.t) {
       case 'call':
         this.queue.push(m);
-        if (!this.draining) {
-          this.draining = true;
-          setImmediate(() => this.drain());
-        }
         return;
       case 'done':
         this.commands.resolve(m.id, m.v);
@@ -377,19 +379,26 @@ export class EthEdgeHost {
   }
 
   /**
-   * Starts at most CALLS_PER_TURN queued chain calls, then lets the event loop turn. A message
+   * Starts queued chain calls, at most CALLS_PER_TURN per turn of the event loop: from the
+   * message callback as they arrive, the rest from the next turn (setImmediate). A message
    * port hands over up to a thousand queued messages in one go; serving each as it arrived kept
    * the loop in that one callback for as long as 150 ms under an eth_call load, and the
    * consensus timers (block production) and everything else waited.
    */
   private drain(): void {
-    const n = Math.min(this.queue.length, CALLS_PER_TURN);
+    const n = Math.min(this.queue.length, this.budget);
     for (let i = 0; i < n; i++) {
       const c = this.queue.shift()!;
       void this.serve(c.id, c.m, c.a);
     }
-    if (this.queue.length > 0) setImmediate(() => this.drain());
-    else this.draining = false;
+    this.budget -= n;
+    if (this.turnScheduled) return;
+    this.turnScheduled = true;
+    setImmediate(() => {
+      this.turnScheduled = false;
+      this.budget = CALLS_PER_TURN;
+      if (this.queue.length > 0) this.drain();
+    });
   }
 
   private async serve(id: number, method: string, args: unknown[]): Promise<void> {
