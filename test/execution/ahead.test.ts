@@ -182,31 +182,50 @@ describe('execution ahead of the proposal', () => {
     assert.equal(await nodes.on.ex.getBalance(to, nodes.on.ex.latestHeight()), 4n);
   });
 
-  it('stops at a transaction priced differently, since the proposal orders by price', async () => {
-    // Cheaper last: the proposal keeps arrival order for the first two.
-    let nodes = await twoNodes();
-    let txs = [
-      transfer(senders[0], 0n, { tip: 3n * GWEI }),
-      transfer(senders[1], 0n, { tip: 3n * GWEI }),
-      transfer(senders[2], 0n),
+  it('runs one price level: cheaper transactions are left for the block, a dearer one ends the run', async () => {
+    const status = (n: TestNode) => ({ ran: n.ex.aheadStatus()?.ran, open: n.ex.aheadStatus()?.open });
+    const cases: Array<{ txs: Uint8Array[]; status: { ran: number; open: boolean }; ranAhead: number }> = [
+      // Cheaper last: the proposal takes the two dearer ones first, in arrival order.
+      {
+        txs: [
+          transfer(senders[0], 0n, { tip: 3n * GWEI }),
+          transfer(senders[1], 0n, { tip: 3n * GWEI }),
+          transfer(senders[2], 0n),
+        ],
+        status: { ran: 2, open: true },
+        ranAhead: 2,
+      },
+      // Cheaper in the middle: left out, with its sender's next nonce (dearer, but behind it).
+      {
+        txs: [
+          transfer(senders[0], 0n, { tip: 3n * GWEI }),
+          transfer(senders[1], 0n),
+          transfer(senders[2], 0n, { tip: 3n * GWEI }),
+          transfer(senders[1], 1n, { tip: 3n * GWEI }),
+        ],
+        status: { ran: 2, open: true },
+        ranAhead: 2,
+      },
+      // Dearer last: the proposal puts it first, and nothing that ran is reused.
+      {
+        txs: [
+          transfer(senders[0], 0n),
+          transfer(senders[1], 0n),
+          transfer(senders[2], 0n, { tip: 3n * GWEI }),
+        ],
+        status: { ran: 2, open: false },
+        ranAhead: 0,
+      },
     ];
-    await both(nodes, (n) => admit(n, txs));
-    await settled(nodes.on);
-    assert.deepEqual(
-      { ran: nodes.on.ex.aheadStatus()?.ran, open: nodes.on.ex.aheadStatus()?.open },
-      { ran: 2, open: false },
-    );
-    let res = await both(nodes, (n) => produceBlock(n, undefined));
-    assert.deepEqual(nodes.on.ex.lastExecution(), { txs: 3, ranAhead: 2 });
-    await sameChain(nodes, res);
-    // Dearer last: the proposal puts it first, and nothing that ran is reused.
-    nodes = await twoNodes();
-    txs = [transfer(senders[0], 0n), transfer(senders[1], 0n), transfer(senders[2], 0n, { tip: 3n * GWEI })];
-    await both(nodes, (n) => admit(n, txs));
-    await settled(nodes.on);
-    res = await both(nodes, (n) => produceBlock(n, undefined));
-    assert.deepEqual(nodes.on.ex.lastExecution(), { txs: 3, ranAhead: 0 });
-    await sameChain(nodes, res);
+    for (const [i, c] of cases.entries()) {
+      const nodes = await twoNodes();
+      await both(nodes, (n) => admit(n, c.txs));
+      await settled(nodes.on);
+      assert.deepEqual(status(nodes.on), c.status, `case ${i}`);
+      const res = await both(nodes, (n) => produceBlock(n, undefined));
+      assert.deepEqual(nodes.on.ex.lastExecution(), { txs: c.txs.length, ranAhead: c.ranAhead }, `case ${i}`);
+      await sameChain(nodes, res);
+    }
   });
 
   it('gives the same app hash and results as execution at proposal over a 20-block contract workload', async () => {

@@ -129,8 +129,9 @@ interface Ahead {
   ctx: BlockContext;
   run: BlockRun | undefined;
   /**
-   * The price (effective tip, fee cap) of what it runs. A proposal orders by price, then by
-   * arrival: only while every transaction pays the same is the arrival order the block's order.
+   * The price (effective tip, fee cap) of what it runs: the first transaction's. A proposal orders
+   * by price, then by arrival, so arrival order is the block's order among transactions of one
+   * price; cheaper ones are left for the block, a dearer one ends the run.
    */
   price: { tip: bigint; feeCap: bigint } | undefined;
   queue: DecodedTx[];
@@ -914,12 +915,15 @@ export class Executor implements Application, EthChain {
         if (this.pool.get(d.hashHex) === undefined) continue; // included, replaced or dropped since
         const tip = effectiveTip(d.feeCap, d.tipCap, a.ctx.baseFee);
         a.price ??= { tip, feeCap: d.feeCap };
-        if (tip !== a.price.tip || d.feeCap !== a.price.feeCap) {
-          // Priced differently: the proposal may put it before what ran. What ran is still
-          // reused up to where the proposal departs from it.
+        const dearer = tip !== a.price.tip ? tip > a.price.tip : d.feeCap > a.price.feeCap;
+        if (dearer) {
+          // The proposal puts it before what ran, which is reused only up to there.
           a.open = false;
           break;
         }
+        // Cheaper: the proposal puts it after everything at the run's price, so the block
+        // executes it (and the sender's later nonces, which fail here for the gap).
+        if (tip !== a.price.tip || d.feeCap !== a.price.feeCap) continue;
         // A transaction that read TIMESTAMP or PREVRANDAO ends the run: what follows may depend on it.
         if (!(await a.run.runAhead(d, a.ctx.baseFee)) && a.run.blocked) a.open = false;
       }
