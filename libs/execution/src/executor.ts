@@ -79,8 +79,8 @@ import {
   runTx,
 } from './evm/run.js';
 import { makeTracer, TraceTimeoutError } from './evm/tracers.js';
-import { effectiveTip, nextBaseFee } from './feeMarket.js';
-import { Mempool, type SenderState } from './mempool.js';
+import { nextBaseFee } from './feeMarket.js';
+import { cmpPrice, Mempool, type SenderState } from './mempool.js';
 import type { ExecutorOptions } from './options.js';
 import { type AccountData, EMPTY_CODE_HASH, newAccount } from './state/account.js';
 import { ACCOUNT_TRIE_OWNER, type BuiltState, StateDb, storageOwner } from './state/db.js';
@@ -129,11 +129,11 @@ interface Ahead {
   ctx: BlockContext;
   run: BlockRun | undefined;
   /**
-   * The price (effective tip, fee cap) of what it runs: the first transaction's. A proposal orders
-   * by price, then by arrival, so arrival order is the block's order among transactions of one
-   * price; cheaper ones are left for the block, a dearer one ends the run.
+   * The first transaction it ran, whose price (mempool's cmpPrice) is the run's level. A proposal
+   * orders by price, then by arrival, so arrival order is the block's order among transactions of
+   * one price; cheaper ones are left for the block, a dearer one ends the run.
    */
-  price: { tip: bigint; feeCap: bigint } | undefined;
+  first: DecodedTx | undefined;
   queue: DecodedTx[];
   next: number;
   /** Takes transactions: false once a proposal for its height was seen, or a run failed. */
@@ -873,7 +873,7 @@ export class Executor implements Application, EthChain {
         mixHash: new Uint8Array(32),
       },
       run: undefined,
-      price: undefined,
+      first: undefined,
       queue: seed ? this.pool.select(this.baseFee, Number.MAX_SAFE_INTEGER) : [],
       next: 0,
       open: true,
@@ -913,17 +913,16 @@ export class Executor implements Application, EthChain {
       while (a.open && a.next < a.queue.length && performance.now() - start < AHEAD_SLICE_MS) {
         const d = a.queue[a.next++];
         if (this.pool.get(d.hashHex) === undefined) continue; // included, replaced or dropped since
-        const tip = effectiveTip(d.feeCap, d.tipCap, a.ctx.baseFee);
-        a.price ??= { tip, feeCap: d.feeCap };
-        const dearer = tip !== a.price.tip ? tip > a.price.tip : d.feeCap > a.price.feeCap;
-        if (dearer) {
-          // The proposal puts it before what ran, which is reused only up to there.
+        a.first ??= d;
+        const price = cmpPrice(d, a.first, a.ctx.baseFee);
+        if (price > 0) {
+          // Dearer: the proposal puts it before what ran, which is reused only up to there.
           a.open = false;
           break;
         }
         // Cheaper: the proposal puts it after everything at the run's price, so the block
         // executes it (and the sender's later nonces, which fail here for the gap).
-        if (tip !== a.price.tip || d.feeCap !== a.price.feeCap) continue;
+        if (price < 0) continue;
         // A transaction that read TIMESTAMP or PREVRANDAO ends the run: what follows may depend on it.
         if (!(await a.run.runAhead(d, a.ctx.baseFee)) && a.run.blocked) a.open = false;
       }

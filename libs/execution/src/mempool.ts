@@ -56,7 +56,7 @@ export function protoTxSize(len: number): number {
   return 1 + v + len;
 }
 
-function cmpPrice(a: DecodedTx, b: DecodedTx, baseFee: bigint): number {
+export function cmpPrice(a: DecodedTx, b: DecodedTx, baseFee: bigint): number {
   const ta = effectiveTip(a.feeCap, a.tipCap, baseFee);
   const tb = effectiveTip(b.feeCap, b.tipCap, baseFee);
   if (ta !== tb) return ta < tb ? -1 : 1;
