@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { RLP } from '@ethereumjs/rlp';
-import { type RlpInput, rlpEncode } from '../../libs/execution/src/rlp.js';
+import { encodeBytes, encodeListOfEncoded, type RlpInput, rlpEncode } from '../../libs/execution/src/rlp.js';
 
 /** A small deterministic generator (xorshift32), so a failure names a reproducible case. */
 function prng(seed: number): () => number {
@@ -39,6 +39,12 @@ describe('rlpEncode', () => {
       const b = new Uint8Array(len).fill(0xab);
       assert.deepEqual(rlpEncode(b), RLP.encode(b), `bytes of length ${len}`);
       assert.deepEqual(rlpEncode([b]), RLP.encode([b]), `a list holding bytes of length ${len}`);
+      assert.deepEqual(encodeBytes(b), RLP.encode(b), `encodeBytes, length ${len}`);
+      assert.deepEqual(
+        encodeListOfEncoded([RLP.encode(b)]),
+        RLP.encode([b]),
+        `encodeListOfEncoded, length ${len}`,
+      );
       const list = Array.from({ length: len }, () => Uint8Array.of(1));
       assert.deepEqual(rlpEncode(list), RLP.encode(list), `a list of ${len} one-byte items`);
     }

@@ -94,7 +94,6 @@ export function keyToNibbles(key: Uint8Array): Nibbles {
   return out;
 }
 
-/** Encoded length of a byte string item. */
 function hexPrefix(nibbles: Nibbles, leaf: boolean): Uint8Array {
   const odd = nibbles.length % 2;
   const out = new Uint8Array(1 + (nibbles.length >> 1));
