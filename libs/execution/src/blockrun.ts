@@ -28,7 +28,7 @@ export function attr(key: string, value: string, index = true) {
 }
 
 /** CometBFT's transaction hash: SHA-256 of the bytes, upper-case hex. */
-export function tmHash(raw: Uint8Array): string {
+function tmHash(raw: Uint8Array): string {
   return Buffer.from(sha256(raw)).toString('hex').toUpperCase();
 }
 
