@@ -157,6 +157,11 @@ const EMPTY_SOURCE: StateSource = {
 };
 const DECODED_CACHE = 10_000;
 const TIP_HISTORY = 20;
+/**
+ * The least tip eth_maxPriorityFeePerGas suggests (1 gwei, as a Hardhat node). Idle blocks carry no
+ * tips; a zero suggestion would make wallets' "add 10% to replace" bumps zero too.
+ */
+export const MIN_SUGGESTED_TIP = 1_000_000_000n;
 
 interface PendingBlock {
   height: number;
@@ -1481,10 +1486,12 @@ export class Executor implements Application, EthChain {
     return this.baseFee;
   }
 
+  /** The 60th percentile of the lowest tip of each of the last 20 blocks with transactions, at least 1 gwei. */
   suggestedTip(): bigint {
-    if (this.recentTips.length === 0) return 0n;
+    if (this.recentTips.length === 0) return MIN_SUGGESTED_TIP;
     const sorted = [...this.recentTips].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    return sorted[Math.floor(((sorted.length - 1) * 60) / 100)];
+    const p60 = sorted[Math.floor(((sorted.length - 1) * 60) / 100)];
+    return p60 > MIN_SUGGESTED_TIP ? p60 : MIN_SUGGESTED_TIP;
   }
 
   async feeHistory(
