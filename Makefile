@@ -4,12 +4,17 @@ HOME_DIR ?= $(or $(NODED_HOME),$(HOME)/.noded)
 .PHONY: setup build test lint typecheck local sim bench clean
 
 setup:
-	npm ci || npm install
+	npm ci
 
 build:
 	npm run build
 
-test:
+# Everything the tests need on a fresh clone (Node and npm present; apt-get as root for the Debian
+# packages), then lint, type-check and the whole suite.
+test: setup
+	bash scripts/test-deps.sh
+	npm run lint
+	npm run typecheck
 	npm test
 
 lint:
