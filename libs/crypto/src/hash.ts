@@ -45,6 +45,8 @@ function nativeSponge(): KeccakState | undefined {
 }
 
 const sponge = nativeSponge();
+/** True when keccak256 runs on the native binding, false on the package's JavaScript fallback. */
+export const keccakIsNative = sponge !== undefined;
 // The package's API, which falls back to its JavaScript implementation without the binding.
 const createKeccak = require('keccak') as (alg: 'keccak256') => {
   update(data: Buffer): { digest(): Buffer };
