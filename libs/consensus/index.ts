@@ -25,14 +25,19 @@ export { decodeTagged, encodeTagged } from './src/codec/json.js';
 export {
   decodeBlock,
   decodeCommit,
+  decodeProposal,
+  decodeVote,
   encodeBlock,
   encodeCommit,
   encodeHeader,
+  encodeProposal,
   encodeTimestamp,
   encodeVote,
   proposalSignBytes,
   voteSignBytes,
 } from './src/codec/types.js';
+// The consensus channel's wire envelope (P2P), decoding untrusted bytes with typed errors.
+export { decodeConsensusMessage, encodeConsensusMessage, MAX_STATUS_BITS } from './src/codec/wire.js';
 // The pure engine, for drivers (runtime, simulator) and rule-level tests.
 export {
   createEngine,

@@ -211,6 +211,7 @@ export class Executor implements Application, EthChain {
   private closed = false;
   private pending: PendingBlock | undefined;
   private recentTips: bigint[] = [];
+  private readonly admissionListeners = new Set<(raw: Uint8Array, hash: Hex) => void>();
   private timing = { txs: 0, stateRoot: 0, rest: 0 };
   /** The last executed block: its transactions, and how many of them had run ahead. */
   private lastRun = { txs: 0, ahead: 0 };
@@ -534,8 +535,15 @@ export class Executor implements Application, EthChain {
       for (const e of plan.evict)
         this.opts.logger.debug({ hash: e.d.hashHex }, 'mempool: evicted cheapest transaction');
       this.opts.bus.publish({ kind: 'EthPendingTx', hash: d.hashHex });
+      for (const l of this.admissionListeners) l(d.raw, d.hashHex);
       return d;
     }
+  }
+
+  /** Calls `listener` with every transaction the mempool admits (mempool gossip); returns the unsubscriber. */
+  onTxAdmitted(listener: (raw: Uint8Array, hash: Hex) => void): () => void {
+    this.admissionListeners.add(listener);
+    return () => this.admissionListeners.delete(listener);
   }
 
   async checkTx(tx: Uint8Array, kind: 'new' | 'recheck'): Promise<CheckTxResult> {

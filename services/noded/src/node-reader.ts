@@ -35,6 +35,8 @@ export interface LocalNodeReaderDeps {
   version: string;
   /** tx_index.indexer is "kv" (false for "null"). */
   txIndex: boolean;
+  /** Connected P2P peers. */
+  peers: () => PeerInfo[];
 }
 
 const encoder = new TextEncoder();
@@ -71,8 +73,7 @@ export class LocalNodeReader implements NodeReader {
   }
 
   peers(): PeerInfo[] {
-    // The all-in-one chain-local node has no P2P peers yet (P2P is a later issue).
-    return [];
+    return this.deps.peers();
   }
 
   genesisJson(): string {

@@ -15,8 +15,9 @@ import {
   toExecutorSettings,
   toInstrumentationOptions,
 } from '../../../libs/config/index.js';
-import { ConsensusRuntime } from '../../../libs/consensus/index.js';
+import { BLOCK_PROTOCOL, ConsensusRuntime } from '../../../libs/consensus/index.js';
 import { Executor } from '../../../libs/execution/index.js';
+import { ConsensusChannel, MempoolChannel, P2P_PROTOCOL_VERSION, P2PHost } from '../../../libs/p2p/index.js';
 import { CometRpcServer, DevAccounts, RestServer, TxIndexer } from '../../../libs/rpc/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetry/index.js';
@@ -138,6 +139,40 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
         : new TxIndexer({ disabled: true, bus, logger });
     closers.push({ name: 'indexer', close: () => indexer.close() });
 
+    // Peers on [p2p] laddr: consensus messages and mempool gossip over libp2p.
+    const nodeKey = loadNodeKey(paths.nodeKey);
+    const cometOptions = toCometRpcOptions(config);
+    const p2pAt = hostPort(config.p2p.laddr.raw);
+    const p2pOpts = config.p2p as typeof config.p2p & { handshakeTimeoutMs?: number; dialTimeoutMs?: number };
+    const p2p = new P2PHost({
+      nodeKey,
+      nodeInfo: {
+        protocolVersion: { p2p: P2P_PROTOCOL_VERSION, block: BLOCK_PROTOCOL, app: 0 },
+        id: nodeKey.nodeId,
+        listenAddr: config.p2p.externalAddress || `${p2pAt.host}:${p2pAt.port}`,
+        network: genesis.chainId,
+        version: NODED_VERSION,
+        moniker: config.moniker,
+        other: { txIndex: config.txIndex.indexer === 'kv' ? 'on' : 'off', rpcAddress: cometOptions.laddr },
+      },
+      listen: p2pAt,
+      persistentPeers: config.p2p.persistentPeers,
+      unconditionalPeerIds: config.p2p.unconditionalPeerIds,
+      maxInboundPeers: config.p2p.maxNumInboundPeers,
+      maxOutboundPeers: config.p2p.maxNumOutboundPeers,
+      handshakeTimeoutMs: p2pOpts.handshakeTimeoutMs ?? 20_000,
+      dialTimeoutMs: p2pOpts.dialTimeoutMs ?? 3_000,
+      logger: logger.child({ module: 'p2p' }),
+    });
+    const consensusNet = new ConsensusChannel(p2p, Number(genesis.consensusParams.block.maxBytes));
+    const mempoolNet = new MempoolChannel(
+      p2p,
+      executor,
+      config.mempool.maxTxBytes,
+      logger.child({ module: 'mempool' }),
+    );
+    closers.push({ name: 'mempool gossip', close: () => mempoolNet.close() });
+
     const timeouts = toConsensusTimeouts(config);
     const consensus = await ConsensusRuntime.create({
       chainId: genesis.chainId,
@@ -157,6 +192,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       stateStore,
       app: executor,
       bus,
+      network: consensusNet,
       logger: logger.child({ module: 'consensus' }),
       onFatal: (err) => {
         log.error({ err: err.message }, 'consensus stopped on an unrecoverable error');
@@ -165,8 +201,6 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     });
     closers.push({ name: 'consensus', close: () => consensus.stop() });
 
-    const nodeKey = loadNodeKey(paths.nodeKey);
-    const cometOptions = toCometRpcOptions(config);
     const reader = new LocalNodeReader({
       consensus,
       executor,
@@ -179,6 +213,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       mode: opts.mode,
       version: NODED_VERSION,
       txIndex: indexer.enabled,
+      peers: () => p2p.peerInfos(),
     });
     if (!timeouts.createEmptyBlocks) {
       // create_empty_blocks = false: consensus proposes only when told that transactions wait, on
@@ -265,9 +300,18 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     });
     closers.push({ name: 'metrics server', close: () => metricsServer.close() });
 
+    // The host stops after consensus (closers run in reverse), so no message arrives at a stopped engine.
+    const p2pPort = await p2p.start();
+    closers.splice(
+      closers.findIndex((c) => c.name === 'consensus'),
+      0,
+      { name: 'p2p', close: () => p2p.stop() },
+    );
     await consensus.start();
 
-    const endpoints: string[] = [];
+    const endpoints: string[] = [
+      `P2P             tcp://${p2pAt.host}:${p2pPort}  (node ID ${nodeKey.nodeId})`,
+    ];
     const rpcAt = hostPort(cometOptions.laddr);
     const rpcPort = await comet.listen(rpcAt.host, rpcAt.port);
     endpoints.push(

@@ -330,6 +330,22 @@ export function encodeProposal(p: Proposal): Uint8Array {
   return w.finish();
 }
 
+/** Reads a tendermint.types.Proposal wire message back (the inverse of encodeProposal). */
+export function decodeProposal(bytes: Uint8Array): Proposal {
+  const f = readFields(bytes);
+  const type = numberOf(f, 1);
+  if (type !== PROPOSAL_TYPE)
+    throw new ConsensusError('INVALID_ENCODING', `proposal type ${type} is not ${PROPOSAL_TYPE}`);
+  return {
+    height: numberOf(f, 2),
+    round: numberOf(f, 3),
+    polRound: numberOf(f, 4),
+    blockId: decodeBlockId(bytesOf(f, 5)),
+    timestamp: decodeTimestamp(bytesOf(f, 6)),
+    signature: bytesOf(f, 7),
+  };
+}
+
 /** Decodes vote sign bytes (length-delimited CanonicalVote) back into the signed fields. */
 export function decodeVoteSignBytes(signBytes: Uint8Array): {
   chainId: string;

@@ -1,0 +1,33 @@
+// libs/p2p: the peer-to-peer layer on :26656 (libp2p: TCP, noise, yamux) with CometBFT's peer model.
+
+// The consensus runtime's network port over the host.
+export { CONSENSUS_PROTOCOL, ConsensusChannel } from './src/consensus-channel.js';
+export { P2PError, type P2PErrorCode } from './src/errors.js';
+// Frames of a channel stream, with their size limit.
+export { FrameReader, frame } from './src/frames.js';
+// The host: identity, handshake, persistent peers, limits, framed channels.
+export {
+  type Channel,
+  HANDSHAKE_PROTOCOL,
+  P2PHost,
+  type P2PHostOptions,
+  type PeerAddress,
+  type PeerEvents,
+} from './src/host.js';
+// Mempool gossip: admitted transactions to every peer, peers' transactions through CheckTx.
+export {
+  decodeTxBatch,
+  encodeTxBatch,
+  type GossipPool,
+  MEMPOOL_PROTOCOL,
+  MempoolChannel,
+} from './src/mempool-channel.js';
+// The handshake's node info and its compatibility rule.
+export {
+  compatibility,
+  decodeNodeInfo,
+  encodeNodeInfo,
+  MAX_NODE_INFO_BYTES,
+  type NodeInfo,
+  P2P_PROTOCOL_VERSION,
+} from './src/nodeinfo.js';

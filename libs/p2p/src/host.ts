@@ -1,0 +1,602 @@
+// The P2P host: a libp2p node (TCP, noise, yamux) keyed by the node's ed25519 key, with CometBFT's
+// peer model on top: a handshake that proves the node ID and checks network and versions,
+// persistent peers dialled and redialled with backoff, inbound/outbound limits, and channels
+// (one stream per peer and direction each) carrying length-prefixed frames.
+import './polyfill.js';
+import { noise } from '@chainsafe/libp2p-noise';
+import { yamux } from '@chainsafe/libp2p-yamux';
+import { generateKeyPairFromSeed } from '@libp2p/crypto/keys';
+import type { Connection, Stream } from '@libp2p/interface';
+import { tcp } from '@libp2p/tcp';
+import { multiaddr } from '@multiformats/multiaddr';
+import { createLibp2p, type Libp2p } from 'libp2p';
+import { nodeIdFromPublicKey } from '../../crypto/index.js';
+import type { Logger, PeerInfo } from '../../types/index.js';
+import { P2PError } from './errors.js';
+import { FrameReader, frame } from './frames.js';
+import {
+  compatibility,
+  decodeNodeInfo,
+  encodeNodeInfo,
+  MAX_NODE_INFO_BYTES,
+  type NodeInfo,
+} from './nodeinfo.js';
+
+export const HANDSHAKE_PROTOCOL = '/noded/handshake/1';
+
+export interface PeerAddress {
+  nodeId: string;
+  host: string;
+  port: number;
+}
+
+export interface P2PHostOptions {
+  /** The node key (config/node_key.json): the libp2p identity and the node ID. */
+  nodeKey: { seed: Uint8Array; publicKey: Uint8Array };
+  /** What this node tells peers in the handshake (its id must match nodeKey). */
+  nodeInfo: Omit<NodeInfo, 'channels'>;
+  listen: { host: string; port: number };
+  persistentPeers: PeerAddress[];
+  /** Node IDs exempt from the peer limits. */
+  unconditionalPeerIds: string[];
+  maxInboundPeers: number;
+  maxOutboundPeers: number;
+  handshakeTimeoutMs: number;
+  dialTimeoutMs: number;
+  /** A peer whose unsent data passes this many bytes is disconnected as too slow (default 64 MiB). */
+  maxSendBufferBytes?: number;
+  /** Longest wait between redials of a persistent peer (default 30 s). */
+  maxRedialDelayMs?: number;
+  logger: Logger;
+}
+
+/** A channel: one protocol, its message size limit and its receiver. */
+export interface Channel {
+  protocol: string;
+  maxMessageBytes: number;
+  /** Called for each whole message; throwing disconnects the peer with the error as the reason. */
+  onMessage(peer: string, payload: Uint8Array): void;
+}
+
+export interface PeerEvents {
+  up(peer: string): void;
+  down(peer: string): void;
+}
+
+interface ChannelStats {
+  sent: number;
+  received: number;
+}
+
+class Peer {
+  readonly out = new Map<string, { stream?: Stream; queue: Uint8Array[]; opening: boolean }>();
+  readonly stats = new Map<string, ChannelStats>();
+  readonly since = Date.now();
+  constructor(
+    readonly id: string,
+    readonly info: NodeInfo,
+    readonly conn: Connection,
+    readonly outbound: boolean,
+    readonly remoteIp: string,
+    readonly persistent: boolean,
+    readonly unconditional: boolean,
+  ) {}
+
+  stat(protocol: string): ChannelStats {
+    let s = this.stats.get(protocol);
+    if (!s) {
+      s = { sent: 0, received: 0 };
+      this.stats.set(protocol, s);
+    }
+    return s;
+  }
+}
+
+/** Host and port of a TCP multiaddr ("/ip4/1.2.3.4/tcp/26656"). */
+function hostPortOf(ma: { getComponents(): Array<{ name: string; value?: string }> }): {
+  host: string;
+  port: number;
+} {
+  let host = '';
+  let port = 0;
+  for (const c of ma.getComponents()) {
+    if (c.name === 'ip4' || c.name === 'ip6' || c.name === 'dns' || c.name === 'dns4' || c.name === 'dns6')
+      host = c.value ?? '';
+    else if (c.name === 'tcp') port = Number(c.value ?? 0);
+  }
+  return { host, port };
+}
+
+function remoteIpOf(conn: Connection): string {
+  return hostPortOf(conn.remoteAddr).host;
+}
+
+/** Reads exactly one frame from a stream (the handshake), within `ms`. */
+function readOneFrame(stream: Stream, maxBytes: number, ms: number, what: string): Promise<Uint8Array> {
+  return new Promise((resolve, reject) => {
+    const reader = new FrameReader(maxBytes, what);
+    const done = (err: Error | null, value?: Uint8Array) => {
+      clearTimeout(timer);
+      stream.removeEventListener('message', onMessage);
+      stream.removeEventListener('close', onClose);
+      if (err) reject(err);
+      else resolve(value!);
+    };
+    const onMessage = (ev: { data: Uint8Array | { subarray(): Uint8Array } }) => {
+      try {
+        const frames = reader.push(ev.data instanceof Uint8Array ? ev.data : ev.data.subarray());
+        if (frames.length > 0) done(null, frames[0]);
+      } catch (err) {
+        done(err as Error);
+      }
+    };
+    const onClose = () => done(new P2PError('HANDSHAKE', `${what}: the peer closed the stream`));
+    const timer = setTimeout(
+      () => done(new P2PError('HANDSHAKE', `${what}: no answer within ${ms} ms (handshake_timeout)`)),
+      ms,
+    );
+    stream.addEventListener('message', onMessage as never);
+    stream.addEventListener('close', onClose);
+  });
+}
+
+export class P2PHost {
+  private node: Libp2p | null = null;
+  private readonly channels = new Map<string, Channel>();
+  private readonly peers = new Map<string, Peer>();
+  private readonly byConn = new Map<string, Peer>();
+  /** Inbound streams that arrived before their connection's handshake finished. */
+  private readonly waiting = new Map<string, Array<() => void>>();
+  private readonly listeners = new Set<PeerEvents>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private running = false;
+  readonly nodeId: string;
+  private info: NodeInfo | null = null;
+  private readonly log: Logger;
+  private readonly unconditional: Set<string>;
+  private readonly persistentIds: Set<string>;
+  private listenAddrs: string[] = [];
+
+  constructor(private readonly opts: P2PHostOptions) {
+    this.nodeId = nodeIdFromPublicKey(opts.nodeKey.publicKey);
+    if (opts.nodeInfo.id !== this.nodeId) {
+      throw new P2PError(
+        'INVALID_OPTIONS',
+        `nodeInfo.id ${opts.nodeInfo.id} is not the node key's ID ${this.nodeId}`,
+      );
+    }
+    this.log = opts.logger;
+    this.unconditional = new Set(opts.unconditionalPeerIds.map((s) => s.toLowerCase()));
+    this.persistentIds = new Set(opts.persistentPeers.map((p) => p.nodeId.toLowerCase()));
+  }
+
+  /** Adds a channel; all channels must be registered before start(). */
+  register(channel: Channel): void {
+    if (this.running) throw new P2PError('INVALID_OPTIONS', 'channels must be registered before start()');
+    this.channels.set(channel.protocol, channel);
+  }
+
+  onPeer(events: PeerEvents): () => void {
+    this.listeners.add(events);
+    return () => this.listeners.delete(events);
+  }
+
+  /** Listens, then dials every persistent peer (and keeps redialling them). Returns the bound port. */
+  async start(): Promise<number> {
+    const o = this.opts;
+    this.info = { ...o.nodeInfo, channels: [...this.channels.keys()] };
+    const privateKey = await generateKeyPairFromSeed('Ed25519', o.nodeKey.seed);
+    const family = o.listen.host.includes(':') ? 'ip6' : 'ip4';
+    const maxConns =
+      o.maxInboundPeers + o.maxOutboundPeers + this.unconditional.size + this.persistentIds.size + 8;
+    const node = await createLibp2p({
+      privateKey,
+      addresses: { listen: [`/${family}/${o.listen.host}/tcp/${o.listen.port}`] },
+      transports: [tcp()],
+      connectionEncrypters: [noise()],
+      streamMuxers: [
+        yamux({
+          streamOptions: { inactivityTimeout: 600_000, maxReadBufferLength: 64 * 1024 * 1024 },
+        }),
+      ],
+      connectionManager: {
+        maxConnections: maxConns,
+        dialTimeout: o.dialTimeoutMs,
+        inboundUpgradeTimeout: o.handshakeTimeoutMs,
+      },
+      connectionMonitor: { enabled: false },
+    });
+    this.node = node;
+    node.addEventListener('connection:open', (ev) => this.onConnectionOpen(ev.detail));
+    node.addEventListener('connection:close', (ev) => this.onConnectionClose(ev.detail));
+    await node.handle(HANDSHAKE_PROTOCOL, (stream, conn) => this.answerHandshake(stream, conn), {
+      maxInboundStreams: 2,
+    });
+    for (const ch of this.channels.values()) {
+      await node.handle(ch.protocol, (stream, conn) => this.acceptChannel(ch, stream, conn), {
+        maxInboundStreams: 4,
+        maxOutboundStreams: 4,
+      });
+    }
+    this.running = true;
+    this.listenAddrs = node.getMultiaddrs().map((m) => m.toString());
+    const bound = node.getMultiaddrs()[0];
+    const port = bound ? hostPortOf(bound).port : o.listen.port;
+    this.log.info({ nodeId: this.nodeId, listen: this.listenAddrs }, 'P2P listening');
+    for (const p of o.persistentPeers) void this.dialLoop(p);
+    return port;
+  }
+
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    const node = this.node;
+    this.node = null;
+    await node?.stop();
+    this.peers.clear();
+    this.byConn.clear();
+  }
+
+  get peerCount(): number {
+    return this.peers.size;
+  }
+
+  peerIds(): string[] {
+    return [...this.peers.keys()];
+  }
+
+  /** Peers as /net_info and `tendermint show-peers` show them. */
+  peerInfos(): PeerInfo[] {
+    return [...this.peers.values()].map((p) => ({
+      nodeId: p.id,
+      moniker: p.info.moniker,
+      remoteIp: p.remoteIp,
+      listenAddr: p.info.listenAddr,
+      isOutbound: p.outbound,
+      network: p.info.network,
+      version: p.info.version,
+    }));
+  }
+
+  /** Bytes sent and received per peer and channel (the p2p metrics read these). */
+  traffic(): Array<{ peer: string; channel: string; sent: number; received: number }> {
+    const out: Array<{ peer: string; channel: string; sent: number; received: number }> = [];
+    for (const p of this.peers.values()) {
+      for (const [channel, s] of p.stats)
+        out.push({ peer: p.id, channel, sent: s.sent, received: s.received });
+    }
+    return out;
+  }
+
+  /** Queues `payload` for one peer on a channel; false when the peer is not connected. */
+  send(peerId: string, protocol: string, payload: Uint8Array): boolean {
+    const p = this.peers.get(peerId);
+    if (!p) return false;
+    this.write(p, protocol, frame(payload));
+    return true;
+  }
+
+  /** Queues `payload` for every connected peer (except `except`). */
+  broadcast(protocol: string, payload: Uint8Array, except?: string): void {
+    if (this.peers.size === 0) return;
+    const bytes = frame(payload);
+    for (const p of this.peers.values()) if (p.id !== except) this.write(p, protocol, bytes);
+  }
+
+  /** Drops a peer, logging why (invalid data, limits); a persistent peer is redialled later. */
+  disconnect(peerId: string, reason: string): void {
+    const p = this.peers.get(peerId);
+    if (!p) return;
+    this.log.warn({ peer: peerId, reason }, 'disconnecting peer');
+    this.dropPeer(p);
+    void p.conn.close().catch(() => p.conn.abort(new Error(reason)));
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Connections and the handshake
+
+  private onConnectionOpen(conn: Connection): void {
+    if (conn.direction !== 'inbound') return;
+    // An inbound connection must finish the handshake in time or it is closed.
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      if (!this.byConn.has(conn.id) && conn.status === 'open') {
+        this.log.info(
+          { remote: conn.remoteAddr.toString() },
+          'inbound connection without a handshake; closed',
+        );
+        conn.abort(new P2PError('HANDSHAKE', 'no handshake within handshake_timeout'));
+      }
+    }, this.opts.handshakeTimeoutMs);
+    this.timers.add(t);
+  }
+
+  private onConnectionClose(conn: Connection): void {
+    const p = this.byConn.get(conn.id);
+    if (p) this.dropPeer(p);
+  }
+
+  private dropPeer(p: Peer): void {
+    this.byConn.delete(p.conn.id);
+    if (this.peers.get(p.id) !== p) return;
+    this.peers.delete(p.id);
+    this.log.info({ peer: p.id, outbound: p.outbound }, 'peer disconnected');
+    for (const l of this.listeners) l.down(p.id);
+  }
+
+  private provenId(conn: Connection): string {
+    const key = conn.remotePeer.publicKey;
+    if (key?.type !== 'Ed25519') {
+      throw new P2PError('WRONG_ID', `peer ${conn.remotePeer.toString()} has no ed25519 key`);
+    }
+    return nodeIdFromPublicKey(key.raw);
+  }
+
+  /** Dialler side: send our node info, read theirs, check both ways. */
+  private async handshakeOut(conn: Connection, expectedId: string | null): Promise<Peer> {
+    const provenId = this.provenId(conn);
+    if (expectedId !== null && provenId !== expectedId) {
+      throw new P2PError(
+        'WRONG_ID',
+        `the peer at ${conn.remoteAddr.toString()} has node ID ${provenId}, but persistent_peers names ${expectedId}`,
+      );
+    }
+    const stream = await conn.newStream(HANDSHAKE_PROTOCOL, {
+      signal: AbortSignal.timeout(this.opts.handshakeTimeoutMs),
+    });
+    stream.send(frame(encodeNodeInfo(this.info!)));
+    const theirs = decodeNodeInfo(
+      await readOneFrame(stream, MAX_NODE_INFO_BYTES, this.opts.handshakeTimeoutMs, 'handshake'),
+    );
+    void stream.close().catch(() => {});
+    const refusal = compatibility(this.info!, theirs, provenId);
+    if (refusal) throw refusal;
+    return this.admit(conn, theirs, true);
+  }
+
+  /** Listener side of the handshake. */
+  private async answerHandshake(stream: Stream, conn: Connection): Promise<void> {
+    let provenId = '?';
+    try {
+      provenId = this.provenId(conn);
+      const theirs = decodeNodeInfo(
+        await readOneFrame(stream, MAX_NODE_INFO_BYTES, this.opts.handshakeTimeoutMs, 'handshake'),
+      );
+      // Our info goes back even on a refusal, so the dialler can log the reason too.
+      stream.send(frame(encodeNodeInfo(this.info!)));
+      const refusal = compatibility(this.info!, theirs, provenId);
+      if (refusal) throw refusal;
+      this.admit(conn, theirs, false);
+      void stream.close().catch(() => {});
+    } catch (err) {
+      const duplicate = err instanceof P2PError && err.code === 'DUPLICATE';
+      this.log[duplicate ? 'debug' : 'warn'](
+        { peer: provenId, remote: conn.remoteAddr.toString(), reason: (err as Error).message },
+        'inbound peer refused',
+      );
+      setTimeout(() => conn.abort(err as Error), 100).unref();
+    }
+  }
+
+  /** Registers a handshaken connection as a peer, applying limits and the duplicate rule. */
+  private admit(conn: Connection, info: NodeInfo, outbound: boolean): Peer {
+    const id = info.id;
+    if (id === this.nodeId) throw new P2PError('HANDSHAKE', 'refusing a connection to this node itself');
+    const unconditional = this.unconditional.has(id);
+    const persistent = this.persistentIds.has(id);
+    const existing = this.peers.get(id);
+    if (existing && existing.conn !== conn) {
+      // Both sides dialled: keep the connection dialled by the smaller node ID, on both sides alike.
+      const dialler = (out: boolean) => (out ? this.nodeId : id);
+      const keepExisting = dialler(existing.outbound) <= dialler(outbound);
+      if (keepExisting) throw new P2PError('DUPLICATE', `already connected to ${id}`);
+      this.dropPeer(existing);
+      void existing.conn.close().catch(() => {});
+    } else if (!unconditional && !persistent) {
+      const count = [...this.peers.values()].filter(
+        (p) => p.outbound === outbound && !p.unconditional && !p.persistent,
+      ).length;
+      const max = outbound ? this.opts.maxOutboundPeers : this.opts.maxInboundPeers;
+      if (count >= max) {
+        throw new P2PError(
+          'PEER_LIMIT',
+          `${outbound ? 'max_num_outbound_peers' : 'max_num_inbound_peers'} (${max}) reached; ${id} refused`,
+        );
+      }
+    }
+    const peer = new Peer(id, info, conn, outbound, remoteIpOf(conn), persistent, unconditional);
+    this.peers.set(id, peer);
+    this.byConn.set(conn.id, peer);
+    this.log.info(
+      { peer: id, moniker: info.moniker, outbound, remote: conn.remoteAddr.toString() },
+      'peer connected',
+    );
+    for (const wake of this.waiting.get(conn.id) ?? []) wake();
+    this.waiting.delete(conn.id);
+    for (const l of this.listeners) l.up(id);
+    return peer;
+  }
+
+  /** Waits (at most handshake_timeout) for a connection's handshake to register its peer. */
+  private peerOf(conn: Connection): Promise<Peer | undefined> {
+    const now = this.byConn.get(conn.id);
+    if (now) return Promise.resolve(now);
+    return new Promise((resolve) => {
+      const list = this.waiting.get(conn.id) ?? [];
+      const t = setTimeout(() => resolve(undefined), this.opts.handshakeTimeoutMs);
+      list.push(() => {
+        clearTimeout(t);
+        resolve(this.byConn.get(conn.id));
+      });
+      this.waiting.set(conn.id, list);
+    });
+  }
+
+  private async dialLoop(addr: PeerAddress): Promise<void> {
+    const id = addr.nodeId.toLowerCase();
+    const maxDelay = this.opts.maxRedialDelayMs ?? 30_000;
+    let delay = 500;
+    let failures = 0;
+    while (this.running) {
+      const existing = this.peers.get(id);
+      if (existing) {
+        await this.untilDown(id);
+        delay = 500;
+        continue;
+      }
+      try {
+        const node = this.node!;
+        const family = /^\d+\.\d+\.\d+\.\d+$/.test(addr.host)
+          ? 'ip4'
+          : addr.host.includes(':')
+            ? 'ip6'
+            : 'dns';
+        const conn = await node.dial(multiaddr(`/${family}/${addr.host}/tcp/${addr.port}`), {
+          signal: AbortSignal.timeout(this.opts.dialTimeoutMs),
+        });
+        if (!this.peers.has(id) || this.peers.get(id)!.conn !== conn) {
+          try {
+            await this.handshakeOut(conn, id);
+          } catch (err) {
+            void conn.close().catch(() => {});
+            throw err;
+          }
+        }
+        failures = 0;
+        delay = 500;
+      } catch (err) {
+        if (!this.running) return;
+        failures++;
+        const e = err as Error;
+        const duplicate = e instanceof P2PError && e.code === 'DUPLICATE';
+        const level = duplicate
+          ? 'debug'
+          : e instanceof P2PError
+            ? 'warn'
+            : failures === 1 || failures % 20 === 0
+              ? 'info'
+              : 'debug';
+        this.log[level](
+          { peer: id, address: `${addr.host}:${addr.port}`, reason: e.message, attempt: failures },
+          e instanceof P2PError ? 'persistent peer refused' : 'dialling persistent peer failed; will retry',
+        );
+        await this.sleep(delay + Math.floor(Math.random() * 250));
+        delay = Math.min(maxDelay, delay * 2);
+      }
+    }
+  }
+
+  private untilDown(id: string): Promise<void> {
+    return new Promise((resolve) => {
+      if (!this.peers.has(id) || !this.running) return resolve();
+      const off = this.onPeer({
+        up: () => {},
+        down: (p) => {
+          if (p === id) {
+            off();
+            resolve();
+          }
+        },
+      });
+      const t = setInterval(() => {
+        if (!this.running || !this.peers.has(id)) {
+          clearInterval(t);
+          off();
+          resolve();
+        }
+      }, 500);
+      t.unref();
+    });
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(() => {
+        this.timers.delete(t);
+        resolve();
+      }, ms);
+      this.timers.add(t);
+    });
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Channels
+
+  private acceptChannel(ch: Channel, stream: Stream, conn: Connection): void {
+    const reader = new FrameReader(ch.maxMessageBytes, ch.protocol);
+    const early: Uint8Array[] = [];
+    let peer: Peer | undefined;
+    let failed = false;
+    const deliver = (chunk: Uint8Array) => {
+      if (failed || !peer) return;
+      const stat = peer.stat(ch.protocol);
+      stat.received += chunk.length;
+      try {
+        for (const f of reader.push(chunk)) {
+          if (this.peers.get(peer.id) !== peer) return;
+          ch.onMessage(peer.id, f);
+        }
+      } catch (err) {
+        failed = true;
+        this.disconnect(peer.id, (err as Error).message);
+      }
+    };
+    stream.addEventListener('message', (ev) => {
+      const data = ev.data instanceof Uint8Array ? ev.data : ev.data.subarray();
+      if (peer) deliver(data);
+      else early.push(data);
+    });
+    void this.peerOf(conn).then((p) => {
+      if (!p) {
+        stream.abort(new P2PError('HANDSHAKE', 'channel stream before a handshake'));
+        return;
+      }
+      peer = p;
+      for (const d of early.splice(0)) deliver(d);
+    });
+  }
+
+  private write(p: Peer, protocol: string, bytes: Uint8Array): void {
+    let slot = p.out.get(protocol);
+    if (!slot) {
+      slot = { queue: [], opening: false };
+      p.out.set(protocol, slot);
+    }
+    const stream = slot.stream;
+    if (stream && stream.status === 'open' && stream.writeStatus === 'writable') {
+      const limit = this.opts.maxSendBufferBytes ?? 64 * 1024 * 1024;
+      if (stream.writeBufferLength + bytes.length > limit) {
+        this.disconnect(p.id, `peer too slow: over ${limit} bytes waiting to be sent on ${protocol}`);
+        return;
+      }
+      stream.send(bytes);
+      p.stat(protocol).sent += bytes.length;
+      return;
+    }
+    slot.queue.push(bytes);
+    if (slot.opening) return;
+    slot.opening = true;
+    slot.stream = undefined;
+    const s = slot;
+    void p.conn
+      .newStream(protocol, { signal: AbortSignal.timeout(this.opts.handshakeTimeoutMs) })
+      .then((st) => {
+        s.opening = false;
+        s.stream = st;
+        const queued = s.queue.splice(0);
+        for (const b of queued) {
+          st.send(b);
+          p.stat(protocol).sent += b.length;
+        }
+      })
+      .catch((err: Error) => {
+        s.opening = false;
+        s.queue.length = 0;
+        if (this.peers.get(p.id) === p && p.conn.status === 'open') {
+          this.log.debug({ peer: p.id, protocol, err: err.message }, 'could not open a channel stream');
+        }
+      });
+  }
+}

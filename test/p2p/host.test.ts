@@ -1,0 +1,207 @@
+// The P2P host over real TCP on 127.0.0.1: handshake, node ID proof, network check, channels,
+// limits, oversized and undecodable messages.
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { ed25519Generate, nodeIdFromPublicKey } from '../../libs/crypto/index.js';
+import { P2P_PROTOCOL_VERSION, P2PHost, type PeerAddress } from '../../libs/p2p/index.js';
+import type { Logger } from '../../libs/types/index.js';
+
+const CHANNEL = '/noded/test/1';
+
+interface Logged {
+  level: string;
+  obj: Record<string, unknown>;
+  msg: string;
+}
+
+function recordingLogger(sink: Logged[]): Logger {
+  const make = (level: string) => (obj: unknown, msg?: string) => {
+    sink.push({
+      level,
+      obj: (typeof obj === 'object' && obj ? obj : {}) as Record<string, unknown>,
+      msg: msg ?? '',
+    });
+  };
+  const l: Logger = {
+    trace: make('trace'),
+    debug: make('debug'),
+    info: make('info'),
+    warn: make('warn'),
+    error: make('error'),
+    child: () => l,
+  };
+  return l;
+}
+
+interface TestNode {
+  host: P2PHost;
+  id: string;
+  port: number;
+  received: Array<{ peer: string; text: string }>;
+  logs: Logged[];
+}
+
+const started: P2PHost[] = [];
+after(async () => {
+  for (const h of started) await h.stop();
+});
+
+async function startNode(
+  opts: {
+    network?: string;
+    peers?: PeerAddress[];
+    maxInbound?: number;
+    maxMessageBytes?: number;
+    unconditional?: string[];
+    p2pVersion?: number;
+    key?: ReturnType<typeof ed25519Generate>;
+  } = {},
+): Promise<TestNode> {
+  const key = opts.key ?? ed25519Generate();
+  const id = nodeIdFromPublicKey(key.publicKey);
+  const received: Array<{ peer: string; text: string }> = [];
+  const logs: Logged[] = [];
+  const host = new P2PHost({
+    nodeKey: { seed: key.seed, publicKey: key.publicKey },
+    nodeInfo: {
+      protocolVersion: { p2p: opts.p2pVersion ?? P2P_PROTOCOL_VERSION, block: 11, app: 0 },
+      id,
+      listenAddr: '127.0.0.1:0',
+      network: opts.network ?? 'chain-local',
+      version: 'test',
+      moniker: `m-${id.slice(0, 4)}`,
+      other: { txIndex: 'on', rpcAddress: '' },
+    },
+    listen: { host: '127.0.0.1', port: 0 },
+    persistentPeers: opts.peers ?? [],
+    unconditionalPeerIds: opts.unconditional ?? [],
+    maxInboundPeers: opts.maxInbound ?? 40,
+    maxOutboundPeers: 10,
+    handshakeTimeoutMs: 3000,
+    dialTimeoutMs: 2000,
+    maxRedialDelayMs: 300,
+    logger: recordingLogger(logs),
+  });
+  host.register({
+    protocol: CHANNEL,
+    maxMessageBytes: opts.maxMessageBytes ?? 1 << 20,
+    onMessage: (peer, payload) => {
+      const text = new TextDecoder().decode(payload);
+      if (text === 'poison') throw new Error('poison message');
+      received.push({ peer, text });
+    },
+  });
+  const port = await host.start();
+  started.push(host);
+  return { host, id, port, received, logs };
+}
+
+async function until(what: string, cond: () => boolean, ms = 8000): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (cond()) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+const text = (s: string) => new TextEncoder().encode(s);
+
+describe('P2PHost', () => {
+  it('connects to a persistent peer, proves both IDs and carries channel messages both ways', async () => {
+    const a = await startNode();
+    const b = await startNode({ peers: [{ nodeId: a.id, host: '127.0.0.1', port: a.port }] });
+    await until('both sides see the peer', () => a.host.peerCount === 1 && b.host.peerCount === 1);
+    assert.deepEqual(a.host.peerIds(), [b.id]);
+    assert.deepEqual(b.host.peerIds(), [a.id]);
+    const infoAtA = a.host.peerInfos()[0]!;
+    assert.equal(infoAtA.isOutbound, false);
+    assert.equal(infoAtA.remoteIp, '127.0.0.1');
+    assert.equal(infoAtA.network, 'chain-local');
+    assert.equal(b.host.peerInfos()[0]!.isOutbound, true);
+
+    for (let i = 0; i < 50; i++) assert.equal(b.host.send(a.id, CHANNEL, text(`to-a-${i}`)), true);
+    a.host.broadcast(CHANNEL, text('to-b'));
+    await until('messages arrive', () => a.received.length === 50 && b.received.length === 1);
+    assert.deepEqual(
+      a.received.map((r) => r.text),
+      Array.from({ length: 50 }, (_, i) => `to-a-${i}`),
+    );
+    assert.deepEqual(b.received, [{ peer: a.id, text: 'to-b' }]);
+    assert.ok(a.host.traffic().some((t) => t.peer === b.id && t.received > 0));
+  });
+
+  it('refuses a persistent peer whose key does not match the node ID it is listed under', async () => {
+    const a = await startNode();
+    const wrongId = 'ab'.repeat(20);
+    const b = await startNode({ peers: [{ nodeId: wrongId, host: '127.0.0.1', port: a.port }] });
+    await until('the refusal is logged', () =>
+      b.logs.some(
+        (l) => l.level === 'warn' && String(l.obj.reason).includes(`persistent_peers names ${wrongId}`),
+      ),
+    );
+    const line = b.logs.find((l) => String(l.obj.reason).includes('persistent_peers names'))!;
+    assert.match(String(line.obj.reason), new RegExp(`has node ID ${a.id}`));
+    assert.equal(b.host.peerCount, 0);
+    assert.equal(a.host.peerCount, 0);
+  });
+
+  it('refuses a node of another network, on both sides, naming both networks', async () => {
+    const a = await startNode({ network: 'chain-local' });
+    const b = await startNode({
+      network: 'chain-testnet',
+      peers: [{ nodeId: a.id, host: '127.0.0.1', port: a.port }],
+    });
+    await until('both sides log the refusal', () =>
+      [a, b].every((n) =>
+        n.logs.some((l) => /on network "chain-\w+", this node on "chain-\w+"/.test(String(l.obj.reason))),
+      ),
+    );
+    assert.equal(a.host.peerCount, 0);
+    assert.equal(b.host.peerCount, 0);
+  });
+
+  it('refuses a peer speaking another P2P protocol version', async () => {
+    const a = await startNode();
+    const b = await startNode({ p2pVersion: 7, peers: [{ nodeId: a.id, host: '127.0.0.1', port: a.port }] });
+    await until('the refusal is logged', () =>
+      a.logs.some((l) => String(l.obj.reason).includes('speaks P2P protocol 7')),
+    );
+    assert.equal(a.host.peerCount, 0);
+    assert.equal(b.host.peerCount, 0);
+  });
+
+  it('holds max_num_inbound_peers, except for unconditional peers', async () => {
+    const cKey = ed25519Generate();
+    const cId = nodeIdFromPublicKey(cKey.publicKey);
+    const a = await startNode({ maxInbound: 1, unconditional: [cId] });
+    const b1 = await startNode({ peers: [{ nodeId: a.id, host: '127.0.0.1', port: a.port }] });
+    await until('first inbound peer admitted', () => a.host.peerCount === 1);
+    const b2 = await startNode({ peers: [{ nodeId: a.id, host: '127.0.0.1', port: a.port }] });
+    await until('the second is refused', () =>
+      a.logs.some((l) => String(l.obj.reason).includes('max_num_inbound_peers (1) reached')),
+    );
+    assert.deepEqual(a.host.peerIds(), [b1.id]);
+    assert.equal(b2.host.peerCount, 0);
+    // An unconditional peer is admitted over the limit.
+    await startNode({ key: cKey, peers: [{ nodeId: a.id, host: '127.0.0.1', port: a.port }] });
+    await until('unconditional peer admitted', () => a.host.peerCount === 2);
+    assert.deepEqual(a.host.peerIds().sort(), [b1.id, cId].sort());
+  });
+
+  it('disconnects a peer that sends an oversized or a rejected message, and keeps the others', async () => {
+    const a = await startNode({ maxMessageBytes: 1000 });
+    const b = await startNode({ peers: [{ nodeId: a.id, host: '127.0.0.1', port: a.port }] });
+    const c = await startNode({ peers: [{ nodeId: a.id, host: '127.0.0.1', port: a.port }] });
+    await until('both connected', () => a.host.peerCount === 2);
+    b.host.send(a.id, CHANNEL, new Uint8Array(1001));
+    await until('b disconnected for size', () =>
+      a.logs.some((l) => String(l.obj.reason).includes("1001 bytes is over the channel's limit of 1000")),
+    );
+    c.host.send(a.id, CHANNEL, text('poison'));
+    await until('c disconnected for a rejected message', () =>
+      a.logs.some((l) => l.obj.peer === c.id && String(l.obj.reason).includes('poison message')),
+    );
+    assert.equal(a.received.length, 0);
+  });
+});
