@@ -111,21 +111,28 @@ function remoteIpOf(conn: Connection): string {
   return hostPortOf(conn.remoteAddr).host;
 }
 
-/** Reads exactly one frame from a stream (the handshake), within `ms`. */
-function readOneFrame(stream: Stream, maxBytes: number, ms: number, what: string): Promise<Uint8Array> {
+/** Reads `count` frames from a stream (the handshake), within `ms`. */
+function readFrames(
+  stream: Stream,
+  count: number,
+  maxBytes: number,
+  ms: number,
+  what: string,
+): Promise<Uint8Array[]> {
   return new Promise((resolve, reject) => {
     const reader = new FrameReader(maxBytes, what);
-    const done = (err: Error | null, value?: Uint8Array) => {
+    const got: Uint8Array[] = [];
+    const done = (err: Error | null) => {
       clearTimeout(timer);
       stream.removeEventListener('message', onMessage);
       stream.removeEventListener('close', onClose);
       if (err) reject(err);
-      else resolve(value!);
+      else resolve(got.slice(0, count));
     };
     const onMessage = (ev: { data: Uint8Array | { subarray(): Uint8Array } }) => {
       try {
-        const frames = reader.push(ev.data instanceof Uint8Array ? ev.data : ev.data.subarray());
-        if (frames.length > 0) done(null, frames[0]);
+        got.push(...reader.push(ev.data instanceof Uint8Array ? ev.data : ev.data.subarray()));
+        if (got.length >= count) done(null);
       } catch (err) {
         done(err as Error);
       }
@@ -139,6 +146,9 @@ function readOneFrame(stream: Stream, maxBytes: number, ms: number, what: string
     stream.addEventListener('close', onClose);
   });
 }
+
+/** The listener's verdict, sent after its node info: empty when admitted, else the reason. */
+const verdict = (refusal: string) => frame(new TextEncoder().encode(refusal));
 
 export class P2PHost {
   private node: Libp2p | null = null;
@@ -347,12 +357,19 @@ export class P2PHost {
       signal: AbortSignal.timeout(this.opts.handshakeTimeoutMs),
     });
     stream.send(frame(encodeNodeInfo(this.info!)));
-    const theirs = decodeNodeInfo(
-      await readOneFrame(stream, MAX_NODE_INFO_BYTES, this.opts.handshakeTimeoutMs, 'handshake'),
+    const [infoBytes, verdictBytes] = await readFrames(
+      stream,
+      2,
+      MAX_NODE_INFO_BYTES,
+      this.opts.handshakeTimeoutMs,
+      'handshake',
     );
     void stream.close().catch(() => {});
+    const theirs = decodeNodeInfo(infoBytes!);
     const refusal = compatibility(this.info!, theirs, provenId);
     if (refusal) throw refusal;
+    const refusedBy = new TextDecoder().decode(verdictBytes!);
+    if (refusedBy) throw new P2PError('HANDSHAKE', `peer ${provenId} refused this node: ${refusedBy}`);
     return this.admit(conn, theirs, true);
   }
 
@@ -361,14 +378,25 @@ export class P2PHost {
     let provenId = '?';
     try {
       provenId = this.provenId(conn);
-      const theirs = decodeNodeInfo(
-        await readOneFrame(stream, MAX_NODE_INFO_BYTES, this.opts.handshakeTimeoutMs, 'handshake'),
+      const [bytes] = await readFrames(
+        stream,
+        1,
+        MAX_NODE_INFO_BYTES,
+        this.opts.handshakeTimeoutMs,
+        'handshake',
       );
-      // Our info goes back even on a refusal, so the dialler can log the reason too.
+      // Our info goes back even on a refusal, with the verdict, so the dialler can log the reason too.
       stream.send(frame(encodeNodeInfo(this.info!)));
-      const refusal = compatibility(this.info!, theirs, provenId);
-      if (refusal) throw refusal;
-      this.admit(conn, theirs, false);
+      try {
+        const theirs = decodeNodeInfo(bytes!);
+        const refusal = compatibility(this.info!, theirs, provenId);
+        if (refusal) throw refusal;
+        this.admit(conn, theirs, false);
+      } catch (err) {
+        stream.send(verdict((err as Error).message));
+        throw err;
+      }
+      stream.send(verdict(''));
       void stream.close().catch(() => {});
     } catch (err) {
       const duplicate = err instanceof P2PError && err.code === 'DUPLICATE';
