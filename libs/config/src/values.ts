@@ -144,9 +144,12 @@ export function checkPeerList(text: string): PeerAddress[] | string {
   const out: PeerAddress[] = [];
   for (const entry of splitList(text)) {
     const at = entry.indexOf('@');
-    const id = at < 0 ? '' : entry.slice(0, at);
+    if (at < 0) {
+      return `each peer must be "<node_id>@<host>:<port>" (the node id is missing), got ${JSON.stringify(entry)}`;
+    }
+    const id = entry.slice(0, at);
     if (!isNodeId(id)) {
-      return `each peer must be "<node_id>@<host>:<port>" with a 40-hex-digit node id, got ${JSON.stringify(entry)}`;
+      return `each peer's node id must be exactly 40 hex digits, got ${JSON.stringify(id)} in ${JSON.stringify(entry)}`;
     }
     const hp = parseHostPort(entry.slice(at + 1));
     if (!hp.ok) {

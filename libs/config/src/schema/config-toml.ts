@@ -51,6 +51,15 @@ export class P2pSection extends TomlSection {
   @IsPeerList() seeds = '';
   @IsInt(0, 10000) max_num_inbound_peers = 40;
   @IsInt(0, 10000) max_num_outbound_peers = 10;
+  @IsBool() pex = true;
+  @IsDuration(1) handshake_timeout = '20s';
+  @IsDuration(1) dial_timeout = '3s';
+  @IsInt(1) send_rate = 5120000;
+  @IsInt(1) recv_rate = 5120000;
+  @IsInt(1, 1048576) max_packet_msg_payload_size = 1024;
+  @IsDuration() flush_throttle_timeout = '100ms';
+  @IsBool() allow_duplicate_ip = false;
+  @IsBool() addr_book_strict = true;
 }
 
 export class MempoolSection extends TomlSection {
@@ -139,6 +148,17 @@ export const CONFIG_TOML_DOCS: Record<string, string> = {
   'p2p.seeds': 'Seed nodes to learn peers from: comma-separated "<node_id>@<host>:26656".',
   'p2p.max_num_inbound_peers': 'Maximum inbound peers.',
   'p2p.max_num_outbound_peers': 'Maximum outbound peers.',
+  'p2p.pex': 'Peer exchange: learn peers from seeds and peers, and share known peers with them.',
+  'p2p.handshake_timeout': 'Time limit of the connection handshake with a peer (encryption and node info).',
+  'p2p.dial_timeout': 'Time limit of dialing a peer (TCP connect).',
+  'p2p.send_rate': 'Maximum bytes per second sent to each peer.',
+  'p2p.recv_rate': 'Maximum bytes per second received from each peer.',
+  'p2p.max_packet_msg_payload_size': 'Maximum payload bytes of one packet; longer messages are split.',
+  'p2p.flush_throttle_timeout': 'How long buffered messages to a peer may wait before they are flushed.',
+  'p2p.allow_duplicate_ip':
+    'Accept several peers from one IP address (`noded testnet` sets true: its nodes share a machine).',
+  'p2p.addr_book_strict':
+    'Refuse non-routable (private, loopback) peer addresses; false for private networks (`noded testnet`).',
   mempool: 'Pending transactions waiting for a block.',
   'mempool.size': 'Maximum number of transactions in the mempool.',
   'mempool.max_txs_bytes': 'Maximum total bytes of the transactions in the mempool.',
@@ -187,6 +207,17 @@ export interface ConfigToml {
     seeds: PeerAddress[];
     maxNumInboundPeers: number;
     maxNumOutboundPeers: number;
+    pex: boolean;
+    handshakeTimeoutMs: number;
+    dialTimeoutMs: number;
+    /** Bytes per second, per peer. */
+    sendRate: number;
+    /** Bytes per second, per peer. */
+    recvRate: number;
+    maxPacketMsgPayloadSize: number;
+    flushThrottleTimeoutMs: number;
+    allowDuplicateIp: boolean;
+    addrBookStrict: boolean;
   };
   /** [mempool]: the executor's mempool options, plus CometBFT's cache_size. */
   mempool: MempoolOptions & { cacheSize: number };
@@ -244,6 +275,15 @@ export function toConfigToml(f: ConfigTomlFile): ConfigToml {
       seeds: peers(f.p2p.seeds),
       maxNumInboundPeers: f.p2p.max_num_inbound_peers,
       maxNumOutboundPeers: f.p2p.max_num_outbound_peers,
+      pex: f.p2p.pex,
+      handshakeTimeoutMs: ms(f.p2p.handshake_timeout),
+      dialTimeoutMs: ms(f.p2p.dial_timeout),
+      sendRate: f.p2p.send_rate,
+      recvRate: f.p2p.recv_rate,
+      maxPacketMsgPayloadSize: f.p2p.max_packet_msg_payload_size,
+      flushThrottleTimeoutMs: ms(f.p2p.flush_throttle_timeout),
+      allowDuplicateIp: f.p2p.allow_duplicate_ip,
+      addrBookStrict: f.p2p.addr_book_strict,
     },
     mempool: {
       size: f.mempool.size,

@@ -138,7 +138,7 @@ export function IsNodeIdList() {
     const bad = splitList(v).find((id) => !isNodeId(id));
     return bad === undefined
       ? undefined
-      : `each entry must be a node id of 40 hex digits, got ${JSON.stringify(bad)}`;
+      : `each entry must be a node id of exactly 40 hex digits, got ${JSON.stringify(bad)}`;
   });
 }
 
