@@ -7,6 +7,7 @@ import { registerLogs } from './commands/logs.js';
 import { registerQueries } from './commands/query.js';
 import { registerReset } from './commands/reset.js';
 import { registerStart } from './commands/start.js';
+import { registerTestnet } from './commands/testnet.js';
 import { CliError } from './util.js';
 
 export function buildProgram(): Command {
@@ -18,6 +19,7 @@ export function buildProgram(): Command {
   const tendermint = new Command('tendermint').description('CometBFT node commands: ids, keys, peers, reset');
 
   registerInit(program);
+  registerTestnet(program);
   registerStart(program);
   registerQueries(program, tendermint);
   registerLogs(program);

@@ -1,47 +1,41 @@
 // noded init <full|light|archive> --chain-id <id>: writes a complete home. Everything is computed and
 // checked first; only then is anything written, so a refused init leaves the disk as it was.
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, relative } from 'node:path';
 import type { Command } from 'commander';
 import {
-  BASE_UNITS_PER_BTC,
   CHAIN_IDS,
   type ChainId,
   DEFAULT_DEV_MNEMONIC,
   DEV_ACCOUNT_BALANCE_BTC,
-  DEV_ACCOUNT_COUNT,
   type DevAccount,
-  defaultAppTomlValues,
-  defaultClientTomlValues,
   defaultConfigTomlValues,
-  deriveDevAccounts,
   type Ed25519Key,
   formatProblem,
   homeLockHolder,
   homePaths,
-  initialValidatorStateJson,
   KeyFileError,
   LOCAL_VALIDATOR_POWER,
   loadNodeKey,
   loadValidatorKey,
-  MnemonicError,
-  makeGenesis,
   NODE_MODES,
   type NodeMode,
   newEd25519Key,
-  nodeKeyJson,
-  normalizeMnemonic,
-  parseConfigToml,
   parseGenesisText,
-  renderAppToml,
-  renderClientToml,
-  renderConfigToml,
-  renderGenesisJson,
   shippedGenesisPath,
-  validatorKeyJson,
 } from '../../../../../libs/config/index.js';
-import { ed25519Address, nodeIdFromPublicKey } from '../../../../../libs/crypto/index.js';
+import { nodeIdFromPublicKey } from '../../../../../libs/crypto/index.js';
+import {
+  chainIdProblem,
+  devAccountsOf,
+  generatedGenesisText,
+  homeFiles,
+  monikerProblems,
+  nodeTomlValues,
+  validatorAddressHex,
+  writeHome,
+} from '../home-files.js';
 import { addHomeOption, CliError, type HomeOpts, homeOf, say } from '../util.js';
 
 interface InitOpts extends HomeOpts {
@@ -50,18 +44,6 @@ interface InitOpts extends HomeOpts {
   overwrite?: boolean;
   genesis?: string;
   mnemonic?: string;
-}
-
-interface FileToWrite {
-  path: string;
-  text: string;
-  mode?: number;
-}
-
-function writeAtomic(f: FileToWrite): void {
-  const tmp = `${f.path}.tmp-${process.pid}`;
-  writeFileSync(tmp, f.text, { mode: f.mode ?? 0o644 });
-  renameSync(tmp, f.path);
 }
 
 /** Keeps an existing valid key (an operator's identity is never replaced by init); else a new one. */
@@ -102,30 +84,21 @@ function runInit(nodeType: string, opts: InitOpts): void {
   if (!(NODE_MODES as readonly string[]).includes(nodeType)) {
     errors.push(`node_type: must be one of ${NODE_MODES.join(', ')}, got ${JSON.stringify(nodeType)}`);
   }
-  const chainOk = (CHAIN_IDS as readonly string[]).includes(opts.chainId);
-  if (!chainOk)
-    errors.push(`--chain-id: must be one of ${CHAIN_IDS.join(', ')}, got ${JSON.stringify(opts.chainId)}`);
+  const chainProblem = chainIdProblem(opts.chainId);
+  const chainOk = chainProblem === undefined;
+  if (chainProblem) errors.push(chainProblem);
   const chainId = opts.chainId as ChainId;
 
-  // The moniker is checked by the config.toml schema itself, so the rule is the same in both places.
   const configValues = defaultConfigTomlValues();
   configValues.moniker = opts.moniker ?? (hostname() || 'noded');
-  const monikerProblems: Parameters<typeof parseConfigToml>[1] = [];
-  parseConfigToml(`moniker = ${JSON.stringify(configValues.moniker)}\n`, monikerProblems);
-  for (const p of monikerProblems) errors.push(`--moniker: ${p.message}`);
+  errors.push(...monikerProblems(configValues.moniker));
 
   let devAccounts: DevAccount[] = [];
   let mnemonic = DEFAULT_DEV_MNEMONIC;
   if (opts.mnemonic !== undefined && chainOk && chainId !== 'chain-local') {
     errors.push(`--mnemonic: only used with --chain-id chain-local, got --chain-id ${chainId}`);
   } else if (chainOk && chainId === 'chain-local' && opts.genesis === undefined) {
-    mnemonic = normalizeMnemonic(opts.mnemonic ?? DEFAULT_DEV_MNEMONIC);
-    try {
-      devAccounts = deriveDevAccounts(mnemonic, DEV_ACCOUNT_COUNT);
-    } catch (err) {
-      if (!(err instanceof MnemonicError)) throw err;
-      errors.push(`--${err.message}`);
-    }
+    ({ mnemonic, accounts: devAccounts } = devAccountsOf(opts.mnemonic ?? DEFAULT_DEV_MNEMONIC, errors));
   } else if (opts.mnemonic !== undefined && opts.genesis !== undefined) {
     errors.push('--mnemonic: not used with --genesis (the accounts come from the genesis file)');
   }
@@ -191,56 +164,28 @@ function runInit(nodeType: string, opts: InitOpts): void {
 
   if (genesisText === undefined) {
     // chain-local without --genesis: this node is the single validator, dev accounts are funded.
-    const genesis = makeGenesis({
+    genesisText = generatedGenesisText(
       chainId,
-      validators: [
-        { publicKey: valKey.key.publicKey, power: LOCAL_VALIDATOR_POWER, name: configValues.moniker },
-      ],
-      accounts: devAccounts.map((a) => ({
-        address: a.address,
-        balance: DEV_ACCOUNT_BALANCE_BTC * BASE_UNITS_PER_BTC,
-      })),
-    });
-    genesisText = renderGenesisJson(genesis);
+      [{ publicKey: valKey.key.publicKey, power: LOCAL_VALIDATOR_POWER, name: configValues.moniker }],
+      devAccounts,
+    );
     genesisSource = 'generated: this node is the single validator';
   }
 
   const mode = nodeType as NodeMode;
-  const appValues = defaultAppTomlValues();
-  appValues.mode = mode;
-  appValues.pruning = mode === 'archive' ? 'nothing' : 'default';
-  const clientValues = defaultClientTomlValues();
-  clientValues['chain-id'] = chainId;
-
-  const files: FileToWrite[] = [
-    { path: paths.configToml, text: renderConfigToml(configValues) },
-    { path: paths.appToml, text: renderAppToml(appValues) },
-    { path: paths.clientToml, text: renderClientToml(clientValues) },
-    { path: paths.genesis, text: genesisText },
-  ];
-  if (!nodeKey.kept) files.push({ path: paths.nodeKey, text: nodeKeyJson(nodeKey.key), mode: 0o600 });
-  if (!valKey.kept)
-    files.push({ path: paths.privValidatorKey, text: validatorKeyJson(valKey.key), mode: 0o600 });
-  if (devAccounts.length > 0) {
-    const devFile = {
-      warning: 'TEST ONLY: these keys are public; never use them on mainnet or testnet',
-      mnemonic,
-      count: devAccounts.length,
-    };
-    files.push({ path: paths.devAccounts, text: `${JSON.stringify(devFile, null, 2)}\n`, mode: 0o600 });
-  }
+  const { app: appValues, client: clientValues } = nodeTomlValues(mode, chainId);
   const keepState = existsSync(paths.privValidatorState);
-  if (!keepState)
-    files.push({ path: paths.privValidatorState, text: initialValidatorStateJson(), mode: 0o600 });
-
-  try {
-    mkdirSync(paths.config, { recursive: true, mode: 0o700 });
-    mkdirSync(paths.data, { recursive: true, mode: 0o700 });
-    for (const f of files) writeAtomic(f);
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new CliError(`cannot write the home ${home}: ${e.code ?? e.message} (${e.path ?? ''})`);
-  }
+  const files = homeFiles(paths, {
+    config: configValues,
+    app: appValues,
+    client: clientValues,
+    genesisText,
+    nodeKey: nodeKey.kept ? undefined : nodeKey.key,
+    validatorKey: valKey.kept ? undefined : valKey.key,
+    devAccounts: { mnemonic, accounts: devAccounts },
+    validatorState: !keepState,
+  });
+  writeHome(paths, files);
 
   const rel = (p: string) => relative(home, p);
   say(`initialised ${mode} node "${configValues.moniker}" for ${chainId} in ${home}`);
@@ -263,8 +208,4 @@ function runInit(nodeType: string, opts: InitOpts): void {
   if (mode === 'light')
     say('\nnote: light mode is recorded, but `noded start` cannot run a light client yet');
   say(`\nnext: noded start --home ${home}`);
-}
-
-function validatorAddressHex(key: Ed25519Key): string {
-  return Buffer.from(ed25519Address(key.publicKey)).toString('hex').toUpperCase();
 }
