@@ -202,7 +202,15 @@ export class P2PHost {
     const node = await createLibp2p({
       privateKey,
       addresses: { listen: [`/${family}/${o.listen.host}/tcp/${o.listen.port}`] },
-      transports: [tcp()],
+      // On a loopback testnet (127.a.b.c per node, as on separate hosts) connections leave from
+      // the node's own address, so peers see the same remote IP a real network would show.
+      transports: [
+        tcp(
+          /^127\./.test(o.listen.host) && o.listen.host !== '127.0.0.1'
+            ? { dialOpts: { localAddress: o.listen.host } as { noDelay?: boolean } }
+            : {},
+        ),
+      ],
       connectionEncrypters: [noise()],
       streamMuxers: [
         yamux({

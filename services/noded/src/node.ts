@@ -143,7 +143,6 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     const nodeKey = loadNodeKey(paths.nodeKey);
     const cometOptions = toCometRpcOptions(config);
     const p2pAt = hostPort(config.p2p.laddr.raw);
-    const p2pOpts = config.p2p as typeof config.p2p & { handshakeTimeoutMs?: number; dialTimeoutMs?: number };
     const p2p = new P2PHost({
       nodeKey,
       nodeInfo: {
@@ -160,8 +159,8 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       unconditionalPeerIds: config.p2p.unconditionalPeerIds,
       maxInboundPeers: config.p2p.maxNumInboundPeers,
       maxOutboundPeers: config.p2p.maxNumOutboundPeers,
-      handshakeTimeoutMs: p2pOpts.handshakeTimeoutMs ?? 20_000,
-      dialTimeoutMs: p2pOpts.dialTimeoutMs ?? 3_000,
+      handshakeTimeoutMs: config.p2p.handshakeTimeoutMs,
+      dialTimeoutMs: config.p2p.dialTimeoutMs,
       logger: logger.child({ module: 'p2p' }),
     });
     const consensusNet = new ConsensusChannel(p2p, Number(genesis.consensusParams.block.maxBytes));

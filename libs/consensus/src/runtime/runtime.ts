@@ -87,6 +87,10 @@ export class ConsensusRuntime {
   private wal: Wal | null = null;
   private unsubscribe: (() => void) | null = null;
   private readonly lastCatchup = new Map<string, number>();
+  /** Block sync: the last height sent to each behind peer, and in which gossip tick. */
+  private readonly catchupSent = new Map<string, { tick: number; upTo: number }>();
+  /** The height each peer last reported in its status, and when (ms). */
+  private readonly peerHeights = new Map<string, { height: number; at: number }>();
   private gossipTick = 0;
   private latest: BlockRef | null = null;
   private earliest: BlockRef | null = null;
@@ -654,9 +658,16 @@ export class ConsensusRuntime {
       case 'vote':
         await this.process({ kind: 'vote', vote: message.vote, now });
         return;
-      case 'commit':
+      case 'commit': {
+        const before = this.engine.height;
         await this.process({ kind: 'commitCert', block: message.block, commit: message.commit, now });
+        // Block sync: while behind, ask the peer that sent this for more at once instead of at the
+        // next gossip tick, so catching up runs at execution speed.
+        if (this.engine.height > before && this.catchingUp()) {
+          this.network?.send(peer, statusMessage(this.engine));
+        }
         return;
+      }
       case 'evidence':
         try {
           await this.pool.add(message.evidence, this.chain);
@@ -665,6 +676,7 @@ export class ConsensusRuntime {
         }
         return;
       case 'status': {
+        this.peerHeights.set(peer, { height: message.height, at: this.nowMs() });
         if (message.height === this.engine.height) {
           if (this.lastCatchup.get(peer) === this.gossipTick) return;
           this.lastCatchup.set(peer, this.gossipTick);
@@ -673,10 +685,16 @@ export class ConsensusRuntime {
         }
         const top = Math.min(this.blockStore.height, this.chain.lastBlockHeight);
         if (message.height > top || message.height < this.blockStore.base) return;
-        if (this.lastCatchup.get(peer) === this.gossipTick) return;
-        this.lastCatchup.set(peer, this.gossipTick);
-        const batch = this.opts.catchupBatch ?? 8;
-        for (let h = message.height; h <= top && h < message.height + batch; h++) {
+        // A window of `catchupBatch` heights ahead of the peer is in flight: within one gossip tick
+        // only heights not sent yet go out (the peer asks again after each block it applies); at
+        // the next tick the window is sent again from the peer's height, in case some were lost.
+        const sent = this.catchupSent.get(peer);
+        let from = message.height;
+        if (sent && sent.tick === this.gossipTick) from = Math.max(from, sent.upTo + 1);
+        const to = Math.min(top, message.height + (this.opts.catchupBatch ?? 8) - 1);
+        if (from > to) return;
+        this.catchupSent.set(peer, { tick: this.gossipTick, upTo: to });
+        for (let h = from; h <= to; h++) {
           const block = await this.blockStore.loadBlock(h);
           const c = await this.blockStore.loadCommit(h);
           if (!block || !c) return;
@@ -851,8 +869,25 @@ export class ConsensusRuntime {
       earliestAppHash: this.earliest?.appHash ?? this.chain.appHash,
       earliestBlockHeight: this.earliest?.height ?? 0,
       earliestBlockTime: this.earliest?.time ?? this.chain.lastBlockTime,
-      catchingUp: false,
+      catchingUp: this.catchingUp(),
     };
+  }
+
+  /**
+   * Whether a peer heard from in the last 10 s works on a height at least two above this node's:
+   * this node is missing committed blocks and syncs them rather than taking part in consensus.
+   */
+  private nowMs(): number {
+    return Number(this.now() / 1_000_000n);
+  }
+
+  catchingUp(): boolean {
+    const since = this.nowMs() - 10_000;
+    for (const [peer, p] of this.peerHeights) {
+      if (p.at < since) this.peerHeights.delete(peer);
+      else if (p.height >= this.engine.height + 2) return true;
+    }
+    return false;
   }
 
   validatorInfo(): { address: Uint8Array; pubKey: Uint8Array; votingPower: bigint } {

@@ -1,0 +1,172 @@
+// Multi-node networks for end-to-end tests: `noded testnet` writes the homes, each node runs as its
+// own process on its own loopback IP (127.a.b.2, .3, ...) with the spec's default ports, as on N hosts.
+// The first two octets are random so that parallel runs and a developer's `make localnet` do not collide.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse, stringify } from 'smol-toml';
+import { CLI, runCli } from './harness.js';
+
+export interface NetNode {
+  index: number;
+  home: string;
+  ip: string;
+  ethUrl: string;
+  cometUrl: string;
+  proc: ChildProcess | null;
+  output: string;
+}
+
+export interface Network {
+  dir: string;
+  nodes: NetNode[];
+  start(i: number): void;
+  kill(i: number, signal?: NodeJS.Signals): Promise<void>;
+  stopAll(): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+export function randomBaseIp(): string {
+  const a = 10 + Math.floor(Math.random() * 240);
+  const b = Math.floor(Math.random() * 250);
+  return `127.${a}.${b}.2`;
+}
+
+/** `noded testnet` into a temp dir, with optional config.toml edits applied to every home. */
+export function createNetwork(opts: {
+  validators: number;
+  nonValidators?: number;
+  chainId?: string;
+  editConfig?: (doc: Record<string, Record<string, unknown>>, index: number) => void;
+}): Network {
+  const dir = mkdtempSync(join(tmpdir(), 'noded-net-'));
+  const out = join(dir, 'net');
+  const startIp = randomBaseIp();
+  const args = [
+    'testnet',
+    '--validators',
+    String(opts.validators),
+    '--non-validators',
+    String(opts.nonValidators ?? 0),
+    '--output',
+    out,
+    '--chain-id',
+    opts.chainId ?? 'chain-local',
+    '--starting-ip',
+    startIp,
+  ];
+  const r = runCli(args);
+  if (r.code !== 0) throw new Error(`noded testnet failed (${r.code}): ${r.stderr}${r.stdout}`);
+  const base = startIp.split('.').map(Number);
+  const total = opts.validators + (opts.nonValidators ?? 0);
+  const nodes: NetNode[] = [];
+  for (let i = 0; i < total; i++) {
+    const ip = `${base[0]}.${base[1]}.${base[2]}.${base[3]! + i}`;
+    const home = join(out, `node${i}`);
+    if (opts.editConfig) {
+      const file = join(home, 'config', 'config.toml');
+      const doc = parse(readFileSync(file, 'utf8')) as Record<string, Record<string, unknown>>;
+      opts.editConfig(doc, i);
+      writeFileSync(file, stringify(doc));
+    }
+    nodes.push({
+      index: i,
+      home,
+      ip,
+      ethUrl: `http://${ip}:8545`,
+      cometUrl: `http://${ip}:26657`,
+      proc: null,
+      output: '',
+    });
+  }
+  const net: Network = {
+    dir,
+    nodes,
+    start(i) {
+      const n = nodes[i]!;
+      if (n.proc && n.proc.exitCode === null && n.proc.signalCode === null)
+        throw new Error(`node${i} is running`);
+      const proc = spawn(process.execPath, [CLI, 'start', '--home', n.home], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      n.output = '';
+      const keep = (d: Buffer) => {
+        n.output = (n.output + d.toString()).slice(-200_000);
+      };
+      proc.stdout?.on('data', keep);
+      proc.stderr?.on('data', keep);
+      n.proc = proc;
+    },
+    kill(i, signal = 'SIGKILL') {
+      const n = nodes[i]!;
+      const proc = n.proc;
+      if (!proc || proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
+      return new Promise((resolve) => {
+        const hard = setTimeout(() => proc.kill('SIGKILL'), 15_000);
+        proc.once('exit', () => {
+          clearTimeout(hard);
+          resolve();
+        });
+        proc.kill(signal);
+      });
+    },
+    async stopAll() {
+      await Promise.all(nodes.map((_, i) => net.kill(i, 'SIGTERM')));
+    },
+    async cleanup() {
+      await Promise.all(nodes.map((_, i) => net.kill(i, 'SIGKILL')));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return net;
+}
+
+export async function rpc(url: string, path: string, timeoutMs = 3000): Promise<Record<string, unknown>> {
+  const res = await fetch(`${url}${path}`, { signal: AbortSignal.timeout(timeoutMs) });
+  const json = (await res.json()) as { result?: Record<string, unknown>; error?: unknown };
+  if (!json.result) throw new Error(`${path}: ${JSON.stringify(json.error)}`);
+  return json.result;
+}
+
+/** The node's latest committed height, or -1 when it does not answer. */
+export async function heightOf(n: NetNode): Promise<number> {
+  try {
+    const st = await rpc(n.cometUrl, '/status', 2000);
+    return Number((st.sync_info as Record<string, unknown>).latest_block_height);
+  } catch {
+    return -1;
+  }
+}
+
+export async function blockHashAt(n: NetNode, height: number): Promise<string> {
+  const b = await rpc(n.cometUrl, `/block?height=${height}`);
+  return String((b.block_id as Record<string, unknown>).hash);
+}
+
+export async function waitFor(
+  what: string,
+  cond: () => Promise<boolean>,
+  ms: number,
+  net?: Network,
+): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const tails = net
+    ? net.nodes.map((n) => `--- node${n.index} ---\n${n.output.slice(-2500)}`).join('\n')
+    : '';
+  throw new Error(`timed out after ${ms} ms waiting for ${what}\n${tails}`);
+}
+
+/** Waits until every listed node has committed at least `height`. */
+export async function waitHeight(net: Network, which: number[], height: number, ms: number): Promise<void> {
+  await waitFor(
+    `nodes ${which.join(',')} at height ${height}`,
+    async () => (await Promise.all(which.map((i) => heightOf(net.nodes[i]!)))).every((h) => h >= height),
+    ms,
+    net,
+  );
+}
