@@ -159,7 +159,10 @@ describe('engine: the rules of the paper', () => {
     const { d, keyOf } = setup();
     d.send((now) => ({ kind: 'start', now }));
     const block = blockFor(d.chain, keyOf(0));
-    assert.deepEqual(d.propose(signedProposal(keyOf(1), block, 0), block), []);
+    // Nothing is accepted or written; the sender is reported as a forger.
+    assert.deepEqual(d.propose(signedProposal(keyOf(1), block, 0), block), [
+      { kind: 'rejected', reason: 'proposal 1/0: invalid signature of the proposer' },
+    ]);
     assert.equal(d.state.proposals.size, 0);
   });
 

@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { validatorKeyJson } from '../../libs/config/index.js';
 import {
+  type ConsensusMessage,
+  type ConsensusNetwork,
   ConsensusRuntime,
   type ConsensusRuntimeOptions,
   isEvidenceExpired,
@@ -24,6 +26,7 @@ import {
   type NodeEvent,
   type PrepareProposalRequest,
   silentLogger,
+  type Vote,
 } from '../../libs/types/index.js';
 import { CHAIN_ID, GENESIS_TIME, MS, PARAMS, TIMEOUTS, testKey, validatorsOf } from './helpers.js';
 
@@ -384,3 +387,52 @@ function keyAt(prefix: string, height?: number): Uint8Array {
   return out;
 }
 const blockKey = (h: number) => keyAt('bs:b:', h);
+
+describe('ConsensusRuntime and its network', () => {
+  it('reports a peer that sends a forged vote or one from outside the validator set', async () => {
+    const handlers: Array<(peer: string, m: ConsensusMessage) => void> = [];
+    const reports: Array<{ peer: string; reason: string }> = [];
+    const network: ConsensusNetwork = {
+      broadcast: () => {},
+      send: () => {},
+      subscribe: (h) => {
+        handlers.push(h);
+        return () => {};
+      },
+      report: (peer, reason) => reports.push({ peer, reason }),
+    };
+    // timeout_commit of a minute: after block 1 the node waits at height 2.
+    const n = node(60_000, { network });
+    const rt = await ConsensusRuntime.create(n.opts);
+    await rt.start();
+    try {
+      await rt.waitForHeight(1, 20_000);
+      const height = rt.engineState().height;
+      const [val] = validatorsOf([key]);
+      const vote: Vote = {
+        type: 1,
+        height,
+        round: 0,
+        blockId: { hash: new Uint8Array(0), partSetHeader: { total: 0, hash: new Uint8Array(0) } },
+        timestamp: GENESIS_TIME,
+        validatorAddress: val!.address,
+        validatorIndex: 0,
+        signature: new Uint8Array(64).fill(7),
+      };
+      const deliver = async (peer: string, v: Vote) => {
+        for (const h of handlers) h(peer, { kind: 'vote', vote: v });
+        await rt.idle();
+      };
+      await deliver('forger', vote);
+      await deliver('outsider', { ...vote, validatorIndex: 3 });
+      assert.deepEqual(
+        reports.map((r) => r.peer),
+        ['forger', 'outsider'],
+      );
+      assert.match(reports[0]!.reason, /^vote \d+\/0\/1: invalid signature$/);
+      assert.match(reports[1]!.reason, /validator index 3 is out of range 0\.\.0/);
+    } finally {
+      await rt.stop();
+    }
+  });
+});

@@ -11,7 +11,12 @@ export type AddVoteResult =
   | { status: 'added' }
   | { status: 'duplicate' }
   | { status: 'conflict'; existing: Vote }
-  | { status: 'invalid'; reason: string };
+  /**
+   * `relayable`: an honest peer may pass such a vote on (it is for another round or type, or from an
+   * equivocator already counted thrice); otherwise the vote is forged or malformed and its sender
+   * misbehaves.
+   */
+  | { status: 'invalid'; reason: string; relayable?: true };
 
 /** Distinct blocks one validator may be counted for in one set (its first vote plus conflicts). */
 const MAX_BLOCKS_PER_VALIDATOR = 3;
@@ -57,6 +62,7 @@ export class VoteSet {
       return {
         status: 'invalid',
         reason: `vote ${vote.height}/${vote.round}/${vote.type} does not belong to set ${this.height}/${this.round}/${this.type}`,
+        relayable: true,
       };
     }
     const idx = vote.validatorIndex;
@@ -76,6 +82,7 @@ export class VoteSet {
       return {
         status: 'invalid',
         reason: `validator ${idx} already voted for ${MAX_BLOCKS_PER_VALIDATOR} different blocks`,
+        relayable: true,
       };
     }
     if (!trusted && !verify(val.pubKey, voteSignBytes(this.chainId, vote), vote.signature))

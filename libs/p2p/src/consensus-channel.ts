@@ -40,6 +40,11 @@ export class ConsensusChannel implements ConsensusNetwork {
     this.host.send(peer, CONSENSUS_PROTOCOL, encodeConsensusMessage(message));
   }
 
+  /** The runtime found the peer's message forged or malformed: it is disconnected. */
+  report(peer: string, reason: string): void {
+    this.host.disconnect(peer, `invalid consensus message: ${reason}`);
+  }
+
   subscribe(handler: (peer: string, message: ConsensusMessage) => void): () => void {
     this.handlers.add(handler);
     return () => this.handlers.delete(handler);

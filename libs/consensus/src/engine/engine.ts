@@ -322,9 +322,21 @@ function onProposal(ctx: Ctx, ev: Extract<EngineEvent, { kind: 'proposal' }>): v
   if (!Number.isInteger(p.round) || p.round < 0) return;
   if (!Number.isInteger(p.polRound) || p.polRound < -1 || p.polRound >= p.round) return;
   const blockId = blockIdOf(ev.block);
-  if (!blockIdEqual(blockId, p.blockId)) return;
+  if (!blockIdEqual(blockId, p.blockId)) {
+    ctx.emit({
+      kind: 'rejected',
+      reason: `proposal ${p.height}/${p.round}: the block does not hash to its block ID`,
+    });
+    return;
+  }
   const proposer = proposerOf(s, p.round);
-  if (!s.config.verify(proposer.pubKey, proposalSignBytes(s.chain.chainId, p), p.signature)) return;
+  if (!s.config.verify(proposer.pubKey, proposalSignBytes(s.chain.chainId, p), p.signature)) {
+    ctx.emit({
+      kind: 'rejected',
+      reason: `proposal ${p.height}/${p.round}: invalid signature of the proposer`,
+    });
+    return;
+  }
   ctx.wal(ev);
   acceptProposal(ctx, { proposal: p, block: ev.block, blockId, key: blockIdKey(blockId) }, false);
 }
@@ -398,6 +410,9 @@ function onVote(ctx: Ctx, ev: { vote: Vote; now: TimeNs; kind: 'vote' | 'ownVote
     }
     if (own) {
       s.pendingVotes = s.pendingVotes.filter((p) => !(p.type === v.type && p.round === v.round));
+    }
+    if (res.status === 'invalid' && !own && !res.relayable) {
+      ctx.emit({ kind: 'rejected', reason: `vote ${v.height}/${v.round}/${v.type}: ${res.reason}` });
     }
     if (res.status !== 'added') return;
     if (own && v.type === 2 && v.blockId.hash.length > 0 && s.lockedRound < v.round) {

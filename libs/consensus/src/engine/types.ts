@@ -135,7 +135,12 @@ export type EngineEffect =
   /** A validator signed two different votes for one height/round/type. */
   | { kind: 'conflictingVotes'; voteA: Vote; voteB: Vote }
   /** Publish on the node's event bus. */
-  | { kind: 'publish'; event: NodeEvent };
+  | { kind: 'publish'; event: NodeEvent }
+  /**
+   * The input failed a check no honest sender fails (a forged signature, a validator index or address
+   * not in the set, a block that does not hash to its proposal's block ID); the runtime reports the peer.
+   */
+  | { kind: 'rejected'; reason: string };
 
 export interface ProposalRecord {
   proposal: Proposal;

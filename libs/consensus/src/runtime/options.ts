@@ -19,6 +19,8 @@ export interface ConsensusNetwork {
   send(peer: string, message: ConsensusMessage): void;
   /** Registers the receiver of incoming messages; returns a function that unregisters it. */
   subscribe(handler: (peer: string, message: ConsensusMessage) => void): () => void;
+  /** A peer sent a message no honest peer sends (forged signature, ...); the network may drop it. */
+  report?(peer: string, reason: string): void;
 }
 
 /** Timers; the default uses setTimeout, the simulator a virtual clock. */

@@ -87,6 +87,8 @@ export class ConsensusRuntime {
   private wal: Wal | null = null;
   private unsubscribe: (() => void) | null = null;
   private readonly lastCatchup = new Map<string, number>();
+  /** The peer whose message is being processed (engine rejections are reported against it). */
+  private sender: string | null = null;
   /** Block sync: the last height sent to each behind peer, and in which gossip tick. */
   private readonly catchupSent = new Map<string, { tick: number; upTo: number }>();
   /** The height each peer last reported in its status, and when (ms). */
@@ -375,7 +377,12 @@ export class ConsensusRuntime {
         await input.fn();
         return;
       case 'net':
-        await this.onNetMessage(input.peer, input.message);
+        this.sender = input.peer;
+        try {
+          await this.onNetMessage(input.peer, input.message);
+        } finally {
+          this.sender = null;
+        }
         return;
     }
   }
@@ -405,6 +412,15 @@ export class ConsensusRuntime {
         return undefined;
       case 'publish':
         if (!replay) this.opts.bus.publish(eff.event);
+        return undefined;
+      case 'rejected':
+        if (!replay && this.sender !== null) {
+          this.logger.info(
+            { peer: this.sender, reason: eff.reason },
+            'invalid consensus message from a peer',
+          );
+          this.network?.report?.(this.sender, eff.reason);
+        }
         return undefined;
       case 'scheduleTimeout': {
         if (replay || this.stopped) return undefined;
