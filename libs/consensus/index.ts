@@ -66,6 +66,8 @@ export { isEvidenceExpired, makeDuplicateVoteEvidence, verifyDuplicateVoteEviden
 export { type DurableFs, NodeFs } from './src/fs.js';
 // Deterministic hashes of blocks and their parts (documented in docs/consensus.md).
 export {
+  BLOCK_PART_SIZE,
+  blockBytes,
   blockIdOf,
   blockSize,
   commitHash,

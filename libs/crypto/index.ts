@@ -13,7 +13,7 @@ export {
 } from './src/ed25519.js';
 export { keccak256, sha256 } from './src/hash.js';
 // The RFC 6962 Merkle tree of CometBFT (header data_hash, transaction proofs).
-export { merkleProof, merkleRoot } from './src/merkle.js';
+export { merkleAuntsAll, merkleProof, merkleRoot, merkleRootFromProof } from './src/merkle.js';
 // Which implementations are native here (both are on linux-x64, from the packages' prebuilt binaries).
 export { nativeBackends } from './src/native.js';
 // secp256k1 for Ethereum accounts.

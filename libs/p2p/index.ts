@@ -1,7 +1,7 @@
 // libs/p2p: the peer-to-peer layer on :26656 (libp2p: TCP, noise, yamux) with CometBFT's peer model.
 
 // The consensus runtime's network port over the host.
-export { CONSENSUS_PROTOCOL, ConsensusChannel } from './src/consensus-channel.js';
+export { CONSENSUS_PROTOCOL, ConsensusChannel, consensusFrames } from './src/consensus-channel.js';
 export { P2PError, type P2PErrorCode } from './src/errors.js';
 // Frames of a channel stream, with their size limit.
 export { FrameReader, frame } from './src/frames.js';

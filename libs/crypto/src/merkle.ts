@@ -53,3 +53,39 @@ export function merkleProof(
   const left = merkleRoot(items.slice(0, k));
   return { root: innerHash(left, right.root), leaf: right.leaf, aunts: [...right.aunts, left] };
 }
+
+/** The aunts of every item of merkleRoot(items) at once (items.length >= 1), in O(n log n). */
+export function merkleAuntsAll(items: Uint8Array[]): { root: Uint8Array; aunts: Uint8Array[][] } {
+  if (items.length === 1) return { root: leafHash(items[0]!), aunts: [[]] };
+  const k = splitPoint(items.length);
+  const left = merkleAuntsAll(items.slice(0, k));
+  const right = merkleAuntsAll(items.slice(k));
+  return {
+    root: innerHash(left.root, right.root),
+    aunts: [...left.aunts.map((a) => [...a, right.root]), ...right.aunts.map((a) => [...a, left.root])],
+  };
+}
+
+/** The root implied by `item` at `index` of `total` items with these aunts (CometBFT's proof check). */
+export function merkleRootFromProof(
+  item: Uint8Array,
+  index: number,
+  total: number,
+  aunts: Uint8Array[],
+): Uint8Array | undefined {
+  const fromAunts = (leaf: Uint8Array, i: number, n: number, rest: Uint8Array[]): Uint8Array | undefined => {
+    if (i < 0 || i >= n) return undefined;
+    if (n === 1) return rest.length === 0 ? leaf : undefined;
+    if (rest.length === 0) return undefined;
+    const k = splitPoint(n);
+    const last = rest[rest.length - 1]!;
+    const inner = rest.slice(0, -1);
+    if (i < k) {
+      const l = fromAunts(leaf, i, k, inner);
+      return l && innerHash(l, last);
+    }
+    const r = fromAunts(leaf, i - k, n - k, inner);
+    return r && innerHash(last, r);
+  };
+  return fromAunts(leafHash(item), index, total, aunts);
+}

@@ -1,43 +1,177 @@
-// The consensus channel: the runtime's ConsensusNetwork port over the P2P host. Messages travel in
-// the consensus library's wire envelope; a peer whose bytes do not decode is disconnected and
+// The consensus channel: the runtime's ConsensusNetwork port over the P2P host.
+//
+// Frames start with a type byte. Votes, statuses and evidence travel whole (type 0, the consensus
+// library's wire envelope). A message that carries a block (a proposal, or a committed block for a
+// peer catching up) travels as a head (type 1: the proposal or the commit, whose block ID holds the
+// part set header) followed by the block's 64 KiB parts (type 2), each with its merkle proof against
+// that header, as CometBFT gossips block parts; so a 21 MB block is never one message. A receiver
+// checks every part against the head's part set hash before keeping it, rebuilds the block when the
+// set is complete and hands the whole message to the engine, which checks that the block is the one
+// the head names. A peer whose bytes do not decode, or whose part does not prove, is disconnected and
 // nothing it sent reaches the engine.
 import {
+  BLOCK_PART_SIZE,
+  blockBytes,
   type ConsensusMessage,
   type ConsensusNetwork,
+  decodeBlock,
+  decodeCommit,
   decodeConsensusMessage,
+  decodeProposal,
+  encodeCommit,
   encodeConsensusMessage,
+  encodeProposal,
 } from '../../consensus/index.js';
+import { merkleAuntsAll, merkleRootFromProof } from '../../crypto/index.js';
+import type { Block, Commit, PartSetHeader, Proposal } from '../../types/index.js';
+import { P2PError } from './errors.js';
 import type { P2PHost } from './host.js';
 
 export const CONSENSUS_PROTOCOL = '/noded/consensus/1';
-/** Room for the envelope and the proposal around a block of consensus_params.block.max_bytes. */
-const ENVELOPE_SLACK = 1024 * 1024;
+
+const WHOLE = 0;
+const HEAD = 1;
+const PART = 2;
+const HEAD_PROPOSAL = 0;
+const HEAD_COMMIT = 1;
+/** Block sets being reassembled per peer; the oldest is dropped beyond this. */
+const MAX_PARTIAL_PER_PEER = 2;
+/** Room for a part's proof (aunts) and its fields around BLOCK_PART_SIZE bytes. */
+const PART_SLACK = 64 * 1024;
+/** A proposal or commit head (without its block) is small; anything larger is refused. */
+const MAX_HEAD_BYTES = 1024 * 1024;
+
+interface Split {
+  parts: Uint8Array[];
+  aunts: Uint8Array[][];
+}
+
+/** Block parts and proofs are computed once per block object, however many peers it goes to. */
+const splits = new WeakMap<Block, Split>();
+
+function splitBlock(block: Block): Split {
+  let s = splits.get(block);
+  if (!s) {
+    const bytes = blockBytes(block);
+    const parts: Uint8Array[] = [];
+    for (let o = 0; o < bytes.length || parts.length === 0; o += BLOCK_PART_SIZE) {
+      parts.push(bytes.subarray(o, o + BLOCK_PART_SIZE));
+    }
+    s = { parts, aunts: merkleAuntsAll(parts).aunts };
+    splits.set(block, s);
+  }
+  return s;
+}
+
+const fail = (why: string): never => {
+  throw new P2PError('INVALID_MESSAGE', `consensus channel: ${why}`);
+};
+
+function u32(view: DataView, at: number, what: string): number {
+  if (at + 4 > view.byteLength) fail(`truncated ${what}`);
+  return view.getUint32(at);
+}
+
+// Head: [1][kind u8][key: height u32, round u32][encoded proposal or commit]
+function encodeHead(kind: number, body: Uint8Array): Uint8Array {
+  const out = new Uint8Array(2 + body.length);
+  out[0] = HEAD;
+  out[1] = kind;
+  out.set(body, 2);
+  return out;
+}
+
+// Part: [2][kind u8][index u32][total u32][height u32][round u32][psh hash 32][n aunts u8]
+//       [aunts 32 each][part bytes]
+const PART_FIXED = 1 + 1 + 4 * 4 + 32 + 1;
+
+function encodePart(
+  kind: number,
+  height: number,
+  round: number,
+  psh: PartSetHeader,
+  index: number,
+  part: Uint8Array,
+  aunts: Uint8Array[],
+): Uint8Array {
+  const out = new Uint8Array(PART_FIXED + aunts.length * 32 + part.length);
+  const view = new DataView(out.buffer);
+  out[0] = PART;
+  out[1] = kind;
+  view.setUint32(2, index);
+  view.setUint32(6, psh.total);
+  view.setUint32(10, height);
+  view.setUint32(14, round);
+  out.set(psh.hash, 18);
+  out[50] = aunts.length;
+  let at = PART_FIXED;
+  for (const a of aunts) {
+    out.set(a, at);
+    at += 32;
+  }
+  out.set(part, at);
+  return out;
+}
+
+interface Partial {
+  kind: number;
+  head: Proposal | Commit;
+  total: number;
+  parts: Array<Uint8Array | undefined>;
+  have: number;
+}
+
+const keyOf = (kind: number, height: number, round: number, hash: Uint8Array) =>
+  `${kind}:${height}:${round}:${Buffer.from(hash).toString('hex')}`;
+
+/** The frames of one message on the consensus channel: whole, or a head and the block's parts. */
+export function consensusFrames(m: ConsensusMessage): Uint8Array[] {
+  if (m.kind !== 'proposal' && m.kind !== 'commit') {
+    const body = encodeConsensusMessage(m);
+    const out = new Uint8Array(1 + body.length);
+    out[0] = WHOLE;
+    out.set(body, 1);
+    return [out];
+  }
+  const kind = m.kind === 'proposal' ? HEAD_PROPOSAL : HEAD_COMMIT;
+  const id = m.kind === 'proposal' ? m.proposal.blockId : m.commit.blockId;
+  const height = m.kind === 'proposal' ? m.proposal.height : m.commit.height;
+  const round = m.kind === 'proposal' ? m.proposal.round : m.commit.round;
+  const head = encodeHead(kind, m.kind === 'proposal' ? encodeProposal(m.proposal) : encodeCommit(m.commit));
+  const split = splitBlock(m.block);
+  const frames = [head];
+  split.parts.forEach((part, i) => {
+    frames.push(encodePart(kind, height, round, id.partSetHeader, i, part, split.aunts[i]!));
+  });
+  return frames;
+}
 
 export class ConsensusChannel implements ConsensusNetwork {
   private readonly handlers = new Set<(peer: string, message: ConsensusMessage) => void>();
+  private readonly partial = new Map<string, Map<string, Partial>>();
+  private readonly maxParts: number;
 
   constructor(
     private readonly host: P2PHost,
     maxBlockBytes: number,
   ) {
+    this.maxParts = Math.ceil(maxBlockBytes / BLOCK_PART_SIZE) + 1;
     host.register({
       protocol: CONSENSUS_PROTOCOL,
-      maxMessageBytes: maxBlockBytes + ENVELOPE_SLACK,
-      onMessage: (peer, payload) => {
-        // A decoding error propagates: the host disconnects the peer with it as the reason.
-        const message = decodeConsensusMessage(payload);
-        for (const h of this.handlers) h(peer, message);
-      },
+      maxMessageBytes: Math.max(MAX_HEAD_BYTES, BLOCK_PART_SIZE + PART_SLACK),
+      // An error thrown here disconnects the peer with it as the reason.
+      onMessage: (peer, payload) => this.receive(peer, payload),
     });
+    host.onPeer({ up: () => {}, down: (peer) => this.partial.delete(peer) });
   }
 
   broadcast(message: ConsensusMessage): void {
     if (this.host.peerCount === 0) return;
-    this.host.broadcast(CONSENSUS_PROTOCOL, encodeConsensusMessage(message));
+    for (const frame of consensusFrames(message)) this.host.broadcast(CONSENSUS_PROTOCOL, frame);
   }
 
   send(peer: string, message: ConsensusMessage): void {
-    this.host.send(peer, CONSENSUS_PROTOCOL, encodeConsensusMessage(message));
+    for (const frame of consensusFrames(message)) this.host.send(peer, CONSENSUS_PROTOCOL, frame);
   }
 
   /** The runtime found the peer's message forged or malformed: it is disconnected. */
@@ -48,5 +182,112 @@ export class ConsensusChannel implements ConsensusNetwork {
   subscribe(handler: (peer: string, message: ConsensusMessage) => void): () => void {
     this.handlers.add(handler);
     return () => this.handlers.delete(handler);
+  }
+
+  /** Messages being reassembled from a peer (for tests and diagnostics). */
+  partialCount(peer: string): number {
+    return this.partial.get(peer)?.size ?? 0;
+  }
+
+  private deliver(peer: string, message: ConsensusMessage): void {
+    for (const h of this.handlers) h(peer, message);
+  }
+
+  private receive(peer: string, payload: Uint8Array): void {
+    if (payload.length === 0) fail('empty frame');
+    const type = payload[0];
+    if (type === WHOLE) {
+      const m = decodeConsensusMessage(payload.subarray(1));
+      if (m.kind === 'proposal' || m.kind === 'commit')
+        fail(`a ${m.kind} must come as a head and block parts`);
+      this.deliver(peer, m);
+      return;
+    }
+    if (type === HEAD) return this.receiveHead(peer, payload);
+    if (type === PART) return this.receivePart(peer, payload);
+    fail(`unknown frame type ${type}`);
+  }
+
+  private receiveHead(peer: string, payload: Uint8Array): void {
+    if (payload.length < 2) fail('truncated head');
+    const kind = payload[1];
+    const body = payload.subarray(2);
+    let head: Proposal | Commit;
+    let height: number;
+    let round: number;
+    let psh: PartSetHeader;
+    if (kind === HEAD_PROPOSAL) {
+      const p = decodeProposal(body);
+      head = p;
+      ({ height, round } = p);
+      psh = p.blockId.partSetHeader;
+    } else if (kind === HEAD_COMMIT) {
+      const c = decodeCommit(body);
+      head = c;
+      ({ height, round } = c);
+      psh = c.blockId.partSetHeader;
+    } else {
+      return fail(`unknown head kind ${kind}`);
+    }
+    if (!Number.isSafeInteger(height) || height < 0 || height > 0xffffffff) fail(`head height ${height}`);
+    if (!Number.isSafeInteger(round) || round < 0 || round > 0xffffffff) fail(`head round ${round}`);
+    if (psh.total < 1 || psh.total > this.maxParts) {
+      fail(`part set of ${psh.total} parts, outside 1..${this.maxParts} (block max_bytes)`);
+    }
+    if (psh.hash.length !== 32) fail(`part set hash of ${psh.hash.length} bytes`);
+    let mine = this.partial.get(peer);
+    if (!mine) {
+      mine = new Map();
+      this.partial.set(peer, mine);
+    }
+    const key = keyOf(kind, height, round, psh.hash);
+    if (mine.has(key)) return;
+    if (mine.size >= MAX_PARTIAL_PER_PEER) mine.delete(mine.keys().next().value!);
+    mine.set(key, { kind, head, total: psh.total, parts: new Array(psh.total), have: 0 });
+  }
+
+  private receivePart(peer: string, payload: Uint8Array): void {
+    if (payload.length < PART_FIXED) fail('truncated block part');
+    const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+    const kind = payload[1]!;
+    const index = u32(view, 2, 'part index');
+    const total = u32(view, 6, 'part total');
+    const height = u32(view, 10, 'part height');
+    const round = u32(view, 14, 'part round');
+    const hash = payload.subarray(18, 50);
+    const nAunts = payload[50]!;
+    const partAt = PART_FIXED + nAunts * 32;
+    if (partAt > payload.length) fail('truncated part proof');
+    const bytes = payload.subarray(partAt);
+    if (bytes.length === 0 || bytes.length > BLOCK_PART_SIZE) fail(`block part of ${bytes.length} bytes`);
+    const p = this.partial.get(peer)?.get(keyOf(kind, height, round, hash));
+    // A part of a set this node no longer tracks (dropped as the oldest) is ignored.
+    if (!p) return;
+    if (total !== p.total || index >= total)
+      fail(`part ${index} of ${total}, but the head says ${p.total} parts`);
+    if (p.parts[index]) return;
+    const aunts: Uint8Array[] = [];
+    for (let i = 0; i < nAunts; i++)
+      aunts.push(payload.subarray(PART_FIXED + i * 32, PART_FIXED + (i + 1) * 32));
+    const root = merkleRootFromProof(bytes, index, total, aunts);
+    if (!root || Buffer.compare(root, hash) !== 0) {
+      fail(`block part ${index} of ${total} at height ${height} does not prove against its part set hash`);
+    }
+    p.parts[index] = bytes.slice();
+    p.have++;
+    if (p.have < p.total) return;
+    this.partial.get(peer)!.delete(keyOf(kind, height, round, hash));
+    let size = 0;
+    for (const part of p.parts) size += part!.length;
+    const whole = new Uint8Array(size);
+    let at = 0;
+    for (const part of p.parts) {
+      whole.set(part!, at);
+      at += part!.length;
+    }
+    const block = decodeBlock(whole);
+    if (p.kind === HEAD_PROPOSAL)
+      this.deliver(peer, { kind: 'proposal', proposal: p.head as Proposal, block });
+    else this.deliver(peer, { kind: 'commit', block, commit: p.head as Commit });
   }
 }

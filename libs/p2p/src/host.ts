@@ -92,6 +92,15 @@ class Peer {
   }
 }
 
+/**
+ * A stream chunk as a plain Uint8Array view (libp2p hands Buffers or Uint8ArrayLists), so decoded
+ * messages hold the same byte type as everything else in the node.
+ */
+function plainBytes(data: Uint8Array | { subarray(): Uint8Array }): Uint8Array {
+  const b = data instanceof Uint8Array ? data : data.subarray();
+  return Buffer.isBuffer(b) ? new Uint8Array(b.buffer, b.byteOffset, b.byteLength) : b;
+}
+
 /** Host and port of a TCP multiaddr ("/ip4/1.2.3.4/tcp/26656"). */
 function hostPortOf(ma: { getComponents(): Array<{ name: string; value?: string }> }): {
   host: string;
@@ -131,7 +140,7 @@ function readFrames(
     };
     const onMessage = (ev: { data: Uint8Array | { subarray(): Uint8Array } }) => {
       try {
-        got.push(...reader.push(ev.data instanceof Uint8Array ? ev.data : ev.data.subarray()));
+        got.push(...reader.push(plainBytes(ev.data)));
         if (got.length >= count) done(null);
       } catch (err) {
         done(err as Error);
@@ -580,7 +589,7 @@ export class P2PHost {
       }
     };
     stream.addEventListener('message', (ev) => {
-      const data = ev.data instanceof Uint8Array ? ev.data : ev.data.subarray();
+      const data = plainBytes(ev.data);
       if (peer) deliver(data);
       else early.push(data);
     });
