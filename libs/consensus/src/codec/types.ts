@@ -129,7 +129,9 @@ export function decodeHeader(bytes: Uint8Array): Header {
   const v = readFields(bytesOf(f, 1));
   return {
     version: { block: numberOf(v, 1), app: numberOf(v, 2) },
-    chainId: new TextDecoder().decode(bytesOf(f, 2)),
+    // ignoreBOM: a chain id that starts with U+FEFF keeps it (the default decoder drops it, and the
+    // header would then re-encode, and hash, differently from the bytes received).
+    chainId: new TextDecoder('utf-8', { ignoreBOM: true }).decode(bytesOf(f, 2)),
     height: numberOf(f, 3),
     time: decodeTimestamp(bytesOf(f, 4)),
     lastBlockId: decodeBlockId(bytesOf(f, 5)),
