@@ -80,6 +80,42 @@ export {
   txsHash,
   validatorsHash,
 } from './src/hash.js';
+// The light client: verification rules (CometBFT's light/verifier.go), light block encodings, its
+// store of verified headers and its follow loop (docs/light-client.md).
+export {
+  type FetchedLightBlock,
+  isFaultyLightBlock,
+  LightClient,
+  type LightClientOptions,
+  type LightProvider,
+  type RoundResult,
+  type TrustRoot,
+} from './src/light/client.js';
+export {
+  decodeLightBlock,
+  decodeValidatorSet,
+  encodeLightBlock,
+  encodeValidatorSet,
+  MAX_LIGHT_VALIDATORS,
+} from './src/light/codec.js';
+export { LightStore } from './src/light/store.js';
+export {
+  checkLightBlock,
+  DEFAULT_MAX_CLOCK_DRIFT_NS,
+  DEFAULT_TRUST_LEVEL,
+  headerExpired,
+  type LightBlock,
+  LightClientError,
+  type LightErrorCode,
+  type SignedHeader,
+  type TrustOptions,
+  verifyAdjacent,
+  verifyBackwards,
+  verifyLightBlock,
+  verifyNonAdjacent,
+  verifySkipping,
+  verifyTrustRoot,
+} from './src/light/verify.js';
 // Double-sign guard with CometBFT's priv_validator_state.json.
 export { FilePV, type LastSignState, lastSignStateJson, parseLastSignState } from './src/privval.js';
 // Runtime options and the ports it drives (network, scheduler).
