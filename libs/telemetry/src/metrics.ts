@@ -28,6 +28,15 @@ function linear(start: number, width: number, count: number): number[] {
 const GO_DEFAULT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const METHOD_LIMIT = 256;
 
+/** Bytes a peer sent and received on one channel since it connected (the P2P host's counts). */
+export interface PeerTraffic {
+  peer: string;
+  /** The channel's protocol ID ("/noded/consensus/1"), used as CometBFT's chID label. */
+  channel: string;
+  sent: number;
+  received: number;
+}
+
 export class NodeMetrics {
   readonly registry = new Registry();
   private readonly label: { chain_id: string };
@@ -50,6 +59,10 @@ export class NodeMetrics {
   private readonly mempoolSize: Gauge<'chain_id'>;
   private readonly mempoolFailedTxs: Counter<'chain_id'>;
   private readonly peers: Gauge<'chain_id'>;
+  private readonly peerReceiveBytes: Counter<'chain_id' | 'peer_id' | 'chID'>;
+  private readonly peerSendBytes: Counter<'chain_id' | 'peer_id' | 'chID'>;
+  /** Each connected peer's counts per channel at the last recordPeerTraffic (keyed peer + channel). */
+  private lastTraffic = new Map<string, PeerTraffic>();
   private readonly blockProcessing: Histogram<'chain_id'>;
   // noded
   private readonly rpcRequests: Counter<'method' | 'outcome'>;
@@ -98,6 +111,18 @@ export class NodeMetrics {
       registers,
     });
     this.peers = gauge('p2p_peers', 'Number of peers.');
+    const peerCounter = (name: string, help: string) =>
+      new Counter({
+        name: `${ns}_${name}`,
+        help,
+        labelNames: ['chain_id', 'peer_id', 'chID'] as const,
+        registers,
+      });
+    this.peerReceiveBytes = peerCounter(
+      'p2p_peer_receive_bytes_total',
+      'Number of bytes received from a given peer.',
+    );
+    this.peerSendBytes = peerCounter('p2p_peer_send_bytes_total', 'Number of bytes sent to a given peer.');
     this.blockProcessing = new Histogram({
       name: `${ns}_state_block_processing_time`,
       help: 'Time spent processing FinalizeBlock',
@@ -175,6 +200,27 @@ export class NodeMetrics {
 
   setPeers(n: number): void {
     this.peers.set(this.label, n);
+  }
+
+  /**
+   * Adds each peer's traffic since the previous call, from cumulative counts per peer and channel.
+   * The counts restart at zero when a peer reconnects: a peer missing from a sample is forgotten, and
+   * a count below the last one is taken as a new connection whose whole count is new.
+   */
+  recordPeerTraffic(samples: readonly PeerTraffic[]): void {
+    const next = new Map<string, PeerTraffic>();
+    for (const t of samples) {
+      const key = `${t.peer} ${t.channel}`;
+      const last = this.lastTraffic.get(key);
+      const reset = !last || t.sent < last.sent || t.received < last.received;
+      const labels = { ...this.label, peer_id: t.peer, chID: t.channel };
+      const sent = reset ? t.sent : t.sent - last.sent;
+      const received = reset ? t.received : t.received - last.received;
+      if (sent > 0) this.peerSendBytes.inc(labels, sent);
+      if (received > 0) this.peerReceiveBytes.inc(labels, received);
+      next.set(key, { ...t });
+    }
+    this.lastTraffic = next;
   }
 
   /** FinalizeBlock duration in milliseconds (state_block_processing_time). */

@@ -240,6 +240,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     const sampleGauges = () => {
       metrics.setMempoolSize(reader.mempoolSize());
       metrics.setPeers(reader.peers().length);
+      metrics.recordPeerTraffic(p2p.traffic());
     };
     sampleGauges();
     const mempoolGauge = setInterval(sampleGauges, 1000);
