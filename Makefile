@@ -1,7 +1,8 @@
 # Thin wrappers over npm scripts; see README.md.
 HOME_DIR ?= $(or $(NODED_HOME),$(HOME)/.noded)
+LOCALNET_DIR ?= ./.localnet
 
-.PHONY: setup build test lint typecheck local sim bench clean
+.PHONY: setup build test lint typecheck local localnet sim bench clean
 
 setup:
 	npm ci
@@ -27,6 +28,12 @@ typecheck:
 local: setup build
 	@test -f "$(HOME_DIR)/config/genesis.json" || node bin/noded.js init full --chain-id chain-local --home "$(HOME_DIR)"
 	node bin/noded.js start --home "$(HOME_DIR)"
+
+# Builds, writes a 4-validator testnet (127.0.0.2-5) into LOCALNET_DIR if it has no node0, then runs
+# its nodes with their output prefixed "[nodeN]"; Ctrl-C stops them all. docs/cli.md, docs/p2p.md.
+localnet: build
+	@test -d "$(LOCALNET_DIR)/node0" || node bin/noded.js testnet --validators 4 --output "$(LOCALNET_DIR)" --starting-ip 127.0.0.2 --overwrite
+	bash scripts/localnet.sh "$(LOCALNET_DIR)"
 
 sim: build
 	npm run sim -- --seeds 300
