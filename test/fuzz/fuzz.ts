@@ -24,6 +24,8 @@ export function params(weight = 1): fc.Parameters<unknown> {
   return {
     seed: FUZZ_SEED,
     numRuns: Math.max(1, Math.round(FUZZ_RUNS / weight)),
+    // The failing assertion or exception goes into the report node:test prints (not only as a cause).
+    includeErrorInReport: true,
     // Replays one counterexample: NODED_FUZZ_PATH is the "path" fast-check printed with the seed.
     ...(process.env.NODED_FUZZ_PATH ? { path: process.env.NODED_FUZZ_PATH, endOnFailure: true } : {}),
   };
@@ -139,11 +141,16 @@ export function applyMutation(input: Uint8Array, m: Mutation): Uint8Array {
   }
 }
 
+/** One to four random edits, for bytes that are only known later (applyMutations). */
+export const mutations: fc.Arbitrary<Mutation[]> = fc.array(mutationArb, { minLength: 1, maxLength: 4 });
+
+export function applyMutations(bytes: Uint8Array, ms: Mutation[]): Uint8Array {
+  return ms.reduce(applyMutation, bytes);
+}
+
 /** Valid encodings from `valid`, each damaged by one to four random edits. */
 export function mutated(valid: fc.Arbitrary<Uint8Array>): fc.Arbitrary<Uint8Array> {
-  return fc
-    .tuple(valid, fc.array(mutationArb, { minLength: 1, maxLength: 4 }))
-    .map(([bytes, ms]) => ms.reduce(applyMutation, bytes));
+  return fc.tuple(valid, mutations).map(([bytes, ms]) => applyMutations(bytes, ms));
 }
 
 /** Arbitrary bytes, valid encodings, and damaged valid encodings, in one arbitrary. */

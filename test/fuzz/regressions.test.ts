@@ -2,8 +2,10 @@
 // that each bug stays fixed whatever the seed.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { decodeBlock, encodeBlock } from '../../libs/consensus/index.js';
-import type { Block, BlockId } from '../../libs/types/index.js';
+import { crc32 } from 'node:zlib';
+import { decodeBlock, encodeBlock, parseWal, Wal } from '../../libs/consensus/index.js';
+import { MemFs } from '../../libs/consensus/src/sim/memfs.js';
+import { type Block, type BlockId, silentLogger } from '../../libs/types/index.js';
 
 const EMPTY = new Uint8Array(0);
 const nilId = (): BlockId => ({ hash: EMPTY, partSetHeader: { total: 0, hash: EMPTY } });
@@ -39,4 +41,44 @@ describe('fuzz regressions: consensus codec', () => {
     const c = blockWithChainId('\uFEFFchain-local');
     assert.equal(decodeBlock(encodeBlock(c)).header.chainId, '\uFEFFchain-local');
   });
+});
+
+/** A WAL record with a valid CRC: crc32 (BE) | length (BE) | payload. */
+function walRecord(text: string): Uint8Array {
+  const payload = new TextEncoder().encode(text);
+  const out = new Uint8Array(8 + payload.length);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, crc32(payload) >>> 0);
+  view.setUint32(4, payload.length);
+  out.set(payload, 8);
+  return out;
+}
+
+describe('fuzz regressions: consensus WAL', () => {
+  const cases: Array<[string, RegExp]> = [
+    ['null', /record null is not an object/],
+    ['[]', /record \[\] is not an object/],
+    ['7', /record 7 is not an object/],
+    ['{}', /entry height undefined is not a non-negative integer/],
+    ['{"end":"5"}', /end marker height "5" is not a non-negative integer/],
+    ['{"h":-1,"e":{"kind":"txsAvailable"}}', /entry height -1 is not/],
+    ['{"h":1,"e":null}', /entry null has no kind/],
+    ['{"h":1,"e":{"now":{"$n":"1"}}}', /has no kind/],
+  ];
+  for (const [payload, why] of cases) {
+    it(`a record with a valid CRC around ${payload} is a corrupt tail, not a crash at replay`, async () => {
+      const good = walRecord('{"end":3}');
+      const bytes = Buffer.concat([good, walRecord(payload)]);
+      const parsed = parseWal(bytes);
+      assert.equal(parsed.goodLength, good.length);
+      assert.match(parsed.error ?? '', why);
+      const fs = new MemFs();
+      fs.corrupt('/wal-dir/wal', bytes);
+      const wal = await Wal.open(fs, '/wal-dir', silentLogger);
+      assert.deepStrictEqual(wal.entriesFor(4), []);
+      assert.equal(wal.lastEndHeight(), 3);
+      assert.equal((await fs.readFile('/wal-dir/wal'))?.length, good.length);
+      assert.ok((await fs.list('/wal-dir')).includes('wal.corrupted-0'));
+    });
+  }
 });

@@ -9,7 +9,7 @@
 // Past a size limit the file is rotated to `wal.1` at an end marker (only the current height matters).
 import { crc32 } from 'node:zlib';
 import type { Logger } from '../../types/index.js';
-import { decodeTagged, encodeTagged } from './codec/json.js';
+import { decodeTagged, encodeTagged, toTaggedJson } from './codec/json.js';
 import { decodeVote, encodeVote } from './codec/types.js';
 import type { WalEntry } from './engine/types.js';
 import { ConsensusError } from './errors.js';
@@ -44,13 +44,45 @@ function encodePayload(p: Payload): Uint8Array {
   return encodeTagged(p);
 }
 
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A value quoted in a message, cut short (a record can be large). */
+function show(v: unknown): string {
+  const text = toTaggedJson(v) ?? String(v);
+  return text.length > 80 ? `${text.slice(0, 80)}...` : text;
+}
+
+function walHeight(what: string, v: unknown): number {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
+    throw new ConsensusError('WAL', `${what} ${show(v)} is not a non-negative integer`);
+  return v;
+}
+
+/**
+ * A JSON record is only replayed when it has the shape of one: {"end":<height>}, or {"h":<height>,
+ * "e":{"kind":<string>,...}}. Anything else with a valid CRC (a foreign or hand-edited file) is a
+ * corrupt record, cut off like a torn one, instead of crashing replay.
+ */
+function checkPayload(p: unknown): Payload {
+  if (!isRecord(p)) throw new ConsensusError('WAL', `record ${show(p)} is not an object`);
+  if ('end' in p) {
+    walHeight('end marker height', p.end);
+    return p as Payload;
+  }
+  walHeight('entry height', p.h);
+  if (!isRecord(p.e) || typeof p.e.kind !== 'string')
+    throw new ConsensusError('WAL', `entry ${show(p.e)} has no kind`);
+  return p as Payload;
+}
+
 function decodePayload(bytes: Uint8Array): Payload {
-  if (bytes[0] !== VOTE_PAYLOAD) return decodeTagged<Payload>(bytes);
+  if (bytes[0] !== VOTE_PAYLOAD) return checkPayload(decodeTagged<unknown>(bytes));
   if (bytes.length < 18) throw new ConsensusError('WAL', `vote record of ${bytes.length} bytes is too short`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const kind = bytes[1] === 0 ? 'vote' : 'ownVote';
   return {
-    h: Number(view.getBigUint64(2)),
+    h: walHeight('vote record height', Number(view.getBigUint64(2))),
     e: { kind, vote: decodeVote(bytes.subarray(18)), now: view.getBigInt64(10) },
   };
 }
