@@ -47,21 +47,24 @@ export async function checkAsync<Ts extends [unknown, ...unknown[]]>(
 // biome-ignore lint/suspicious/noExplicitAny: error classes of any constructor shape
 type ErrorClass = abstract new (...args: any[]) => Error;
 
-/** The error `fn` throws, if any, after checking that it is one of `allowed` (anything else fails). */
-export function onlyThrows<T>(fn: () => T, ...allowed: ErrorClass[]): T | Error {
+/** What a call under test did: returned a value, or threw one of the documented errors. */
+export type Outcome<T> = { ok: true; value: T } | { ok: false; error: Error };
+
+/** Calls `fn`; an exception that is not one of `allowed` fails the property (anything else is a bug). */
+export function onlyThrows<T>(fn: () => T, ...allowed: ErrorClass[]): Outcome<T> {
   try {
-    return fn();
+    return { ok: true, value: fn() };
   } catch (err) {
-    return expectAllowed(err, allowed);
+    return { ok: false, error: expectAllowed(err, allowed) };
   }
 }
 
 /** Async form of onlyThrows. */
-export async function onlyRejects<T>(fn: () => Promise<T>, ...allowed: ErrorClass[]): Promise<T | Error> {
+export async function onlyRejects<T>(fn: () => Promise<T>, ...allowed: ErrorClass[]): Promise<Outcome<T>> {
   try {
-    return await fn();
+    return { ok: true, value: await fn() };
   } catch (err) {
-    return expectAllowed(err, allowed);
+    return { ok: false, error: expectAllowed(err, allowed) };
   }
 }
 
