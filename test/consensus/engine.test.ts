@@ -166,6 +166,33 @@ describe('engine: the rules of the paper', () => {
     assert.equal(d.state.proposals.size, 0);
   });
 
+  it('decides on a valid commit certificate and reports a forged one without deciding', () => {
+    const { d, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const block = blockFor(d.chain, keyOf(0));
+    const id = blockIdOf(block);
+    // In validator-set order, as a commit lists them.
+    const ordered = d.chain.validators.validators.map(
+      (v) => keys.find((k) => hex(k.address) === hex(v.address))!,
+    );
+    const sigs = (forgeFirst: boolean) =>
+      ordered.map((k, i) => {
+        const v = signedVote(d.chain, k, 2, 1, 0, id);
+        const signature = forgeFirst && i < 2 ? new Uint8Array(64).fill(9) : v.signature;
+        return { blockIdFlag: 2 as const, validatorAddress: k.address, timestamp: v.timestamp, signature };
+      });
+    const forged = { height: 1, round: 0, blockId: id, signatures: sigs(true) };
+    const effs = d.send((now) => ({ kind: 'commitCert', block, commit: forged, now }));
+    const rejected = ofKind(effs, 'rejected');
+    assert.equal(rejected.length, 1);
+    assert.match(rejected[0]!.reason, /^commit 1: /);
+    assert.equal(d.state.decided, false);
+    const good = { height: 1, round: 0, blockId: id, signatures: sigs(false) };
+    const ok = d.send((now) => ({ kind: 'commitCert', block, commit: good, now }));
+    assert.deepEqual(ofKind(ok, 'rejected'), []);
+    assert.equal(d.state.decided, true);
+  });
+
   it('L36 + L44: locks and precommits on a polka, precommits nil on a nil polka', () => {
     const { d, others, keyOf } = setup();
     d.send((now) => ({ kind: 'start', now }));

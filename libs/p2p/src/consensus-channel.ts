@@ -36,6 +36,12 @@ const HEAD_PROPOSAL = 0;
 const HEAD_COMMIT = 1;
 /** Block sets being reassembled per peer; the oldest is dropped beyond this. */
 const MAX_PARTIAL_PER_PEER = 2;
+/**
+ * Bytes of unfinished block sets over all peers, in blocks of max_bytes. A head is not checked
+ * before its parts arrive (its signature is the engine's to check), so without this budget peers
+ * could hold max_bytes of memory each; beyond it the oldest unfinished set anywhere is dropped.
+ */
+const PARTIAL_BUDGET_BLOCKS = 4;
 /** Room for a part's proof (aunts) and its fields around BLOCK_PART_SIZE bytes. */
 const PART_SLACK = 64 * 1024;
 /** A proposal or commit head (without its block) is small; anything larger is refused. */
@@ -72,7 +78,7 @@ function u32(view: DataView, at: number, what: string): number {
   return view.getUint32(at);
 }
 
-// Head: [1][kind u8][key: height u32, round u32][encoded proposal or commit]
+// Head: [1][kind u8][encoded proposal or commit]
 function encodeHead(kind: number, body: Uint8Array): Uint8Array {
   const out = new Uint8Array(2 + body.length);
   out[0] = HEAD;
@@ -114,6 +120,9 @@ function encodePart(
 }
 
 interface Partial {
+  peer: string;
+  key: string;
+  bytes: number;
   kind: number;
   head: Proposal | Commit;
   total: number;
@@ -150,19 +159,30 @@ export class ConsensusChannel implements ConsensusNetwork {
   private readonly handlers = new Set<(peer: string, message: ConsensusMessage) => void>();
   private readonly partial = new Map<string, Map<string, Partial>>();
   private readonly maxParts: number;
+  /** Every unfinished set, oldest first (for the budget). */
+  private readonly order: Partial[] = [];
+  private partialBytes = 0;
+  private readonly budget: number;
 
   constructor(
     private readonly host: P2PHost,
     maxBlockBytes: number,
   ) {
     this.maxParts = Math.ceil(maxBlockBytes / BLOCK_PART_SIZE) + 1;
+    this.budget = PARTIAL_BUDGET_BLOCKS * maxBlockBytes;
     host.register({
       protocol: CONSENSUS_PROTOCOL,
       maxMessageBytes: Math.max(MAX_HEAD_BYTES, BLOCK_PART_SIZE + PART_SLACK),
       // An error thrown here disconnects the peer with it as the reason.
       onMessage: (peer, payload) => this.receive(peer, payload),
     });
-    host.onPeer({ up: () => {}, down: (peer) => this.partial.delete(peer) });
+    host.onPeer({
+      up: () => {},
+      down: (peer) => {
+        for (const p of [...(this.partial.get(peer)?.values() ?? [])]) this.drop(p);
+        this.partial.delete(peer);
+      },
+    });
   }
 
   broadcast(message: ConsensusMessage): void {
@@ -203,9 +223,9 @@ export class ConsensusChannel implements ConsensusNetwork {
       this.deliver(peer, m);
       return;
     }
-    if (type === HEAD) return this.receiveHead(peer, payload);
-    if (type === PART) return this.receivePart(peer, payload);
-    fail(`unknown frame type ${type}`);
+    if (type === HEAD) this.receiveHead(peer, payload);
+    else if (type === PART) this.receivePart(peer, payload);
+    else fail(`unknown frame type ${type}`);
   }
 
   private receiveHead(peer: string, payload: Uint8Array): void {
@@ -227,7 +247,8 @@ export class ConsensusChannel implements ConsensusNetwork {
       ({ height, round } = c);
       psh = c.blockId.partSetHeader;
     } else {
-      return fail(`unknown head kind ${kind}`);
+      fail(`unknown head kind ${kind}`);
+      return;
     }
     if (!Number.isSafeInteger(height) || height < 0 || height > 0xffffffff) fail(`head height ${height}`);
     if (!Number.isSafeInteger(round) || round < 0 || round > 0xffffffff) fail(`head round ${round}`);
@@ -242,8 +263,26 @@ export class ConsensusChannel implements ConsensusNetwork {
     }
     const key = keyOf(kind, height, round, psh.hash);
     if (mine.has(key)) return;
-    if (mine.size >= MAX_PARTIAL_PER_PEER) mine.delete(mine.keys().next().value!);
-    mine.set(key, { kind, head, total: psh.total, parts: new Array(psh.total), have: 0 });
+    if (mine.size >= MAX_PARTIAL_PER_PEER) this.drop(mine.values().next().value!);
+    const p: Partial = {
+      peer,
+      key,
+      bytes: 0,
+      kind,
+      head,
+      total: psh.total,
+      parts: new Array(psh.total),
+      have: 0,
+    };
+    mine.set(key, p);
+    this.order.push(p);
+  }
+
+  private drop(p: Partial): void {
+    this.partial.get(p.peer)?.delete(p.key);
+    const i = this.order.indexOf(p);
+    if (i >= 0) this.order.splice(i, 1);
+    this.partialBytes -= p.bytes;
   }
 
   private receivePart(peer: string, payload: Uint8Array): void {
@@ -275,8 +314,12 @@ export class ConsensusChannel implements ConsensusNetwork {
     }
     p.parts[index] = bytes.slice();
     p.have++;
+    p.bytes += bytes.length;
+    this.partialBytes += bytes.length;
+    while (this.partialBytes > this.budget && this.order.length > 0 && this.order[0] !== p)
+      this.drop(this.order[0]!);
     if (p.have < p.total) return;
-    this.partial.get(peer)!.delete(keyOf(kind, height, round, hash));
+    this.drop(p);
     let size = 0;
     for (const part of p.parts) size += part!.length;
     const whole = new Uint8Array(size);

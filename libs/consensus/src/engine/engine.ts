@@ -443,12 +443,19 @@ function onCommitCert(ctx: Ctx, ev: Extract<EngineEvent, { kind: 'commitCert' }>
   const c = ev.commit;
   if (c.height !== s.height || s.decided) return;
   const blockId = blockIdOf(ev.block);
-  if (!blockIdEqual(blockId, c.blockId)) return;
+  if (!blockIdEqual(blockId, c.blockId)) {
+    ctx.emit({
+      kind: 'rejected',
+      reason: `commit ${c.height}: the block does not hash to the commit's block ID`,
+    });
+    return;
+  }
   // A commit is self-certifying: +2/3 of the power signed it. It decides the height even when this
   // node holds conflicting votes from an equivocating validator that keep its own tally below 2/3.
   try {
     verifyCommit(s.chain.chainId, s.chain.validators, blockId, s.height, c, s.config.verify);
-  } catch {
+  } catch (err) {
+    ctx.emit({ kind: 'rejected', reason: `commit ${c.height}: ${(err as Error).message}` });
     return;
   }
   ctx.wal(ev);

@@ -889,14 +889,16 @@ export class ConsensusRuntime {
     };
   }
 
-  /**
-   * Whether a peer heard from in the last 10 s works on a height at least two above this node's:
-   * this node is missing committed blocks and syncs them rather than taking part in consensus.
-   */
   private nowMs(): number {
     return Number(this.now() / 1_000_000n);
   }
 
+  /**
+   * Whether a peer heard from in the last 10 s works on a height at least two above this node's:
+   * this node is missing committed blocks and fetches them (block sync). Peers' heights are taken as
+   * reported, as CometBFT's block sync takes them; a lying peer can keep this true, not make the
+   * node accept anything (every synced block carries a commit the engine verifies).
+   */
   catchingUp(): boolean {
     const since = this.nowMs() - 10_000;
     for (const [peer, p] of this.peerHeights) {
