@@ -5,6 +5,9 @@ import { describe, it } from 'node:test';
 import { crc32 } from 'node:zlib';
 import { decodeBlock, encodeBlock, parseWal, Wal } from '../../libs/consensus/index.js';
 import { MemFs } from '../../libs/consensus/src/sim/memfs.js';
+import { chainCommon } from '../../libs/execution/src/evm/common.js';
+import { rlpEncode } from '../../libs/execution/src/rlp.js';
+import { decodeTx, TxCode, TxRejectedError } from '../../libs/execution/src/txs.js';
 import { type Block, type BlockId, silentLogger } from '../../libs/types/index.js';
 
 const EMPTY = new Uint8Array(0);
@@ -81,4 +84,41 @@ describe('fuzz regressions: consensus WAL', () => {
       assert.ok((await fs.list('/wal-dir')).includes('wal.corrupted-0'));
     });
   }
+});
+
+describe('fuzz regressions: transaction decoding', () => {
+  const common = chainCommon(31337n);
+  const b = (...bytes: number[]) => Uint8Array.from(bytes);
+  const none = new Uint8Array(0);
+  const to = new Uint8Array(20).fill(0x42);
+  const sig = [b(0x1b), new Uint8Array(32).fill(1), new Uint8Array(32).fill(2)];
+
+  it('the counterexample: a legacy transaction whose gas limit is a list is refused, not a TypeError', () => {
+    // [nonce, gasPrice, gas = [0x80], to, value, data, v = 27, r, s]
+    const raw = rlpEncode([none, none, [none], to, none, none, ...sig]);
+    assert.throws(
+      () => decodeTx(raw, common, 31337n),
+      (e: unknown) =>
+        e instanceof TxRejectedError &&
+        e.code === TxCode.decode &&
+        /got a list \(field 2 of legacy/.test(e.message),
+    );
+  });
+
+  it('a list in place of v, the chain id or a fee is refused with the field named', () => {
+    const legacy = rlpEncode([none, none, b(0x52, 0x08), to, none, none, [b(1)], sig[1]!, sig[2]!]);
+    const typed = (fields: unknown[]) => Uint8Array.from([2, ...rlpEncode(fields as never)]);
+    const base = [b(0x7a, 0x69), none, none, b(1), b(0x52, 0x08), to, none, none, [], none, sig[1]!, sig[2]!];
+    const cases: Array<[Uint8Array, RegExp]> = [
+      [legacy, /field 6 of legacy transaction/],
+      [typed([[], ...base.slice(1)]), /field 0 of type 2 transaction/],
+      [typed([...base.slice(0, 3), [b(5)], ...base.slice(4)]), /field 3 of type 2 transaction/],
+    ];
+    for (const [raw, why] of cases) {
+      assert.throws(
+        () => decodeTx(raw, common, 31337n),
+        (e: unknown) => e instanceof TxRejectedError && e.code === TxCode.decode && why.test(e.message),
+      );
+    }
+  });
 });

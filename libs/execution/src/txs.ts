@@ -85,8 +85,15 @@ export interface DecodedTx {
 
 function checkCanonicalInts(values: Uint8Array[], intIdx: number[], what: string): void {
   for (const i of intIdx) {
-    const v = values[i];
-    if (v instanceof Uint8Array && v.length > 0 && v[0] === 0) {
+    const v: unknown = values[i];
+    // A list where an integer belongs (the RLP decoder returns nested lists as arrays).
+    if (!(v instanceof Uint8Array)) {
+      throw new TxRejectedError(
+        TxCode.decode,
+        `rlp: expected input string or byte for an integer, got a list (field ${i} of ${what})`,
+      );
+    }
+    if (v.length > 0 && v[0] === 0) {
       throw new TxRejectedError(TxCode.decode, `rlp: non-canonical integer (leading zero bytes) for ${what}`);
     }
   }

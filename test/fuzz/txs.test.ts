@@ -1,0 +1,278 @@
+// Fuzzing transaction decoding: RLP (libs/execution/src/rlp.ts against @ethereumjs/rlp), every typed
+// envelope through decodeTx (legacy with and without EIP-155, EIP-2930, EIP-1559, EIP-7702), the RPC
+// thread's sender recovery and raw-transaction summary (tx-codec.ts) and its signer. Signed
+// transactions decode to their fields and signer; hostile bytes are refused only with TxRejectedError,
+// and the fast paths never disagree with decodeTx.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { RLP } from '@ethereumjs/rlp';
+import fc from 'fast-check';
+import {
+  ethAddressFromPrivateKey,
+  ethAddressFromPublicKey,
+  isValidSecp256k1PrivateKey,
+  keccak256,
+  secp256k1Sign,
+} from '../../libs/crypto/index.js';
+import { bigIntToBytes } from '../../libs/execution/src/bytes.js';
+import { chainCommon } from '../../libs/execution/src/evm/common.js';
+import { type RlpInput, rlpDecode, rlpEncode } from '../../libs/execution/src/rlp.js';
+import { decodeTx, recoverSenderPublicKey, TxRejectedError } from '../../libs/execution/src/txs.js';
+import { signTransaction, summarizeRawTransaction } from '../../libs/rpc/src/eth/tx-codec.js';
+import type { Hex } from '../../libs/types/index.js';
+import { bytesOf, check, hex, hostileBytes, mutated, onlyThrows, rec } from './fuzz.js';
+
+const CHAIN_ID = 31337n;
+const common = chainCommon(CHAIN_ID);
+const u256 = fc.oneof(
+  fc.bigInt({ min: 0n, max: 10n ** 20n }),
+  fc.bigInt({ min: 0n, max: (1n << 256n) - 1n }),
+);
+const fee = fc.oneof(fc.bigInt({ min: 0n, max: 10n ** 12n }), fc.bigInt({ min: 0n, max: 1n << 128n }));
+
+// ---- RLP ---------------------------------------------------------------------------------------
+
+const rlpItem: fc.Arbitrary<RlpInput> = fc.letrec<{ item: RlpInput }>((tie) => ({
+  item: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    fc.oneof(fc.uint8Array({ maxLength: 3 }), fc.uint8Array({ maxLength: 70 })),
+    fc.array(tie('item'), { maxLength: 5 }),
+  ),
+})).item;
+
+// ---- signed transactions -----------------------------------------------------------------------
+
+interface TxModel {
+  type: 0 | 1 | 2 | 4;
+  /** Legacy only: false signs without EIP-155 (v = 27/28). */
+  protected: boolean;
+  nonce: bigint;
+  gas: bigint;
+  to: Uint8Array | null;
+  value: bigint;
+  data: Uint8Array;
+  gasPrice: bigint;
+  maxFee: bigint;
+  tip: bigint;
+  accessList: Array<[Uint8Array, Uint8Array[]]>;
+  authorizations: Uint8Array[][];
+}
+
+const privateKey = bytesOf(32).filter(isValidSecp256k1PrivateKey);
+const authorization = fc
+  .tuple(u256, bytesOf(20), fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }), fc.nat(1), u256, u256)
+  .map(([chain, address, nonce, y, r, s]) => [
+    bigIntToBytes(chain),
+    address,
+    bigIntToBytes(nonce),
+    bigIntToBytes(BigInt(y)),
+    bigIntToBytes(r),
+    bigIntToBytes(s),
+  ]);
+
+const txModel: fc.Arbitrary<TxModel> = fc
+  .tuple(fee, fee)
+  .chain(([a, b]) =>
+    rec<TxModel>({
+      type: fc.constantFrom(0 as const, 1 as const, 2 as const, 4 as const),
+      protected: fc.boolean(),
+      nonce: fc.oneof(fc.bigInt({ min: 0n, max: 1000n }), fc.bigInt({ min: 0n, max: (1n << 64n) - 2n })),
+      gas: fc.bigInt({ min: 0n, max: 16_777_216n }),
+      to: fc.option(bytesOf(20), { nil: null }),
+      value: u256,
+      data: fc.uint8Array({ maxLength: 100 }),
+      gasPrice: fc.constant(a),
+      maxFee: fc.constant(a > b ? a : b),
+      tip: fc.constant(a > b ? b : a),
+      accessList: fc.array(fc.tuple(bytesOf(20), fc.array(bytesOf(32), { maxLength: 2 })), { maxLength: 2 }),
+      authorizations: fc.array(authorization, { minLength: 1, maxLength: 2 }),
+    }),
+  )
+  // EIP-7702 transactions cannot create contracts.
+  .map((t) => (t.type === 4 && t.to === null ? { ...t, to: new Uint8Array(20) } : t));
+
+/** The unsigned fields of `t` in its envelope's order. */
+function unsignedFields(t: TxModel): RlpInput[] {
+  const n = bigIntToBytes;
+  const to = t.to ?? new Uint8Array(0);
+  const access = t.accessList.map(([a, keys]) => [a, keys]);
+  if (t.type === 0) return [n(t.nonce), n(t.gasPrice), n(t.gas), to, n(t.value), t.data];
+  if (t.type === 1) return [n(CHAIN_ID), n(t.nonce), n(t.gasPrice), n(t.gas), to, n(t.value), t.data, access];
+  const fields = [n(CHAIN_ID), n(t.nonce), n(t.tip), n(t.maxFee), n(t.gas), to, n(t.value), t.data, access];
+  return t.type === 2 ? fields : [...fields, t.authorizations];
+}
+
+/** Signs `t` by hand (RLP + keccak + secp256k1), as a wallet would. */
+function sign(t: TxModel, key: Uint8Array): Uint8Array {
+  const n = bigIntToBytes;
+  const fields = unsignedFields(t);
+  if (t.type === 0) {
+    const payload = t.protected ? [...fields, n(CHAIN_ID), new Uint8Array(0), new Uint8Array(0)] : fields;
+    const { signature, recovery } = secp256k1Sign(keccak256(rlpEncode(payload)), key);
+    const v = t.protected ? BigInt(recovery) + CHAIN_ID * 2n + 35n : 27n + BigInt(recovery);
+    return rlpEncode([...fields, n(v), ...rs(signature)]);
+  }
+  const prefix = Uint8Array.of(t.type);
+  const digest = keccak256(Buffer.concat([prefix, rlpEncode(fields)]));
+  const { signature, recovery } = secp256k1Sign(digest, key);
+  return Uint8Array.from(
+    Buffer.concat([prefix, rlpEncode([...fields, n(BigInt(recovery)), ...rs(signature)])]),
+  );
+}
+
+function rs(signature: Uint8Array): Uint8Array[] {
+  const big = (b: Uint8Array) => BigInt(`0x${hex(b)}`);
+  return [bigIntToBytes(big(signature.subarray(0, 32))), bigIntToBytes(big(signature.subarray(32)))];
+}
+
+const signed = fc.tuple(txModel, privateKey).map(([t, k]) => ({ t, k, raw: sign(t, k) }));
+
+/** Signed transactions with one field replaced: a list, long bytes, a leading zero, or nothing. */
+const structurallyDamaged = fc
+  .tuple(
+    signed,
+    fc.nat(),
+    fc.oneof(
+      fc.constant<RlpInput>([]),
+      fc.constant<RlpInput>([new Uint8Array([1])]),
+      rlpItem,
+      fc.uint8Array({ minLength: 33, maxLength: 40 }),
+      fc.uint8Array({ minLength: 1, maxLength: 8 }).map((b) => Uint8Array.from([0, ...b])),
+      fc.constant<RlpInput>(new Uint8Array(0)),
+      fc.constant(undefined),
+    ),
+  )
+  .map(([{ raw }, at, value]) => {
+    const typed = raw[0]! < 0xc0;
+    const fields = RLP.decode(typed ? raw.subarray(1) : raw) as RlpInput[];
+    const i = at % (fields.length + 1);
+    if (value === undefined) fields.splice(i, 1);
+    else fields[i] = value;
+    const body = rlpEncode(fields);
+    return typed ? Buffer.concat([raw.subarray(0, 1), body]) : body;
+  });
+
+const hostileTx = fc.oneof(
+  hostileBytes(signed.map((s) => s.raw)),
+  structurallyDamaged,
+  mutated(structurallyDamaged),
+  rlpItem.map((x) => rlpEncode(x)),
+  fc
+    .tuple(fc.constantFrom(1, 2, 3, 4, 5, 0x7f), rlpItem)
+    .map(([t, x]) => Buffer.concat([Uint8Array.of(t), rlpEncode(x)])),
+);
+
+describe('fuzz: RLP', () => {
+  it('rlpEncode agrees with @ethereumjs/rlp, and rlpDecode inverts it', () => {
+    check(
+      fc.property(rlpItem, (x) => {
+        const bytes = rlpEncode(x);
+        assert.deepStrictEqual(bytes, RLP.encode(x as never));
+        assert.deepStrictEqual(rlpDecode(bytes), x);
+      }),
+    );
+  });
+
+  it('rlpDecode accepts only canonical encodings (what it decodes re-encodes to the same bytes)', () => {
+    check(
+      fc.property(hostileBytes(rlpItem.map((x) => rlpEncode(x))), (bytes) => {
+        // @ethereumjs/rlp documents that empty input decodes to empty bytes (decodeTx refuses empty
+        // input and a type byte alone before decoding).
+        if (bytes.length === 0) return;
+        // @ethereumjs/rlp reports malformed input with plain Errors; decodeTx turns them into rejections.
+        const r = onlyThrows(() => rlpDecode(bytes), Error);
+        if (r.ok) assert.deepStrictEqual(rlpEncode(r.value), Uint8Array.from(bytes));
+      }),
+    );
+  });
+});
+
+describe('fuzz: transaction decoding', () => {
+  it('decodeTx gives back the fields and the signer of every signed envelope', () => {
+    check(
+      fc.property(signed, ({ t, k, raw }) => {
+        const d = decodeTx(raw, common, CHAIN_ID);
+        assert.equal(d.type, t.type);
+        assert.equal(d.sender, hex(ethAddressFromPrivateKey(k)));
+        assert.equal(d.hashHex, `0x${hex(keccak256(raw))}`);
+        assert.equal(d.nonce, t.nonce);
+        assert.equal(d.gasLimit, t.gas);
+        assert.equal(d.value, t.value);
+        assert.equal(d.to, t.to === null ? null : hex(t.to));
+        assert.deepStrictEqual(Uint8Array.from(d.tx.data), t.data);
+        assert.equal(d.chainId, t.type === 0 && !t.protected ? undefined : CHAIN_ID);
+        assert.equal(d.feeCap, t.type < 2 ? t.gasPrice : t.maxFee);
+        assert.equal(d.tipCap, t.type < 2 ? t.gasPrice : t.tip);
+        assert.deepStrictEqual(Uint8Array.from(d.tx.serialize()), raw);
+      }),
+      4,
+    );
+  });
+
+  it('signTransaction (dev accounts) encodes exactly as the envelope and decodes to its fields', () => {
+    check(
+      fc.property(
+        txModel.filter((t) => t.type !== 4 && (t.type !== 0 || t.protected)),
+        privateKey,
+        (t, k) => {
+          const h = (b: Uint8Array) => `0x${hex(b)}` as Hex;
+          const { raw, hash } = signTransaction(
+            {
+              type: t.type as 0 | 1 | 2,
+              chainId: CHAIN_ID,
+              nonce: t.nonce,
+              gas: t.gas,
+              to: t.to === null ? null : h(t.to),
+              value: t.value,
+              data: h(t.data),
+              gasPrice: t.gasPrice,
+              maxFeePerGas: t.maxFee,
+              maxPriorityFeePerGas: t.tip,
+              accessList: t.accessList.map(([a, keys]) => ({ address: h(a), storageKeys: keys.map(h) })),
+            },
+            k,
+          );
+          assert.deepStrictEqual(Uint8Array.from(raw), sign(t, k));
+          assert.equal(hash, `0x${hex(keccak256(raw))}`);
+          assert.equal(decodeTx(raw, common, CHAIN_ID).sender, hex(ethAddressFromPrivateKey(k)));
+        },
+      ),
+      4,
+    );
+  });
+
+  it('hostile bytes are refused only with TxRejectedError; the RPC fast paths agree with decodeTx', () => {
+    check(
+      fc.property(hostileTx, (raw) => {
+        const decoded = onlyThrows(() => decodeTx(raw, common, CHAIN_ID), TxRejectedError);
+        // The RPC thread's sender recovery: never throws, never names another sender.
+        const pub = onlyThrows(() => recoverSenderPublicKey(raw, CHAIN_ID));
+        assert.ok(pub.ok);
+        if (pub.value !== undefined) {
+          const withKey = onlyThrows(
+            () => decodeTx(raw, common, CHAIN_ID, undefined, pub.value),
+            TxRejectedError,
+          );
+          assert.equal(withKey.ok, decoded.ok, 'a known sender key changes nothing but the work');
+          if (decoded.ok && withKey.ok) {
+            assert.equal(decoded.value.sender, hex(ethAddressFromPublicKey(pub.value)));
+            assert.equal(withKey.value.sender, decoded.value.sender);
+          }
+        }
+        // The RPC's fee-cap summary (its caller swallows its errors): agrees on what decodeTx accepts.
+        const summary = onlyThrows(() => summarizeRawTransaction(raw), Error);
+        if (decoded.ok) {
+          assert.ok(
+            summary.ok,
+            `summary failed on a valid transaction: ${!summary.ok && summary.error.message}`,
+          );
+          assert.equal(summary.value.type, decoded.value.type);
+          assert.equal(summary.value.gas, decoded.value.gasLimit);
+          assert.equal(summary.value.feeCap, decoded.value.feeCap);
+          assert.equal(summary.value.replayProtected, decoded.value.chainId !== undefined);
+        }
+      }),
+      3,
+    );
+  });
+});
