@@ -150,7 +150,7 @@ export const CONFIG_TOML_DOCS: Record<string, string> = {
   'p2p.max_num_outbound_peers': 'Maximum outbound peers.',
   'p2p.pex': 'Peer exchange: learn peers from seeds and peers, and share known peers with them.',
   'p2p.handshake_timeout': 'Time limit of the connection handshake with a peer (encryption and node info).',
-  'p2p.dial_timeout': 'Time limit of dialing a peer (TCP connect).',
+  'p2p.dial_timeout': 'Time limit of dialing a peer: TCP connect and the noise/yamux upgrade.',
   'p2p.send_rate': 'Maximum bytes per second sent to each peer.',
   'p2p.recv_rate': 'Maximum bytes per second received from each peer.',
   'p2p.max_packet_msg_payload_size': 'Maximum payload bytes of one packet; longer messages are split.',

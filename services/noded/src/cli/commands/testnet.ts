@@ -234,8 +234,8 @@ function writeNodeHome(
     .filter((n) => n !== node)
     .map((n) => `${n.nodeId}@${n.ip}:${PORTS.p2p}`)
     .join(',');
-  // Several nodes on one machine: outgoing loopback connections all come from 127.0.0.1, and the
-  // addresses are not routable.
+  // Several nodes on one machine (each dials from its own loopback address), on addresses that are
+  // not routable.
   config.p2p.allow_duplicate_ip = true;
   config.p2p.addr_book_strict = false;
   config.instrumentation.prometheus_listen_addr = at(PORTS.metrics);
