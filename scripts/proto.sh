@@ -17,8 +17,8 @@ PROTOS=(noded/abci/v1/abci.proto grpc/health/v1/health.proto)
 # ts-proto options (https://github.com/stephenh/ts-proto#supported-options):
 # grpc-js service definitions and clients; int64/uint64 as bigint; message fields optional
 # (absent = undefined, so presence is checkable); Timestamp kept as {seconds, nanos} (a Date would
-# drop nanoseconds); Node Buffers accepted; no JSON methods (the wire is binary only).
-OPTS=outputServices=grpc-js,esModuleInterop=true,importSuffix=.js,forceLong=bigint,useOptionals=messages,useDate=false,env=node,outputJsonMethods=false
+# drop nanoseconds); bytes as Uint8Array; no JSON methods (the wire is binary only).
+OPTS=outputServices=grpc-js,esModuleInterop=true,importSuffix=.js,forceLong=bigint,useOptionals=messages,useDate=false,outputJsonMethods=false
 
 command -v protoc >/dev/null 2>&1 || {
   echo "proto: protoc not found; install it: apt-get install protobuf-compiler libprotobuf-dev" >&2

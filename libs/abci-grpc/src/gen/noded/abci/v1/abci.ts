@@ -103,7 +103,7 @@ export interface InfoResponse {
   /** The last height the application committed; 0 when it has no state yet. */
   lastBlockHeight: bigint;
   /** The app hash after that height (empty when last_block_height is 0). */
-  lastBlockAppHash: Buffer;
+  lastBlockAppHash: Uint8Array;
 }
 
 export interface InitChainRequest {
@@ -120,19 +120,19 @@ export interface InitChainRequest {
   /** The genesis validator set (CometBFT sends ValidatorUpdate here; we send the full validator). */
   validators: Validator[];
   /** The genesis.json `app_state` as UTF-8 JSON text; empty when genesis has none. */
-  appStateBytes: Buffer;
+  appStateBytes: Uint8Array;
   /** The height of the first block. At least 1. */
   initialHeight: bigint;
 }
 
 export interface InitChainResponse {
   /** The app hash of the genesis state (the first block's header.app_hash). */
-  appHash: Buffer;
+  appHash: Uint8Array;
 }
 
 export interface CheckTxRequest {
   /** The raw transaction (an Ethereum typed transaction). Required, not empty. */
-  tx: Buffer;
+  tx: Uint8Array;
   /** Required: NEW or RECHECK. */
   type: CheckTxType;
 }
@@ -144,7 +144,7 @@ export interface CheckTxResponse {
   gasWanted: bigint;
   codespace: string;
   /** keccak256 of the raw transaction (not in CometBFT, whose numbers 9-11 were used before v0.38). */
-  hash: Buffer;
+  hash: Uint8Array;
 }
 
 /**
@@ -164,19 +164,19 @@ export interface PrepareProposalRequest {
     | Timestamp
     | undefined;
   /** The address of the proposing (local) validator, 20 bytes. */
-  proposerAddress: Buffer;
+  proposerAddress: Uint8Array;
 }
 
 export interface PrepareProposalResponse {
   /** The transactions of the block, in order; their sizes must fit max_tx_bytes. */
-  txs: Buffer[];
+  txs: Uint8Array[];
 }
 
 export interface ProcessProposalRequest {
   /** The transactions of the proposed block, in order. */
-  txs: Buffer[];
+  txs: Uint8Array[];
   /** The hash of the proposed block, 32 bytes. */
-  hash: Buffer;
+  hash: Uint8Array;
   /** The height of the block. At least 1. */
   height: bigint;
   /** The block time. Required. */
@@ -184,7 +184,7 @@ export interface ProcessProposalRequest {
     | Timestamp
     | undefined;
   /** The address of the validator that proposed the block, 20 bytes. */
-  proposerAddress: Buffer;
+  proposerAddress: Uint8Array;
 }
 
 export interface ProcessProposalResponse {
@@ -193,11 +193,11 @@ export interface ProcessProposalResponse {
 
 export interface FinalizeBlockRequest {
   /** The transactions of the decided block, in order. */
-  txs: Buffer[];
+  txs: Uint8Array[];
   /** Misbehavior committed in this block's evidence, for the application to punish. */
   misbehavior: Misbehavior[];
   /** The hash of the decided block, 32 bytes. */
-  hash: Buffer;
+  hash: Uint8Array;
   /** The height of the block. At least 1. */
   height: bigint;
   /** The block time. Required. */
@@ -205,7 +205,7 @@ export interface FinalizeBlockRequest {
     | Timestamp
     | undefined;
   /** The address of the validator that proposed the block, 20 bytes. */
-  proposerAddress: Buffer;
+  proposerAddress: Uint8Array;
 }
 
 export interface FinalizeBlockResponse {
@@ -220,7 +220,7 @@ export interface FinalizeBlockResponse {
     | ConsensusParams
     | undefined;
   /** The app hash after this block (the next block's header.app_hash). */
-  appHash: Buffer;
+  appHash: Uint8Array;
 }
 
 export interface CommitRequest {
@@ -235,7 +235,7 @@ export interface CommitResponse {
 export interface ExecTxResult {
   code: number;
   /** Return data (for EVM transactions, the call's output). */
-  data: Buffer;
+  data: Uint8Array;
   log: string;
   info: string;
   gasWanted: bigint;
@@ -260,9 +260,9 @@ export interface EventAttribute {
 /** A member of the validator set. CometBFT's abci Validator has only address = 1 and power = 3. */
 export interface Validator {
   /** 20 bytes. */
-  address: Buffer;
+  address: Uint8Array;
   /** ed25519 public key, 32 bytes. */
-  pubKey: Buffer;
+  pubKey: Uint8Array;
   /** Voting power, at least 0. */
   power: bigint;
   /** The proposer priority (CometBFT's types.Validator). */
@@ -272,7 +272,7 @@ export interface Validator {
 /** A change to the validator set. */
 export interface ValidatorUpdate {
   /** ed25519 public key, 32 bytes (CometBFT wraps it in tendermint.crypto.PublicKey). */
-  pubKey: Buffer;
+  pubKey: Uint8Array;
   /** New voting power; 0 removes the validator. At least 0. */
   power: bigint;
 }
@@ -280,7 +280,7 @@ export interface ValidatorUpdate {
 export interface Misbehavior {
   type: MisbehaviorType;
   /** The offending validator's address, 20 bytes (CometBFT sends a Validator message here). */
-  validatorAddress: Buffer;
+  validatorAddress: Uint8Array;
   /** The height of the offense. At least 1. */
   height: bigint;
   /** The time of the offense. Required. */
@@ -374,7 +374,7 @@ export const InfoRequest: MessageFns<InfoRequest> = {
 };
 
 function createBaseInfoResponse(): InfoResponse {
-  return { data: "", version: "", appVersion: 0n, lastBlockHeight: 0n, lastBlockAppHash: Buffer.alloc(0) };
+  return { data: "", version: "", appVersion: 0n, lastBlockHeight: 0n, lastBlockAppHash: new Uint8Array(0) };
 }
 
 export const InfoResponse: MessageFns<InfoResponse> = {
@@ -453,7 +453,7 @@ export const InfoResponse: MessageFns<InfoResponse> = {
               break;
             }
 
-            message.lastBlockAppHash = Buffer.from(reader.bytes());
+            message.lastBlockAppHash = reader.bytes();
             continue;
           }
         }
@@ -481,7 +481,7 @@ export const InfoResponse: MessageFns<InfoResponse> = {
     message.lastBlockHeight = (object.lastBlockHeight !== undefined && object.lastBlockHeight !== null)
       ? BigInt(object.lastBlockHeight)
       : 0n;
-    message.lastBlockAppHash = object.lastBlockAppHash ?? Buffer.alloc(0);
+    message.lastBlockAppHash = object.lastBlockAppHash ?? new Uint8Array(0);
     return message;
   },
 };
@@ -492,7 +492,7 @@ function createBaseInitChainRequest(): InitChainRequest {
     chainId: "",
     consensusParams: undefined,
     validators: [],
-    appStateBytes: Buffer.alloc(0),
+    appStateBytes: new Uint8Array(0),
     initialHeight: 0n,
   };
 }
@@ -573,7 +573,7 @@ export const InitChainRequest: MessageFns<InitChainRequest> = {
               break;
             }
 
-            message.appStateBytes = Buffer.from(reader.bytes());
+            message.appStateBytes = reader.bytes();
             continue;
           }
           case 6: {
@@ -607,7 +607,7 @@ export const InitChainRequest: MessageFns<InitChainRequest> = {
       ? ConsensusParams.fromPartial(object.consensusParams)
       : undefined;
     message.validators = object.validators?.map((e) => Validator.fromPartial(e)) || [];
-    message.appStateBytes = object.appStateBytes ?? Buffer.alloc(0);
+    message.appStateBytes = object.appStateBytes ?? new Uint8Array(0);
     message.initialHeight = (object.initialHeight !== undefined && object.initialHeight !== null)
       ? BigInt(object.initialHeight)
       : 0n;
@@ -616,7 +616,7 @@ export const InitChainRequest: MessageFns<InitChainRequest> = {
 };
 
 function createBaseInitChainResponse(): InitChainResponse {
-  return { appHash: Buffer.alloc(0) };
+  return { appHash: new Uint8Array(0) };
 }
 
 export const InitChainResponse: MessageFns<InitChainResponse> = {
@@ -645,7 +645,7 @@ export const InitChainResponse: MessageFns<InitChainResponse> = {
               break;
             }
 
-            message.appHash = Buffer.from(reader.bytes());
+            message.appHash = reader.bytes();
             continue;
           }
         }
@@ -665,13 +665,13 @@ export const InitChainResponse: MessageFns<InitChainResponse> = {
   },
   fromPartial<I extends Exact<DeepPartial<InitChainResponse>, I>>(object: I): InitChainResponse {
     const message = createBaseInitChainResponse();
-    message.appHash = object.appHash ?? Buffer.alloc(0);
+    message.appHash = object.appHash ?? new Uint8Array(0);
     return message;
   },
 };
 
 function createBaseCheckTxRequest(): CheckTxRequest {
-  return { tx: Buffer.alloc(0), type: 0 };
+  return { tx: new Uint8Array(0), type: 0 };
 }
 
 export const CheckTxRequest: MessageFns<CheckTxRequest> = {
@@ -703,7 +703,7 @@ export const CheckTxRequest: MessageFns<CheckTxRequest> = {
               break;
             }
 
-            message.tx = Buffer.from(reader.bytes());
+            message.tx = reader.bytes();
             continue;
           }
           case 2: {
@@ -731,14 +731,14 @@ export const CheckTxRequest: MessageFns<CheckTxRequest> = {
   },
   fromPartial<I extends Exact<DeepPartial<CheckTxRequest>, I>>(object: I): CheckTxRequest {
     const message = createBaseCheckTxRequest();
-    message.tx = object.tx ?? Buffer.alloc(0);
+    message.tx = object.tx ?? new Uint8Array(0);
     message.type = object.type ?? 0;
     return message;
   },
 };
 
 function createBaseCheckTxResponse(): CheckTxResponse {
-  return { code: 0, log: "", gasWanted: 0n, codespace: "", hash: Buffer.alloc(0) };
+  return { code: 0, log: "", gasWanted: 0n, codespace: "", hash: new Uint8Array(0) };
 }
 
 export const CheckTxResponse: MessageFns<CheckTxResponse> = {
@@ -814,7 +814,7 @@ export const CheckTxResponse: MessageFns<CheckTxResponse> = {
               break;
             }
 
-            message.hash = Buffer.from(reader.bytes());
+            message.hash = reader.bytes();
             continue;
           }
         }
@@ -838,13 +838,13 @@ export const CheckTxResponse: MessageFns<CheckTxResponse> = {
     message.log = object.log ?? "";
     message.gasWanted = (object.gasWanted !== undefined && object.gasWanted !== null) ? BigInt(object.gasWanted) : 0n;
     message.codespace = object.codespace ?? "";
-    message.hash = object.hash ?? Buffer.alloc(0);
+    message.hash = object.hash ?? new Uint8Array(0);
     return message;
   },
 };
 
 function createBasePrepareProposalRequest(): PrepareProposalRequest {
-  return { maxTxBytes: 0n, height: 0n, time: undefined, proposerAddress: Buffer.alloc(0) };
+  return { maxTxBytes: 0n, height: 0n, time: undefined, proposerAddress: new Uint8Array(0) };
 }
 
 export const PrepareProposalRequest: MessageFns<PrepareProposalRequest> = {
@@ -912,7 +912,7 @@ export const PrepareProposalRequest: MessageFns<PrepareProposalRequest> = {
               break;
             }
 
-            message.proposerAddress = Buffer.from(reader.bytes());
+            message.proposerAddress = reader.bytes();
             continue;
           }
         }
@@ -937,7 +937,7 @@ export const PrepareProposalRequest: MessageFns<PrepareProposalRequest> = {
       : 0n;
     message.height = (object.height !== undefined && object.height !== null) ? BigInt(object.height) : 0n;
     message.time = (object.time !== undefined && object.time !== null) ? Timestamp.fromPartial(object.time) : undefined;
-    message.proposerAddress = object.proposerAddress ?? Buffer.alloc(0);
+    message.proposerAddress = object.proposerAddress ?? new Uint8Array(0);
     return message;
   },
 };
@@ -972,7 +972,7 @@ export const PrepareProposalResponse: MessageFns<PrepareProposalResponse> = {
               break;
             }
 
-            message.txs.push(Buffer.from(reader.bytes()));
+            message.txs.push(reader.bytes());
             continue;
           }
         }
@@ -998,7 +998,7 @@ export const PrepareProposalResponse: MessageFns<PrepareProposalResponse> = {
 };
 
 function createBaseProcessProposalRequest(): ProcessProposalRequest {
-  return { txs: [], hash: Buffer.alloc(0), height: 0n, time: undefined, proposerAddress: Buffer.alloc(0) };
+  return { txs: [], hash: new Uint8Array(0), height: 0n, time: undefined, proposerAddress: new Uint8Array(0) };
 }
 
 export const ProcessProposalRequest: MessageFns<ProcessProposalRequest> = {
@@ -1042,7 +1042,7 @@ export const ProcessProposalRequest: MessageFns<ProcessProposalRequest> = {
               break;
             }
 
-            message.txs.push(Buffer.from(reader.bytes()));
+            message.txs.push(reader.bytes());
             continue;
           }
           case 4: {
@@ -1050,7 +1050,7 @@ export const ProcessProposalRequest: MessageFns<ProcessProposalRequest> = {
               break;
             }
 
-            message.hash = Buffer.from(reader.bytes());
+            message.hash = reader.bytes();
             continue;
           }
           case 5: {
@@ -1074,7 +1074,7 @@ export const ProcessProposalRequest: MessageFns<ProcessProposalRequest> = {
               break;
             }
 
-            message.proposerAddress = Buffer.from(reader.bytes());
+            message.proposerAddress = reader.bytes();
             continue;
           }
         }
@@ -1095,10 +1095,10 @@ export const ProcessProposalRequest: MessageFns<ProcessProposalRequest> = {
   fromPartial<I extends Exact<DeepPartial<ProcessProposalRequest>, I>>(object: I): ProcessProposalRequest {
     const message = createBaseProcessProposalRequest();
     message.txs = object.txs?.map((e) => e) || [];
-    message.hash = object.hash ?? Buffer.alloc(0);
+    message.hash = object.hash ?? new Uint8Array(0);
     message.height = (object.height !== undefined && object.height !== null) ? BigInt(object.height) : 0n;
     message.time = (object.time !== undefined && object.time !== null) ? Timestamp.fromPartial(object.time) : undefined;
-    message.proposerAddress = object.proposerAddress ?? Buffer.alloc(0);
+    message.proposerAddress = object.proposerAddress ?? new Uint8Array(0);
     return message;
   },
 };
@@ -1162,10 +1162,10 @@ function createBaseFinalizeBlockRequest(): FinalizeBlockRequest {
   return {
     txs: [],
     misbehavior: [],
-    hash: Buffer.alloc(0),
+    hash: new Uint8Array(0),
     height: 0n,
     time: undefined,
-    proposerAddress: Buffer.alloc(0),
+    proposerAddress: new Uint8Array(0),
   };
 }
 
@@ -1213,7 +1213,7 @@ export const FinalizeBlockRequest: MessageFns<FinalizeBlockRequest> = {
               break;
             }
 
-            message.txs.push(Buffer.from(reader.bytes()));
+            message.txs.push(reader.bytes());
             continue;
           }
           case 3: {
@@ -1229,7 +1229,7 @@ export const FinalizeBlockRequest: MessageFns<FinalizeBlockRequest> = {
               break;
             }
 
-            message.hash = Buffer.from(reader.bytes());
+            message.hash = reader.bytes();
             continue;
           }
           case 5: {
@@ -1253,7 +1253,7 @@ export const FinalizeBlockRequest: MessageFns<FinalizeBlockRequest> = {
               break;
             }
 
-            message.proposerAddress = Buffer.from(reader.bytes());
+            message.proposerAddress = reader.bytes();
             continue;
           }
         }
@@ -1275,10 +1275,10 @@ export const FinalizeBlockRequest: MessageFns<FinalizeBlockRequest> = {
     const message = createBaseFinalizeBlockRequest();
     message.txs = object.txs?.map((e) => e) || [];
     message.misbehavior = object.misbehavior?.map((e) => Misbehavior.fromPartial(e)) || [];
-    message.hash = object.hash ?? Buffer.alloc(0);
+    message.hash = object.hash ?? new Uint8Array(0);
     message.height = (object.height !== undefined && object.height !== null) ? BigInt(object.height) : 0n;
     message.time = (object.time !== undefined && object.time !== null) ? Timestamp.fromPartial(object.time) : undefined;
-    message.proposerAddress = object.proposerAddress ?? Buffer.alloc(0);
+    message.proposerAddress = object.proposerAddress ?? new Uint8Array(0);
     return message;
   },
 };
@@ -1289,7 +1289,7 @@ function createBaseFinalizeBlockResponse(): FinalizeBlockResponse {
     txResults: [],
     validatorUpdates: [],
     consensusParamUpdates: undefined,
-    appHash: Buffer.alloc(0),
+    appHash: new Uint8Array(0),
   };
 }
 
@@ -1363,7 +1363,7 @@ export const FinalizeBlockResponse: MessageFns<FinalizeBlockResponse> = {
               break;
             }
 
-            message.appHash = Buffer.from(reader.bytes());
+            message.appHash = reader.bytes();
             continue;
           }
         }
@@ -1390,7 +1390,7 @@ export const FinalizeBlockResponse: MessageFns<FinalizeBlockResponse> = {
       (object.consensusParamUpdates !== undefined && object.consensusParamUpdates !== null)
         ? ConsensusParams.fromPartial(object.consensusParamUpdates)
         : undefined;
-    message.appHash = object.appHash ?? Buffer.alloc(0);
+    message.appHash = object.appHash ?? new Uint8Array(0);
     return message;
   },
 };
@@ -1499,7 +1499,7 @@ export const CommitResponse: MessageFns<CommitResponse> = {
 };
 
 function createBaseExecTxResult(): ExecTxResult {
-  return { code: 0, data: Buffer.alloc(0), log: "", info: "", gasWanted: 0n, gasUsed: 0n, events: [], codespace: "" };
+  return { code: 0, data: new Uint8Array(0), log: "", info: "", gasWanted: 0n, gasUsed: 0n, events: [], codespace: "" };
 }
 
 export const ExecTxResult: MessageFns<ExecTxResult> = {
@@ -1563,7 +1563,7 @@ export const ExecTxResult: MessageFns<ExecTxResult> = {
               break;
             }
 
-            message.data = Buffer.from(reader.bytes());
+            message.data = reader.bytes();
             continue;
           }
           case 3: {
@@ -1632,7 +1632,7 @@ export const ExecTxResult: MessageFns<ExecTxResult> = {
   fromPartial<I extends Exact<DeepPartial<ExecTxResult>, I>>(object: I): ExecTxResult {
     const message = createBaseExecTxResult();
     message.code = object.code ?? 0;
-    message.data = object.data ?? Buffer.alloc(0);
+    message.data = object.data ?? new Uint8Array(0);
     message.log = object.log ?? "";
     message.info = object.info ?? "";
     message.gasWanted = (object.gasWanted !== undefined && object.gasWanted !== null) ? BigInt(object.gasWanted) : 0n;
@@ -1790,7 +1790,7 @@ export const EventAttribute: MessageFns<EventAttribute> = {
 };
 
 function createBaseValidator(): Validator {
-  return { address: Buffer.alloc(0), pubKey: Buffer.alloc(0), power: 0n, proposerPriority: 0n };
+  return { address: new Uint8Array(0), pubKey: new Uint8Array(0), power: 0n, proposerPriority: 0n };
 }
 
 export const Validator: MessageFns<Validator> = {
@@ -1834,7 +1834,7 @@ export const Validator: MessageFns<Validator> = {
               break;
             }
 
-            message.address = Buffer.from(reader.bytes());
+            message.address = reader.bytes();
             continue;
           }
           case 2: {
@@ -1842,7 +1842,7 @@ export const Validator: MessageFns<Validator> = {
               break;
             }
 
-            message.pubKey = Buffer.from(reader.bytes());
+            message.pubKey = reader.bytes();
             continue;
           }
           case 3: {
@@ -1878,8 +1878,8 @@ export const Validator: MessageFns<Validator> = {
   },
   fromPartial<I extends Exact<DeepPartial<Validator>, I>>(object: I): Validator {
     const message = createBaseValidator();
-    message.address = object.address ?? Buffer.alloc(0);
-    message.pubKey = object.pubKey ?? Buffer.alloc(0);
+    message.address = object.address ?? new Uint8Array(0);
+    message.pubKey = object.pubKey ?? new Uint8Array(0);
     message.power = (object.power !== undefined && object.power !== null) ? BigInt(object.power) : 0n;
     message.proposerPriority = (object.proposerPriority !== undefined && object.proposerPriority !== null)
       ? BigInt(object.proposerPriority)
@@ -1889,7 +1889,7 @@ export const Validator: MessageFns<Validator> = {
 };
 
 function createBaseValidatorUpdate(): ValidatorUpdate {
-  return { pubKey: Buffer.alloc(0), power: 0n };
+  return { pubKey: new Uint8Array(0), power: 0n };
 }
 
 export const ValidatorUpdate: MessageFns<ValidatorUpdate> = {
@@ -1924,7 +1924,7 @@ export const ValidatorUpdate: MessageFns<ValidatorUpdate> = {
               break;
             }
 
-            message.pubKey = Buffer.from(reader.bytes());
+            message.pubKey = reader.bytes();
             continue;
           }
           case 2: {
@@ -1952,14 +1952,14 @@ export const ValidatorUpdate: MessageFns<ValidatorUpdate> = {
   },
   fromPartial<I extends Exact<DeepPartial<ValidatorUpdate>, I>>(object: I): ValidatorUpdate {
     const message = createBaseValidatorUpdate();
-    message.pubKey = object.pubKey ?? Buffer.alloc(0);
+    message.pubKey = object.pubKey ?? new Uint8Array(0);
     message.power = (object.power !== undefined && object.power !== null) ? BigInt(object.power) : 0n;
     return message;
   },
 };
 
 function createBaseMisbehavior(): Misbehavior {
-  return { type: 0, validatorAddress: Buffer.alloc(0), height: 0n, time: undefined, totalVotingPower: 0n };
+  return { type: 0, validatorAddress: new Uint8Array(0), height: 0n, time: undefined, totalVotingPower: 0n };
 }
 
 export const Misbehavior: MessageFns<Misbehavior> = {
@@ -2014,7 +2014,7 @@ export const Misbehavior: MessageFns<Misbehavior> = {
               break;
             }
 
-            message.validatorAddress = Buffer.from(reader.bytes());
+            message.validatorAddress = reader.bytes();
             continue;
           }
           case 3: {
@@ -2059,7 +2059,7 @@ export const Misbehavior: MessageFns<Misbehavior> = {
   fromPartial<I extends Exact<DeepPartial<Misbehavior>, I>>(object: I): Misbehavior {
     const message = createBaseMisbehavior();
     message.type = object.type ?? 0;
-    message.validatorAddress = object.validatorAddress ?? Buffer.alloc(0);
+    message.validatorAddress = object.validatorAddress ?? new Uint8Array(0);
     message.height = (object.height !== undefined && object.height !== null) ? BigInt(object.height) : 0n;
     message.time = (object.time !== undefined && object.time !== null) ? Timestamp.fromPartial(object.time) : undefined;
     message.totalVotingPower = (object.totalVotingPower !== undefined && object.totalVotingPower !== null)
