@@ -1,0 +1,21 @@
+// libs/abci-grpc: the consensus <-> executor contract (proto/noded/abci/v1/abci.proto) over gRPC.
+
+// The consensus side: the Application port backed by a remote executor.
+export {
+  AbciClientError,
+  type AbciClientErrorCode,
+  type AbciMethod,
+  DEFAULT_DEADLINES_MS,
+  GrpcApplication,
+  type GrpcApplicationOptions,
+} from './src/client.js';
+export { ABCI_SERVICE_NAME, DEFAULT_MAX_MESSAGE_BYTES, ERROR_CODE_TRAILER } from './src/constants.js';
+// Wire <-> libs/types conversions with the contract's field rules (tests, other transports).
+export { AbciFieldError, type CheckTxKind, fromProto, toProto } from './src/convert.js';
+export * as healthProto from './src/gen/grpc/health/v1/health.js';
+// The generated messages, service definitions and health client, for raw calls (tests, probes).
+export * as abciProto from './src/gen/noded/abci/v1/abci.js';
+// Health status table and its values (a service flips to NOT_SERVING while draining).
+export { HealthStatus, ServingStatus } from './src/health.js';
+// The executor side: an Application served over gRPC, with grpc.health.v1.
+export { type AbciServer, type AbciServerOptions, serveApplication } from './src/server.js';

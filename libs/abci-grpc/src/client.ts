@@ -1,0 +1,234 @@
+// GrpcApplication: the Application port (libs/types) served by a remote executor over
+// noded.abci.v1.Application. The consensus runtime drives it exactly as the in-process executor.
+// Every call has a deadline; every failure is an AbciClientError naming the executor's address, the
+// call and what went wrong, and every response is checked (fromProto) before the runtime sees it.
+//
+// Calls fail fast when the executor is unreachable (gRPC's default, no waitForReady): the runtime
+// stops on a failed finalizeBlock or commit, as CometBFT does when its ABCI connection fails, and
+// its handshake replays the missing blocks after a restart. Use waitReady() at start to wait for an
+// executor that is still coming up.
+import * as grpc from '@grpc/grpc-js';
+import type {
+  AppInfo,
+  Application,
+  CheckTxResult,
+  FinalizeBlockRequest,
+  FinalizeBlockResponse,
+  InitChainRequest,
+  InitChainResponse,
+  PrepareProposalRequest,
+  ProcessProposalRequest,
+} from '../../types/index.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, ERROR_CODE_TRAILER } from './constants.js';
+import { AbciFieldError, type CheckTxKind, fromProto, toProto } from './convert.js';
+import { ApplicationService } from './gen/noded/abci/v1/abci.js';
+
+export type AbciMethod = keyof typeof ApplicationService;
+
+/**
+ * Per-call deadlines (ms). Block execution and genesis can take long on a large block or state;
+ * the rest answer from memory.
+ */
+export const DEFAULT_DEADLINES_MS: Readonly<Record<AbciMethod, number>> = {
+  info: 10_000,
+  initChain: 120_000,
+  checkTx: 10_000,
+  prepareProposal: 10_000,
+  processProposal: 30_000,
+  finalizeBlock: 120_000,
+  commit: 120_000,
+};
+
+export type AbciClientErrorCode =
+  /** No connection to the executor (gRPC UNAVAILABLE). */
+  | 'UNREACHABLE'
+  /** The executor did not answer within the call's deadline. */
+  | 'TIMEOUT'
+  /** The executor refused the request as malformed (INVALID_ARGUMENT). */
+  | 'REFUSED'
+  /** The application behind the executor failed the call (INTERNAL). */
+  | 'APPLICATION'
+  /** The executor's answer breaks a rule of the contract. */
+  | 'INVALID_RESPONSE'
+  /** Any other gRPC failure (UNIMPLEMENTED from an older executor, RESOURCE_EXHAUSTED, ...). */
+  | 'RPC'
+  /** The client was closed. */
+  | 'CLOSED';
+
+export class AbciClientError extends Error {
+  constructor(
+    readonly code: AbciClientErrorCode,
+    /** The executor's gRPC address. */
+    readonly address: string,
+    /** The call, e.g. "finalizeBlock". */
+    readonly method: AbciMethod | 'waitReady',
+    message: string,
+    /** The gRPC status of the failed call, when there was one. */
+    readonly grpcStatus?: grpc.status,
+    /** The application error's own code, from the executor's noded-error-code trailer. */
+    readonly remoteCode?: string,
+  ) {
+    super(message);
+    this.name = 'AbciClientError';
+  }
+}
+
+export interface GrpcApplicationOptions {
+  /** Default: insecure (plaintext); grpc.credentials.createSsl(...) for (mutual) TLS. */
+  credentials?: grpc.ChannelCredentials;
+  /** Overrides of DEFAULT_DEADLINES_MS. */
+  deadlinesMs?: Partial<Record<AbciMethod, number>>;
+  maxMessageBytes?: number;
+}
+
+export class GrpcApplication implements Application {
+  private readonly client: grpc.Client;
+  private readonly deadlines: Record<AbciMethod, number>;
+  private closed = false;
+
+  /** `address` is "host:port" of the executor's ABCI gRPC server. Connects lazily. */
+  constructor(
+    readonly address: string,
+    opts: GrpcApplicationOptions = {},
+  ) {
+    const max = opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    this.client = new grpc.Client(address, opts.credentials ?? grpc.credentials.createInsecure(), {
+      'grpc.max_receive_message_length': max,
+      'grpc.max_send_message_length': max,
+    });
+    this.deadlines = { ...DEFAULT_DEADLINES_MS, ...opts.deadlinesMs };
+  }
+
+  /** Resolves once connected; rejects (UNREACHABLE) when no connection is made within timeoutMs. */
+  waitReady(timeoutMs: number): Promise<void> {
+    if (this.closed) return Promise.reject(this.closedError('waitReady'));
+    return new Promise((resolve, reject) => {
+      this.client.waitForReady(Date.now() + timeoutMs, (err) => {
+        if (!err) resolve();
+        else
+          reject(
+            new AbciClientError(
+              'UNREACHABLE',
+              this.address,
+              'waitReady',
+              `executor at ${this.address} is unreachable: no connection within ${timeoutMs} ms (${err.message})`,
+            ),
+          );
+      });
+    });
+  }
+
+  /** Closes the channel; calls after this fail with CLOSED. */
+  close(): void {
+    this.closed = true;
+    this.client.close();
+  }
+
+  info(): Promise<AppInfo> {
+    return this.call('info', toProto.infoRequest(), fromProto.infoResponse);
+  }
+
+  initChain(req: InitChainRequest): Promise<InitChainResponse> {
+    return this.call('initChain', toProto.initChainRequest(req), fromProto.initChainResponse);
+  }
+
+  checkTx(tx: Uint8Array, kind: CheckTxKind = 'new'): Promise<CheckTxResult> {
+    return this.call('checkTx', toProto.checkTxRequest(tx, kind), fromProto.checkTxResponse);
+  }
+
+  prepareProposal(req: PrepareProposalRequest): Promise<Uint8Array[]> {
+    return this.call(
+      'prepareProposal',
+      toProto.prepareProposalRequest(req),
+      fromProto.prepareProposalResponse,
+    );
+  }
+
+  processProposal(req: ProcessProposalRequest): Promise<boolean> {
+    return this.call(
+      'processProposal',
+      toProto.processProposalRequest(req),
+      fromProto.processProposalResponse,
+    );
+  }
+
+  finalizeBlock(req: FinalizeBlockRequest): Promise<FinalizeBlockResponse> {
+    return this.call('finalizeBlock', toProto.finalizeBlockRequest(req), fromProto.finalizeBlockResponse);
+  }
+
+  commit(): Promise<{ retainHeight: number }> {
+    return this.call('commit', toProto.commitRequest(), fromProto.commitResponse);
+  }
+
+  private call<M extends AbciMethod, Out>(
+    method: M,
+    request: Parameters<(typeof ApplicationService)[M]['requestSerialize']>[0],
+    read: (res: ReturnType<(typeof ApplicationService)[M]['responseDeserialize']>) => Out,
+  ): Promise<Out> {
+    if (this.closed) return Promise.reject(this.closedError(method));
+    const def = ApplicationService[method] as unknown as grpc.MethodDefinition<typeof request, never>;
+    const deadlineMs = this.deadlines[method];
+    return new Promise((resolve, reject) => {
+      this.client.makeUnaryRequest(
+        def.path,
+        def.requestSerialize,
+        def.responseDeserialize,
+        request,
+        new grpc.Metadata(),
+        { deadline: Date.now() + deadlineMs },
+        (err, res) => {
+          if (err) {
+            reject(this.callError(method, err, deadlineMs));
+            return;
+          }
+          try {
+            resolve(read(res as Parameters<typeof read>[0]));
+          } catch (e) {
+            const why = e instanceof AbciFieldError ? e.message : String(e);
+            reject(
+              new AbciClientError(
+                'INVALID_RESPONSE',
+                this.address,
+                method,
+                `executor at ${this.address} sent an invalid ${method} response: ${why}`,
+              ),
+            );
+          }
+        },
+      );
+    });
+  }
+
+  private callError(method: AbciMethod, err: grpc.ServiceError, deadlineMs: number): AbciClientError {
+    const at = `executor at ${this.address}`;
+    const status = grpc.status[err.code] ?? String(err.code);
+    const remote = err.metadata?.get(ERROR_CODE_TRAILER)[0];
+    const remoteCode = remote === undefined ? undefined : String(remote);
+    const make = (code: AbciClientErrorCode, message: string) =>
+      new AbciClientError(code, this.address, method, message, err.code, remoteCode);
+    switch (err.code) {
+      case grpc.status.UNAVAILABLE:
+        return make('UNREACHABLE', `${at} is unreachable: ${method} failed (UNAVAILABLE: ${err.details})`);
+      case grpc.status.DEADLINE_EXCEEDED:
+        return make('TIMEOUT', `${at} did not answer ${method} within ${deadlineMs} ms (${err.details})`);
+      case grpc.status.INVALID_ARGUMENT:
+        return make('REFUSED', `${at} refused ${method} as malformed: ${err.details}`);
+      case grpc.status.INTERNAL:
+        return make('APPLICATION', `${at} failed ${method}: ${err.details}`);
+      case grpc.status.CANCELLED:
+        if (this.closed) return this.closedError(method);
+        return make('RPC', `${at}: ${method} failed (${status}: ${err.details})`);
+      default:
+        return make('RPC', `${at}: ${method} failed (${status}: ${err.details})`);
+    }
+  }
+
+  private closedError(method: AbciMethod | 'waitReady'): AbciClientError {
+    return new AbciClientError(
+      'CLOSED',
+      this.address,
+      method,
+      `the client of the executor at ${this.address} is closed (${method})`,
+    );
+  }
+}

@@ -1,0 +1,214 @@
+// serveApplication: an Application (libs/types) served as noded.abci.v1.Application over gRPC, with
+// grpc.health.v1 beside it. Every request is decoded and checked at the boundary: bytes that are not
+// the message, or a field that breaks its rule, get INVALID_ARGUMENT naming it and never reach the
+// application; an error of the application gets INTERNAL with its message (and its `code`, if it
+// has one, in the `noded-error-code` trailer). The server keeps serving after either.
+import * as grpc from '@grpc/grpc-js';
+import type { Application, Logger } from '../../types/index.js';
+import { silentLogger } from '../../types/index.js';
+import { ABCI_SERVICE_NAME, DEFAULT_MAX_MESSAGE_BYTES, ERROR_CODE_TRAILER } from './constants.js';
+import { AbciFieldError, fromProto, toProto } from './convert.js';
+import { ApplicationService } from './gen/noded/abci/v1/abci.js';
+import { HealthStatus, ServingStatus } from './health.js';
+
+export interface AbciServerOptions {
+  /** Default: insecure (plaintext); pass grpc.ServerCredentials.createSsl(...) for (mutual) TLS. */
+  credentials?: grpc.ServerCredentials;
+  maxMessageBytes?: number;
+  logger?: Logger;
+}
+
+export interface AbciServer {
+  /** The address actually bound ("127.0.0.1:43117" when asked for port 0). */
+  readonly address: string;
+  readonly port: number;
+  /** The health status table (service "" and ABCI_SERVICE_NAME are SERVING while open). */
+  readonly health: HealthStatus;
+  /** Reports NOT_SERVING, ends health watches, lets calls in flight finish for up to graceMs, stops. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** A request whose bytes did not decode as its message (the handler answers INVALID_ARGUMENT). */
+class UndecodableRequest {
+  constructor(readonly reason: string) {}
+}
+
+type Method = keyof typeof ApplicationService;
+
+/** ApplicationService whose request decoding never throws: a decode error becomes a value. */
+function lenientDefinition(): grpc.ServiceDefinition {
+  const def: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+  for (const [name, m] of Object.entries(ApplicationService)) {
+    def[name] = {
+      ...m,
+      requestDeserialize: (buf: Buffer): unknown => {
+        try {
+          return m.requestDeserialize(buf);
+        } catch (err) {
+          return new UndecodableRequest((err as Error).message);
+        }
+      },
+    } as grpc.MethodDefinition<unknown, unknown>;
+  }
+  return def;
+}
+
+function rpcName(method: Method): string {
+  return ApplicationService[method].path.slice(1);
+}
+
+function errorCodeOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' || typeof code === 'number' ? String(code) : undefined;
+}
+
+/**
+ * One unary handler: decode (bytes -> message, by grpc-js) -> check and convert (fromProto) -> the
+ * application -> convert back (toProto). Only a failed check is the caller's fault.
+ */
+function unary<In, Out>(
+  method: Method,
+  logger: Logger,
+  check: (m: never) => In,
+  call: (input: In) => Promise<Out>,
+  encode: (out: Out) => unknown,
+): grpc.handleUnaryCall<unknown, unknown> {
+  const name = rpcName(method);
+  const messageName = `noded.abci.v1.${name.split('/')[1]}Request`;
+  const fail = (callback: grpc.sendUnaryData<unknown>, err: unknown) => {
+    const message = err instanceof Error ? err.message : String(err);
+    const code = errorCodeOf(err);
+    logger.error({ method: name, err: message, code }, 'application call failed');
+    const metadata = new grpc.Metadata();
+    if (code !== undefined) metadata.set(ERROR_CODE_TRAILER, code);
+    callback({ code: grpc.status.INTERNAL, details: `${name}: application error: ${message}`, metadata });
+  };
+  return (rpc, callback) => {
+    const req = rpc.request;
+    if (req instanceof UndecodableRequest) {
+      callback({
+        code: grpc.status.INVALID_ARGUMENT,
+        details: `${name}: the request is not a valid ${messageName}: ${req.reason}`,
+      });
+      return;
+    }
+    let input: In;
+    try {
+      input = check(req as never);
+    } catch (err) {
+      if (!(err instanceof AbciFieldError)) {
+        fail(callback, err);
+        return;
+      }
+      callback({ code: grpc.status.INVALID_ARGUMENT, details: `${name}: ${err.message}` });
+      return;
+    }
+    Promise.resolve()
+      .then(() => call(input))
+      .then(
+        (out) => {
+          let res: unknown;
+          try {
+            res = encode(out);
+          } catch (err) {
+            fail(callback, new Error(`invalid response: ${(err as Error).message}`));
+            return;
+          }
+          callback(null, res);
+        },
+        (err: unknown) => fail(callback, err),
+      );
+  };
+}
+
+/** Serves `app` on `address` ("host:port"; port 0 picks a free one) until close(). */
+export async function serveApplication(
+  app: Application,
+  address: string,
+  opts: AbciServerOptions = {},
+): Promise<AbciServer> {
+  const logger = opts.logger ?? silentLogger;
+  const max = opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': max,
+    'grpc.max_send_message_length': max,
+  });
+  const handlers: Record<Method, grpc.handleUnaryCall<unknown, unknown>> = {
+    info: unary('info', logger, fromProto.infoRequest, () => app.info(), toProto.infoResponse),
+    initChain: unary(
+      'initChain',
+      logger,
+      fromProto.initChainRequest,
+      (r) => app.initChain(r),
+      toProto.initChainResponse,
+    ),
+    checkTx: unary(
+      'checkTx',
+      logger,
+      fromProto.checkTxRequest,
+      (r) => app.checkTx(r.tx, r.kind),
+      toProto.checkTxResponse,
+    ),
+    prepareProposal: unary(
+      'prepareProposal',
+      logger,
+      fromProto.prepareProposalRequest,
+      (r) => app.prepareProposal(r),
+      toProto.prepareProposalResponse,
+    ),
+    processProposal: unary(
+      'processProposal',
+      logger,
+      fromProto.processProposalRequest,
+      (r) => app.processProposal(r),
+      toProto.processProposalResponse,
+    ),
+    finalizeBlock: unary(
+      'finalizeBlock',
+      logger,
+      fromProto.finalizeBlockRequest,
+      (r) => app.finalizeBlock(r),
+      toProto.finalizeBlockResponse,
+    ),
+    commit: unary('commit', logger, fromProto.commitRequest, () => app.commit(), toProto.commitResponse),
+  };
+  server.addService(lenientDefinition(), handlers);
+  const health = new HealthStatus();
+  health.addTo(server);
+
+  const credentials = opts.credentials ?? grpc.ServerCredentials.createInsecure();
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(address, credentials, (err, p) => {
+      if (err) reject(new Error(`ABCI gRPC server: cannot listen on ${address}: ${err.message}`));
+      else resolve(p);
+    });
+  });
+  health.set('', ServingStatus.SERVING);
+  health.set(ABCI_SERVICE_NAME, ServingStatus.SERVING);
+  const host = address.slice(0, address.lastIndexOf(':'));
+  const bound = `${host}:${port}`;
+  logger.info({ address: bound }, 'ABCI gRPC server listening');
+
+  let closing: Promise<void> | null = null;
+  return {
+    address: bound,
+    port,
+    health,
+    close(graceMs = 5_000) {
+      closing ??= new Promise<void>((resolve) => {
+        health.set(ABCI_SERVICE_NAME, ServingStatus.NOT_SERVING);
+        health.set('', ServingStatus.NOT_SERVING);
+        health.endWatches();
+        const force = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
+      return closing;
+    },
+  };
+}
