@@ -8,6 +8,7 @@ import { MemFs } from '../../libs/consensus/src/sim/memfs.js';
 import { chainCommon } from '../../libs/execution/src/evm/common.js';
 import { rlpEncode } from '../../libs/execution/src/rlp.js';
 import { decodeTx, TxCode, TxRejectedError } from '../../libs/execution/src/txs.js';
+import { Query, QuerySyntaxError } from '../../libs/rpc/src/comet/index.js';
 import { type Block, type BlockId, silentLogger } from '../../libs/types/index.js';
 
 const EMPTY = new Uint8Array(0);
@@ -120,5 +121,41 @@ describe('fuzz regressions: transaction decoding', () => {
         (e: unknown) => e instanceof TxRejectedError && e.code === TxCode.decode && why.test(e.message),
       );
     }
+  });
+});
+
+describe('fuzz regressions: CometBFT query language', () => {
+  const refused = (text: string, why: RegExp) =>
+    assert.throws(
+      () => Query.parse(text),
+      (e: unknown) => e instanceof QuerySyntaxError && why.test(e.message),
+    );
+
+  it('DATE and TIME years 0000-0099 are those years (out of range), not 1900-1999', () => {
+    refused('block.time >= DATE 0000-01-01', /datestamp year 0 out of range/);
+    refused('block.time >= DATE 0050-06-01', /datestamp year 50 out of range/);
+    refused('tx.time < TIME 0099-01-01T00:00:00Z', /timestamp year 99 out of range/);
+    // An event value in the year 50 is not read as 1950 either.
+    assert.equal(Query.parse('t > DATE 1949-01-01').matches({ t: ['0050-01-01'] }), false);
+    assert.equal(Query.parse('t < DATE 1949-01-01').matches({ t: ['0050-01-01'] }), true);
+  });
+
+  it("TIME follows Go's time.Parse ranges: no second 60, zone offsets up to 24:60", () => {
+    refused('tx.time < TIME 2020-01-01T00:00:60Z', /invalid TIME value/);
+    refused('tx.time < TIME 2995-01-01T00:00:00+25:00', /invalid TIME value/);
+    refused('tx.time < TIME 2020-01-01T00:00:00-01:61', /invalid TIME value/);
+    assert.equal(Query.parse('tx.time < TIME 2020-01-01T00:00:00+24:60').conditions.length, 1);
+  });
+
+  it('the year range applies to the year as written, in the literal own zone (Go Time.Year)', () => {
+    assert.equal(Query.parse('tx.time >= TIME 1900-01-01T00:30:00+01:00').conditions.length, 1);
+    assert.equal(Query.parse('tx.time <= TIME 2999-12-31T23:30:00-01:00').conditions.length, 1);
+  });
+
+  it("white space is Go's unicode.IsSpace: U+0085 separates tokens, U+FEFF is invalid input", () => {
+    assert.deepStrictEqual(Query.parse("tm.event\u0085=\u0085'Tx'").conditions, [
+      { tag: 'tm.event', op: '=', arg: { type: 'string', text: 'Tx' } },
+    ]);
+    refused("\uFEFFtm.event = 'Tx'", /invalid input/);
   });
 });

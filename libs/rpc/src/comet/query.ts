@@ -70,6 +70,9 @@ interface Token {
 }
 
 const isDigit = (c: string) => c >= '0' && c <= '9';
+/** Go's unicode.IsSpace (JavaScript's \s also counts U+FEFF, and not U+0085). */
+const isSpace = (c: string) =>
+  /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]$/.test(c);
 const isLetter = (c: string) => /\p{L}/u.test(c);
 const isFirstTagChar = (c: string) => c === '_' || isLetter(c) || /\p{Nd}/u.test(c);
 const isTagChar = (c: string) => c === '.' || c === '-' || isFirstTagChar(c);
@@ -82,7 +85,7 @@ function tokenize(input: string): Token[] {
   const offset = (idx: number) => Buffer.byteLength(chars.slice(0, idx).join(''));
   while (i < chars.length) {
     const c = chars[i];
-    if (/\s/u.test(c)) {
+    if (isSpace(c)) {
       i++;
       continue;
     }
@@ -116,7 +119,8 @@ function tokenize(input: string): Token[] {
             `offset ${offset(start)}: invalid ${word} value: cannot parse "${literal}" as ${isTime ? 'RFC3339' : '2006-01-02'}`,
           );
         }
-        const year = new Date(Number(parsed / 1_000_000n)).getUTCFullYear();
+        // The year as written, in the literal's own zone (Go's Time.Year), not the UTC year.
+        const year = Number(literal.slice(0, 4));
         if (year < 1900 || year > 2999) {
           throw new QuerySyntaxError(
             `offset ${offset(start)}: ${isTime ? 'timestamp' : 'datestamp'} year ${year} out of range`,

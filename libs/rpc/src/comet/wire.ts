@@ -71,15 +71,19 @@ export function parseRfc3339(text: string): TimeNs | undefined {
   const [, y, mo, d, h, mi, s, fraction, zone] = m;
   const month = Number(mo);
   const day = Number(d);
-  if (month < 1 || month > 12 || day < 1 || day > 31 || Number(h) > 23 || Number(mi) > 59 || Number(s) > 60) {
+  // Go's time.Parse ranges: seconds 0-59 (no leap second), zone offsets up to 24:60.
+  if (month < 1 || month > 12 || day < 1 || day > 31 || Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) {
     return undefined;
   }
-  let ms = Date.UTC(Number(y), month - 1, day, Number(h), Number(mi), Number(s));
-  if (new Date(Date.UTC(Number(y), month - 1, day)).getUTCDate() !== day) return undefined;
+  const date = utcMs(Number(y), month, day);
+  if (new Date(date).getUTCDate() !== day) return undefined;
+  let ms = date + ((Number(h) * 60 + Number(mi)) * 60 + Number(s)) * 1000;
   if (zone !== 'Z' && zone !== 'z') {
     const sign = zone[0] === '-' ? -1 : 1;
-    const offsetMin = Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4, 6));
-    ms -= sign * offsetMin * 60_000;
+    const zoneHours = Number(zone.slice(1, 3));
+    const zoneMinutes = Number(zone.slice(4, 6));
+    if (zoneHours > 24 || zoneMinutes > 60) return undefined;
+    ms -= sign * (zoneHours * 60 + zoneMinutes) * 60_000;
   }
   const fracNs = fraction ? BigInt(fraction.padEnd(9, '0')) : 0n;
   return BigInt(ms) * 1_000_000n + fracNs;
@@ -91,9 +95,19 @@ export function parseDate(text: string): TimeNs | undefined {
   if (!m) return undefined;
   const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
   if (mo < 1 || mo > 12 || d < 1) return undefined;
-  const ms = Date.UTC(y, mo - 1, d);
+  const ms = utcMs(y, mo, d);
   if (new Date(ms).getUTCDate() !== d) return undefined;
   return BigInt(ms) * 1_000_000n;
+}
+
+/**
+ * Milliseconds of midnight UTC of a date (month 1-12). Not Date.UTC, which reads years 0-99 as
+ * 1900-1999: "0050-01-01" is the year 50, as in Go.
+ */
+function utcMs(year: number, month: number, day: number): number {
+  const t = new Date(0);
+  t.setUTCFullYear(year, month - 1, day);
+  return t.getTime();
 }
 
 export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
