@@ -14,6 +14,21 @@ export {
   type PeerAddress,
   type PeerEvents,
 } from './src/host.js';
+// Light blocks for light nodes: requests answered from a full node's block store.
+export {
+  type BlockStoreReads,
+  encodeLightRequest,
+  LIGHT_PROTOCOL,
+  type LightBlockSource,
+  LightChannel,
+  type LightChannelOptions,
+  LightRequestError,
+  type LightRequestErrorCode,
+  lightBlockSourceOf,
+  MAX_BAD_REQUESTS,
+  MAX_LIGHT_MESSAGE_BYTES,
+  MAX_REQUESTS_IN_FLIGHT,
+} from './src/light-channel.js';
 // Mempool gossip: admitted transactions to every peer, peers' transactions through CheckTx.
 export {
   decodeTxBatch,

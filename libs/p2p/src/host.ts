@@ -297,19 +297,24 @@ export class P2PHost {
     return out;
   }
 
-  /** Queues `payload` for one peer on a channel; false when the peer is not connected. */
+  /**
+   * Queues `payload` for one peer on a channel; false when the peer is not connected or did not
+   * list the channel in its handshake (CometBFT sends a peer only the channels it advertised).
+   */
   send(peerId: string, protocol: string, payload: Uint8Array): boolean {
     const p = this.peers.get(peerId);
-    if (!p) return false;
+    if (!p?.info.channels.includes(protocol)) return false;
     this.write(p, protocol, frame(payload));
     return true;
   }
 
-  /** Queues `payload` for every connected peer (except `except`). */
+  /** Queues `payload` for every connected peer (except `except`) that advertised the channel. */
   broadcast(protocol: string, payload: Uint8Array, except?: string): void {
     if (this.peers.size === 0) return;
     const bytes = frame(payload);
-    for (const p of this.peers.values()) if (p.id !== except) this.write(p, protocol, bytes);
+    for (const p of this.peers.values()) {
+      if (p.id !== except && p.info.channels.includes(protocol)) this.write(p, protocol, bytes);
+    }
   }
 
   /** Drops a peer, logging why (invalid data, limits); a persistent peer is redialled later. */

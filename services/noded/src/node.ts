@@ -17,7 +17,14 @@ import {
 } from '../../../libs/config/index.js';
 import { BLOCK_PROTOCOL, ConsensusRuntime } from '../../../libs/consensus/index.js';
 import { Executor } from '../../../libs/execution/index.js';
-import { ConsensusChannel, MempoolChannel, P2P_PROTOCOL_VERSION, P2PHost } from '../../../libs/p2p/index.js';
+import {
+  ConsensusChannel,
+  LightChannel,
+  lightBlockSourceOf,
+  MempoolChannel,
+  P2P_PROTOCOL_VERSION,
+  P2PHost,
+} from '../../../libs/p2p/index.js';
 import { CometRpcServer, DevAccounts, RestServer, TxIndexer } from '../../../libs/rpc/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetry/index.js';
@@ -199,6 +206,12 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       },
     });
     closers.push({ name: 'consensus', close: () => consensus.stop() });
+    // Light nodes ask for signed headers and validator sets (docs/light-client.md).
+    const lightNet = new LightChannel(p2p, {
+      source: lightBlockSourceOf(consensus),
+      logger: logger.child({ module: 'light' }),
+    });
+    closers.push({ name: 'light serving', close: () => lightNet.close() });
 
     const reader = new LocalNodeReader({
       consensus,

@@ -1,0 +1,201 @@
+// The light channel over real P2P hosts on 127.0.0.1: a full node answers light blocks (latest or
+// by height, with the next validator set), refuses heights it does not have, a light node serves
+// none; malformed requests are answered with an error and the third disconnects; an unknown frame
+// disconnects at once; a peer that did not advertise the channel is never sent to.
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import type { FetchedLightBlock, LightBlock } from '../../libs/consensus/index.js';
+import { ed25519Generate, nodeIdFromPublicKey } from '../../libs/crypto/index.js';
+import {
+  encodeLightRequest,
+  LIGHT_PROTOCOL,
+  type LightBlockSource,
+  LightChannel,
+  LightRequestError,
+  P2P_PROTOCOL_VERSION,
+  P2PHost,
+  type PeerAddress,
+} from '../../libs/p2p/index.js';
+import type { Logger } from '../../libs/types/index.js';
+import { chain, KEYS, setOf } from '../consensus/light-helpers.js';
+
+const quiet: Logger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, child: () => quiet };
+const started: P2PHost[] = [];
+after(async () => {
+  for (const h of started) await h.stop();
+});
+
+const four = setOf(KEYS.slice(0, 4));
+const BLOCKS = chain(5, () => four);
+
+function sourceOf(blocks: LightBlock[], delayMs = 0): LightBlockSource {
+  return {
+    range: () => ({ base: 1, latest: blocks.length }),
+    async lightBlock(h): Promise<FetchedLightBlock | undefined> {
+      if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+      const height = h === 'latest' ? blocks.length : h;
+      const block = blocks[height - 1];
+      return block ? { block, nextValidators: four.validators } : undefined;
+    },
+  };
+}
+
+async function host(
+  setup: (h: P2PHost) => void,
+  peers: PeerAddress[] = [],
+): Promise<{ host: P2PHost; id: string; port: number }> {
+  const key = ed25519Generate();
+  const id = nodeIdFromPublicKey(key.publicKey);
+  const h = new P2PHost({
+    nodeKey: { seed: key.seed, publicKey: key.publicKey },
+    nodeInfo: {
+      protocolVersion: { p2p: P2P_PROTOCOL_VERSION, block: 11, app: 0 },
+      id,
+      listenAddr: '127.0.0.1:0',
+      network: 'chain-local',
+      version: 'test',
+      moniker: `m-${id.slice(0, 4)}`,
+      other: { txIndex: 'off', rpcAddress: '' },
+    },
+    listen: { host: '127.0.0.1', port: 0 },
+    persistentPeers: peers,
+    unconditionalPeerIds: [],
+    maxInboundPeers: 10,
+    maxOutboundPeers: 10,
+    handshakeTimeoutMs: 3000,
+    dialTimeoutMs: 2000,
+    maxRedialDelayMs: 300,
+    logger: quiet,
+  });
+  setup(h);
+  const port = await h.start();
+  started.push(h);
+  return { host: h, id, port };
+}
+
+async function until(what: string, cond: () => boolean, ms = 8000): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (cond()) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+function refused(code: string, message?: RegExp) {
+  return (err: unknown) => {
+    assert.ok(err instanceof LightRequestError, String(err));
+    assert.equal(err.code, code, err.message);
+    if (message) assert.match(err.message, message);
+    return true;
+  };
+}
+
+describe('light channel', () => {
+  it('serves the latest light block and any stored height, with the next validator set', async () => {
+    const full = await host((h) => new LightChannel(h, { source: sourceOf(BLOCKS), logger: quiet }));
+    let client!: LightChannel;
+    const light = await host(
+      (h) => {
+        client = new LightChannel(h, { logger: quiet });
+      },
+      [{ nodeId: full.id, host: '127.0.0.1', port: full.port }],
+    );
+    await until('connected', () => light.host.peerCount === 1 && full.host.peerCount === 1);
+
+    const latest = await client.request(full.id, 'latest');
+    assert.deepEqual(latest.block, BLOCKS[4]);
+    assert.deepEqual(latest.nextValidators, four.validators);
+    const third = await client.request(full.id, 3);
+    assert.deepEqual(third.block, BLOCKS[2]);
+    const all = await Promise.all([1, 2, 3, 4, 5].map((h) => client.request(full.id, h)));
+    assert.deepEqual(
+      all.map((f) => f.block.header.height),
+      [1, 2, 3, 4, 5],
+    );
+
+    await assert.rejects(
+      client.request(full.id, 99),
+      refused('REFUSED', /height 99 is not available: this node has heights 1 to 5/),
+    );
+    // The light node answers requests too, with a refusal.
+    let fullAsClient!: LightChannel;
+    const full2 = await host(
+      (h) => {
+        fullAsClient = new LightChannel(h, { source: sourceOf(BLOCKS), logger: quiet });
+      },
+      [{ nodeId: light.id, host: '127.0.0.1', port: light.port }],
+    );
+    await until('full2 connected', () => full2.host.peerCount === 1);
+    await assert.rejects(
+      fullAsClient.request(light.id, 'latest'),
+      refused('REFUSED', /serves no light blocks \(it is a light node\)/),
+    );
+    assert.equal(full.host.peerCount, 1, 'refusals of well-formed requests disconnect nobody');
+  });
+
+  it('answers malformed requests with an error and disconnects the third time', async () => {
+    const full = await host((h) => new LightChannel(h, { source: sourceOf(BLOCKS), logger: quiet }));
+    const answers: string[] = [];
+    const raw = await host(
+      (h) =>
+        h.register({
+          protocol: LIGHT_PROTOCOL,
+          maxMessageBytes: 1 << 20,
+          onMessage: (_peer, payload) => {
+            if (payload[0] === 3) answers.push(new TextDecoder().decode(payload.subarray(5)));
+          },
+        }),
+      [{ nodeId: full.id, host: '127.0.0.1', port: full.port }],
+    );
+    await until('connected', () => raw.host.peerCount === 1);
+    const tooLong = new Uint8Array(14);
+    tooLong.set(encodeLightRequest(7, 1));
+    raw.host.send(full.id, LIGHT_PROTOCOL, tooLong);
+    await until('an error answer', () => answers.length === 1);
+    assert.equal(answers[0], 'bad request: a request is 13 bytes, got 14');
+    assert.equal(full.host.peerCount, 1);
+    const huge = encodeLightRequest(8, 1);
+    new DataView(huge.buffer).setBigUint64(5, 2n ** 60n);
+    raw.host.send(full.id, LIGHT_PROTOCOL, huge);
+    raw.host.send(full.id, LIGHT_PROTOCOL, tooLong);
+    await until('the third bad request disconnects', () => full.host.peerCount === 0, 5000);
+    assert.match(answers[1] ?? '', /height 1152921504606846976 is out of range/);
+  });
+
+  it('disconnects a peer that sends a frame of unknown type', async () => {
+    const full = await host((h) => new LightChannel(h, { source: sourceOf(BLOCKS), logger: quiet }));
+    const raw = await host(
+      (h) => h.register({ protocol: LIGHT_PROTOCOL, maxMessageBytes: 1 << 20, onMessage: () => {} }),
+      [{ nodeId: full.id, host: '127.0.0.1', port: full.port }],
+    );
+    await until('connected', () => full.host.peerCount === 1);
+    raw.host.send(full.id, LIGHT_PROTOCOL, Uint8Array.of(9, 0, 0, 0, 1));
+    await until('disconnected', () => full.host.peerCount === 0, 5000);
+  });
+
+  it('times out a slow peer and refuses to send to a peer without the channel', async () => {
+    const slow = await host((h) => new LightChannel(h, { source: sourceOf(BLOCKS, 2000), logger: quiet }));
+    let client!: LightChannel;
+    const light = await host(
+      (h) => {
+        client = new LightChannel(h, { logger: quiet, requestTimeoutMs: 300 });
+      },
+      [{ nodeId: slow.id, host: '127.0.0.1', port: slow.port }],
+    );
+    await until('connected', () => light.host.peerCount === 1);
+    await assert.rejects(
+      client.request(slow.id, 'latest'),
+      refused('TIMEOUT', /did not answer within 300 ms/),
+    );
+
+    const bare = await host(() => {}, [{ nodeId: light.id, host: '127.0.0.1', port: light.port }]);
+    await until('bare connected', () => bare.host.peerCount === 1);
+    await assert.rejects(
+      client.request(bare.id, 'latest'),
+      refused('NOT_CONNECTED', /does not serve \/noded\/light\/1/),
+    );
+    assert.equal(bare.host.send(light.id, LIGHT_PROTOCOL, encodeLightRequest(1, 1)), true);
+    assert.equal(light.host.send(bare.id, LIGHT_PROTOCOL, encodeLightRequest(1, 1)), false);
+  });
+});
