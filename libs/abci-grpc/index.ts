@@ -4,12 +4,16 @@
 export {
   AbciClientError,
   type AbciClientErrorCode,
-  type AbciMethod,
   DEFAULT_DEADLINES_MS,
   GrpcApplication,
   type GrpcApplicationOptions,
 } from './src/client.js';
-export { ABCI_SERVICE_NAME, DEFAULT_MAX_MESSAGE_BYTES, ERROR_CODE_TRAILER } from './src/constants.js';
+export {
+  ABCI_SERVICE_NAME,
+  type AbciMethod,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  ERROR_CODE_TRAILER,
+} from './src/constants.js';
 // Wire <-> libs/types conversions with the contract's field rules (tests, other transports).
 export { AbciFieldError, type CheckTxKind, fromProto, toProto } from './src/convert.js';
 export * as healthProto from './src/gen/grpc/health/v1/health.js';

@@ -17,7 +17,8 @@ import {
   toProto,
 } from '../../libs/abci-grpc/index.js';
 import { ConsensusRuntime, TestApp } from '../../libs/consensus/index.js';
-import { Chain, type Chain as ChainT, closedPort } from './helpers.js';
+import type { Application } from '../../libs/types/index.js';
+import { Chain, closedPort } from './helpers.js';
 
 const cleanups: Array<() => unknown> = [];
 after(async () => {
@@ -36,7 +37,7 @@ function client(address: string, deadlinesMs?: Partial<Record<AbciMethod, number
   return c;
 }
 
-function chain(app: ConstructorParameters<typeof Chain>[0]): ChainT {
+function chain(app: Application): Chain {
   const c = new Chain(app);
   cleanups.push(() => c.remove());
   return c;
@@ -79,7 +80,7 @@ describe('ABCI over gRPC: the consensus runtime drives a remote application', ()
     const overGrpc = chain(app);
     const rt = await overGrpc.runTo(N);
 
-    const firstN = (c: ChainT) => c.blocks.filter((b) => b.height <= N);
+    const firstN = (c: Chain) => c.blocks.filter((b) => b.height <= N);
     assert.equal(firstN(overGrpc).length, N);
     assert.deepEqual(firstN(overGrpc), firstN(inProcess), 'txs and FinalizeBlock results of every block');
     const mempoolTxs = firstN(overGrpc).flatMap((b) => b.txs.map((t) => new TextDecoder().decode(t)));

@@ -19,11 +19,9 @@ import type {
   PrepareProposalRequest,
   ProcessProposalRequest,
 } from '../../types/index.js';
-import { DEFAULT_MAX_MESSAGE_BYTES, ERROR_CODE_TRAILER } from './constants.js';
+import { type AbciMethod, DEFAULT_MAX_MESSAGE_BYTES, ERROR_CODE_TRAILER } from './constants.js';
 import { AbciFieldError, type CheckTxKind, fromProto, toProto } from './convert.js';
 import { ApplicationService } from './gen/noded/abci/v1/abci.js';
-
-export type AbciMethod = keyof typeof ApplicationService;
 
 /**
  * Per-call deadlines (ms). Block execution and genesis can take long on a large block or state;

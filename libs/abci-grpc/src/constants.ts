@@ -1,4 +1,8 @@
 // Names and limits both ends of noded.abci.v1.Application agree on.
+import type { ApplicationService } from './gen/noded/abci/v1/abci.js';
+
+/** The calls of the service, as the Application port names them ("finalizeBlock"). */
+export type AbciMethod = keyof typeof ApplicationService;
 
 /** The gRPC service name, as health checks and grpcurl name it. */
 export const ABCI_SERVICE_NAME = 'noded.abci.v1.Application';

@@ -4,9 +4,13 @@
 // application; an error of the application gets INTERNAL with its message (and its `code`, if it
 // has one, in the `noded-error-code` trailer). The server keeps serving after either.
 import * as grpc from '@grpc/grpc-js';
-import type { Application, Logger } from '../../types/index.js';
-import { silentLogger } from '../../types/index.js';
-import { ABCI_SERVICE_NAME, DEFAULT_MAX_MESSAGE_BYTES, ERROR_CODE_TRAILER } from './constants.js';
+import { type Application, type Logger, silentLogger } from '../../types/index.js';
+import {
+  ABCI_SERVICE_NAME,
+  type AbciMethod,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  ERROR_CODE_TRAILER,
+} from './constants.js';
 import { AbciFieldError, fromProto, toProto } from './convert.js';
 import { ApplicationService } from './gen/noded/abci/v1/abci.js';
 import { HealthStatus, ServingStatus } from './health.js';
@@ -33,8 +37,6 @@ class UndecodableRequest {
   constructor(readonly reason: string) {}
 }
 
-type Method = keyof typeof ApplicationService;
-
 /** ApplicationService whose request decoding never throws: a decode error becomes a value. */
 function lenientDefinition(): grpc.ServiceDefinition {
   const def: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
@@ -53,7 +55,7 @@ function lenientDefinition(): grpc.ServiceDefinition {
   return def;
 }
 
-function rpcName(method: Method): string {
+function rpcName(method: AbciMethod): string {
   return ApplicationService[method].path.slice(1);
 }
 
@@ -67,7 +69,7 @@ function errorCodeOf(err: unknown): string | undefined {
  * application -> convert back (toProto). Only a failed check is the caller's fault.
  */
 function unary<In, Out>(
-  method: Method,
+  method: AbciMethod,
   logger: Logger,
   check: (m: never) => In,
   call: (input: In) => Promise<Out>,
@@ -133,7 +135,7 @@ export async function serveApplication(
     'grpc.max_receive_message_length': max,
     'grpc.max_send_message_length': max,
   });
-  const handlers: Record<Method, grpc.handleUnaryCall<unknown, unknown>> = {
+  const handlers: Record<AbciMethod, grpc.handleUnaryCall<unknown, unknown>> = {
     info: unary('info', logger, fromProto.infoRequest, () => app.info(), toProto.infoResponse),
     initChain: unary(
       'initChain',
