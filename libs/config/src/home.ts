@@ -26,6 +26,8 @@ export interface HomePaths {
   stateDb: string;
   applicationDb: string;
   txIndexDb: string;
+  /** The light client's verified headers (mode = "light"). */
+  lightDb: string;
   /** Default log file; `noded start --log-file` overrides it. */
   logFile: string;
 }
@@ -60,6 +62,7 @@ export function homePaths(home: string): HomePaths {
     stateDb: join(data, 'state.db'),
     applicationDb: join(data, 'application.db'),
     txIndexDb: join(data, 'tx_index.db'),
+    lightDb: join(data, 'light.db'),
     logFile: join(logs, 'noded.log'),
   };
 }

@@ -190,6 +190,16 @@ function checkAppToml(
   }
 
   if (ok('api.tls_cert_file', 'api.tls_key_file')) checkTls(app, file, push);
+
+  // A header trusted by hash needs both its height and its hash.
+  if (ok('light.trust_height', 'light.trust_hash')) {
+    const { trustHeight, trustHash } = app.light;
+    if (trustHeight > 0 && trustHash === '') {
+      push('light.trust_hash', `must be set when light.trust_height is set (${trustHeight}), got ""`);
+    } else if (trustHeight === 0 && trustHash !== '') {
+      push('light.trust_height', `must be set (> 0) when light.trust_hash is set, got 0`);
+    }
+  }
 }
 
 function checkTls(app: AppToml, file: AppTomlFile, push: (key: string, message: string) => void) {

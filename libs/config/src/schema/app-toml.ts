@@ -85,18 +85,28 @@ export class EvmSection extends TomlSection {
   rpc = new EvmRpcSection();
 }
 
+/** [light]: the light client of `mode = "light"` (docs/light-client.md); unused by full nodes. */
+export class LightSection extends TomlSection {
+  @IsDuration(1) trusting_period = '168h';
+  @IsDuration() max_clock_drift = '10s';
+  @IsInt(0) trust_height = 0;
+  @IsText({ pattern: /^([0-9a-fA-F]{64})?$/, patternText: '64 hex characters (a header hash) or ""' })
+  trust_hash = '';
+}
+
 export class AppTomlFile extends TomlSection {
   @IsOneOf(NODE_MODES) mode = 'full';
   @IsOneOf(['default', 'nothing']) pruning = 'default';
   @IsDecimalString(1n) pruning_keep_recent = '100';
   api = new ApiSection();
   evm = new EvmSection();
+  light = new LightSection();
 }
 
 export const APP_TOML_DOCS: Record<string, string> = {
   mode:
     'Node type recorded by `noded init <node_type>`: "full", "archive" or "light".\n' +
-    '`noded start --mode` overrides it for one run.',
+    '`noded start --mode` overrides it for one run between "full" and "archive"; a light home stays light.',
   pruning:
     '"default": keep the state of the last pruning_keep_recent heights (full node);\n' +
     '"nothing": keep all historical state (archive node).',
@@ -149,6 +159,15 @@ export const APP_TOML_DOCS: Record<string, string> = {
   'evm.rpc.cors_allowed_origins': 'Origins allowed from a browser; ["*"] allows any.',
   'evm.rpc.allow_unprotected_txs': 'Accept legacy transactions without EIP-155 replay protection.',
   'evm.rpc.feehistory_cap': 'Maximum block count of one eth_feeHistory.',
+  light: 'Light client (mode = "light"): what it trusts and for how long (docs/light-client.md).',
+  'light.trusting_period':
+    "How long a verified header can vouch for later ones (CometBFT's trusting period);\n" +
+    "keep it below the chain's unbonding period.",
+  'light.max_clock_drift': "How far ahead of this machine's clock a header's time may be.",
+  'light.trust_height':
+    'Height of a header trusted by hash (with trust_hash); 0: trust the first block,\n' +
+    'checked against the genesis validators.',
+  'light.trust_hash': 'Hash (hex) of the header at trust_height; both set or both empty.',
 };
 
 /** app.toml after validation: camelCase, durations in ms, integer strings as bigint. */
@@ -179,6 +198,14 @@ export interface AppToml {
     gas: GasOptions;
     /** [evm.rpc]: the JSON-RPC server's own option record (txFeeCap in base units; 0n = no cap). */
     rpc: Required<EthRpcOptions>;
+  };
+  light: {
+    trustingPeriodMs: number;
+    maxClockDriftMs: number;
+    /** 0 when the light client roots on the genesis. */
+    trustHeight: number;
+    /** Upper-case hex, or "" with trustHeight 0. */
+    trustHash: string;
   };
 }
 
@@ -239,6 +266,12 @@ export function toAppToml(f: AppTomlFile, resolve: (path: string) => string = (p
         allowUnprotectedTxs: r.allow_unprotected_txs,
         feeHistoryCap: r.feehistory_cap,
       },
+    },
+    light: {
+      trustingPeriodMs: ms(f.light.trusting_period),
+      maxClockDriftMs: ms(f.light.max_clock_drift),
+      trustHeight: f.light.trust_height,
+      trustHash: f.light.trust_hash.toUpperCase(),
     },
   };
 }
