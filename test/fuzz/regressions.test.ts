@@ -1,6 +1,7 @@
 // Counterexamples the fuzz properties found (docs/reliability.md lists them), kept as plain tests so
 // that each bug stays fixed whatever the seed.
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { describe, it } from 'node:test';
 import { crc32 } from 'node:zlib';
 import { decodeBlock, encodeBlock, parseWal, Wal } from '../../libs/consensus/index.js';
@@ -9,7 +10,10 @@ import { chainCommon } from '../../libs/execution/src/evm/common.js';
 import { rlpEncode } from '../../libs/execution/src/rlp.js';
 import { decodeTx, TxCode, TxRejectedError } from '../../libs/execution/src/txs.js';
 import { Query, QuerySyntaxError } from '../../libs/rpc/src/comet/index.js';
+import { defaultApiOptions, RestServer } from '../../libs/rpc/src/rest/index.js';
+import { GatewayError, matchRoute, REST_ROUTES } from '../../libs/rpc/src/rest/routes.js';
 import { type Block, type BlockId, silentLogger } from '../../libs/types/index.js';
+import { EVM_CHAIN_ID, FakeChain } from '../rpc-comet/fake-node.js';
 
 const EMPTY = new Uint8Array(0);
 const nilId = (): BlockId => ({ hash: EMPTY, partSetHeader: { total: 0, hash: EMPTY } });
@@ -157,5 +161,54 @@ describe('fuzz regressions: CometBFT query language', () => {
       { tag: 'tm.event', op: '=', arg: { type: 'string', text: 'Tx' } },
     ]);
     refused("\uFEFFtm.event = 'Tx'", /invalid input/);
+  });
+});
+
+describe('fuzz regressions: REST paths', () => {
+  it('a malformed percent-encoding in a path parameter is a GatewayError 400 (was a URIError)', () => {
+    for (const path of [
+      '/cosmos/auth/v1beta1/accounts/%',
+      '/cosmos/base/tendermint/v1beta1/blocks/%zz',
+      '/cosmos/tx/v1beta1/txs/%E0%A4%A',
+    ]) {
+      assert.throws(
+        () => matchRoute(REST_ROUTES, path),
+        (e: unknown) =>
+          e instanceof GatewayError && e.httpStatus === 400 && /malformed percent-encoding/.test(e.message),
+      );
+    }
+    // A malformed segment where a route has a literal is no match (404), not a 400.
+    assert.equal(matchRoute(REST_ROUTES, '/cosmos/base/tendermint/v1beta1/%/latest'), undefined);
+  });
+
+  it('the server answers 400, not 500, to a bad escape and to a request target that is no URL', async () => {
+    const chain = await FakeChain.create();
+    const server = new RestServer({
+      node: chain,
+      chain,
+      logger: silentLogger,
+      options: { ...defaultApiOptions, enable: true },
+      evmChainId: EVM_CHAIN_ID,
+      gas: { baseFee: 1n, minGasPrice: 1n, maxGasPrice: 10n },
+    });
+    const port = await server.listen('127.0.0.1', 0);
+    const statusOf = (target: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1');
+        let text = '';
+        socket.on('data', (c) => {
+          text += c.toString('latin1');
+        });
+        socket.on('error', reject);
+        socket.on('close', () => resolve(text.slice(9, 12)));
+        socket.end(`GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      });
+    try {
+      assert.equal(await statusOf('/cosmos/auth/v1beta1/accounts/%'), '400');
+      assert.equal(await statusOf('http://['), '400');
+      assert.equal(await statusOf('/cosmos/base/tendermint/v1beta1/syncing'), '200');
+    } finally {
+      await server.close();
+    }
   });
 });

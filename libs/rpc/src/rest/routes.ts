@@ -449,7 +449,10 @@ export const REST_ROUTES: RestRoute[] = [
   },
 ];
 
-/** Finds the route for a path and extracts its {parameters}. */
+/**
+ * Finds the route for a path and extracts its {parameters}. A parameter that is not valid
+ * percent-encoding ("%", "%zz", a truncated UTF-8 sequence) is the client's error: GatewayError 400.
+ */
 export function matchRoute(
   routes: RestRoute[],
   path: string,
@@ -460,16 +463,25 @@ export function matchRoute(
   for (const route of ordered) {
     const pattern = route.path.split('/');
     if (pattern.length !== segments.length) continue;
-    const params: Record<string, string> = {};
+    const raw: Array<[string, string]> = [];
     let ok = true;
     for (let i = 0; i < pattern.length && ok; i++) {
       const p = pattern[i];
       if (p.startsWith('{') && p.endsWith('}')) {
         if (segments[i] === '') ok = false;
-        else params[p.slice(1, -1)] = decodeURIComponent(segments[i]);
+        else raw.push([p.slice(1, -1), segments[i]]);
       } else if (p !== segments[i]) ok = false;
     }
-    if (ok) return { route, params };
+    if (!ok) continue;
+    const params: Record<string, string> = {};
+    for (const [name, segment] of raw) {
+      try {
+        params[name] = decodeURIComponent(segment);
+      } catch {
+        throw invalidArgument(`invalid ${name} ${JSON.stringify(segment)}: malformed percent-encoding`);
+      }
+    }
+    return { route, params };
   }
   return undefined;
 }

@@ -163,7 +163,14 @@ export class RestServer {
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (!(await this.readBody(req, res))) return;
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://localhost');
+    } catch {
+      // An absolute-form request target that is no URL ("http://[") is the client's error.
+      gatewayError(res, 400, 3, `invalid request URL ${JSON.stringify(req.url)}`);
+      return;
+    }
     const path = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, '') : url.pathname;
 
     if (path === '/swagger' || path === '/swagger.json') {
@@ -176,7 +183,14 @@ export class RestServer {
       return;
     }
 
-    const match = matchRoute(REST_ROUTES, path);
+    let match: ReturnType<typeof matchRoute>;
+    try {
+      match = matchRoute(REST_ROUTES, path);
+    } catch (err) {
+      if (!(err instanceof GatewayError)) throw err;
+      gatewayError(res, err.httpStatus, err.grpcCode, err.message);
+      return;
+    }
     if (!match) {
       gatewayError(res, 404, 5, 'Not Found');
       return;
