@@ -128,7 +128,30 @@ describe('noded start --dry-run', () => {
     );
   });
 
-  it('refuses light mode, bad flags, a missing home and a home another node holds', async () => {
+  it('runs a light home as a light node: no REST API, the trust root and trusting period in the plan', async () => {
+    const light = join(root, 'light-plan');
+    assert.equal((await runCli(['init', 'light', '--chain-id', 'chain-local', '--home', light])).code, 0);
+    const ports = await useFreePorts(light);
+    // Something else holds the REST API's port: a light node does not serve it, so that is no problem.
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(ports.api, '127.0.0.1', r));
+    try {
+      const r = await runCli(['start', '--dry-run', '--home', light]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /mode +light/);
+      assert.match(
+        r.stdout,
+        /light client +trusts the first block, signed by the 1 genesis validators; trusting period 168h/,
+      );
+      assert.match(r.stdout, /rest api +\(disabled\)/);
+      const full = await runCli(['start', '--dry-run', '--mode', 'light', '--home', light]);
+      assert.equal(full.code, 0, full.stderr);
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it('refuses a light run on a full home and the reverse, bad flags, a missing home and a home another node holds', async () => {
     const light = join(root, 'light');
     assert.equal((await runCli(['init', 'light', '--chain-id', 'chain-local', '--home', light])).code, 0);
     const { home } = await freshHome();
@@ -136,11 +159,11 @@ describe('noded start --dry-run', () => {
     const cases: Array<[string[], RegExp]> = [
       [
         ['start', '--dry-run', '--mode', 'light', '--home', home],
-        /--mode light: the light client is not available yet/,
+        /--mode light: this home was initialised as a full node \(app\.toml mode = "full"\); a light node keeps only verified headers \(data\/light\.db\)[\s\S]*noded init light --chain-id chain-local --home <another directory>/,
       ],
       [
-        ['start', '--dry-run', '--home', light],
-        /app\.toml: mode: "light" .*not available yet; pass --mode full or --mode archive/,
+        ['start', '--dry-run', '--mode', 'archive', '--home', light],
+        /--mode archive: this home was initialised as a light node \(app\.toml mode = "light"\); it holds no block store or EVM state to run as an archive node[\s\S]*noded init archive --chain-id chain-local/,
       ],
       [
         ['start', '--mode', 'turbo', '--home', home],

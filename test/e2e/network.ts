@@ -170,3 +170,14 @@ export async function waitHeight(net: Network, which: number[], height: number, 
     net,
   );
 }
+
+/**
+ * Turns node `i` into a light node: its home's app.toml `mode` becomes "light", as `noded init light`
+ * records it; the rest of the home (its IP, ports, persistent peers, genesis) stays as testnet wrote it.
+ */
+export function makeLight(net: Network, i: number): void {
+  const file = join(net.nodes[i]!.home, 'config', 'app.toml');
+  const doc = parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  doc.mode = 'light';
+  writeFileSync(file, stringify(doc));
+}

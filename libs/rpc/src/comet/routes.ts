@@ -1,6 +1,6 @@
 // The routes of CometBFT v0.38's RPC (rpc/core/routes.go) over the NodeReader port, with its
 // argument names, defaults, limits and error messages.
-import type { DuplicateVoteEvidence, Logger, NodeReader, Vote } from '../../../types/index.js';
+import type { DuplicateVoteEvidence, Logger, NodeIdentity, NodeReader, Vote } from '../../../types/index.js';
 import {
   BLOCK_PROTOCOL,
   blockIdJson,
@@ -138,8 +138,14 @@ function nodeInfoJson(node: NodeReader, appVersion: string): JsonObject {
     version: id.version,
     channels: id.channels.toUpperCase(),
     moniker: id.moniker,
-    other: { tx_index: id.txIndex, rpc_address: id.rpcAddress },
+    // noded adds the node's mode (full, archive, light) when the reader reports one (`noded status`).
+    other: { tx_index: id.txIndex, rpc_address: id.rpcAddress, ...modeOf(id) },
   };
+}
+
+function modeOf(id: NodeIdentity): { mode?: string } {
+  const mode = (id as NodeIdentity & { other?: { mode?: unknown } }).other?.mode;
+  return typeof mode === 'string' ? { mode } : {};
 }
 
 function resultTxJson(t: IndexedTx, hash: Uint8Array, proof: JsonObject | undefined): JsonObject {

@@ -101,12 +101,19 @@ function bindOnce(host: string, port: number): Promise<string | undefined> {
   });
 }
 
-/** Runs every check; problems are collected, never thrown. */
-export async function checkStart(home: string, logFile: string): Promise<StartCheck> {
+/**
+ * Runs every check; problems are collected, never thrown. `mode` (start --mode, else app.toml's)
+ * decides which listeners are used: a light node serves no REST API.
+ */
+export async function checkStart(home: string, logFile: string, mode?: string): Promise<StartCheck> {
   const paths = homePaths(home);
   const loaded = loadNodeConfig(home);
   const problems = [...loaded.problems];
-  const result: StartCheck = { loaded, listeners: listenAddresses(loaded.config, loaded.app), problems };
+  const light = (mode ?? loaded.app.mode) === 'light';
+  const listeners = listenAddresses(loaded.config, loaded.app).map((l) =>
+    light && l.name === 'rest api' ? { ...l, enabled: false } : l,
+  );
+  const result: StartCheck = { loaded, listeners, problems };
 
   const g = loadGenesis(paths.genesis);
   problems.push(...g.problems);

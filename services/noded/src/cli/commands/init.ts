@@ -205,7 +205,11 @@ function runInit(nodeType: string, opts: InitOpts): void {
       say(`  (${i}) ${a.address}  ${a.privateKey}`);
     });
   }
-  if (mode === 'light')
-    say('\nnote: light mode is recorded, but `noded start` cannot run a light client yet');
+  if (mode === 'light') {
+    say('\nlight node: no EVM state and no block execution; it follows and verifies headers from');
+    say(
+      'config.toml [p2p] persistent_peers (full nodes of this chain) and trusts what app.toml [light] says',
+    );
+  }
   say(`\nnext: noded start --home ${home}`);
 }

@@ -7,12 +7,14 @@ import {
   acquireHomeLock,
   type ChainId,
   EVM_CHAIN_IDS,
+  formatDuration,
   HomeLockedError,
   homePaths,
   LOG_LEVELS,
   type LoadedGenesis,
   type LoadedNodeConfig,
   NODE_MODES,
+  type NodeMode,
   releaseHomeLock,
 } from '../../../../../libs/config/index.js';
 import { checkStart, type StartCheck } from '../checks.js';
@@ -47,7 +49,9 @@ export interface RunningNode {
   stop(): Promise<void>;
   done: Promise<void>;
 }
-type RunNode = (opts: RunNodeOptions) => Promise<RunningNode>;
+/** What start hands to a runtime: node.ts takes full and archive, light-node.ts light. */
+export type StartOptions = Omit<RunNodeOptions, 'mode'> & { mode: NodeMode };
+type RunNode = (opts: StartOptions) => Promise<RunningNode>;
 
 export function registerStart(program: Command): void {
   addHomeOption(
@@ -64,6 +68,16 @@ export function registerStart(program: Command): void {
   ).action((opts: StartOpts) => runStart(opts));
 }
 
+/** What a light node trusts, for the plan. */
+function lightTrust(c: StartCheck): string {
+  const l = c.loaded.app.light;
+  const root =
+    l.trustHeight > 0
+      ? `header ${l.trustHash} at height ${l.trustHeight}`
+      : `the first block, signed by the ${c.genesis!.runtime.validators.length} genesis validators`;
+  return `trusts ${root}; trusting period ${formatDuration(l.trustingPeriodMs)}`;
+}
+
 function summary(home: string, mode: string, logFile: string, logLevel: string, c: StartCheck): string[] {
   const { config } = c.loaded;
   const g = c.genesis!;
@@ -77,10 +91,12 @@ function summary(home: string, mode: string, logFile: string, logLevel: string, 
     ['mode', mode],
     ['moniker', config.moniker],
     ['node id', c.nodeId ?? ''],
-    [
-      'validator',
-      `${c.validator?.address} ${inSet ? `(power ${inSet.votingPower} of ${g.runtime.validators.length} genesis validators)` : '(not in the genesis validator set)'}`,
-    ],
+    mode === 'light'
+      ? ['light client', lightTrust(c)]
+      : [
+          'validator',
+          `${c.validator?.address} ${inSet ? `(power ${inSet.votingPower} of ${g.runtime.validators.length} genesis validators)` : '(not in the genesis validator set)'}`,
+        ],
     ['log file', `${logFile} (level ${logLevel})`],
   ]);
   lines.push('  ports:');
@@ -117,19 +133,14 @@ async function runStart(opts: StartOpts): Promise<void> {
   }
   if (opts.logFile === '') errors.push('--log-file: must not be empty');
   if (errors.length > 0) throw new CliError('start: bad arguments', errors);
-  if (opts.mode === 'light') {
-    throw new CliError('--mode light: the light client is not available yet; run a full or archive node');
-  }
   requireHome(home);
 
   const logFile = opts.logFile !== undefined ? resolve(opts.logFile) : homePaths(home).logFile;
-  const check = await checkStart(home, logFile);
-  const mode = opts.mode ?? check.loaded.app.mode;
-  if (mode === 'light') {
-    throw new CliError(
-      'app.toml: mode: "light" (set by `noded init light`): the light client is not available yet; pass --mode full or --mode archive',
-    );
-  }
+  const check = await checkStart(home, logFile, opts.mode);
+  const homeMode = check.loaded.app.mode;
+  const mode = opts.mode ?? homeMode;
+  if (!check.problems.some((p) => p.file === 'app.toml' && p.key === 'mode'))
+    modeMismatch(mode, homeMode, check);
   if (check.problems.length > 0)
     throw problemsError(opts.dryRun ? 'start --dry-run' : 'start', check.problems);
   const logLevel = opts.logLevel ?? check.loaded.config.logLevel;
@@ -142,7 +153,7 @@ async function runStart(opts: StartOpts): Promise<void> {
   await runNodeProcess(
     {
       home,
-      mode: mode as 'full' | 'archive',
+      mode: mode as NodeMode,
       logLevel,
       logFile,
       loaded: check.loaded,
@@ -152,24 +163,49 @@ async function runStart(opts: StartOpts): Promise<void> {
   );
 }
 
-async function loadRuntime(): Promise<RunNode> {
+/**
+ * A light home holds only verified headers (data/light.db), a full or archive home a block store and
+ * EVM state: neither runs as the other. Between full and archive --mode switches for one run.
+ */
+function modeMismatch(mode: string, homeMode: string, check: StartCheck): void {
+  if (mode === homeMode || (mode !== 'light' && homeMode !== 'light')) return;
+  const chainId = check.genesis?.json.chain_id ?? '<chain id>';
+  if (mode === 'light') {
+    throw new CliError(
+      `--mode light: this home was initialised as a ${homeMode} node (app.toml mode = "${homeMode}"); a light node keeps only verified headers (data/light.db) and does not run on a ${homeMode} node's home`,
+      [
+        `to run a light node, make a light home: noded init light --chain-id ${chainId} --home <another directory>`,
+      ],
+    );
+  }
+  throw new CliError(
+    `--mode ${mode}: this home was initialised as a light node (app.toml mode = "light"); it holds no block store or EVM state to run as ${mode === 'archive' ? 'an' : 'a'} ${mode} node`,
+    [
+      `to run a ${mode} node, make a ${mode} home: noded init ${mode} --chain-id ${chainId} --home <another directory>`,
+    ],
+  );
+}
+
+async function loadRuntime(mode: NodeMode): Promise<RunNode> {
   // NODED_RUNTIME_MODULE replaces the node runtime (tests use it to exercise the lifecycle here).
-  const spec = process.env.NODED_RUNTIME_MODULE
-    ? new URL(`file://${resolve(process.env.NODED_RUNTIME_MODULE)}`).href
-    : new URL('../../node.js', import.meta.url).href;
-  let mod: { runNode?: unknown };
+  const [spec, name] = process.env.NODED_RUNTIME_MODULE
+    ? [new URL(`file://${resolve(process.env.NODED_RUNTIME_MODULE)}`).href, 'runNode']
+    : mode === 'light'
+      ? [new URL('../../light-node.js', import.meta.url).href, 'runLightNode']
+      : [new URL('../../node.js', import.meta.url).href, 'runNode'];
+  let mod: Record<string, unknown>;
   try {
-    mod = (await import(spec)) as { runNode?: unknown };
+    mod = (await import(spec)) as Record<string, unknown>;
   } catch (err) {
     throw new CliError(`the node runtime (${spec}) cannot be loaded: ${(err as Error).message}`);
   }
-  if (typeof mod.runNode !== 'function')
-    throw new CliError(`the node runtime (${spec}) does not export runNode()`);
-  return mod.runNode as RunNode;
+  if (typeof mod[name] !== 'function')
+    throw new CliError(`the node runtime (${spec}) does not export ${name}()`);
+  return mod[name] as RunNode;
 }
 
-async function runNodeProcess(opts: RunNodeOptions, plan: string[]): Promise<void> {
-  const runNode = await loadRuntime();
+async function runNodeProcess(opts: StartOptions, plan: string[]): Promise<void> {
+  const runNode = await loadRuntime(opts.mode);
   try {
     acquireHomeLock(opts.home);
   } catch (err) {
