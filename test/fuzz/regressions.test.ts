@@ -4,6 +4,8 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { describe, it } from 'node:test';
 import { crc32 } from 'node:zlib';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { makeGenesis, parseGenesisText, renderGenesisJson } from '../../libs/config/index.js';
 import { decodeBlock, encodeBlock, parseWal, Wal } from '../../libs/consensus/index.js';
 import { MemFs } from '../../libs/consensus/src/sim/memfs.js';
 import { chainCommon } from '../../libs/execution/src/evm/common.js';
@@ -210,5 +212,50 @@ describe('fuzz regressions: REST paths', () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+describe('fuzz regressions: genesis.json', () => {
+  const genesis = () =>
+    JSON.parse(
+      renderGenesisJson(
+        makeGenesis({
+          chainId: 'chain-local',
+          genesisTime: '2025-01-01T00:00:00Z',
+          validators: [
+            { publicKey: ed25519.getPublicKey(new Uint8Array(32).fill(7)), power: 10n, name: 'v' },
+          ],
+          accounts: [{ address: `0x${'11'.repeat(20)}`, balance: 5n }],
+        }),
+      ),
+    );
+  const problemsOf = (g: unknown) =>
+    parseGenesisText(JSON.stringify(g)).problems.map((p) => `${p.key}: ${p.message}`);
+
+  it('a validator address that is a JSON object with a "toString" key is a problem (String() threw)', () => {
+    const g = genesis();
+    const expected = g.validators[0].address;
+    g.validators[0].address = { toString: 1 };
+    assert.deepStrictEqual(problemsOf(g), [
+      `validators[0].address: must be ${expected} (the first 20 bytes of sha256 of the key), got a table`,
+    ]);
+  });
+
+  it('consensus integers past int64 and an initial height past 2^53 - 1 are problems, not other numbers', () => {
+    const g = genesis();
+    g.consensus_params.block.max_gas = '9223372036854775808';
+    g.consensus_params.evidence.max_age_num_blocks = '99999999999999999999';
+    g.initial_height = '9007199254740993';
+    g.app_state.evm.accounts[0].nonce = '18446744073709551616';
+    assert.deepStrictEqual(problemsOf(g), [
+      'initial_height: must be >= 1 and <= 9007199254740991, got "9007199254740993"',
+      'consensus_params.block.max_gas: must fit in an int64 (<= 9223372036854775807), got "9223372036854775808"',
+      'consensus_params.evidence.max_age_num_blocks: must fit in an int64 (<= 9223372036854775807), got "99999999999999999999"',
+      'app_state.evm.accounts[0].nonce: must fit in a uint64 (<= 18446744073709551615), got "18446744073709551616"',
+    ]);
+    // Balances are uint256: wei amounts far past int64 stay valid.
+    const rich = genesis();
+    rich.app_state.evm.accounts[0].balance = (10n ** 30n).toString();
+    assert.deepStrictEqual(problemsOf(rich), []);
   });
 });

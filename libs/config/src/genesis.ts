@@ -79,6 +79,8 @@ export interface LoadedGenesis {
   runtime: RuntimeGenesis;
 }
 
+const INT64_MAX = (1n << 63n) - 1n;
+
 /** Defaults of the optional consensus_params (CometBFT v0.38 defaults). */
 const DEFAULT_EVIDENCE_MAX_BYTES = '1048576';
 
@@ -136,11 +138,20 @@ export function validateGenesis(json: unknown, label = 'genesis.json'): ConfigPr
   const unknownKeys = (o: Obj, path: string, known: string[]) => {
     for (const k of Object.keys(o)) if (!known.includes(k)) p(path ? `${path}.${k}` : k, 'unknown key');
   };
-  /** A string holding an integer; the rule text and test for its range. */
+  /**
+   * A string holding an integer; the rule text and test for its range. `width` is the integer type
+   * CometBFT or the EVM reads it into (int64 unless said otherwise): a value past it is a problem,
+   * not a silently different number.
+   */
   const intString = (
     key: string,
     v: unknown,
-    opts: { signed?: boolean; ok?: (n: bigint) => boolean; rule?: string } = {},
+    opts: {
+      signed?: boolean;
+      ok?: (n: bigint) => boolean;
+      rule?: string;
+      width?: 'int64' | 'uint64' | 'uint256';
+    } = {},
   ): bigint | undefined => {
     if (v === undefined) {
       p(key, 'missing (must be a string holding an integer)');
@@ -149,6 +160,12 @@ export function validateGenesis(json: unknown, label = 'genesis.json'): ConfigPr
     const n = typeof v === 'string' ? parseDecimalString(v, opts.signed) : undefined;
     if (n === undefined) {
       p(key, `must be a string holding an integer, ${got(v)}`);
+      return undefined;
+    }
+    const width = opts.width ?? 'int64';
+    const max = width === 'int64' ? INT64_MAX : width === 'uint64' ? (1n << 64n) - 1n : (1n << 256n) - 1n;
+    if (n > max || n < -INT64_MAX - 1n) {
+      p(key, `must fit in ${width === 'int64' ? 'an' : 'a'} ${width} (<= ${max}), ${got(v)}`);
       return undefined;
     }
     if (opts.ok && !opts.ok(n)) {
@@ -185,7 +202,11 @@ export function validateGenesis(json: unknown, label = 'genesis.json'): ConfigPr
     );
   }
   if (json.initial_height !== undefined) {
-    intString('initial_height', json.initial_height, { ok: (n) => n >= 1n, rule: '>= 1' });
+    // Heights are JavaScript numbers in the node: at most 2^53 - 1.
+    intString('initial_height', json.initial_height, {
+      ok: (n) => n >= 1n && n <= BigInt(Number.MAX_SAFE_INTEGER),
+      rule: `>= 1 and <= ${Number.MAX_SAFE_INTEGER}`,
+    });
   }
   if (
     json.app_hash !== undefined &&
@@ -301,7 +322,12 @@ export function validateGenesis(json: unknown, label = 'genesis.json'): ConfigPr
       if (dup !== undefined) p(`${key}.pub_key.value`, `duplicate of validators[${dup}].pub_key.value`);
       else seen.set(pk.value as string, i);
       const expected = Buffer.from(ed25519Address(raw)).toString('hex').toUpperCase();
-      if (v.address !== undefined && v.address !== '' && String(v.address).toUpperCase() !== expected) {
+      // Not String(v.address): a JSON object such as {"toString": 1} makes String() throw.
+      if (
+        v.address !== undefined &&
+        v.address !== '' &&
+        (typeof v.address !== 'string' || v.address.toUpperCase() !== expected)
+      ) {
         p(
           `${key}.address`,
           `must be ${expected} (the first 20 bytes of sha256 of the key), ${got(v.address)}`,
@@ -344,8 +370,8 @@ export function validateGenesis(json: unknown, label = 'genesis.json'): ConfigPr
             p(`${key}.address`, `duplicate of app_state.evm.accounts[${dup}], ${got(a.address)}`);
           else seen.set(lower, i);
         }
-        intString(`${key}.balance`, a.balance);
-        if (a.nonce !== undefined) intString(`${key}.nonce`, a.nonce);
+        intString(`${key}.balance`, a.balance, { width: 'uint256' });
+        if (a.nonce !== undefined) intString(`${key}.nonce`, a.nonce, { width: 'uint64' });
         if (a.code !== undefined && (typeof a.code !== 'string' || !/^0x(?:[0-9a-fA-F]{2})*$/.test(a.code))) {
           p(`${key}.code`, `must be 0x-prefixed hex bytes, ${got(a.code)}`);
         }
