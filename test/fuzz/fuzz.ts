@@ -1,6 +1,7 @@
 // Shared set-up of the property-based fuzz tests (test/fuzz, docs/reliability.md):
-// - NODED_FUZZ_SEED: the seed of every property (default FUZZ_DEFAULT_SEED). fast-check prints the
-//   seed and the shrunk counterexample's path when a property fails; rerun with that seed to replay.
+// - NODED_FUZZ_SEED: the seed of every property (default FUZZ_DEFAULT_SEED, so CI is reproducible);
+//   "random" draws one per test file and prints it. fast-check prints the seed and the shrunk
+//   counterexample's path when a property fails; rerun with that seed (and NODED_FUZZ_PATH) to replay.
 // - NODED_FUZZ_RUNS: runs of a property of weight 1 (default 200); heavier properties scale down
 //   with their weight, so the whole suite stays well under a minute on two cores.
 import fc from 'fast-check';
@@ -16,7 +17,14 @@ function envInt(name: string, fallback: number): number {
   return n;
 }
 
-export const FUZZ_SEED = envInt('NODED_FUZZ_SEED', FUZZ_DEFAULT_SEED);
+function seedFromEnv(): number {
+  if (process.env.NODED_FUZZ_SEED !== 'random') return envInt('NODED_FUZZ_SEED', FUZZ_DEFAULT_SEED);
+  const seed = (Date.now() ^ Math.floor(Math.random() * 2 ** 31)) | 0;
+  console.log(`NODED_FUZZ_SEED=${seed} (drawn for ${process.argv[1] ?? 'this file'})`);
+  return seed;
+}
+
+export const FUZZ_SEED = seedFromEnv();
 export const FUZZ_RUNS = Math.max(1, envInt('NODED_FUZZ_RUNS', FUZZ_DEFAULT_RUNS));
 
 /** fast-check parameters for a property costing `weight` times a cheap one (fewer runs when heavier). */
