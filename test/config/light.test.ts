@@ -20,13 +20,14 @@ describe('app.toml [light]', () => {
       maxClockDriftMs: 10_000,
       trustHeight: 0,
       trustHash: '',
+      rpcServers: [],
     });
     assert.match(renderAppToml(), /\[light\]\n\n(#.*\n)+trusting_period = "168h"/);
   });
 
-  it('takes a trust root by height and hash, the hash in either case', () => {
+  it('takes a trust root by height and hash (the hash in either case) and RPC servers', () => {
     const a = app(
-      `mode = "light"\n[light]\ntrusting_period = "336h"\nmax_clock_drift = "1s"\ntrust_height = 1200\ntrust_hash = "${HASH}"\n`,
+      `mode = "light"\n[light]\ntrusting_period = "336h"\nmax_clock_drift = "1s"\ntrust_height = 1200\ntrust_hash = "${HASH}"\nrpc_servers = "tcp://10.0.0.1:26657, https://rpc.example.com/"\n`,
     );
     assert.deepEqual(a.problems, []);
     assert.deepEqual(a.app.light, {
@@ -34,6 +35,7 @@ describe('app.toml [light]', () => {
       maxClockDriftMs: 1000,
       trustHeight: 1200,
       trustHash: HASH.toUpperCase(),
+      rpcServers: ['http://10.0.0.1:26657', 'https://rpc.example.com'],
     });
   });
 

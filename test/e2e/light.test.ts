@@ -19,6 +19,7 @@ import { createNetwork, heightOf, makeLight, type Network, rpc, waitFor, waitHei
 
 const VALIDATORS = [0, 1, 2, 3];
 const LIGHT = 4;
+const RPC_LIGHT = 5;
 const quiet: Logger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, child: () => quiet };
 
 async function eth(
@@ -53,11 +54,22 @@ describe('a light node following a 4-validator network', { timeout: 300_000 }, (
   let net: Network;
 
   before(async () => {
-    net = createNetwork({ validators: 4, nonValidators: 1 });
+    net = createNetwork({
+      validators: 4,
+      nonValidators: 2,
+      // node5 has no P2P peers at all: it follows two validators' RPC servers.
+      editConfig: (doc, i) => {
+        if (i !== RPC_LIGHT) return;
+        doc.p2p!.persistent_peers = '';
+        doc.p2p!.max_num_inbound_peers = 0;
+      },
+    });
     makeLight(net, LIGHT);
+    makeLight(net, RPC_LIGHT, { rpc_servers: `${net.nodes[0]!.cometUrl},${net.nodes[1]!.cometUrl}` });
     for (const i of VALIDATORS) net.start(i);
     await waitHeight(net, VALIDATORS, 2, 90_000);
     net.start(LIGHT);
+    net.start(RPC_LIGHT);
   });
   after(async () => {
     await net?.cleanup();
@@ -274,6 +286,34 @@ describe('a light node following a 4-validator network', { timeout: 300_000 }, (
     } finally {
       channel.close();
       await host.stop();
+    }
+  });
+
+  it('follows RPC servers named in [light] rpc_servers, without any peer', async () => {
+    const light = net.nodes[RPC_LIGHT]!;
+    const v0 = net.nodes[0]!;
+    await waitFor(
+      'the RPC-following light node to reach the tip',
+      async () => {
+        const [v, l] = await Promise.all([heightOf(v0), heightOf(light)]);
+        return l > 2 && l >= v - 2;
+      },
+      60_000,
+      net,
+    );
+    assert.equal((await rpc(light.cometUrl, '/net_info')).n_peers, '0');
+    const top = await heightOf(light);
+    for (const h of [1, top - 1]) {
+      const [lh, vh] = await Promise.all([
+        rpc(light.cometUrl, `/header?height=${h}`),
+        rpc(v0.cometUrl, `/header?height=${h}`),
+      ]);
+      assert.deepEqual(lh, vh, `header ${h}`);
+      const [lv, vv] = await Promise.all([
+        rpc(light.cometUrl, `/validators?height=${h}`),
+        rpc(v0.cometUrl, `/validators?height=${h}`),
+      ]);
+      assert.deepEqual(lv, vv, `validators ${h}`);
     }
   });
 

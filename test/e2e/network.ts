@@ -173,11 +173,13 @@ export async function waitHeight(net: Network, which: number[], height: number, 
 
 /**
  * Turns node `i` into a light node: its home's app.toml `mode` becomes "light", as `noded init light`
- * records it; the rest of the home (its IP, ports, persistent peers, genesis) stays as testnet wrote it.
+ * records it, with `light` merged into its [light] section; the rest of the home (its IP, ports,
+ * persistent peers, genesis) stays as testnet wrote it.
  */
-export function makeLight(net: Network, i: number): void {
+export function makeLight(net: Network, i: number, light: Record<string, unknown> = {}): void {
   const file = join(net.nodes[i]!.home, 'config', 'app.toml');
   const doc = parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
   doc.mode = 'light';
+  doc.light = { ...(doc.light as Record<string, unknown> | undefined), ...light };
   writeFileSync(file, stringify(doc));
 }

@@ -9,7 +9,7 @@ import { type AppToml, AppTomlFile, toAppToml } from './schema/app-toml.js';
 import { type ClientToml, ClientTomlFile, toClientToml } from './schema/client-toml.js';
 import { type ConfigToml, ConfigTomlFile, toConfigToml } from './schema/config-toml.js';
 import { fillSection, type TomlSection, validateTree } from './schema/section.js';
-import type { ListenAddress } from './values.js';
+import { type ListenAddress, nodeHttpUrl, splitList } from './values.js';
 
 export interface LoadedNodeConfig {
   config: ConfigToml;
@@ -198,6 +198,15 @@ function checkAppToml(
       push('light.trust_hash', `must be set when light.trust_height is set (${trustHeight}), got ""`);
     } else if (trustHeight === 0 && trustHash !== '') {
       push('light.trust_height', `must be set (> 0) when light.trust_hash is set, got 0`);
+    }
+  }
+  if (ok('light.rpc_servers')) {
+    const bad = splitList(file.light.rpc_servers).find((u) => nodeHttpUrl(u) === undefined);
+    if (bad !== undefined) {
+      push(
+        'light.rpc_servers',
+        `must be a comma-separated list of "http://host:port", "https://host" or "tcp://host:port" URLs, got ${JSON.stringify(bad)} in ${describeValue(file.light.rpc_servers)}`,
+      );
     }
   }
 }

@@ -6,6 +6,7 @@
 // header-only subset of the Ethereum JSON-RPC (:8545/:8546). docs/light-client.md.
 import { arch, platform } from 'node:os';
 import {
+  formatDuration,
   homePaths,
   loadNodeKey,
   loadValidatorKey,
@@ -31,6 +32,7 @@ import { EventBus } from '../../../libs/types/index.js';
 import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
 import { ethBlockOfHeader, LightEthChain } from './light/eth-chain.js';
 import { LightNodeReader } from './light/reader.js';
+import { RpcLightSources } from './light/rpc-source.js';
 import { NODED_VERSION } from './version.js';
 
 /** How often the light node asks its peers for their latest header. */
@@ -155,19 +157,23 @@ export async function runLightNode(opts: LightNodeOptions): Promise<RunningNode>
         publish(lb);
       },
     });
+    // Sources: connected peers, and the RPC servers of [light] rpc_servers ("rpc:<url>").
+    const rpcSources = new RpcLightSources(app.light.rpcServers, logger.child({ module: 'light' }));
     const provider: LightProvider = {
-      sources: () => p2p.peerIds(),
-      fetch: async (peer, height) => {
+      sources: () => [...p2p.peerIds(), ...rpcSources.names()],
+      fetch: async (source, height) => {
+        if (rpcSources.owns(source)) return rpcSources.fetch(source, height);
         try {
-          return await lightNet.request(peer, height);
+          return await lightNet.request(source, height);
         } catch (err) {
           // Bytes that do not decode as a light block come from a faulty peer.
           if (err instanceof LightRequestError && err.code === 'INVALID_RESPONSE')
-            p2p.disconnect(peer, err.message);
+            p2p.disconnect(source, err.message);
           throw err;
         }
       },
-      report: (peer, reason) => p2p.disconnect(peer, reason),
+      report: (source, reason) =>
+        rpcSources.owns(source) ? rpcSources.suspend(source, reason) : p2p.disconnect(source, reason),
     };
 
     const validatorKey = (() => {
@@ -311,7 +317,8 @@ export async function runLightNode(opts: LightNodeOptions): Promise<RunningNode>
     const out = [
       '',
       `noded ${NODED_VERSION} light node on ${genesis.chainId}, verified up to height ${store.latest}`,
-      `  trusts ${trustText}; trusting period ${app.light.trustingPeriodMs / 3_600_000}h`,
+      `  trusts ${trustText}; trusting period ${formatDuration(app.light.trustingPeriodMs)}`,
+      `  follows ${config.p2p.persistentPeers.length} persistent peers${app.light.rpcServers.length > 0 ? ` and RPC ${app.light.rpcServers.join(', ')}` : ''}`,
       '',
       ...endpoints.map((e) => `  ${e}`),
       '',

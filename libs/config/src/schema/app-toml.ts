@@ -5,6 +5,7 @@ import type { EthRpcOptions } from '../../../rpc/index.js';
 import { NODE_MODES, type NodeMode } from '../constants.js';
 import {
   type ListenAddress,
+  nodeHttpUrl,
   parseBtcAmount,
   parseDecimalString,
   parseDuration,
@@ -92,6 +93,7 @@ export class LightSection extends TomlSection {
   @IsInt(0) trust_height = 0;
   @IsText({ pattern: /^([0-9a-fA-F]{64})?$/, patternText: '64 hex characters (a header hash) or ""' })
   trust_hash = '';
+  @IsText() rpc_servers = '';
 }
 
 export class AppTomlFile extends TomlSection {
@@ -168,6 +170,9 @@ export const APP_TOML_DOCS: Record<string, string> = {
     'Height of a header trusted by hash (with trust_hash); 0: trust the first block,\n' +
     'checked against the genesis validators.',
   'light.trust_hash': 'Hash (hex) of the header at trust_height; both set or both empty.',
+  'light.rpc_servers':
+    'CometBFT RPC servers to follow besides the P2P peers, comma-separated\n' +
+    '("http://host:26657,https://rpc.example.com"); what they send is verified like a peer\'s.',
 };
 
 /** app.toml after validation: camelCase, durations in ms, integer strings as bigint. */
@@ -206,6 +211,8 @@ export interface AppToml {
     trustHeight: number;
     /** Upper-case hex, or "" with trustHeight 0. */
     trustHash: string;
+    /** http(s) base URLs (tcp:// read as http://), no trailing slash. */
+    rpcServers: string[];
   };
 }
 
@@ -272,6 +279,7 @@ export function toAppToml(f: AppTomlFile, resolve: (path: string) => string = (p
       maxClockDriftMs: ms(f.light.max_clock_drift),
       trustHeight: f.light.trust_height,
       trustHash: f.light.trust_hash.toUpperCase(),
+      rpcServers: splitList(f.light.rpc_servers).map((u) => nodeHttpUrl(u) ?? u),
     },
   };
 }

@@ -1,9 +1,18 @@
 // libs/rpc comet: the CometBFT v0.38-compatible RPC on :26657 and its transaction indexer.
 
+// CometBFT JSON read back (headers, commits, validators): for clients of another node's RPC.
+export {
+  blockIdFromJson,
+  CometJsonError,
+  commitFromJson,
+  headerFromJson,
+  validatorFromJson,
+} from './decode.js';
 // CometBFT JSON encoders, for other transports (NATS, gRPC) that must publish the same shapes.
 export {
   blockIdJson,
   blockJson,
+  commitJson,
   headerJson,
   type Json as CometJson,
   type JsonObject as CometJsonObject,
