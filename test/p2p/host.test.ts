@@ -55,6 +55,7 @@ async function startNode(
     unconditional?: string[];
     p2pVersion?: number;
     key?: ReturnType<typeof ed25519Generate>;
+    banMs?: number;
   } = {},
 ): Promise<TestNode> {
   const key = opts.key ?? ed25519Generate();
@@ -80,6 +81,7 @@ async function startNode(
     handshakeTimeoutMs: 3000,
     dialTimeoutMs: 2000,
     maxRedialDelayMs: 300,
+    misbehaviourBanMs: opts.banMs,
     logger: recordingLogger(logs),
   });
   host.register({
@@ -187,6 +189,38 @@ describe('P2PHost', () => {
     await startNode({ key: cKey, peers: [{ nodeId: a.id, host: '127.0.0.1', port: a.port }] });
     await until('unconditional peer admitted', () => a.host.peerCount === 2);
     assert.deepEqual(a.host.peerIds().sort(), [b1.id, cId].sort());
+  });
+
+  it('keeps a peer dropped for misbehaviour away for the ban period, then takes it back', async () => {
+    const a = await startNode({ maxMessageBytes: 100, banMs: 2500 });
+    const b = await startNode({ peers: [{ nodeId: a.id, host: '127.0.0.1', port: a.port }] });
+    await until('connected', () => a.host.peerCount === 1);
+    b.host.send(a.id, CHANNEL, new Uint8Array(101));
+    await until('b dropped', () => a.host.peerCount === 0);
+    const droppedAt = Date.now();
+    // b redials at once (its backoff is 300 ms here) and is refused while the ban lasts.
+    await until('a redial refused', () =>
+      b.logs.some((l) =>
+        /was disconnected for misbehaviour; refused for \d+ s more/.test(String(l.obj.reason)),
+      ),
+    );
+    assert.equal(a.host.peerCount, 0);
+    await until('b back after the ban', () => a.host.peerCount === 1, 10_000);
+    assert.ok(Date.now() - droppedAt >= 2000, `b was back after ${Date.now() - droppedAt} ms`);
+  });
+
+  it('refuses a second handshake on one connection', async () => {
+    const a = await startNode();
+    const b = await startNode({ peers: [{ nodeId: a.id, host: '127.0.0.1', port: a.port }] });
+    await until('connected', () => a.host.peerCount === 1 && b.host.peerCount === 1);
+    // b's side of the connection: run the handshake protocol again on it, as a hostile peer would.
+    const conn = (
+      b.host as unknown as { peers: Map<string, { conn: { newStream(p: string): Promise<unknown> } }> }
+    ).peers.get(a.id)!.conn;
+    await conn.newStream('/noded/handshake/1').catch(() => {});
+    await until('the second handshake is refused', () =>
+      a.logs.some((l) => /a second handshake on one connection|dialled/.test(String(l.obj.reason))),
+    );
   });
 
   it('disconnects a peer that sends an oversized or a rejected message, and keeps the others', async () => {

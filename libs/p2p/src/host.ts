@@ -47,6 +47,8 @@ export interface P2PHostOptions {
   maxSendBufferBytes?: number;
   /** Longest wait between redials of a persistent peer (default 30 s). */
   maxRedialDelayMs?: number;
+  /** How long a peer disconnected for what it sent stays refused (default 60 s). */
+  misbehaviourBanMs?: number;
   logger: Logger;
 }
 
@@ -69,7 +71,10 @@ interface ChannelStats {
 }
 
 class Peer {
-  readonly out = new Map<string, { stream?: Stream; queue: Uint8Array[]; opening: boolean }>();
+  readonly out = new Map<
+    string,
+    { stream?: Stream; queue: Uint8Array[]; queuedBytes: number; opening: boolean }
+  >();
   readonly stats = new Map<string, ChannelStats>();
   readonly since = Date.now();
   constructor(
@@ -167,6 +172,10 @@ export class P2PHost {
   /** Inbound streams that arrived before their connection's handshake finished. */
   private readonly waiting = new Map<string, Array<() => void>>();
   private readonly listeners = new Set<PeerEvents>();
+  /** Connections whose handshake is being answered. */
+  private readonly handshaking = new Set<string>();
+  /** Peers disconnected for misbehaviour, refused until the time (ms) given. */
+  private readonly bannedUntil = new Map<string, number>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private running = false;
   readonly nodeId: string;
@@ -237,7 +246,7 @@ export class P2PHost {
     node.addEventListener('connection:open', (ev) => this.onConnectionOpen(ev.detail));
     node.addEventListener('connection:close', (ev) => this.onConnectionClose(ev.detail));
     await node.handle(HANDSHAKE_PROTOCOL, (stream, conn) => this.answerHandshake(stream, conn), {
-      maxInboundStreams: 2,
+      maxInboundStreams: 1,
     });
     for (const ch of this.channels.values()) {
       await node.handle(ch.protocol, (stream, conn) => this.acceptChannel(ch, stream, conn), {
@@ -317,11 +326,17 @@ export class P2PHost {
     }
   }
 
-  /** Drops a peer, logging why (invalid data, limits); a persistent peer is redialled later. */
+  /**
+   * Drops a peer for what it sent (invalid data, a slow reader), logging why. It is kept away for
+   * `misbehaviourBanMs`: refused inbound and not redialled even when persistent, so a broken peer
+   * cannot loop through connect and disconnect.
+   */
   disconnect(peerId: string, reason: string): void {
     const p = this.peers.get(peerId);
     if (!p) return;
-    this.log.warn({ peer: peerId, reason }, 'disconnecting peer');
+    const banMs = this.opts.misbehaviourBanMs ?? 60_000;
+    this.bannedUntil.set(peerId, Date.now() + banMs);
+    this.log.warn({ peer: peerId, reason, banSeconds: Math.round(banMs / 1000) }, 'disconnecting peer');
     this.dropPeer(p);
     void p.conn.close().catch(() => p.conn.abort(new Error(reason)));
   }
@@ -391,7 +406,11 @@ export class P2PHost {
     const refusal = compatibility(this.info!, theirs, provenId);
     if (refusal) throw refusal;
     const refusedBy = new TextDecoder().decode(verdictBytes!);
-    if (refusedBy) throw new P2PError('HANDSHAKE', `peer ${provenId} refused this node: ${refusedBy}`);
+    if (refusedBy) {
+      const m = /^([A-Z_]+): (.*)$/s.exec(refusedBy);
+      const code = m && m[1] === 'DUPLICATE' ? 'DUPLICATE' : 'HANDSHAKE';
+      throw new P2PError(code, `peer ${provenId} refused this node: ${m ? m[2] : refusedBy}`);
+    }
     return this.admit(conn, theirs, true);
   }
 
@@ -400,6 +419,14 @@ export class P2PHost {
     let provenId = '?';
     try {
       provenId = this.provenId(conn);
+      // The dialler runs the handshake, once per connection.
+      if (conn.direction !== 'inbound') {
+        throw new P2PError('HANDSHAKE', 'a handshake on a connection this node dialled');
+      }
+      if (this.byConn.has(conn.id) || this.handshaking.has(conn.id)) {
+        throw new P2PError('HANDSHAKE', 'a second handshake on one connection');
+      }
+      this.handshaking.add(conn.id);
       const [bytes] = await readFrames(
         stream,
         1,
@@ -415,7 +442,8 @@ export class P2PHost {
         if (refusal) throw refusal;
         this.admit(conn, theirs, false);
       } catch (err) {
-        stream.send(verdict((err as Error).message));
+        const code = err instanceof P2PError ? err.code : 'HANDSHAKE';
+        stream.send(verdict(`${code}: ${(err as Error).message}`));
         throw err;
       }
       stream.send(verdict(''));
@@ -427,6 +455,8 @@ export class P2PHost {
         'inbound peer refused',
       );
       setTimeout(() => conn.abort(err as Error), 100).unref();
+    } finally {
+      this.handshaking.delete(conn.id);
     }
   }
 
@@ -434,6 +464,13 @@ export class P2PHost {
   private admit(conn: Connection, info: NodeInfo, outbound: boolean): Peer {
     const id = info.id;
     if (id === this.nodeId) throw new P2PError('HANDSHAKE', 'refusing a connection to this node itself');
+    const banned = this.bannedUntil.get(id);
+    if (banned !== undefined && banned > Date.now()) {
+      throw new P2PError(
+        'HANDSHAKE',
+        `${id} was disconnected for misbehaviour; refused for ${Math.ceil((banned - Date.now()) / 1000)} s more`,
+      );
+    }
     const unconditional = this.unconditional.has(id);
     const persistent = this.persistentIds.has(id);
     const existing = this.peers.get(id);
@@ -494,6 +531,11 @@ export class P2PHost {
       if (existing) {
         await this.untilDown(id);
         delay = 500;
+        continue;
+      }
+      const banned = (this.bannedUntil.get(id) ?? 0) - Date.now();
+      if (banned > 0) {
+        await this.sleep(banned);
         continue;
       }
       try {
@@ -611,21 +653,24 @@ export class P2PHost {
   private write(p: Peer, protocol: string, bytes: Uint8Array): void {
     let slot = p.out.get(protocol);
     if (!slot) {
-      slot = { queue: [], opening: false };
+      slot = { queue: [], queuedBytes: 0, opening: false };
       p.out.set(protocol, slot);
     }
+    const limit = this.opts.maxSendBufferBytes ?? 64 * 1024 * 1024;
     const stream = slot.stream;
-    if (stream && stream.status === 'open' && stream.writeStatus === 'writable') {
-      const limit = this.opts.maxSendBufferBytes ?? 64 * 1024 * 1024;
-      if (stream.writeBufferLength + bytes.length > limit) {
-        this.disconnect(p.id, `peer too slow: over ${limit} bytes waiting to be sent on ${protocol}`);
-        return;
-      }
+    const open = stream && stream.status === 'open' && stream.writeStatus === 'writable';
+    const waiting = open ? stream.writeBufferLength : slot.queuedBytes;
+    if (waiting + bytes.length > limit) {
+      this.disconnect(p.id, `peer too slow: over ${limit} bytes waiting to be sent on ${protocol}`);
+      return;
+    }
+    if (open) {
       stream.send(bytes);
       p.stat(protocol).sent += bytes.length;
       return;
     }
     slot.queue.push(bytes);
+    slot.queuedBytes += bytes.length;
     if (slot.opening) return;
     slot.opening = true;
     slot.stream = undefined;
@@ -636,6 +681,7 @@ export class P2PHost {
         s.opening = false;
         s.stream = st;
         const queued = s.queue.splice(0);
+        s.queuedBytes = 0;
         for (const b of queued) {
           st.send(b);
           p.stat(protocol).sent += b.length;
@@ -644,6 +690,7 @@ export class P2PHost {
       .catch((err: Error) => {
         s.opening = false;
         s.queue.length = 0;
+        s.queuedBytes = 0;
         if (this.peers.get(p.id) === p && p.conn.status === 'open') {
           this.log.debug({ peer: p.id, protocol, err: err.message }, 'could not open a channel stream');
         }
