@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { JsonRpcProvider, parseEther, Wallet } from 'ethers';
-import { DEV_KEYS } from './harness.js';
+import { DEV_KEYS, runCli } from './harness.js';
 import { blockHashAt, createNetwork, heightOf, type Network, rpc, waitFor, waitHeight } from './network.js';
 
 const VALIDATORS = [0, 1, 2, 3];
@@ -44,6 +44,32 @@ describe('a 4-validator network over P2P', { timeout: 420_000 }, () => {
     assert.equal(info.n_peers, '3');
     const peerIps = (info.peers as Array<Record<string, unknown>>).map((p) => p.remote_ip).sort();
     assert.deepEqual(peerIps, [net.nodes[1]!.ip, net.nodes[2]!.ip, net.nodes[3]!.ip].sort());
+
+    // `noded tendermint show-peers` lists the same peers, by node ID, address and direction.
+    const ids = (info.peers as Array<{ node_info: { id: string } }>).map((p) => p.node_info.id);
+    const shown = runCli(['tendermint', 'show-peers', '--node', `tcp://${net.nodes[0]!.ip}:26657`]);
+    assert.equal(shown.code, 0, shown.stderr);
+    for (const id of ids) assert.match(shown.stdout, new RegExp(id));
+    assert.match(shown.stdout, /outbound|inbound/);
+
+    // The P2P byte counters carry every peer on the consensus channel.
+    await waitFor(
+      'p2p byte counters for every peer',
+      async () => {
+        const text = await (await fetch(`http://${net.nodes[0]!.ip}:26660/metrics`)).text();
+        return ids.every((id) =>
+          ['receive', 'send'].every((dir) => {
+            const m = new RegExp(
+              `^cometbft_p2p_peer_${dir}_bytes_total\\{[^}]*peer_id="${id}",chID="/noded/consensus/1"\\} (\\d+)`,
+              'm',
+            ).exec(text);
+            return m !== null && Number(m[1]) > 0;
+          }),
+        );
+      },
+      10_000,
+      net,
+    );
   });
 
   it('includes a transaction sent to one node, whose receipt every other node serves', async () => {

@@ -30,6 +30,7 @@ import { RocksKV } from '../../../libs/storage/index.js';
 import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetry/index.js';
 import { EventBus } from '../../../libs/types/index.js';
 import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
+import { dialHost, hostPort, NodeLifecycle } from './lifecycle.js';
 import { ethBlockOfHeader, LightEthChain } from './light/eth-chain.js';
 import { LightNodeReader } from './light/reader.js';
 import { RpcLightSources } from './light/rpc-source.js';
@@ -39,22 +40,6 @@ import { NODED_VERSION } from './version.js';
 export const LIGHT_POLL_MS = 1000;
 
 export type LightNodeOptions = Omit<RunNodeOptions, 'mode'> & { mode: 'light' };
-
-interface Closer {
-  name: string;
-  close(): Promise<void> | void;
-}
-
-function hostPort(raw: string): { host: string; port: number } {
-  const s = raw.replace(/^[a-z]+:\/\//, '');
-  const i = s.lastIndexOf(':');
-  const host = s.slice(0, i).replace(/^\[|\]$/g, '') || '0.0.0.0';
-  return { host, port: Number(s.slice(i + 1)) };
-}
-
-function dialHost(host: string): string {
-  return host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
-}
 
 const MS = 1_000_000n;
 
@@ -69,25 +54,11 @@ export async function runLightNode(opts: LightNodeOptions): Promise<RunningNode>
   });
   const log = logger.child({ module: 'node' });
   const bus = new EventBus();
-  const closers: Closer[] = [];
-  let stopped: () => void = () => {};
-  const done = new Promise<void>((resolve) => {
-    stopped = resolve;
-  });
-  const closeAll = async () => {
-    for (const c of closers.reverse()) {
-      try {
-        await c.close();
-      } catch (err) {
-        log.error({ component: c.name, err: (err as Error).message }, 'error while stopping');
-      }
-    }
-    closers.length = 0;
-  };
+  const life = new NodeLifecycle(log, () => logger.flush?.());
 
   try {
     const kv = await RocksKV.open(paths.lightDb);
-    closers.push({ name: 'light.db', close: () => kv.close() });
+    life.add('light.db', () => kv.close());
     const store = await LightStore.open(kv);
 
     const nodeKey = loadNodeKey(paths.nodeKey);
@@ -115,7 +86,7 @@ export async function runLightNode(opts: LightNodeOptions): Promise<RunningNode>
     });
     // The light channel only: no consensus, no mempool (full nodes send a peer only the channels it lists).
     const lightNet = new LightChannel(p2p, { logger: logger.child({ module: 'light' }) });
-    closers.push({ name: 'light channel', close: () => lightNet.close() });
+    life.add('light channel', () => lightNet.close());
 
     const root: TrustRoot =
       app.light.trustHeight > 0
@@ -206,7 +177,7 @@ export async function runLightNode(opts: LightNodeOptions): Promise<RunningNode>
       node: reader,
       logger,
     });
-    closers.push({ name: 'metrics', close: () => metrics.close() });
+    life.add('metrics', () => metrics.close());
 
     const comet = new CometRpcServer({
       node: reader,
@@ -216,7 +187,7 @@ export async function runLightNode(opts: LightNodeOptions): Promise<RunningNode>
       options: cometOptions,
       observe: (method, ms, ok) => metrics.observeRpc(method, ms, ok),
     });
-    closers.push({ name: 'rpc', close: () => comet.close() });
+    life.add('rpc', () => comet.close());
 
     const ethOptions = toEthRpcOptions(app);
     const ethServer =
@@ -242,19 +213,18 @@ export async function runLightNode(opts: LightNodeOptions): Promise<RunningNode>
             onRequest: (method, ms, ok) => metrics.observeRpc(method, ms, ok),
           })
         : undefined;
-    if (ethServer) closers.push({ name: 'json-rpc', close: () => ethServer.close() });
+    if (ethServer) life.add('json-rpc', () => ethServer.close());
 
-    let serving = false;
     const metricsServer = new MetricsServer({
       metrics,
       logger: logger.child({ module: 'metrics' }),
       options: instrumentation,
-      readiness: () => ({ serving, catchingUp: reader.syncInfo().catchingUp }),
+      readiness: () => ({ serving: life.serving, catchingUp: reader.syncInfo().catchingUp }),
     });
-    closers.push({ name: 'metrics server', close: () => metricsServer.close() });
+    life.add('metrics server', () => metricsServer.close());
 
     const p2pPort = await p2p.start();
-    closers.push({ name: 'p2p', close: () => p2p.stop() });
+    life.add('p2p', () => p2p.stop());
 
     // The follow loop: one round a second, never two at once.
     let running = true;
@@ -272,13 +242,10 @@ export async function runLightNode(opts: LightNodeOptions): Promise<RunningNode>
         if (running) timer = setTimeout(tick, LIGHT_POLL_MS);
       })();
     };
-    closers.push({
-      name: 'light client',
-      close: async () => {
-        running = false;
-        clearTimeout(timer);
-        await current;
-      },
+    life.add('light client', async () => {
+      running = false;
+      clearTimeout(timer);
+      await current;
     });
     tick();
 
@@ -308,7 +275,7 @@ export async function runLightNode(opts: LightNodeOptions): Promise<RunningNode>
         `metrics         http://${dialHost(at.host)}:${await metricsServer.listen(at.host, at.port)}/metrics`,
       );
     }
-    serving = true;
+    life.serving = true;
 
     const trustText =
       root.kind === 'genesis'
@@ -329,22 +296,9 @@ export async function runLightNode(opts: LightNodeOptions): Promise<RunningNode>
       'node started',
     );
 
-    let stopping: Promise<void> | undefined;
-    return {
-      done,
-      stop: () => {
-        stopping ??= (async () => {
-          serving = false;
-          log.info('stopping');
-          await closeAll();
-          logger.flush?.();
-          stopped();
-        })();
-        return stopping;
-      },
-    };
+    return life.handle();
   } catch (err) {
-    await closeAll();
+    await life.closeAll();
     throw err;
   }
 }

@@ -31,27 +31,10 @@ import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetr
 import { EventBus, type Logger } from '../../../libs/types/index.js';
 import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
 import { IndexerThread } from './indexer-thread/thread.js';
+import { dialHost, hostPort, NodeLifecycle } from './lifecycle.js';
 import { LocalNodeReader } from './node-reader.js';
 import { EthRpcThread } from './rpc-edge/thread.js';
 import { NODED_VERSION } from './version.js';
-
-interface Closer {
-  name: string;
-  close(): Promise<void> | void;
-}
-
-/** Where each server listens; the CLI's dry run checked that every address can be bound. */
-function hostPort(raw: string): { host: string; port: number } {
-  const s = raw.replace(/^[a-z]+:\/\//, '');
-  const i = s.lastIndexOf(':');
-  const host = s.slice(0, i).replace(/^\[|\]$/g, '') || '0.0.0.0';
-  return { host, port: Number(s.slice(i + 1)) };
-}
-
-/** The address a local client dials for a listener: a wildcard bind is shown as loopback. */
-function dialHost(host: string): string {
-  return host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
-}
 
 function devAccountKeys(file: string, logger: Logger): string[] {
   if (!existsSync(file)) return [];
@@ -81,29 +64,13 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
   });
   const log = logger.child({ module: 'node' });
   const bus = new EventBus();
-  const closers: Closer[] = [];
-  let fatal: (err: Error) => void = () => {};
-  let stopped: () => void = () => {};
-  const done = new Promise<void>((resolve, reject) => {
-    fatal = reject;
-    stopped = resolve;
-  });
-
-  const closeAll = async () => {
-    for (const c of closers.reverse()) {
-      try {
-        await c.close();
-      } catch (err) {
-        log.error({ component: c.name, err: (err as Error).message }, 'error while stopping');
-      }
-    }
-    closers.length = 0;
-  };
+  const life = new NodeLifecycle(log, () => logger.flush?.());
+  const fatal = (err: Error) => life.fail(err);
 
   try {
     const openKv = async (name: string, dir: string): Promise<KVStore> => {
       const kv = await RocksKV.open(dir);
-      closers.push({ name, close: () => kv.close() });
+      life.add(name, () => kv.close());
       return kv;
     };
     const [applicationDb, blockStore, stateStore] = [
@@ -127,7 +94,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       bus,
       logger: logger.child({ module: 'execution' }),
     });
-    closers.push({ name: 'executor', close: () => executor.close() });
+    life.add('executor', () => executor.close());
 
     // tx_index.db belongs to the indexer's own thread; "null" indexes nothing (as CometBFT).
     const indexer =
@@ -137,14 +104,14 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
               path: paths.txIndexDb,
               onFatal: (err) => {
                 log.error({ err: err.message }, 'the indexer thread stopped; stopping the node');
-                void closeAll().finally(() => fatal(err));
+                fatal(err);
               },
             }),
             bus,
             logger,
           })
         : new TxIndexer({ disabled: true, bus, logger });
-    closers.push({ name: 'indexer', close: () => indexer.close() });
+    life.add('indexer', () => indexer.close());
 
     // Peers on [p2p] laddr: consensus messages and mempool gossip over libp2p.
     const nodeKey = loadNodeKey(paths.nodeKey);
@@ -177,7 +144,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       config.mempool.maxTxBytes,
       logger.child({ module: 'mempool' }),
     );
-    closers.push({ name: 'mempool gossip', close: () => mempoolNet.close() });
+    life.add('mempool gossip', () => mempoolNet.close());
 
     const timeouts = toConsensusTimeouts(config);
     const consensus = await ConsensusRuntime.create({
@@ -202,16 +169,16 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       logger: logger.child({ module: 'consensus' }),
       onFatal: (err) => {
         log.error({ err: err.message }, 'consensus stopped on an unrecoverable error');
-        void closeAll().finally(() => fatal(err));
+        fatal(err);
       },
     });
-    closers.push({ name: 'consensus', close: () => consensus.stop() });
+    life.add('consensus', () => consensus.stop());
     // Light nodes ask for signed headers and validator sets (docs/light-client.md).
     const lightNet = new LightChannel(p2p, {
       source: lightBlockSourceOf(consensus),
       logger: logger.child({ module: 'light' }),
     });
-    closers.push({ name: 'light serving', close: () => lightNet.close() });
+    life.add('light serving', () => lightNet.close());
 
     const reader = new LocalNodeReader({
       consensus,
@@ -235,7 +202,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
           consensus.txsAvailable();
         }
       });
-      closers.push({ name: 'txs-available', close: wake });
+      life.add('txs-available', wake);
     }
     const reindexed = await indexer.catchUp(reader);
     if (reindexed > 0) log.info({ blocks: reindexed }, 'tx index caught up with the block store');
@@ -248,7 +215,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       node: reader,
       logger,
     });
-    closers.push({ name: 'metrics', close: () => metrics.close() });
+    life.add('metrics', () => metrics.close());
     // Sampled once a second rather than per admitted transaction: counting walks the pool.
     const sampleGauges = () => {
       metrics.setMempoolSize(reader.mempoolSize());
@@ -258,7 +225,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     sampleGauges();
     const mempoolGauge = setInterval(sampleGauges, 1000);
     mempoolGauge.unref();
-    closers.push({ name: 'mempool gauge', close: () => clearInterval(mempoolGauge) });
+    life.add('mempool gauge', () => clearInterval(mempoolGauge));
 
     const devKeys = genesis.chainId === 'chain-local' ? devAccountKeys(paths.devAccounts, log) : [];
     const ethOptions = toEthRpcOptions(app);
@@ -275,11 +242,11 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
           onRequest: (method, ms, ok) => metrics.observeRpc(method, ms, ok),
           onFatal: (err) => {
             log.error({ err: err.message }, 'the JSON-RPC thread stopped; stopping the node');
-            void closeAll().finally(() => fatal(err));
+            fatal(err);
           },
         })
       : undefined;
-    if (eth) closers.push({ name: 'json-rpc', close: () => eth.close() });
+    if (eth) life.add('json-rpc', () => eth.close());
 
     const comet = new CometRpcServer({
       node: reader,
@@ -289,7 +256,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       options: cometOptions,
       observe: (method, ms, ok) => metrics.observeRpc(method, ms, ok),
     });
-    closers.push({ name: 'rpc', close: () => comet.close() });
+    life.add('rpc', () => comet.close());
 
     const apiOptions = toApiOptions(app);
     const rest = new RestServer({
@@ -302,24 +269,19 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       indexer: indexer.enabled ? indexer : undefined,
       appVersion: { name: 'noded', version: NODED_VERSION },
     });
-    closers.push({ name: 'api', close: () => rest.close() });
+    life.add('api', () => rest.close());
 
-    let serving = false;
     const metricsServer = new MetricsServer({
       metrics,
       logger: logger.child({ module: 'metrics' }),
       options: instrumentation,
-      readiness: () => ({ serving, catchingUp: reader.syncInfo().catchingUp }),
+      readiness: () => ({ serving: life.serving, catchingUp: reader.syncInfo().catchingUp }),
     });
-    closers.push({ name: 'metrics server', close: () => metricsServer.close() });
+    life.add('metrics server', () => metricsServer.close());
 
     // The host stops after consensus (closers run in reverse), so no message arrives at a stopped engine.
     const p2pPort = await p2p.start();
-    closers.splice(
-      closers.findIndex((c) => c.name === 'consensus'),
-      0,
-      { name: 'p2p', close: () => p2p.stop() },
-    );
+    life.addClosingAfter('p2p', () => p2p.stop(), 'consensus');
     await consensus.start();
 
     const endpoints: string[] = [
@@ -351,7 +313,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
         `metrics         http://${dialHost(at.host)}:${await metricsServer.listen(at.host, at.port)}/metrics`,
       );
     }
-    serving = true;
+    life.serving = true;
 
     announce(endpoints, devKeys, genesis.chainId, reader.syncInfo().latestBlockHeight);
     log.info(
@@ -359,22 +321,9 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       'node started',
     );
 
-    let stopping: Promise<void> | undefined;
-    return {
-      done,
-      stop: () => {
-        stopping ??= (async () => {
-          serving = false;
-          log.info('stopping');
-          await closeAll();
-          logger.flush?.();
-          stopped();
-        })();
-        return stopping;
-      },
-    };
+    return life.handle();
   } catch (err) {
-    await closeAll();
+    await life.closeAll();
     throw err;
   }
 }
