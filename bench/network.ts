@@ -12,6 +12,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'smol-toml';
 import { currentFees, devAccounts, receivers, type SignedTx, signTx } from './chain.js';
+import { cpuSampler } from './cpu.js';
 import { JsonRpcClient } from './rpc.js';
 import { median } from './stats.js';
 import { NODED_CLI, repoRoot } from './targets.js';
@@ -202,6 +203,37 @@ async function presign(rpc: JsonRpcClient, senders: number, perSender: number): 
  * Sends every sender's transactions in order (up to `window` unconfirmed each), sender s to node
  * s mod N, and waits for every receipt on node 0. Returns transfers/s from first submit to last receipt.
  */
+interface LoadResult {
+  txs: number;
+  ms: number;
+  /** CPU time of the nodes' processes (all threads) during the load, ms per transfer. */
+  nodeCpuMsPerTx: number;
+  /** CPU time of this load generator during the load, ms per transfer. */
+  clientCpuMsPerTx: number;
+  /** (nodes + generator CPU) / wall time: cores kept busy (this machine has cpus().length). */
+  coresBusy: number;
+}
+
+/** pushLoad with the CPU time of the listed node processes and of this generator around it. */
+async function measuredLoad(net: Net, nodes: number[], perSender: SignedTx[][]): Promise<LoadResult> {
+  const samplers = nodes.map((i) => cpuSampler(net.procs[i]!.pid!));
+  const before = samplers.map((s) => s());
+  const r = await pushLoad(
+    nodes.map((i) => net.ips[i]!),
+    perSender,
+  );
+  const after = samplers.map((s) => s());
+  const nodeMs = after.reduce((n, a, i) => n + a.nodeMs - before[i]!.nodeMs, 0);
+  const clientMs = after[0]!.clientMs - before[0]!.clientMs;
+  const wall = after[0]!.at - before[0]!.at;
+  return {
+    ...r,
+    nodeCpuMsPerTx: nodeMs / r.txs,
+    clientCpuMsPerTx: clientMs / r.txs,
+    coresBusy: (nodeMs + clientMs) / wall,
+  };
+}
+
 async function pushLoad(
   ips: string[],
   perSender: SignedTx[][],
@@ -323,7 +355,7 @@ async function main(): Promise<void> {
     const load = await presign(rpc0, args.senders, args.perSender);
     rpc0.close();
     const hBefore = await height(vips[0]!);
-    const net4 = await pushLoad(vips, load);
+    const net4 = await measuredLoad(net, [0, 1, 2, 3], load);
     const hAfter = await height(vips[0]!);
     results.transfers4 = { ...net4, txPerSec: net4.txs / (net4.ms / 1000), blocks: hAfter - hBefore };
     log(`4 validators: ${net4.txs} transfers in ${net4.ms.toFixed(0)} ms`);
@@ -351,7 +383,7 @@ async function main(): Promise<void> {
     const rpc = new JsonRpcClient(`http://${single.ips[0]}:8545`);
     const load = await presign(rpc, args.senders, args.perSender);
     rpc.close();
-    const one = await pushLoad(single.ips, load);
+    const one = await measuredLoad(single, [0], load);
     results.transfers1 = { ...one, txPerSec: one.txs / (one.ms / 1000) };
     log(`1 validator: ${one.txs} transfers in ${one.ms.toFixed(0)} ms`);
   } finally {
@@ -360,8 +392,8 @@ async function main(): Promise<void> {
 
   const r = results as {
     blockInterval: { medianMs: number; p90Ms: number; maxMs: number; blocks: number; agree: boolean };
-    transfers4: { txPerSec: number; blocks: number };
-    transfers1: { txPerSec: number };
+    transfers4: LoadResult & { txPerSec: number; blocks: number };
+    transfers1: LoadResult & { txPerSec: number };
     syncEmpty: { blocksPerSec: number; blocks: number };
     syncWithTransfers: { blocksPerSec: number; blocks: number; transferBlocks: number };
   };
@@ -373,6 +405,14 @@ async function main(): Promise<void> {
     ['transfers/s, 4 validators', `${r.transfers4.txPerSec.toFixed(0)} (${r.transfers4.blocks} blocks)`],
     ['transfers/s, 1 validator', r.transfers1.txPerSec.toFixed(0)],
     ['ratio 4 validators / 1', (r.transfers4.txPerSec / r.transfers1.txPerSec).toFixed(2)],
+    [
+      'node CPU per transfer, 4 validators (sum) / 1',
+      `${r.transfers4.nodeCpuMsPerTx.toFixed(2)} ms / ${r.transfers1.nodeCpuMsPerTx.toFixed(2)} ms (cores busy ${r.transfers4.coresBusy.toFixed(2)} / ${r.transfers1.coresBusy.toFixed(2)} of ${cpus().length})`,
+    ],
+    [
+      'load generator CPU per transfer, 4 / 1',
+      `${r.transfers4.clientCpuMsPerTx.toFixed(3)} ms / ${r.transfers1.clientCpuMsPerTx.toFixed(3)} ms`,
+    ],
     [
       'block sync, empty blocks',
       `${r.syncEmpty.blocksPerSec.toFixed(0)} blocks/s over ${r.syncEmpty.blocks}`,
