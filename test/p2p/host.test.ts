@@ -194,8 +194,8 @@ describe('P2PHost', () => {
   it('keeps a peer dropped for misbehaviour away for the ban period, then takes it back', async () => {
     const a = await startNode({ maxMessageBytes: 100, banMs: 2500 });
     const b = await startNode({ peers: [{ nodeId: a.id, host: '127.0.0.1', port: a.port }] });
-    await until('connected', () => a.host.peerCount === 1);
-    b.host.send(a.id, CHANNEL, new Uint8Array(101));
+    await until('connected', () => a.host.peerCount === 1 && b.host.peerCount === 1);
+    assert.equal(b.host.send(a.id, CHANNEL, new Uint8Array(101)), true);
     await until('b dropped', () => a.host.peerCount === 0);
     const droppedAt = Date.now();
     // b redials at once (its backoff is 300 ms here) and is refused while the ban lasts.
@@ -227,12 +227,15 @@ describe('P2PHost', () => {
     const a = await startNode({ maxMessageBytes: 1000 });
     const b = await startNode({ peers: [{ nodeId: a.id, host: '127.0.0.1', port: a.port }] });
     const c = await startNode({ peers: [{ nodeId: a.id, host: '127.0.0.1', port: a.port }] });
-    await until('both connected', () => a.host.peerCount === 2);
-    b.host.send(a.id, CHANNEL, new Uint8Array(1001));
+    await until(
+      'both connected',
+      () => a.host.peerCount === 2 && b.host.peerCount === 1 && c.host.peerCount === 1,
+    );
+    assert.equal(b.host.send(a.id, CHANNEL, new Uint8Array(1001)), true);
     await until('b disconnected for size', () =>
       a.logs.some((l) => String(l.obj.reason).includes("1001 bytes is over the channel's limit of 1000")),
     );
-    c.host.send(a.id, CHANNEL, text('poison'));
+    assert.equal(c.host.send(a.id, CHANNEL, text('poison')), true);
     await until('c disconnected for a rejected message', () =>
       a.logs.some((l) => l.obj.peer === c.id && String(l.obj.reason).includes('poison message')),
     );
