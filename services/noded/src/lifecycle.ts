@@ -1,8 +1,12 @@
 // What the full node (node.ts) and the light node (light-node.ts) share as processes: listen
 // addresses, the components to close in reverse order of opening, and the RunningNode handle that
 // `noded start` waits on and stops.
+import type { ConfigToml } from '../../../libs/config/index.js';
+import { BLOCK_PROTOCOL } from '../../../libs/consensus/index.js';
+import { P2P_PROTOCOL_VERSION, P2PHost } from '../../../libs/p2p/index.js';
 import type { Logger } from '../../../libs/types/index.js';
 import type { RunningNode } from './cli/commands/start.js';
+import { NODED_VERSION } from './version.js';
 
 /** Where a server listens: "tcp://host:port" or "host:port" (the CLI's dry run checked it binds). */
 export function hostPort(raw: string): { host: string; port: number } {
@@ -15,6 +19,43 @@ export function hostPort(raw: string): { host: string; port: number } {
 /** The address a local client dials for a listener: a wildcard bind is shown as loopback. */
 export function dialHost(host: string): string {
   return host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+}
+
+/**
+ * The P2P host on config.toml [p2p], as both node kinds run it: what it advertises in the handshake,
+ * its peers and limits. The caller registers its channels, then starts it.
+ */
+export function p2pHostFor(o: {
+  config: ConfigToml;
+  chainId: string;
+  nodeKey: { seed: Uint8Array; publicKey: Uint8Array; nodeId: string };
+  rpcAddress: string;
+  txIndex: boolean;
+  logger: Logger;
+}): { p2p: P2PHost; listen: { host: string; port: number } } {
+  const { config } = o;
+  const listen = hostPort(config.p2p.laddr.raw);
+  const p2p = new P2PHost({
+    nodeKey: o.nodeKey,
+    nodeInfo: {
+      protocolVersion: { p2p: P2P_PROTOCOL_VERSION, block: BLOCK_PROTOCOL, app: 0 },
+      id: o.nodeKey.nodeId,
+      listenAddr: config.p2p.externalAddress || `${listen.host}:${listen.port}`,
+      network: o.chainId,
+      version: NODED_VERSION,
+      moniker: config.moniker,
+      other: { txIndex: o.txIndex ? 'on' : 'off', rpcAddress: o.rpcAddress },
+    },
+    listen,
+    persistentPeers: config.p2p.persistentPeers,
+    unconditionalPeerIds: config.p2p.unconditionalPeerIds,
+    maxInboundPeers: config.p2p.maxNumInboundPeers,
+    maxOutboundPeers: config.p2p.maxNumOutboundPeers,
+    handshakeTimeoutMs: config.p2p.handshakeTimeoutMs,
+    dialTimeoutMs: config.p2p.dialTimeoutMs,
+    logger: o.logger,
+  });
+  return { p2p, listen };
 }
 
 interface Closer {

@@ -15,7 +15,6 @@ import {
   toInstrumentationOptions,
 } from '../../../libs/config/index.js';
 import {
-  BLOCK_PROTOCOL,
   headerHash,
   type LightBlock,
   LightClient,
@@ -24,13 +23,13 @@ import {
   type TrustRoot,
 } from '../../../libs/consensus/index.js';
 import { ed25519Verify } from '../../../libs/crypto/index.js';
-import { LightChannel, LightRequestError, P2P_PROTOCOL_VERSION, P2PHost } from '../../../libs/p2p/index.js';
+import { LightChannel, LightRequestError } from '../../../libs/p2p/index.js';
 import { CometRpcServer, EthRpcServer, TxIndexer } from '../../../libs/rpc/index.js';
 import { RocksKV } from '../../../libs/storage/index.js';
 import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetry/index.js';
 import { EventBus } from '../../../libs/types/index.js';
 import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
-import { dialHost, hostPort, NodeLifecycle } from './lifecycle.js';
+import { dialHost, hostPort, NodeLifecycle, p2pHostFor } from './lifecycle.js';
 import { ethBlockOfHeader, LightEthChain } from './light/eth-chain.js';
 import { LightNodeReader } from './light/reader.js';
 import { RpcLightSources } from './light/rpc-source.js';
@@ -63,25 +62,12 @@ export async function runLightNode(opts: LightNodeOptions): Promise<RunningNode>
 
     const nodeKey = loadNodeKey(paths.nodeKey);
     const cometOptions = toCometRpcOptions(config);
-    const p2pAt = hostPort(config.p2p.laddr.raw);
-    const p2p = new P2PHost({
+    const { p2p, listen: p2pAt } = p2pHostFor({
+      config,
+      chainId: genesis.chainId,
       nodeKey,
-      nodeInfo: {
-        protocolVersion: { p2p: P2P_PROTOCOL_VERSION, block: BLOCK_PROTOCOL, app: 0 },
-        id: nodeKey.nodeId,
-        listenAddr: config.p2p.externalAddress || `${p2pAt.host}:${p2pAt.port}`,
-        network: genesis.chainId,
-        version: NODED_VERSION,
-        moniker: config.moniker,
-        other: { txIndex: 'off', rpcAddress: cometOptions.laddr },
-      },
-      listen: p2pAt,
-      persistentPeers: config.p2p.persistentPeers,
-      unconditionalPeerIds: config.p2p.unconditionalPeerIds,
-      maxInboundPeers: config.p2p.maxNumInboundPeers,
-      maxOutboundPeers: config.p2p.maxNumOutboundPeers,
-      handshakeTimeoutMs: config.p2p.handshakeTimeoutMs,
-      dialTimeoutMs: config.p2p.dialTimeoutMs,
+      rpcAddress: cometOptions.laddr,
+      txIndex: false,
       logger: logger.child({ module: 'p2p' }),
     });
     // The light channel only: no consensus, no mempool (full nodes send a peer only the channels it lists).

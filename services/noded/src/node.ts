@@ -15,15 +15,13 @@ import {
   toExecutorSettings,
   toInstrumentationOptions,
 } from '../../../libs/config/index.js';
-import { BLOCK_PROTOCOL, ConsensusRuntime } from '../../../libs/consensus/index.js';
+import { ConsensusRuntime } from '../../../libs/consensus/index.js';
 import { Executor } from '../../../libs/execution/index.js';
 import {
   ConsensusChannel,
   LightChannel,
   lightBlockSourceOf,
   MempoolChannel,
-  P2P_PROTOCOL_VERSION,
-  P2PHost,
 } from '../../../libs/p2p/index.js';
 import { CometRpcServer, DevAccounts, RestServer, TxIndexer } from '../../../libs/rpc/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
@@ -31,7 +29,7 @@ import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetr
 import { EventBus, type Logger } from '../../../libs/types/index.js';
 import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
 import { IndexerThread } from './indexer-thread/thread.js';
-import { dialHost, hostPort, NodeLifecycle } from './lifecycle.js';
+import { dialHost, hostPort, NodeLifecycle, p2pHostFor } from './lifecycle.js';
 import { LocalNodeReader } from './node-reader.js';
 import { EthRpcThread } from './rpc-edge/thread.js';
 import { NODED_VERSION } from './version.js';
@@ -116,25 +114,12 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     // Peers on [p2p] laddr: consensus messages and mempool gossip over libp2p.
     const nodeKey = loadNodeKey(paths.nodeKey);
     const cometOptions = toCometRpcOptions(config);
-    const p2pAt = hostPort(config.p2p.laddr.raw);
-    const p2p = new P2PHost({
+    const { p2p, listen: p2pAt } = p2pHostFor({
+      config,
+      chainId: genesis.chainId,
       nodeKey,
-      nodeInfo: {
-        protocolVersion: { p2p: P2P_PROTOCOL_VERSION, block: BLOCK_PROTOCOL, app: 0 },
-        id: nodeKey.nodeId,
-        listenAddr: config.p2p.externalAddress || `${p2pAt.host}:${p2pAt.port}`,
-        network: genesis.chainId,
-        version: NODED_VERSION,
-        moniker: config.moniker,
-        other: { txIndex: config.txIndex.indexer === 'kv' ? 'on' : 'off', rpcAddress: cometOptions.laddr },
-      },
-      listen: p2pAt,
-      persistentPeers: config.p2p.persistentPeers,
-      unconditionalPeerIds: config.p2p.unconditionalPeerIds,
-      maxInboundPeers: config.p2p.maxNumInboundPeers,
-      maxOutboundPeers: config.p2p.maxNumOutboundPeers,
-      handshakeTimeoutMs: config.p2p.handshakeTimeoutMs,
-      dialTimeoutMs: config.p2p.dialTimeoutMs,
+      rpcAddress: cometOptions.laddr,
+      txIndex: config.txIndex.indexer === 'kv',
       logger: logger.child({ module: 'p2p' }),
     });
     const consensusNet = new ConsensusChannel(p2p, Number(genesis.consensusParams.block.maxBytes));
