@@ -248,17 +248,16 @@ async function pushLoad(
   // Two chunks of 32 in flight per sender: within the mempool's max_txs_per_sender (64).
   const senders = perSender.map(async (txs, s) => {
     const rpc = clients[s % clients.length]!;
-    let previousLast: string | undefined;
     for (let i = 0; i < txs.length; i += chunkSize) {
       const chunk = txs.slice(i, i + chunkSize);
-      if (previousLast) {
+      // Chunk k waits for the last transaction of chunk k-2 to be mined.
+      const gate = i >= 2 * chunkSize ? txs[i - chunkSize - 1]!.hash : undefined;
+      if (gate) {
         const until = Date.now() + 120_000;
-        while (pending.has(previousLast) && Date.now() < until) await sleep(20);
+        while (pending.has(gate) && Date.now() < until) await sleep(20);
       }
       for (const t of chunk) pending.add(t.hash);
       await rpc.batch(chunk.map((t) => ({ method: 'eth_sendRawTransaction', params: [t.raw] })));
-      previousLast = txs[Math.max(0, i - 1)]?.hash;
-      if (i === 0) previousLast = undefined;
     }
   });
   const watcher = (async () => {

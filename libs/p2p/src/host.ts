@@ -76,7 +76,6 @@ class Peer {
     { stream?: Stream; queue: Uint8Array[]; queuedBytes: number; opening: boolean }
   >();
   readonly stats = new Map<string, ChannelStats>();
-  readonly since = Date.now();
   constructor(
     readonly id: string,
     readonly info: NodeInfo,
@@ -183,7 +182,6 @@ export class P2PHost {
   private readonly log: Logger;
   private readonly unconditional: Set<string>;
   private readonly persistentIds: Set<string>;
-  private listenAddrs: string[] = [];
 
   constructor(private readonly opts: P2PHostOptions) {
     this.nodeId = nodeIdFromPublicKey(opts.nodeKey.publicKey);
@@ -255,10 +253,10 @@ export class P2PHost {
       });
     }
     this.running = true;
-    this.listenAddrs = node.getMultiaddrs().map((m) => m.toString());
+    const listenAddrs = node.getMultiaddrs().map((m) => m.toString());
     const bound = node.getMultiaddrs()[0];
     const port = bound ? hostPortOf(bound).port : o.listen.port;
-    this.log.info({ nodeId: this.nodeId, listen: this.listenAddrs }, 'P2P listening');
+    this.log.info({ nodeId: this.nodeId, listen: listenAddrs }, 'P2P listening');
     for (const p of o.persistentPeers) void this.dialLoop(p);
     return port;
   }
