@@ -9,68 +9,30 @@ import {
   encodeBlock,
   makeBlock,
 } from '../../libs/consensus/index.js';
-import { ed25519Generate, nodeIdFromPublicKey } from '../../libs/crypto/index.js';
-import {
-  CONSENSUS_PROTOCOL,
-  ConsensusChannel,
-  consensusFrames,
-  P2P_PROTOCOL_VERSION,
-  P2PHost,
-} from '../../libs/p2p/index.js';
+import { CONSENSUS_PROTOCOL, ConsensusChannel, consensusFrames } from '../../libs/p2p/index.js';
 import type { Block, Commit } from '../../libs/types/index.js';
-import { silentLogger } from '../../libs/types/index.js';
 import { genesis, signedProposal, signedVote, testKey } from '../consensus/helpers.js';
+import { startTestHost, stopTestHosts, until } from './helpers.js';
 
-const hosts: P2PHost[] = [];
-after(async () => {
-  for (const h of hosts) await h.stop();
-});
+after(stopTestHosts);
 
 async function pair(maxBlockBytes = 22020096) {
   const make = async (peers: Array<{ nodeId: string; host: string; port: number }>) => {
-    const key = ed25519Generate();
-    const id = nodeIdFromPublicKey(key.publicKey);
-    const host = new P2PHost({
-      nodeKey: key,
-      nodeInfo: {
-        protocolVersion: { p2p: P2P_PROTOCOL_VERSION, block: 11, app: 0 },
-        id,
-        listenAddr: '127.0.0.1:0',
-        network: 'chain-local',
-        version: 'test',
-        moniker: id.slice(0, 6),
-        other: { txIndex: 'off', rpcAddress: '' },
-      },
-      listen: { host: '127.0.0.1', port: 0 },
-      persistentPeers: peers,
-      unconditionalPeerIds: [],
-      maxInboundPeers: 10,
-      maxOutboundPeers: 10,
-      handshakeTimeoutMs: 3000,
-      dialTimeoutMs: 2000,
-      maxRedialDelayMs: 300,
-      logger: silentLogger,
-    });
-    const channel = new ConsensusChannel(host, maxBlockBytes);
+    let channel!: ConsensusChannel;
     const got: Array<{ peer: string; m: ConsensusMessage }> = [];
-    channel.subscribe((peer, m) => got.push({ peer, m }));
-    const port = await host.start();
-    hosts.push(host);
-    return { host, channel, id, port, got };
+    const t = await startTestHost(
+      (host) => {
+        channel = new ConsensusChannel(host, maxBlockBytes);
+        channel.subscribe((peer, m) => got.push({ peer, m }));
+      },
+      { peers, maxInbound: 10 },
+    );
+    return { ...t, channel, got };
   };
   const a = await make([]);
   const b = await make([{ nodeId: a.id, host: '127.0.0.1', port: a.port }]);
   await until('connected', () => a.host.peerCount === 1 && b.host.peerCount === 1);
   return { a, b };
-}
-
-async function until(what: string, cond: () => boolean, ms = 8000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (cond()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  assert.fail(`timed out waiting for ${what}`);
 }
 
 const keys = [testKey(0), testKey(1), testKey(2), testKey(3)];

@@ -3,8 +3,9 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { ed25519Generate, nodeIdFromPublicKey } from '../../libs/crypto/index.js';
-import { P2P_PROTOCOL_VERSION, P2PHost, type PeerAddress } from '../../libs/p2p/index.js';
+import type { P2PHost } from '../../libs/p2p/index.js';
 import type { Logger } from '../../libs/types/index.js';
+import { startTestHost, stopTestHosts, type TestHostOptions, until } from './helpers.js';
 
 const CHANNEL = '/noded/test/1';
 
@@ -41,70 +42,27 @@ interface TestNode {
   logs: Logged[];
 }
 
-const started: P2PHost[] = [];
-after(async () => {
-  for (const h of started) await h.stop();
-});
+after(stopTestHosts);
 
 async function startNode(
-  opts: {
-    network?: string;
-    peers?: PeerAddress[];
-    maxInbound?: number;
-    maxMessageBytes?: number;
-    unconditional?: string[];
-    p2pVersion?: number;
-    key?: ReturnType<typeof ed25519Generate>;
-    banMs?: number;
-  } = {},
+  opts: Omit<TestHostOptions, 'logger'> & { maxMessageBytes?: number } = {},
 ): Promise<TestNode> {
-  const key = opts.key ?? ed25519Generate();
-  const id = nodeIdFromPublicKey(key.publicKey);
   const received: Array<{ peer: string; text: string }> = [];
   const logs: Logged[] = [];
-  const host = new P2PHost({
-    nodeKey: { seed: key.seed, publicKey: key.publicKey },
-    nodeInfo: {
-      protocolVersion: { p2p: opts.p2pVersion ?? P2P_PROTOCOL_VERSION, block: 11, app: 0 },
-      id,
-      listenAddr: '127.0.0.1:0',
-      network: opts.network ?? 'chain-local',
-      version: 'test',
-      moniker: `m-${id.slice(0, 4)}`,
-      other: { txIndex: 'on', rpcAddress: '' },
-    },
-    listen: { host: '127.0.0.1', port: 0 },
-    persistentPeers: opts.peers ?? [],
-    unconditionalPeerIds: opts.unconditional ?? [],
-    maxInboundPeers: opts.maxInbound ?? 40,
-    maxOutboundPeers: 10,
-    handshakeTimeoutMs: 3000,
-    dialTimeoutMs: 2000,
-    maxRedialDelayMs: 300,
-    misbehaviourBanMs: opts.banMs,
-    logger: recordingLogger(logs),
-  });
-  host.register({
-    protocol: CHANNEL,
-    maxMessageBytes: opts.maxMessageBytes ?? 1 << 20,
-    onMessage: (peer, payload) => {
-      const text = new TextDecoder().decode(payload);
-      if (text === 'poison') throw new Error('poison message');
-      received.push({ peer, text });
-    },
-  });
-  const port = await host.start();
-  started.push(host);
-  return { host, id, port, received, logs };
-}
-
-async function until(what: string, cond: () => boolean, ms = 8000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (cond()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  assert.fail(`timed out waiting for ${what}`);
+  const t = await startTestHost(
+    (host) =>
+      host.register({
+        protocol: CHANNEL,
+        maxMessageBytes: opts.maxMessageBytes ?? 1 << 20,
+        onMessage: (peer, payload) => {
+          const text = new TextDecoder().decode(payload);
+          if (text === 'poison') throw new Error('poison message');
+          received.push({ peer, text });
+        },
+      }),
+    { ...opts, logger: recordingLogger(logs) },
+  );
+  return { ...t, received, logs };
 }
 
 const text = (s: string) => new TextEncoder().encode(s);

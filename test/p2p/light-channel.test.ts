@@ -5,25 +5,21 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import type { FetchedLightBlock, LightBlock } from '../../libs/consensus/index.js';
-import { ed25519Generate, nodeIdFromPublicKey } from '../../libs/crypto/index.js';
 import {
   encodeLightRequest,
   LIGHT_PROTOCOL,
   type LightBlockSource,
   LightChannel,
   LightRequestError,
-  P2P_PROTOCOL_VERSION,
-  P2PHost,
+  type P2PHost,
   type PeerAddress,
 } from '../../libs/p2p/index.js';
 import type { Logger } from '../../libs/types/index.js';
 import { chain, KEYS, setOf } from '../consensus/light-helpers.js';
+import { startTestHost, stopTestHosts, type TestHost, until } from './helpers.js';
 
 const quiet: Logger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, child: () => quiet };
-const started: P2PHost[] = [];
-after(async () => {
-  for (const h of started) await h.stop();
-});
+after(stopTestHosts);
 
 const four = setOf(KEYS.slice(0, 4));
 const BLOCKS = chain(5, () => four);
@@ -40,46 +36,8 @@ function sourceOf(blocks: LightBlock[], delayMs = 0): LightBlockSource {
   };
 }
 
-async function host(
-  setup: (h: P2PHost) => void,
-  peers: PeerAddress[] = [],
-): Promise<{ host: P2PHost; id: string; port: number }> {
-  const key = ed25519Generate();
-  const id = nodeIdFromPublicKey(key.publicKey);
-  const h = new P2PHost({
-    nodeKey: { seed: key.seed, publicKey: key.publicKey },
-    nodeInfo: {
-      protocolVersion: { p2p: P2P_PROTOCOL_VERSION, block: 11, app: 0 },
-      id,
-      listenAddr: '127.0.0.1:0',
-      network: 'chain-local',
-      version: 'test',
-      moniker: `m-${id.slice(0, 4)}`,
-      other: { txIndex: 'off', rpcAddress: '' },
-    },
-    listen: { host: '127.0.0.1', port: 0 },
-    persistentPeers: peers,
-    unconditionalPeerIds: [],
-    maxInboundPeers: 10,
-    maxOutboundPeers: 10,
-    handshakeTimeoutMs: 3000,
-    dialTimeoutMs: 2000,
-    maxRedialDelayMs: 300,
-    logger: quiet,
-  });
-  setup(h);
-  const port = await h.start();
-  started.push(h);
-  return { host: h, id, port };
-}
-
-async function until(what: string, cond: () => boolean, ms = 8000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (cond()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  assert.fail(`timed out waiting for ${what}`);
+async function host(setup: (h: P2PHost) => void, peers: PeerAddress[] = []): Promise<TestHost> {
+  return startTestHost(setup, { peers, maxInbound: 10, logger: quiet });
 }
 
 function refused(code: string, message?: RegExp) {

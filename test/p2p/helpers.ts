@@ -1,0 +1,70 @@
+// Real P2P hosts on 127.0.0.1 (random ports) for the P2P tests, stopped by stopTestHosts().
+import assert from 'node:assert/strict';
+import { ed25519Generate, nodeIdFromPublicKey } from '../../libs/crypto/index.js';
+import { P2P_PROTOCOL_VERSION, P2PHost, type PeerAddress } from '../../libs/p2p/index.js';
+import { type Logger, silentLogger } from '../../libs/types/index.js';
+
+export interface TestHostOptions {
+  key?: ReturnType<typeof ed25519Generate>;
+  network?: string;
+  p2pVersion?: number;
+  peers?: PeerAddress[];
+  unconditional?: string[];
+  maxInbound?: number;
+  banMs?: number;
+  logger?: Logger;
+}
+
+export interface TestHost {
+  host: P2PHost;
+  id: string;
+  port: number;
+}
+
+const started: P2PHost[] = [];
+
+/** Builds a host, lets `setup` register its channels, starts it. */
+export async function startTestHost(setup: (h: P2PHost) => void, o: TestHostOptions = {}): Promise<TestHost> {
+  const key = o.key ?? ed25519Generate();
+  const id = nodeIdFromPublicKey(key.publicKey);
+  const host = new P2PHost({
+    nodeKey: { seed: key.seed, publicKey: key.publicKey },
+    nodeInfo: {
+      protocolVersion: { p2p: o.p2pVersion ?? P2P_PROTOCOL_VERSION, block: 11, app: 0 },
+      id,
+      listenAddr: '127.0.0.1:0',
+      network: o.network ?? 'chain-local',
+      version: 'test',
+      moniker: `m-${id.slice(0, 4)}`,
+      other: { txIndex: 'off', rpcAddress: '' },
+    },
+    listen: { host: '127.0.0.1', port: 0 },
+    persistentPeers: o.peers ?? [],
+    unconditionalPeerIds: o.unconditional ?? [],
+    maxInboundPeers: o.maxInbound ?? 40,
+    maxOutboundPeers: 10,
+    handshakeTimeoutMs: 3000,
+    dialTimeoutMs: 2000,
+    maxRedialDelayMs: 300,
+    misbehaviourBanMs: o.banMs,
+    logger: o.logger ?? silentLogger,
+  });
+  setup(host);
+  const port = await host.start();
+  started.push(host);
+  return { host, id, port };
+}
+
+export async function stopTestHosts(): Promise<void> {
+  for (const h of started.splice(0)) await h.stop();
+}
+
+/** Polls `cond` every 20 ms; fails the test naming `what` after `ms`. */
+export async function until(what: string, cond: () => boolean, ms = 8000): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (cond()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
