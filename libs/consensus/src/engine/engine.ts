@@ -458,7 +458,9 @@ function onCommitCert(ctx: Ctx, ev: Extract<EngineEvent, { kind: 'commitCert' }>
     ctx.emit({ kind: 'rejected', reason: `commit ${c.height}: ${(err as Error).message}` });
     return;
   }
-  ctx.wal(ev);
+  // Not written to the WAL: deciding on a peer's commit signs nothing, and the block is stored
+  // (synced) before the height's end marker, so a crash in between only means fetching it again.
+  // Logging it would copy every block a syncing node applies into the WAL.
   s.blocks.set(hex(blockId.hash), { block: ev.block, blockId });
   s.commitRound = c.round;
   setStep(ctx, 'Commit');
