@@ -213,6 +213,12 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     life.add('mempool gauge', () => clearInterval(mempoolGauge));
 
     const devKeys = genesis.chainId === 'chain-local' ? devAccountKeys(paths.devAccounts, log) : [];
+    if (genesis.chainId !== 'chain-local' && existsSync(paths.devAccounts)) {
+      log.warn(
+        { file: paths.devAccounts, chainId: genesis.chainId },
+        'dev accounts file ignored: dev accounts are unlocked on chain-local only; delete it from this home',
+      );
+    }
     const ethOptions = toEthRpcOptions(app);
     // The JSON-RPC thread is started only when [evm] serves HTTP or WebSocket.
     const ethServed = ethOptions.enable || ethOptions.wsEnable;
