@@ -26,6 +26,27 @@ export function enforceWriteTimeout(
   res.on('close', () => clearTimeout(timer));
 }
 
+/**
+ * After a refusal of a body that is too large, reads and drops the rest of it (up to `capBytes`)
+ * instead of closing at once: closing a socket that still has unread input resets it, and the reset
+ * makes the client, which may still be sending, lose the refusal it was sent. Past the cap the
+ * connection is cut; the server's request timeout bounds how long this can take.
+ */
+export function discardBody(req: IncomingMessage, capBytes: number): void {
+  let dropped = 0;
+  req.removeAllListeners('data');
+  req.on('data', (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > capBytes) req.socket.destroy();
+  });
+  req.resume();
+}
+
+/** How much of a refused body is read and dropped before the connection is cut (discardBody). */
+export function discardCap(limit: number): number {
+  return Math.max(8 * limit, 64 * 1024 * 1024);
+}
+
 /** Binds `server` (HTTP or HTTPS); resolves with the bound port (useful with port 0). */
 export function listenOn(server: Server, host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {

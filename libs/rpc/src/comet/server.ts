@@ -5,7 +5,14 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { type RawData, WebSocket, WebSocketServer } from 'ws';
 import type { EventBus, Logger, NodeReader } from '../../../types/index.js';
-import { answerClientErrors, closeServer, enforceWriteTimeout, listenOn } from '../http.js';
+import {
+  answerClientErrors,
+  closeServer,
+  discardBody,
+  discardCap,
+  enforceWriteTimeout,
+  listenOn,
+} from '../http.js';
 import type { Json } from './encode.js';
 import { type CometEvent, EventHub, type SubscriptionSink } from './events.js';
 import type { TxIndexer } from './indexer.js';
@@ -76,7 +83,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length'] ?? '0');
     if (limit > 0 && declared > limit) {
-      req.resume();
+      discardBody(req, discardCap(limit));
       reject(new BodyTooLargeError());
       return;
     }
@@ -85,8 +92,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (limit > 0 && size > limit) {
-        req.removeAllListeners('data');
-        req.resume();
+        discardBody(req, discardCap(limit));
         reject(new BodyTooLargeError());
         return;
       }
@@ -252,6 +258,8 @@ export class CometRpcServer {
       maxHeaderSize: this.options.maxHeaderBytes,
       requestTimeout: 10_000, // CometBFT's ReadTimeout
       headersTimeout: 10_000,
+      // Check those timeouts every second (Node's default, 30 s, lets a slow client hold on for 40 s).
+      connectionsCheckingInterval: 1000,
     });
     if (this.options.maxOpenConnections > 0) server.maxConnections = this.options.maxOpenConnections;
     const wss = new WebSocketServer({ noServer: true, maxPayload: this.options.maxBodyBytes });
@@ -470,6 +478,15 @@ export class CometRpcServer {
         res,
         500,
         errorResponse(null, RPC_ERROR.parse, `error unmarshaling request: ${(err as Error).message}`),
+      );
+      return;
+    }
+    if (requests.length === 0) {
+      // CometBFT answers an empty batch with nothing at all; JSON-RPC 2.0 (and geth) with an error.
+      this.writeJson(
+        res,
+        200,
+        errorResponse(null, RPC_ERROR.invalidRequest, 'empty batch: send at least one request'),
       );
       return;
     }

@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { performance } from 'node:perf_hooks';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { EthBlock, EthChain, EthLog, EventBus, Hex, Logger, NodeEvent } from '../../../types/index.js';
-import { closeServer, listenOn } from '../http.js';
+import { closeServer, discardBody, discardCap, listenOn } from '../http.js';
 import { type CallContext, EthApi, type SyncStatus } from './api.js';
 import type { DevAccounts } from './dev-accounts.js';
 import { invalidRequest, methodNotFound, parseError, RpcError, RpcErrorCode } from './errors.js';
@@ -340,7 +340,12 @@ export class EthRpcServer {
   private createHttpServer(): Server {
     const t = this.options.httpTimeoutMs;
     const server = createServer(
-      { requestTimeout: Math.max(t, 0), headersTimeout: t > 0 ? Math.min(t, 60_000) : 60_000 },
+      {
+        requestTimeout: Math.max(t, 0),
+        headersTimeout: t > 0 ? Math.min(t, 60_000) : 60_000,
+        // How often Node checks those timeouts (its default, 30 s, would stretch them by as much).
+        connectionsCheckingInterval: t > 0 ? Math.max(50, Math.min(1000, Math.floor(t / 4))) : 30_000,
+      },
       (req, res) => {
         this.onHttpRequest(req, res).catch((e) => {
           this.logger.error(
@@ -415,8 +420,8 @@ export class EthRpcServer {
     }
     const max = this.options.maxBodyBytes;
     if (length !== undefined && length > max) {
-      this.sendHttpError(res, 413, `content length too large (${length}>${max})`, true);
-      req.resume();
+      this.sendHttpError(res, 413, `content length too large (${length}>${max})`);
+      discardBody(req, discardCap(max));
       return;
     }
     const mediaType = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
@@ -427,9 +432,9 @@ export class EthRpcServer {
     }
     const body = await this.readBody(req, max);
     if (body === undefined) {
-      // A chunked body that grew past max_body_bytes: answer, then drop the connection.
-      this.sendHttpError(res, 413, `request body too large (limit ${max} bytes)`, true);
-      res.on('finish', () => req.socket.destroy());
+      // A chunked body that grew past max_body_bytes.
+      this.sendHttpError(res, 413, `request body too large (limit ${max} bytes)`);
+      discardBody(req, discardCap(max));
       return;
     }
     if (body === null) return; // client went away

@@ -10,7 +10,14 @@ import {
 import { createServer as createHttpsServer } from 'node:https';
 import type { EthChain, Logger, NodeReader } from '../../../types/index.js';
 import type { TxIndexer } from '../comet/indexer.js';
-import { answerClientErrors, closeServer, enforceWriteTimeout, listenOn } from '../http.js';
+import {
+  answerClientErrors,
+  closeServer,
+  discardBody,
+  discardCap,
+  enforceWriteTimeout,
+  listenOn,
+} from '../http.js';
 import { openApiDocument } from './openapi.js';
 import { ApiConfigError, type ApiOptions, validateApiOptions } from './options.js';
 import { type FeeMarketParams, GatewayError, matchRoute, REST_ROUTES, type RestContext } from './routes.js';
@@ -137,9 +144,8 @@ export class RestServer {
     const tooLarge = () =>
       gatewayError(res, 413, 8, `request body too large: rpc_max_body_bytes is ${limit} bytes`);
     if (limit > 0 && Number(req.headers['content-length'] ?? '0') > limit) {
-      res.setHeader('Connection', 'close');
       tooLarge();
-      req.resume();
+      discardBody(req, discardCap(limit));
       return false;
     }
     return new Promise((resolve) => {
@@ -149,8 +155,8 @@ export class RestServer {
         size += chunk.length;
         if (!done && limit > 0 && size > limit) {
           done = true;
-          res.setHeader('Connection', 'close');
           tooLarge();
+          discardBody(req, discardCap(limit));
           resolve(false);
         }
       });
