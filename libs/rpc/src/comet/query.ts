@@ -287,7 +287,13 @@ export class Query {
     const eofPos = Buffer.byteLength(text);
     const next = (want: Tok[]): Token => {
       const t = toks[i++];
-      if (!t) throw new QuerySyntaxError(`offset ${eofPos}: EOF`);
+      if (!t) {
+        // CometBFT's text first, then what it means for a client.
+        const what = toks.length === 0 ? 'the query is empty' : 'the query ends in the middle of a condition';
+        throw new QuerySyntaxError(
+          `offset ${eofPos}: EOF (${what}; a condition looks like tm.event='Tx' or tx.height>5)`,
+        );
+      }
       if (!want.includes(t.tok)) {
         throw new QuerySyntaxError(`offset ${t.pos}: got ${TOKEN_LABEL[t.tok]}, wanted ${label(want)}`);
       }
