@@ -116,6 +116,11 @@ export class BlockRun {
     });
   }
 
+  /** Records a block entry that is not an Ethereum transaction (a dev operation, dev.ts). */
+  recordOther(result: ExecTxResult): void {
+    this.push({ hashHex: undefined, result });
+  }
+
   /**
    * Runs `d` ahead of the proposal, above a checkpoint of its own. Keeps it only when it executed
    * without reading the unknown context; returns false otherwise, with the state as it was.
