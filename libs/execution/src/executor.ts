@@ -82,7 +82,7 @@ import {
 } from './evm/run.js';
 import { makeTracer, TraceTimeoutError } from './evm/tracers.js';
 import { nextBaseFee } from './feeMarket.js';
-import { cmpPrice, Mempool, type SenderState } from './mempool.js';
+import { cmpPrice, Mempool, protoTxSize, type SenderState } from './mempool.js';
 import type { ExecutorOptions } from './options.js';
 import { type AccountData, EMPTY_CODE_HASH, newAccount } from './state/account.js';
 import { ACCOUNT_TRIE_OWNER, type BuiltState, StateDb, storageOwner } from './state/db.js';
@@ -628,10 +628,14 @@ export class Executor implements Application, EthChain {
     let bytes = 0;
     const seen = new Set<string>();
     for (const q of this.devQueue) {
-      if (seen.has(q.key) || bytes + q.raw.length > req.maxTxBytes) continue;
+      if (seen.has(q.key)) continue;
+      // The rest wait for the next block, in order: a later change to the same account must not
+      // overtake an earlier one.
+      const size = protoTxSize(q.raw.length);
+      if (bytes + size > req.maxTxBytes) break;
       seen.add(q.key);
       dev.push(q.raw);
-      bytes += q.raw.length;
+      bytes += size;
     }
     const txs = this.pool.select(this.baseFee, req.maxTxBytes - bytes).map((d) => d.raw);
     return dev.length === 0 ? txs : [...dev, ...txs];
