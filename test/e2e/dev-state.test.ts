@@ -3,7 +3,7 @@
 // chain-local node process, through ethers and viem; a replay of the block store from an empty
 // application.db reproduces every block hash; a chain-testnet home refuses them.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -106,7 +106,6 @@ describe('dev-chain state methods on a chain-local node', { timeout: 300_000 }, 
 
   it('refuses bad input with a precise -32602 and changes nothing', async () => {
     const who = Wallet.createRandom().address;
-    const height = await ok(url, 'eth_blockNumber');
     const bad = await rpc(url, 'anvil_setBalance', ['0x1234', '0x1']);
     assert.equal(bad.error?.code, -32602);
     const big = await rpc(url, 'anvil_setBalance', [who, `0x1${'0'.repeat(64)}`]);
@@ -121,8 +120,15 @@ describe('dev-chain state methods on a chain-local node', { timeout: 300_000 }, 
     assert.equal(code.error?.code, -32602);
     assert.equal(await provider.getBalance(who), 0n);
     assert.equal(await provider.getTransactionCount(who), 0);
-    // Nothing was queued: the next block carries no dev operation (height moves by blocks only).
-    assert.ok(BigInt((await ok(url, 'eth_blockNumber')) as string) >= BigInt(height as string));
+    // Nothing was queued: after a later change has been applied by a block, the refused ones still
+    // have not been.
+    const other = Wallet.createRandom().address;
+    await ok(url, 'anvil_setBalance', [other, '0x5']);
+    assert.equal(await provider.getBalance(other), 5n);
+    assert.equal(await provider.getBalance(who), 0n);
+    assert.equal(await provider.getTransactionCount(who), 0);
+    assert.equal(await provider.getCode(who), '0x');
+    assert.equal(await provider.getStorage(who, 0), `0x${'0'.repeat(64)}`);
   });
 
   it('setNonce, setCode and setStorageAt: a contract planted by setCode runs and reads planted storage', async () => {
@@ -339,7 +345,50 @@ describe('dev-chain state methods on a chain-local node', { timeout: 300_000 }, 
   });
 });
 
+/** Each dev method answers -32000 naming itself, and nothing changed. */
+async function assertRefused(url: string): Promise<void> {
+  const who = Wallet.createRandom().address;
+  const calls: Array<[string, unknown[]]> = [
+    ['anvil_setBalance', [who, '0x1']],
+    ['hardhat_setBalance', [who, '0x1']],
+    ['anvil_setCode', [who, '0x00']],
+    ['hardhat_setNonce', [who, '0x1']],
+    ['anvil_setStorageAt', [who, '0x0', `0x${'0'.repeat(64)}`]],
+    ['anvil_impersonateAccount', [who]],
+    ['hardhat_stopImpersonatingAccount', [who]],
+    ['anvil_nodeInfo', []],
+    ['hardhat_metadata', []],
+  ];
+  for (const [method, params] of calls) {
+    const r = await rpc(url, method, params);
+    assert.equal(r.error?.code, -32000, method);
+    assert.equal(r.error?.message, `${method} is only available on a single-validator chain-local node`);
+  }
+  const balance = await rpc(url, 'eth_getBalance', [who, 'latest']);
+  assert.equal(balance.result, '0x0');
+  const accounts = (await rpc(url, 'eth_accounts', [])).result as string[];
+  assert.ok(!accounts.includes(who.toLowerCase()), 'not impersonated');
+}
+
 describe('dev-chain methods elsewhere', { timeout: 120_000 }, () => {
+  it("a chain-local node that does not hold the validator's key refuses them", async () => {
+    const { home, ports } = await initLocalHome();
+    const other = await initLocalHome();
+    // The genesis names one validator; this home now holds another key, so it is a plain full node.
+    copyFileSync(
+      join(other.home, 'config', 'priv_validator_key.json'),
+      join(home, 'config', 'priv_validator_key.json'),
+    );
+    const node = await startNode(home, ports, [], 0n);
+    try {
+      await assertRefused(node.ethUrl);
+    } finally {
+      await node.stop();
+      rmSync(home, { recursive: true, force: true });
+      rmSync(other.home, { recursive: true, force: true });
+    }
+  });
+
   it('a chain-testnet home refuses each with -32000 naming the method', async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'noded-devrefuse-')), 'net');
     const made = runCli(['testnet', '--validators', '1', '--chain-id', 'chain-testnet', '--output', out]);
@@ -348,25 +397,7 @@ describe('dev-chain methods elsewhere', { timeout: 120_000 }, () => {
     const ports = await rewireHome(home);
     const node = await startNode(home, ports);
     try {
-      const who = Wallet.createRandom().address;
-      const calls: Array<[string, unknown[]]> = [
-        ['anvil_setBalance', [who, '0x1']],
-        ['hardhat_setBalance', [who, '0x1']],
-        ['anvil_setCode', [who, '0x00']],
-        ['hardhat_setNonce', [who, '0x1']],
-        ['anvil_setStorageAt', [who, '0x0', `0x${'0'.repeat(64)}`]],
-        ['anvil_impersonateAccount', [who]],
-        ['hardhat_stopImpersonatingAccount', [who]],
-        ['anvil_nodeInfo', []],
-        ['hardhat_metadata', []],
-      ];
-      for (const [method, params] of calls) {
-        const r = await rpc(node.ethUrl, method, params);
-        assert.equal(r.error?.code, -32000, method);
-        assert.equal(r.error?.message, `${method} is only available on a single-validator chain-local node`);
-      }
-      const balance = await rpc(node.ethUrl, 'eth_getBalance', [who, 'latest']);
-      assert.equal(balance.result, '0x0');
+      await assertRefused(node.ethUrl);
     } finally {
       await node.stop();
       rmSync(join(out, '..'), { recursive: true, force: true });
