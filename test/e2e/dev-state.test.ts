@@ -343,6 +343,38 @@ describe('dev-chain state methods on a chain-local node', { timeout: 300_000 }, 
     await ok(url, 'anvil_setBalance', [who, hex(1n)]);
     assert.equal(await provider.getBalance(who), 1n);
   });
+
+  it('kill -9 with dev operations in flight: the node restarts cleanly, a change is applied whole or not at all', async () => {
+    for (let round = 0; round < 3; round++) {
+      const who = Wallet.createRandom().address;
+      const tip = await provider.getBlockNumber();
+      const hashes: string[] = [];
+      for (let h = Math.max(1, tip - 5); h <= tip; h++) hashes.push((await provider.getBlock(h))!.hash!);
+      // Several changes queued; the node dies a random moment later (queued, proposed, committing…).
+      const calls = [1n, 2n, 3n].map((v) =>
+        rpc(url, 'anvil_setBalance', [who, hex(v)]).catch(() => undefined),
+      );
+      await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 400)));
+      provider.destroy();
+      await node.stop('SIGKILL');
+      await Promise.all(calls);
+      node = await startNode(home, ports, [], BigInt(tip));
+      url = node.ethUrl;
+      provider = new JsonRpcProvider(url, undefined, {
+        staticNetwork: true,
+        pollingInterval: 100,
+        cacheTimeout: -1,
+      });
+      for (let h = Math.max(1, tip - 5), i = 0; h <= tip; h++, i++) {
+        assert.equal((await provider.getBlock(h))!.hash, hashes[i], `round ${round}: block ${h}`);
+      }
+      // Committed changes survive in arrival order; uncommitted ones are gone: 0 or one of the values.
+      const balance = await provider.getBalance(who);
+      assert.ok([0n, 1n, 2n, 3n].includes(balance), `round ${round}: balance ${balance}`);
+      await ok(url, 'anvil_setBalance', [who, hex(9n)]);
+      assert.equal(await provider.getBalance(who), 9n);
+    }
+  });
 });
 
 /** Each dev method answers -32000 naming itself, and nothing changed. */
