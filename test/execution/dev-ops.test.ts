@@ -149,6 +149,53 @@ describe('dev operations: the executor', () => {
     assert.equal(await n.ex.getBalance(`0x${'22'.repeat(20)}`, n.ex.latestHeight()), 3n);
   });
 
+  it('lets an impersonated contract send, its code kept (as Hardhat and anvil)', async () => {
+    const n = await startNode([], { devControls: true });
+    const who = hexOf(A);
+    const runtime = '0x6001600055'; // SSTORE(0, 1)
+    const setup = [
+      n.ex.devSetState({ kind: 'balance', address: who, value: ETH }),
+      n.ex.devSetState({ kind: 'code', address: who, code: runtime }),
+    ];
+    await produceBlock(n);
+    await Promise.all(setup);
+    const to = `0x${'33'.repeat(20)}` as Hex;
+    const send = (nonce: bigint, gas: bigint) =>
+      impersonatedTransaction(
+        {
+          type: 2,
+          chainId: CHAIN_ID,
+          nonce,
+          gas,
+          to,
+          value: 5n,
+          data: '0x',
+          maxFeePerGas: 10n * GWEI,
+          maxPriorityFeePerGas: GWEI,
+          accessList: [],
+        },
+        who,
+      ).raw;
+    const hash = await n.ex.devSendImpersonated(who, send(0n, 21000n));
+    await produceBlock(n);
+    assert.equal((await n.ex.getReceipt(hash))?.status, 1);
+    assert.equal(await n.ex.getBalance(to, n.ex.latestHeight()), 5n);
+    assert.equal(await n.ex.getCode(who, n.ex.latestHeight()), runtime, 'the sender keeps its code');
+    assert.equal(await n.ex.getNonce(who, n.ex.latestHeight()), 1n);
+    // A change queued ahead of it leaves too little balance: the block rejects the transaction
+    // (no receipt), and the code stays.
+    const drained = n.ex.devSetState({ kind: 'balance', address: who, value: 1n });
+    const again = await n.ex.devSendImpersonated(who, send(1n, 21000n));
+    const res = await produceBlock(n);
+    await drained;
+    assert.equal(res.txResults.length, 2);
+    assert.equal(res.txResults[1]!.code, 30);
+    assert.match(res.txResults[1]!.log, /insufficient funds/);
+    assert.equal(await n.ex.getReceipt(again), undefined);
+    assert.equal(await n.ex.getTransaction(again), undefined, 'dropped, as a transaction that lost a race');
+    assert.equal(await n.ex.getCode(who, n.ex.latestHeight()), runtime);
+  });
+
   it('refuses dev requests without dev controls, and a chain other than chain-local refuses dev operations in blocks', async () => {
     const plain = await startNode([]);
     await assert.rejects(

@@ -1283,12 +1283,6 @@ export class Executor implements Application, EthChain {
         );
       }
       const acct = await this.db.account(d.sender, this.db.latest);
-      if (acct && !equal(acct.codeHash, EMPTY_CODE_HASH)) {
-        throw new TxRejectedError(
-          TxCode.senderNotEoa,
-          `sender not an eoa: address 0x${d.sender}, codehash: ${toHex(acct.codeHash)} (impersonating an account with code is not supported)`,
-        );
-      }
       const next = await this.getNonce(`0x${d.sender}`, 'pending');
       const current = acct?.nonce ?? 0n;
       if (d.nonce < current) {

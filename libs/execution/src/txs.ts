@@ -81,6 +81,8 @@ export interface DecodedTx {
   /** max(intrinsic gas, EIP-7623 calldata floor). */
   minGas: bigint;
   intrinsicGas: bigint;
+  /** Sent by an impersonated sender (decodeImpersonatedTx): the sender may hold code. */
+  impersonated?: true;
 }
 
 function checkCanonicalInts(values: Uint8Array[], intIdx: number[], what: string): void {
@@ -130,7 +132,7 @@ export function decodeImpersonatedTx(
   common: Common,
   evmChainId: bigint,
 ): DecodedTx {
-  return decodeWithSender(raw, common, evmChainId, undefined, { address: sender });
+  return { ...decodeWithSender(raw, common, evmChainId, undefined, { address: sender }), impersonated: true };
 }
 
 function decodeWithSender(
