@@ -1,6 +1,8 @@
 // libs/execution: turns ordered transactions into state, receipts and the Ethereum view; the
 // application consensus drives and the chain the Ethereum JSON-RPC reads.
 
+// The consensus chain whose blocks may carry dev operations (anvil_setBalance & co., dev.ts).
+export { DEV_CHAIN_ID } from './src/dev.js';
 // Typed errors the node reacts to at startup (archive on a pruned home) and at runtime (halt).
 export {
   ArchiveOnPrunedStoreError,
@@ -8,6 +10,8 @@ export {
   type ExecutionErrorCode,
   SupplyInvariantError,
 } from './src/errors.js';
+// The hardfork the EVM runs, for anvil_nodeInfo.
+export { HARDFORK } from './src/evm/common.js';
 // The executor the node constructs (Executor.open) and plugs into consensus and the JSON-RPC.
 export { Executor } from './src/executor.js';
 // Fee-market math, public for the RPC's documentation and for tests.

@@ -27,7 +27,12 @@ subtask(TASK_COMPILE_SOLIDITY_GET_SOLC_BUILD, async (args, _hre, runSuper) => {
 module.exports = {
   solidity: { version: require('solc').version().split('+')[0], settings: { evmVersion: 'cancun' } },
   defaultNetwork: 'noded',
-  networks: { noded: { url: ${JSON.stringify(url)}, chainId: 31337, accounts: ${JSON.stringify(DEV_KEYS.slice(0, 2))} } },
+  networks: {
+    noded: { url: ${JSON.stringify(url)}, chainId: 31337, accounts: ${JSON.stringify(DEV_KEYS.slice(0, 2))} },
+    // Hardhat's default for an HTTP network: the node's unlocked accounts (needed to send from an
+    // impersonated address, which Hardhat otherwise refuses with HH103 for want of its key).
+    nodedRemote: { url: ${JSON.stringify(url)}, chainId: 31337, accounts: 'remote' },
+  },
   mocha: { timeout: 60000 },
 };
 `;
@@ -52,6 +57,36 @@ describe('Probe on noded', function () {
     if (!/probe says no/.test(reason)) throw new Error('revert reason not surfaced: ' + reason);
     const net = await ethers.provider.getNetwork();
     if (net.chainId !== 31337n) throw new Error('chain id ' + net.chainId);
+  });
+});
+`;
+
+const IMPERSONATION_TEST = `
+const { ethers, network } = require('hardhat');
+
+describe('impersonation on noded', function () {
+  it('funds and impersonates an account without a key (hardhat_setBalance, getImpersonatedSigner)', async function () {
+    const probe = await ethers.deployContract('Probe');
+    await probe.waitForDeployment();
+    const whale = ethers.Wallet.createRandom().address;
+    await network.provider.send('hardhat_setBalance', [whale, '0xde0b6b3a7640000']);
+    if ((await ethers.provider.getBalance(whale)) !== 10n ** 18n) throw new Error('balance not set');
+    const imp = await ethers.getImpersonatedSigner(whale);
+    const receipt = await (await probe.connect(imp).bump('impersonated')).wait();
+    if (receipt.status !== 1 || receipt.from.toLowerCase() !== whale.toLowerCase()) {
+      throw new Error('impersonated send: status ' + receipt.status + ' from ' + receipt.from);
+    }
+    const events = await probe.queryFilter(probe.filters.Bumped(whale));
+    if (events.length !== 1) throw new Error('the impersonated sender emitted ' + events.length + ' events');
+    let name = '';
+    // Hardhat's HTTP provider hands the node's error on as a ProviderError whose data is the revert
+    // data (code 3), which the contract's interface decodes.
+    try { await probe.connect(imp).failWithCustom(); } catch (e) {
+      const parsed = e.code === 3 && e.data ? probe.interface.parseError(e.data) : null;
+      name = parsed ? parsed.name + '(' + parsed.args[0] + ')' : 'code ' + e.code + ' data ' + e.data + ': ' + e.message;
+    }
+    if (name !== 'NotAllowed(42)') throw new Error('custom error not decoded: ' + name);
+    await network.provider.send('hardhat_stopImpersonatingAccount', [whale]);
   });
 });
 `;
@@ -91,6 +126,7 @@ describe('Hardhat 2 against noded chain-local', { timeout: 300_000 }, () => {
     writeFileSync(join(project, 'package.json'), '{"name":"hh-e2e","private":true}');
     writeFileSync(join(project, 'contracts', 'Probe.sol'), PROBE_SOURCE.replace('^0.8.20', '^0.8.20'));
     writeFileSync(join(project, 'test', 'probe.cjs'), TEST);
+    writeFileSync(join(project, 'test', 'impersonation.cjs'), IMPERSONATION_TEST);
   });
 
   after(async () => {
@@ -105,6 +141,20 @@ describe('Hardhat 2 against noded chain-local', { timeout: 300_000 }, () => {
       'noded',
       '--config',
       'hardhat.config.cjs',
+      'test/probe.cjs',
+    ]);
+    assert.equal(code, 0, out);
+    assert.match(out, /1 passing/);
+  });
+
+  it('impersonates and funds an account through Hardhat (hardhat_setBalance, getImpersonatedSigner)', async () => {
+    const { code, out } = await runHardhat(project, [
+      'test',
+      '--network',
+      'nodedRemote',
+      '--config',
+      'hardhat.config.cjs',
+      'test/impersonation.cjs',
     ]);
     assert.equal(code, 0, out);
     assert.match(out, /1 passing/);

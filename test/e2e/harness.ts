@@ -89,13 +89,21 @@ export function editToml(file: string, edit: (doc: Toml) => void): void {
   writeFileSync(file, stringify(doc));
 }
 
+export interface HomeOptions {
+  timeoutCommit?: string;
+  extra?: (config: Toml, app: Toml) => void;
+}
+
 /** `noded init full --chain-id chain-local` in a fresh temp home, rewired to free loopback ports. */
-export async function initLocalHome(
-  opts: { timeoutCommit?: string; extra?: (config: Toml, app: Toml) => void } = {},
-) {
+export async function initLocalHome(opts: HomeOptions = {}) {
   const home = mkdtempSync(join(tmpdir(), 'noded-e2e-'));
   const init = runCli(['init', 'full', '--chain-id', 'chain-local', '--home', home]);
   if (init.code !== 0) throw new Error(`init failed (${init.code}): ${init.stderr}`);
+  return { home, ports: await rewireHome(home, opts) };
+}
+
+/** Points an existing home's listeners (and client.toml) at free loopback ports. */
+export async function rewireHome(home: string, opts: HomeOptions = {}): Promise<NodePorts> {
   const ports: NodePorts = {
     rpc: await freePort(),
     p2p: await freePort(),
@@ -123,7 +131,7 @@ export async function initLocalHome(
   editToml(join(home, 'config', 'client.toml'), (c) => {
     (c as unknown as Record<string, unknown>).node = `tcp://127.0.0.1:${ports.rpc}`;
   });
-  return { home, ports };
+  return ports;
 }
 
 async function waitForHttp(

@@ -20,6 +20,7 @@ import {
   runTx,
 } from './evm/run.js';
 import { effectiveTip } from './feeMarket.js';
+import { hasCode } from './state/account.js';
 import { JournaledState, type StateSource } from './state/journaled.js';
 import { checkStateless, type DecodedTx, type StatelessLimits, TxCode, TxRejectedError } from './txs.js';
 
@@ -116,6 +117,11 @@ export class BlockRun {
     });
   }
 
+  /** Records a block entry that is not an Ethereum transaction (a dev operation, dev.ts). */
+  recordOther(result: ExecTxResult): void {
+    this.push({ hashHex: undefined, result });
+  }
+
   /**
    * Runs `d` ahead of the proposal, above a checkpoint of its own. Keeps it only when it executed
    * without reading the unknown context; returns false otherwise, with the state as it was.
@@ -175,6 +181,11 @@ export class BlockRun {
     }
     const pre = await preCheck(d, this.state, baseFee);
     if (pre !== undefined) return new TxRejectedError(TxCode.execution, pre);
+    // An impersonated contract sends as Hardhat and anvil let it: its code is hidden from runTx's
+    // EIP-3607 check only, as for eth_call, and put back whatever runTx did.
+    const sender = d.impersonated ? await this.state.readAccount(d.sender) : undefined;
+    const hide = sender !== undefined && hasCode(sender);
+    if (hide) this.state.hideSenderCode(d.sender, sender);
     let res: Awaited<ReturnType<typeof runTx>>;
     try {
       res = await runTx(this.vm, {
@@ -188,6 +199,8 @@ export class BlockRun {
         TxCode.execution,
         `transaction rejected by the EVM: ${(err as Error).message.replace(/ \(.*$/, '')}`,
       );
+    } finally {
+      if (hide) this.state.restoreSenderCode(d.sender, sender.codeHash);
     }
     const ethIndex = this.included;
     const spent = res.totalGasSpent;

@@ -18,6 +18,7 @@ import {
   type CallResult,
   ChainError,
   type CheckTxResult,
+  type DevStateChange,
   type EthBlock,
   type EthChain,
   type EthLog,
@@ -62,6 +63,7 @@ import {
   type StoredTx,
   sealBlock,
 } from './chain/store.js';
+import { DEV_CHAIN_ID, type DevOp, decodeDevOp, describeDevOp, encodeDevOp, isDevTx } from './dev.js';
 import { ArchiveOnPrunedStoreError, ExecutionError, SupplyInvariantError } from './errors.js';
 import { chainCommon } from './evm/common.js';
 import { estimateGas, createAccessList as runAccessList } from './evm/estimate.js';
@@ -80,14 +82,22 @@ import {
 } from './evm/run.js';
 import { makeTracer, TraceTimeoutError } from './evm/tracers.js';
 import { nextBaseFee } from './feeMarket.js';
-import { cmpPrice, Mempool, type SenderState } from './mempool.js';
+import { cmpPrice, Mempool, protoTxSize, type SenderState } from './mempool.js';
 import type { ExecutorOptions } from './options.js';
 import { type AccountData, EMPTY_CODE_HASH, newAccount } from './state/account.js';
 import { ACCOUNT_TRIE_OWNER, type BuiltState, StateDb, storageOwner } from './state/db.js';
 import { JournaledState, type StateSource } from './state/journaled.js';
 import { META, metaKey, P } from './store/keys.js';
 import { EMPTY_TRIE_ROOT, orderedTrieRoot } from './trie/mpt.js';
-import { checkStateless, checkTxFeeCap, type DecodedTx, decodeTx, TxCode, TxRejectedError } from './txs.js';
+import {
+  checkStateless,
+  checkTxFeeCap,
+  type DecodedTx,
+  decodeImpersonatedTx,
+  decodeTx,
+  TxCode,
+  TxRejectedError,
+} from './txs.js';
 
 const APP_VERSION = 1n;
 
@@ -173,6 +183,50 @@ interface PendingBlock {
   supply: bigint;
   appHash: Uint8Array;
   minTip: bigint | undefined;
+  /** The dev operations the block carried, by their hex bytes (dev.ts). */
+  devTxs: Set<string>;
+}
+
+/** A dev operation waiting for the next proposal of this node (the single validator of chain-local). */
+interface QueuedDevOp {
+  raw: Uint8Array;
+  key: string;
+  op: DevOp;
+  /** Impersonated transactions: the decoded transaction (for nonces and eth_getTransactionByHash). */
+  d?: DecodedTx;
+  /** State changes: settled once the block that carries it is committed. */
+  done?: { resolve: (height: bigint) => void; reject: (err: Error) => void };
+}
+
+/** What the dev-chain methods answer on a node without dev controls. */
+const NO_DEV_CONTROLS = 'dev-chain methods are only available on a single-validator chain-local node';
+const UINT256_MAX = (1n << 256n) - 1n;
+const UINT64_MAX = (1n << 64n) - 1n;
+
+/** Applies a dev state change to the block's state; returns the change of the coin supply. */
+async function applyDevChange(
+  state: JournaledState,
+  op: Exclude<DevOp, { kind: 'impersonated' }>,
+): Promise<bigint> {
+  const addr = new Address(op.address);
+  const key = toKey(op.address);
+  switch (op.kind) {
+    case 'balance': {
+      const old = (await state.readAccount(key))?.balance ?? 0n;
+      await state.modifyAccountFields(addr, { balance: op.value });
+      return op.value - old;
+    }
+    case 'nonce':
+      await state.modifyAccountFields(addr, { nonce: op.value });
+      return 0n;
+    case 'code':
+      await state.putCode(addr, op.code);
+      return 0n;
+    case 'storage':
+      if ((await state.readAccount(key)) === undefined) await state.modifyAccountFields(addr, {});
+      state.writeSlot(key, toKey(op.slot), op.value);
+      return 0n;
+  }
 }
 
 const enc = (s: string) => new TextEncoder().encode(s);
@@ -212,6 +266,9 @@ export class Executor implements Application, EthChain {
   private pending: PendingBlock | undefined;
   private recentTips: bigint[] = [];
   private readonly admissionListeners = new Set<(raw: Uint8Array, hash: Hex) => void>();
+  /** Dev operations for this node's next proposal, in arrival order (dev.ts). */
+  private devQueue: QueuedDevOp[] = [];
+  private readonly devListeners = new Set<() => void>();
   private timing = { txs: 0, stateRoot: 0, rest: 0 };
   /** The last executed block: its transactions, and how many of them had run ahead. */
   private lastRun = { txs: 0, ahead: 0 };
@@ -338,6 +395,9 @@ export class Executor implements Application, EthChain {
 
   async close(): Promise<void> {
     this.closed = true;
+    const queued = this.devQueue;
+    this.devQueue = [];
+    for (const q of queued) q.done?.reject(new ChainError(-32000, 'the node is shutting down'));
     await this.dropAhead();
     this.pool.clear();
   }
@@ -562,13 +622,40 @@ export class Executor implements Application, EthChain {
   async prepareProposal(req: PrepareProposalRequest): Promise<Uint8Array[]> {
     this.assertInitialized();
     if (this.ahead?.height === req.height) this.ahead.open = false;
-    return this.pool.select(this.baseFee, req.maxTxBytes).map((d) => d.raw);
+    // Dev operations go first, in arrival order: a state change applies before the transactions
+    // proposed with it, as it would have applied before they were sent.
+    const dev: Uint8Array[] = [];
+    let bytes = 0;
+    const seen = new Set<string>();
+    for (const q of this.devQueue) {
+      if (seen.has(q.key)) continue;
+      // The rest wait for the next block, in order: a later change to the same account must not
+      // overtake an earlier one.
+      const size = protoTxSize(q.raw.length);
+      if (bytes + size > req.maxTxBytes) break;
+      seen.add(q.key);
+      dev.push(q.raw);
+      bytes += size;
+    }
+    const txs = this.pool.select(this.baseFee, req.maxTxBytes - bytes).map((d) => d.raw);
+    return dev.length === 0 ? txs : [...dev, ...txs];
   }
 
   async processProposal(req: ProcessProposalRequest): Promise<boolean> {
     this.assertInitialized();
     if (this.ahead?.height === req.height) this.ahead.open = false;
     for (const raw of req.txs) {
+      if (isDevTx(raw)) {
+        const why = this.devTxProblem(raw);
+        if (why !== undefined) {
+          this.opts.logger.info(
+            { height: req.height, reason: why },
+            'rejecting proposal with a dev operation',
+          );
+          return false;
+        }
+        continue;
+      }
       try {
         const d = this.decode(raw);
         if (d.gasLimit > this.opts.gas.blockGasLimit) return false;
@@ -653,15 +740,27 @@ export class Executor implements Application, EthChain {
       gasLimit: this.opts.gas.blockGasLimit,
       mixHash: mix(req.hash),
     };
-    const decoded: Array<DecodedTx | TxRejectedError> = req.txs.map((raw) => {
+    const devOps: Array<DevOp | undefined> = [];
+    const devTxs = new Set<string>();
+    const decoded: Array<DecodedTx | TxRejectedError> = req.txs.map((raw, i) => {
       try {
+        if (isDevTx(raw)) {
+          const op = this.devOpOf(raw);
+          devOps[i] = op;
+          devTxs.add(toHex(raw));
+          if (op.kind === 'impersonated') return this.decodeImpersonated(op);
+          // Applied by applyDevChange below, never run as a transaction.
+          return new TxRejectedError(TxCode.decode, 'dev operation');
+        }
         return this.decode(raw);
       } catch (err) {
         if (err instanceof TxRejectedError) return err;
         throw err;
       }
     });
-    const run = await this.runFor(ahead, ctx, decoded);
+    // A run ahead never saw the dev operations: a block that carries any runs from its start.
+    const run = await this.runFor(devTxs.size > 0 ? undefined : ahead, ctx, decoded);
+    let devMinted = 0n;
     const reused = run.records.length;
     if (reused < decoded.length) {
       const touched: string[] = [toKey(coinbase)];
@@ -678,6 +777,26 @@ export class Executor implements Application, EthChain {
         // committed state), as CometBFT runs CheckTx beside FinalizeBlock; see EXEC_SLICE_MS.
         await yieldToLoop();
         sliceStart = performance.now();
+      }
+      const op = devOps[i];
+      if (op !== undefined && op.kind !== 'impersonated') {
+        devMinted += await applyDevChange(run.state, op);
+        run.recordOther({
+          code: 0,
+          data: EMPTY,
+          log: describeDevOp(op),
+          info: '',
+          gasWanted: 0n,
+          gasUsed: 0n,
+          events: [
+            {
+              type: 'dev_operation',
+              attributes: [attr('kind', op.kind), attr('address', toHex(op.address))],
+            },
+          ],
+          codespace: '',
+        });
+        continue;
       }
       await run.apply(decoded[i], baseFee);
     }
@@ -714,7 +833,7 @@ export class Executor implements Application, EthChain {
 
     const built = await this.db.build(state.overlay());
     const tRoot = performance.now();
-    const expectedDelta = -state.burned;
+    const expectedDelta = devMinted - state.burned;
     if (built.balanceDelta !== expectedDelta) {
       throw new SupplyInvariantError(height, expectedDelta, built.balanceDelta);
     }
@@ -755,6 +874,7 @@ export class Executor implements Application, EthChain {
       supply,
       appHash: appHashOf(built.stateRoot, next),
       minTip,
+      devTxs,
     };
     return {
       events: [
@@ -822,6 +942,7 @@ export class Executor implements Application, EthChain {
     const ethBlock = renderBlock(p.block);
     const logs = renderLogs(p.block, p.receipts).flat();
     this.opts.bus.publish({ kind: 'EthNewHead', block: ethBlock, logs });
+    if (p.devTxs.size > 0) this.settleDevQueue(p.devTxs, BigInt(p.height));
     await this.recheckMempool();
     // Run ahead only with a coinbase that held for two blocks: the proposer is the consensus'
     // choice, and under a rotating one every run ahead would be done twice.
@@ -1036,6 +1157,163 @@ export class Executor implements Application, EthChain {
     return this.supply;
   }
 
+  // =================================================================== dev chain (dev.ts)
+
+  /** Calls `listener` whenever a dev operation is queued for the next proposal; returns the unsubscriber. */
+  onDevQueued(listener: () => void): () => void {
+    this.devListeners.add(listener);
+    return () => this.devListeners.delete(listener);
+  }
+
+  /** Dev operations waiting for this node's next proposal. */
+  devQueueLength(): number {
+    return this.devQueue.length;
+  }
+
+  /** Why the dev operation `raw` cannot be in a block of this chain, or undefined when it can. */
+  private devTxProblem(raw: Uint8Array): string | undefined {
+    try {
+      const op = this.devOpOf(raw);
+      if (op.kind === 'impersonated') this.decodeImpersonated(op);
+      return undefined;
+    } catch (err) {
+      return (err as Error).message;
+    }
+  }
+
+  /** The dev operation of a block entry; TxRejectedError off chain-local or when malformed. */
+  private devOpOf(raw: Uint8Array): DevOp {
+    if (this.opts.chainId !== DEV_CHAIN_ID) {
+      throw new TxRejectedError(
+        TxCode.decode,
+        `dev operations are only valid on ${DEV_CHAIN_ID}; this chain is ${this.opts.chainId}`,
+      );
+    }
+    try {
+      return decodeDevOp(raw);
+    } catch (err) {
+      throw new TxRejectedError(TxCode.decode, (err as Error).message);
+    }
+  }
+
+  private decodeImpersonated(op: Extract<DevOp, { kind: 'impersonated' }>): DecodedTx {
+    return decodeImpersonatedTx(op.raw, op.sender, this.common, this.opts.evmChainId);
+  }
+
+  private assertDevControls(): void {
+    this.assertInitialized();
+    if (this.opts.devControls !== true || this.opts.chainId !== DEV_CHAIN_ID) {
+      throw new ChainError(-32000, NO_DEV_CONTROLS);
+    }
+  }
+
+  private queueDev(q: QueuedDevOp): void {
+    this.devQueue.push(q);
+    for (const l of this.devListeners) l();
+  }
+
+  /** Resolves the queued operations the committed block at `height` carried and drops them. */
+  private settleDevQueue(included: Set<string>, height: bigint): void {
+    const keep: QueuedDevOp[] = [];
+    for (const q of this.devQueue) {
+      if (included.has(q.key)) q.done?.resolve(height);
+      else keep.push(q);
+    }
+    this.devQueue = keep;
+  }
+
+  async devSetState(change: DevStateChange): Promise<bigint> {
+    this.assertDevControls();
+    if (!/^0x[0-9a-fA-F]{40}$/.test(change.address)) {
+      throw new ChainError(-32602, `invalid address ${change.address}: want 0x and 40 hex digits`);
+    }
+    const address = fromHex(change.address);
+    let op: DevOp;
+    switch (change.kind) {
+      case 'balance':
+        if (change.value < 0n || change.value > UINT256_MAX) {
+          throw new ChainError(-32602, `balance ${change.value} is outside 0 .. 2^256-1`);
+        }
+        op = { kind: 'balance', address, value: change.value };
+        break;
+      case 'nonce':
+        if (change.value < 0n || change.value > UINT64_MAX) {
+          throw new ChainError(-32602, `nonce ${change.value} is outside 0 .. 2^64-1`);
+        }
+        op = { kind: 'nonce', address, value: change.value };
+        break;
+      case 'code':
+        if (!/^0x([0-9a-fA-F]{2})*$/.test(change.code)) {
+          throw new ChainError(-32602, 'code must be 0x followed by an even number of hex digits');
+        }
+        op = { kind: 'code', address, code: fromHex(change.code) };
+        break;
+      case 'storage':
+        for (const [what, v] of [
+          ['slot', change.slot],
+          ['value', change.value],
+        ] as const) {
+          if (!/^0x[0-9a-fA-F]{64}$/.test(v)) {
+            throw new ChainError(-32602, `storage ${what} ${v} must be 0x followed by 64 hex digits`);
+          }
+        }
+        op = { kind: 'storage', address, slot: fromHex(change.slot), value: fromHex(change.value) };
+        break;
+    }
+    const raw = encodeDevOp(op);
+    return new Promise<bigint>((resolve, reject) => {
+      this.queueDev({ raw, key: toHex(raw), op, done: { resolve, reject } });
+    });
+  }
+
+  async devSendImpersonated(sender: Hex, raw: Uint8Array): Promise<Hex> {
+    this.assertDevControls();
+    if (!/^0x[0-9a-fA-F]{40}$/.test(sender)) {
+      throw new ChainError(-32602, `invalid address ${sender}: want 0x and 40 hex digits`);
+    }
+    const op: DevOp = { kind: 'impersonated', sender: fromHex(sender), raw };
+    let d: DecodedTx;
+    try {
+      d = this.decodeImpersonated(op);
+      checkStateless(d, this.limits());
+      if (d.feeCap < this.baseFee) {
+        throw new TxRejectedError(
+          TxCode.feeCapTooLow,
+          `max fee per gas less than block base fee: address 0x${d.sender}, maxFeePerGas: ${d.feeCap}, baseFee: ${this.baseFee}`,
+        );
+      }
+      const acct = await this.db.account(d.sender, this.db.latest);
+      const next = await this.getNonce(`0x${d.sender}`, 'pending');
+      const current = acct?.nonce ?? 0n;
+      if (d.nonce < current) {
+        throw new TxRejectedError(
+          TxCode.nonceTooLow,
+          `nonce too low: next nonce ${current}, tx nonce ${d.nonce}`,
+        );
+      }
+      if (d.nonce !== next) {
+        throw new TxRejectedError(
+          TxCode.nonceTooHigh,
+          `nonce ${d.nonce} of an impersonated sender must be its next pending nonce ${next} (no gaps or replacements)`,
+        );
+      }
+      const balance = acct?.balance ?? 0n;
+      if (balance < d.cost) {
+        throw new TxRejectedError(
+          TxCode.insufficientFunds,
+          `insufficient funds for gas * price + value: balance ${balance}, tx cost ${d.cost}, overshot ${d.cost - balance}`,
+        );
+      }
+    } catch (err) {
+      if (err instanceof TxRejectedError) throw new ChainError(-32000, err.message);
+      throw err;
+    }
+    const envelope = encodeDevOp(op);
+    this.queueDev({ raw: envelope, key: toHex(envelope), op, d });
+    this.opts.bus.publish({ kind: 'EthPendingTx', hash: d.hashHex });
+    return d.hashHex;
+  }
+
   // =================================================================== EthChain: blocks
 
   chainId(): bigint {
@@ -1099,6 +1377,8 @@ export class Executor implements Application, EthChain {
     }
     const e = this.pool.get(hash.toLowerCase());
     if (e) return renderTx(e.d.raw, e.d.hashHex, `0x${e.d.sender}`, pendingPlacement);
+    const q = this.devQueue.find((x) => x.d?.hashHex === hash.toLowerCase());
+    if (q?.d) return renderTx(q.d.raw, q.d.hashHex, `0x${q.d.sender}`, pendingPlacement);
     return undefined;
   }
 
@@ -1173,7 +1453,9 @@ export class Executor implements Application, EthChain {
     const addr = toKey(fromHex(normAddress(address)));
     if (height === 'pending') {
       const st = await this.db.account(addr, this.db.latest);
-      return this.pool.pendingNonce(addr, st?.nonce ?? 0n);
+      let n = this.pool.pendingNonce(addr, st?.nonce ?? 0n);
+      for (const q of this.devQueue) if (q.d?.sender === addr && q.d.nonce >= n) n = q.d.nonce + 1n;
+      return n;
     }
     const a = await this.db.account(addr, this.height(height));
     return a?.nonce ?? 0n;

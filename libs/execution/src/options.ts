@@ -49,6 +49,12 @@ export interface ExecutorOptions {
    * gives the same blocks and results, executed only once proposed.
    */
   runAhead?: boolean;
+  /**
+   * Accept dev-chain requests (devSetState, devSendImpersonated) from this node's RPC: true only on
+   * the single validator of chain-local, whose proposals carry them. Blocks with dev operations are
+   * executed on any chain-local node either way (dev.ts).
+   */
+  devControls?: boolean;
   /** Where kv lives, for error messages (e.g. "<home>/data/application.db"). */
   location?: string;
 }

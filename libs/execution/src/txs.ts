@@ -81,6 +81,8 @@ export interface DecodedTx {
   /** max(intrinsic gas, EIP-7623 calldata floor). */
   minGas: bigint;
   intrinsicGas: bigint;
+  /** Sent by an impersonated sender (decodeImpersonatedTx): the sender may hold code. */
+  impersonated?: true;
 }
 
 function checkCanonicalInts(values: Uint8Array[], intIdx: number[], what: string): void {
@@ -115,6 +117,30 @@ export function decodeTx(
   evmChainId: bigint,
   knownHash?: Uint8Array,
   knownSenderPublicKey?: Uint8Array,
+): DecodedTx {
+  return decodeWithSender(raw, common, evmChainId, knownHash, { publicKey: knownSenderPublicKey });
+}
+
+/**
+ * Decodes the transaction of an impersonated sender (a dev chain's anvil_impersonateAccount): the
+ * same checks as decodeTx, but the sender is `sender` (20 bytes) and the signature is not read,
+ * so it may be the placeholder the RPC puts there (docs/json-rpc.md, "Impersonated senders").
+ */
+export function decodeImpersonatedTx(
+  raw: Uint8Array,
+  sender: Uint8Array,
+  common: Common,
+  evmChainId: bigint,
+): DecodedTx {
+  return { ...decodeWithSender(raw, common, evmChainId, undefined, { address: sender }), impersonated: true };
+}
+
+function decodeWithSender(
+  raw: Uint8Array,
+  common: Common,
+  evmChainId: bigint,
+  knownHash: Uint8Array | undefined,
+  known: { publicKey?: Uint8Array | undefined; address?: Uint8Array },
 ): DecodedTx {
   if (raw.length === 0) throw new TxRejectedError(TxCode.decode, 'typed transaction too short');
   const first = raw[0];
@@ -220,21 +246,26 @@ export function decodeTx(
   }
 
   const hash = knownHash ?? keccak256(raw);
-  let pub: Uint8Array;
-  try {
-    pub = knownSenderPublicKey ?? tx.getSenderPublicKey();
-  } catch (err) {
-    const m = (err as Error).message;
-    throw new TxRejectedError(
-      TxCode.invalidSender,
-      /s-values greater/.test(m)
-        ? 'invalid sender: invalid transaction v, r, s values'
-        : 'invalid sender: invalid signature',
-    );
+  let senderBytes: Uint8Array;
+  if (known.address !== undefined) {
+    senderBytes = known.address;
+  } else {
+    let pub: Uint8Array;
+    try {
+      pub = known.publicKey ?? tx.getSenderPublicKey();
+    } catch (err) {
+      const m = (err as Error).message;
+      throw new TxRejectedError(
+        TxCode.invalidSender,
+        /s-values greater/.test(m)
+          ? 'invalid sender: invalid transaction v, r, s values'
+          : 'invalid sender: invalid signature',
+      );
+    }
+    senderBytes = keccak256(pub).subarray(12);
+    Object.defineProperty(tx, 'getSenderPublicKey', { value: () => pub });
   }
-  const senderBytes = keccak256(pub).subarray(12);
   const senderAddress = new Address(senderBytes);
-  Object.defineProperty(tx, 'getSenderPublicKey', { value: () => pub });
   Object.defineProperty(tx, 'getSenderAddress', { value: () => senderAddress });
   Object.defineProperty(tx, 'hash', { value: () => hash });
   Object.freeze(tx);

@@ -194,6 +194,14 @@ export interface PendingTxSummary {
   queued: Map<Hex, Map<bigint, EthTx>>;
 }
 
+/** A state change of the dev-chain methods (anvil_setBalance, anvil_setNonce, anvil_setCode, anvil_setStorageAt). */
+export type DevStateChange =
+  | { kind: 'balance'; address: Hex; value: bigint }
+  | { kind: 'nonce'; address: Hex; value: bigint }
+  | { kind: 'code'; address: Hex; code: Hex }
+  /** `slot` and `value`: 32 bytes each. */
+  | { kind: 'storage'; address: Hex; slot: Hex; value: Hex };
+
 /**
  * Typed error raised by the chain for a request it refuses. `code` follows geth's JSON-RPC codes
  * (-32000 for most state errors, 3 for reverts, -32602 for invalid params); `data` is the revert data.
@@ -276,4 +284,16 @@ export interface EthChain {
   traceTransaction(hash: Hex, config: TracerConfig): Promise<unknown>;
   traceCall(req: CallRequest, height: bigint, config: TracerConfig): Promise<unknown>;
   traceBlock(n: bigint, config: TracerConfig): Promise<Array<{ txHash: Hex; result: unknown }>>;
+
+  /**
+   * Dev chain (a single-validator chain-local node only; docs/json-rpc.md, "Dev-chain methods"):
+   * queues the change for the next block and resolves with the height of the committed block that
+   * applied it. Chains without dev controls leave it out or refuse with ChainError -32000.
+   */
+  devSetState?(change: DevStateChange): Promise<bigint>;
+  /**
+   * Dev chain: queues the transaction of an impersonated sender (`raw` carries a placeholder
+   * signature, which is not checked) for the next block; resolves with its hash once queued.
+   */
+  devSendImpersonated?(sender: Hex, raw: Uint8Array): Promise<Hex>;
 }

@@ -7,6 +7,7 @@ import {
   deriveDevAccounts,
   homePaths,
   loadNodeKey,
+  loadValidatorKey,
   toApiOptions,
   toChecksumAddress,
   toCometRpcOptions,
@@ -16,7 +17,7 @@ import {
   toInstrumentationOptions,
 } from '../../../libs/config/index.js';
 import { ConsensusRuntime } from '../../../libs/consensus/index.js';
-import { Executor } from '../../../libs/execution/index.js';
+import { DEV_CHAIN_ID, Executor, HARDFORK } from '../../../libs/execution/index.js';
 import {
   ConsensusChannel,
   LightChannel,
@@ -78,6 +79,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     ];
 
     const settings = toExecutorSettings(config, app, opts.mode);
+    const devControls = hasDevControls(genesis, paths.privValidatorKey);
     const executor = await Executor.open({
       kv: applicationDb,
       location: paths.applicationDb,
@@ -89,6 +91,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       mempool: settings.mempool,
       allowUnprotectedTxs: settings.allowUnprotectedTxs,
       txFeeCap: settings.txFeeCap,
+      devControls,
       bus,
       logger: logger.child({ module: 'execution' }),
     });
@@ -179,6 +182,13 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       txIndex: indexer.enabled,
       peers: () => p2p.peerInfos(),
     });
+    // A dev operation (anvil_setBalance & co.) waits for a block like a transaction does.
+    if (devControls) {
+      const unsubscribe = executor.onDevQueued(() => consensus.txsAvailable());
+      life.add('dev-ops-available', () => {
+        unsubscribe();
+      });
+    }
     if (!timeouts.createEmptyBlocks) {
       // create_empty_blocks = false: consensus proposes only when told that transactions wait, on
       // admission (eth_sendRawTransaction and broadcast_tx_*) and after a block that left some behind.
@@ -230,6 +240,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
           options: ethOptions,
           clientVersion: `noded/v${NODED_VERSION}/${platform()}-${arch()}/node${process.versions.node}`,
           devKeys,
+          devChain: devControls ? { hardfork: HARDFORK } : undefined,
           onRequest: (method, ms, ok) => metrics.observeRpc(method, ms, ok),
           onFatal: (err) => {
             log.error({ err: err.message }, 'the JSON-RPC thread stopped; stopping the node');
@@ -341,4 +352,21 @@ function deriveAddresses(keys: string[]): Array<{ address: string; key: string }
   return new DevAccounts(keys)
     .accounts()
     .map((address, i) => ({ address: toChecksumAddress(address), key: keys[i] }));
+}
+
+/**
+ * The dev-chain methods (docs/json-rpc.md, "Dev-chain methods") need a node that proposes every
+ * block: chain-local with a single validator, whose key this home holds.
+ */
+function hasDevControls(
+  genesis: { chainId: string; validators: Array<{ pubKey: Uint8Array }> },
+  keyFile: string,
+): boolean {
+  if (genesis.chainId !== DEV_CHAIN_ID || genesis.validators.length !== 1) return false;
+  try {
+    const key = loadValidatorKey(keyFile);
+    return Buffer.from(key.publicKey).equals(Buffer.from(genesis.validators[0]!.pubKey));
+  } catch {
+    return false;
+  }
 }

@@ -169,7 +169,8 @@ export async function preCheck(
   const from = `0x${d.sender}`;
   if (nonce > d.nonce) return `nonce too low: address ${from}, tx: ${d.nonce} state: ${nonce}`;
   if (nonce < d.nonce) return `nonce too high: address ${from}, tx: ${d.nonce} state: ${nonce}`;
-  if (acct && hasCode(acct)) {
+  // An impersonated sender may be a contract (as on Hardhat and anvil); see BlockRun.execute.
+  if (acct && hasCode(acct) && !d.impersonated) {
     const code = await state.codeByHash(acct.codeHash);
     if (!equal(code.subarray(0, 3), DELEGATION_PREFIX)) {
       return `sender not an eoa: address ${from}, codehash: ${toHex(acct.codeHash)}`;

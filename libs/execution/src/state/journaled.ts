@@ -108,6 +108,16 @@ export class JournaledState implements StateManagerInterface {
     this.accounts.set(addr, { ...account, codeHash: EMPTY_CODE_HASH });
   }
 
+  /**
+   * Ends hideSenderCode for a block's impersonated sender (docs/json-rpc.md, "Impersonation"):
+   * whether or not runTx wrote the sender back, the account keeps its code hash.
+   */
+  restoreSenderCode(addr: string, codeHash: Uint8Array): void {
+    this.hidden = undefined;
+    const cur = this.accounts.get(addr);
+    if (cur && equal(cur.codeHash, EMPTY_CODE_HASH)) this.accounts.set(addr, { ...cur, codeHash });
+  }
+
   overlay(): BlockOverlay {
     return { accounts: this.accounts, storage: this.storage, cleared: this.cleared, code: this.code };
   }

@@ -16,6 +16,7 @@ import type {
 } from '../../../types/index.js';
 import { CallCache, callKey } from './call-cache.js';
 import type { DevAccounts } from './dev-accounts.js';
+import { type DevChainInfo, DevState } from './dev-state.js';
 import { TypedDataError } from './eip712.js';
 import { invalidParams, RpcError, RpcErrorCode, revertError, serverError } from './errors.js';
 import { type FilterManager, type LogFilterSpec, newRpcId } from './filters.js';
@@ -67,7 +68,7 @@ import {
   unsupported,
 } from './params.js';
 import type { Subscription, SubscriptionKind, WsSession } from './subscriptions.js';
-import { summarizeRawTransaction } from './tx-codec.js';
+import { summarizeRawTransaction, type UnsignedTx } from './tx-codec.js';
 
 /** Sync progress as the node reports it (false when in sync). */
 export type SyncStatus = false | { startingBlock: bigint; currentBlock: bigint; highestBlock: bigint };
@@ -84,6 +85,8 @@ export interface EthApiDeps {
   chain: EthChain;
   options: EthRpcOptions;
   devAccounts: DevAccounts | null;
+  /** Set only on the single validator of chain-local: serves the dev-chain methods (dev-state.ts). */
+  devChain?: DevChainInfo | undefined;
   filters: FilterManager;
   clientVersion: string;
   peerCount: () => number;
@@ -164,6 +167,7 @@ export class EthApi {
   private readonly options: EthRpcOptions;
   private readonly dev: DevAccounts | null;
   private readonly filters: FilterManager;
+  private readonly devState: DevState;
   /** eth_call results at the newest height, for identical calls (call-cache.ts). */
   private readonly calls = new CallCache<CallResult>((r) => r.returnData.length);
 
@@ -172,11 +176,17 @@ export class EthApi {
     this.options = deps.options;
     this.dev = deps.devAccounts;
     this.filters = deps.filters;
+    this.devState = new DevState({
+      chain: deps.chain,
+      devChain: deps.devChain,
+      clientVersion: deps.clientVersion,
+    });
     this.registerEth();
     this.registerSigning();
     this.registerFilters();
     this.registerSubscriptions();
     this.registerOthers();
+    this.devState.register(this.methods);
   }
 
   private def<const S extends readonly ArgSpec<unknown>[]>(
@@ -335,7 +345,10 @@ export class EthApi {
 
   private async sendTransaction(a: TransactionArgs): Promise<Hex> {
     const from = a.from ?? ZERO_ADDRESS;
-    const dev = this.requireAccount(from);
+    // An impersonated sender (anvil_impersonateAccount) has no key: its transaction is queued
+    // with a placeholder signature (dev-state.ts). A dev account's own key signs as before.
+    const impersonated = this.devState.isImpersonated(from) && !(this.dev?.has(from) ?? false);
+    const dev = impersonated ? undefined : this.requireAccount(from);
     const chainId = this.chain.chainId();
     if (a.chainId !== undefined && a.chainId !== chainId) {
       throw serverError(`chainId does not match node's (have=${a.chainId}, want=${chainId})`);
@@ -370,7 +383,7 @@ export class EthApi {
         this.callOptions,
       ));
     this.checkTxFee(gas, type === 2 ? maxFee : gasPrice);
-    const signed = dev.signTransaction(from, {
+    const unsigned: UnsignedTx = {
       type,
       chainId,
       nonce,
@@ -380,8 +393,9 @@ export class EthApi {
       data,
       accessList: a.accessList ?? [],
       ...(type === 2 ? { maxFeePerGas: maxFee, maxPriorityFeePerGas: tip } : { gasPrice }),
-    });
-    return this.chain.sendRawTransaction(signed.raw);
+    };
+    if (dev === undefined) return this.devState.sendImpersonated(from, unsigned);
+    return this.chain.sendRawTransaction(dev.signTransaction(from, unsigned).raw);
   }
 
   // ---- logs ----------------------------------------------------------------------------------
@@ -588,7 +602,12 @@ export class EthApi {
   }
 
   private registerSigning(): void {
-    this.def('eth_accounts', [], () => this.dev?.accounts() ?? []);
+    // As anvil: impersonated accounts are listed after the unlocked ones.
+    this.def('eth_accounts', [], () => {
+      const own = this.dev?.accounts() ?? [];
+      const extra = this.devState.impersonatedAccounts().filter((a) => !own.includes(a));
+      return [...own, ...extra];
+    });
     this.def('eth_sendTransaction', [req(transactionArgs)], async ([args]) => this.sendTransaction(args));
     this.def('eth_sign', [req(address), req(bytes)], ([addr, data]) =>
       this.requireAccount(addr).signMessage(addr, hexToBytes(data)),

@@ -17,6 +17,7 @@ import type {
   CallOptions,
   CallRequest,
   CallResult,
+  DevStateChange,
   EthBlock,
   EthChain,
   EthLog,
@@ -51,6 +52,8 @@ export interface ChainSnapshot {
 export interface EdgeInit {
   chainId: bigint;
   snapshot: ChainSnapshot;
+  /** Whether the chain has the dev-chain calls (EthChain.devSetState, devSendImpersonated). */
+  dev: boolean;
 }
 
 /** The commands the host sends the edge; the edge side implements them with its server. */
@@ -109,6 +112,8 @@ const CHAIN_CALLS = [
   'traceTransaction',
   'traceCall',
   'traceBlock',
+  'devSetState',
+  'devSendImpersonated',
 ] as const;
 type ChainCall = (typeof CHAIN_CALLS)[number];
 const CHAIN_CALL_SET: ReadonlySet<string> = new Set(CHAIN_CALLS);
@@ -287,7 +292,11 @@ export class EthEdgeHost {
   /** What the edge starts from; pass it to the thread. */
   init(): EdgeInit {
     this.sentHeight = this.deps.chain.latestHeight();
-    return { chainId: this.deps.chain.chainId(), snapshot: snapshotOf(this.deps.chain) };
+    return {
+      chainId: this.deps.chain.chainId(),
+      snapshot: snapshotOf(this.deps.chain),
+      dev: this.deps.chain.devSetState !== undefined && this.deps.chain.devSendImpersonated !== undefined,
+    };
   }
 
   listenHttp(host: string, port: number): Promise<number> {
@@ -491,6 +500,7 @@ export class EthEdgeClient {
     this.logger = channelLogger((m) => this.out.push(m), {});
     this.chain = remoteChain(
       init.chainId,
+      init.dev,
       () => this.snapshot,
       (m, a) => this.call(m, a),
       opts.recoverSender,
@@ -579,12 +589,20 @@ export class EthEdgeClient {
 
 function remoteChain(
   chainId: bigint,
+  dev: boolean,
   snap: () => ChainSnapshot,
   call: (m: ChainCall, a: unknown[]) => Promise<unknown>,
   recoverSender: ((raw: Uint8Array) => Uint8Array | undefined) | undefined,
 ): EthChain {
   const c = <T>(m: ChainCall, ...a: unknown[]) => call(m, a) as Promise<T>;
+  const devCalls: Pick<EthChain, 'devSetState' | 'devSendImpersonated'> = dev
+    ? {
+        devSetState: (change: DevStateChange) => c<bigint>('devSetState', change),
+        devSendImpersonated: (sender: Hex, raw: Uint8Array) => c<Hex>('devSendImpersonated', sender, raw),
+      }
+    : {};
   return {
+    ...devCalls,
     chainId: () => chainId,
     latestHeight: () => snap().latestHeight,
     oldestStateHeight: () => snap().oldestStateHeight,

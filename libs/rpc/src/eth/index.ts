@@ -5,6 +5,8 @@
 export type { SyncStatus } from './api.js';
 // The unlocked accounts of chain-local; the node builds it from the dev mnemonic's keys.
 export { DevAccountKeyError, DevAccounts } from './dev-accounts.js';
+// What a node with dev controls (the single validator of chain-local) passes to the server.
+export type { DevChainInfo } from './dev-state.js';
 // The JSON-RPC edge over a message channel (the node runs the servers on a worker thread), and its
 // table of requests awaiting a reply, which other channels to a thread reuse.
 export {

@@ -8,6 +8,7 @@ import type { EthBlock, EthChain, EthLog, EventBus, Hex, Logger, NodeEvent } fro
 import { closeServer, discardBody, discardCap, listenOn } from '../http.js';
 import { type CallContext, EthApi, type SyncStatus } from './api.js';
 import type { DevAccounts } from './dev-accounts.js';
+import type { DevChainInfo } from './dev-state.js';
 import { invalidRequest, methodNotFound, parseError, RpcError, RpcErrorCode } from './errors.js';
 import { FilterManager, logMatches } from './filters.js';
 import { formatHeader, formatLog, formatTx } from './format.js';
@@ -23,6 +24,8 @@ export interface EthRpcServerDeps {
   clientVersion: string;
   /** Unlocked dev accounts (chain-local only); null elsewhere. */
   devAccounts: DevAccounts | null;
+  /** Set only on the single validator of chain-local: serves the dev-chain methods (dev-state.ts). */
+  devChain?: DevChainInfo | undefined;
   peerCount: () => number;
   syncing: () => SyncStatus;
   /** Metrics hook, called once per call; unknown method names are reported as "unknown". */
@@ -38,8 +41,11 @@ const ACCEPTED_CONTENT_TYPES = new Set([
 ]);
 /** geth's limit; longer names are refused rather than echoed back in an error. */
 const MAX_METHOD_NAME_LENGTH = 2048;
-/** Namespaces always served besides [evm.rpc] apis. */
-const ALWAYS_ON = new Set(['rpc']);
+/**
+ * Namespaces always served besides [evm.rpc] apis. The dev-chain methods (dev-state.ts) answer on
+ * every node, so that a node without dev controls refuses them by name rather than as unknown.
+ */
+const ALWAYS_ON = new Set(['rpc', 'anvil', 'hardhat']);
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -95,6 +101,7 @@ export class EthRpcServer {
       chain: deps.chain,
       options: deps.options,
       devAccounts: deps.devAccounts,
+      devChain: deps.devChain,
       filters: this.filters,
       clientVersion: deps.clientVersion,
       peerCount: deps.peerCount,

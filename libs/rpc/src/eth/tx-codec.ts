@@ -38,8 +38,37 @@ function concat(prefix: number, body: Uint8Array): Uint8Array {
   return out;
 }
 
+/** r, s and recovery id of a signature. */
+interface Signature {
+  recovery: number;
+  r: bigint;
+  s: bigint;
+}
+
 /** Signs with secp256k1 (native) and returns the network encoding and the transaction hash. */
 export function signTransaction(tx: UnsignedTx, privateKey: Uint8Array): SignedTx {
+  return encodeTransaction(tx, (digest) => {
+    const { signature, recovery } = secp256k1Sign(digest, privateKey);
+    return {
+      recovery,
+      r: bytesToBigint(signature.subarray(0, 32)),
+      s: bytesToBigint(signature.subarray(32)),
+    };
+  });
+}
+
+/**
+ * The transaction of an impersonated sender (anvil_impersonateAccount) with a placeholder
+ * signature: recovery id 0, r = 2^160 + the sender's address, s = 1. It recovers to no one; the
+ * chain takes the sender from the dev operation that carries it. Putting the address in r makes
+ * the hash depend on the sender, so two impersonated senders never share a transaction hash.
+ */
+export function impersonatedTransaction(tx: UnsignedTx, sender: Hex): SignedTx {
+  const r = (1n << 160n) + BigInt(sender);
+  return encodeTransaction(tx, () => ({ recovery: 0, r, s: 1n }));
+}
+
+function encodeTransaction(tx: UnsignedTx, sign: (digest: Uint8Array) => Signature): SignedTx {
   const to = tx.to === null ? new Uint8Array() : hexToBytes(tx.to);
   const data = hexToBytes(tx.data);
   const n = bigintToBytes;
@@ -47,14 +76,9 @@ export function signTransaction(tx: UnsignedTx, privateKey: Uint8Array): SignedT
   if (tx.type === 0) {
     const fields: Input[] = [n(tx.nonce), n(tx.gasPrice ?? 0n), n(tx.gas), to, n(tx.value), data];
     const digest = keccak256(encode([...fields, n(tx.chainId), new Uint8Array(), new Uint8Array()]));
-    const { signature, recovery } = secp256k1Sign(digest, privateKey);
-    const v = BigInt(recovery) + tx.chainId * 2n + 35n;
-    raw = encode([
-      ...fields,
-      n(v),
-      n(bytesToBigint(signature.subarray(0, 32))),
-      n(bytesToBigint(signature.subarray(32))),
-    ]);
+    const sig = sign(digest);
+    const v = BigInt(sig.recovery) + tx.chainId * 2n + 35n;
+    raw = encode([...fields, n(v), n(sig.r), n(sig.s)]);
   } else {
     const fields: Input[] =
       tx.type === 1
@@ -80,13 +104,8 @@ export function signTransaction(tx: UnsignedTx, privateKey: Uint8Array): SignedT
             accessListRlp(tx.accessList),
           ];
     const digest = keccak256(concat(tx.type, encode(fields)));
-    const { signature, recovery } = secp256k1Sign(digest, privateKey);
-    const sig = [
-      n(BigInt(recovery)),
-      n(bytesToBigint(signature.subarray(0, 32))),
-      n(bytesToBigint(signature.subarray(32))),
-    ];
-    raw = concat(tx.type, encode([...fields, ...sig]));
+    const sig = sign(digest);
+    raw = concat(tx.type, encode([...fields, n(BigInt(sig.recovery)), n(sig.r), n(sig.s)]));
   }
   return { raw, hash: bytesToHex(keccak256(raw)) };
 }

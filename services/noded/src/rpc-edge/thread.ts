@@ -3,7 +3,7 @@
 // then use the second core and no longer wait for the block being executed, while state reads and
 // admission stay with the executor that owns the state (DESIGN.md: rpc-edge next to executor).
 import { Worker } from 'node:worker_threads';
-import type { EdgeChannel, EdgeInit, EthRpcOptions } from '../../../../libs/rpc/index.js';
+import type { DevChainInfo, EdgeChannel, EdgeInit, EthRpcOptions } from '../../../../libs/rpc/index.js';
 import { EthEdgeHost } from '../../../../libs/rpc/index.js';
 import type { EthChain, Logger, NodeEvent } from '../../../../libs/types/index.js';
 
@@ -15,6 +15,8 @@ export interface RpcThreadData {
   clientVersion: string;
   /** Private keys of chain-local's unlocked dev accounts (empty elsewhere). */
   devKeys: string[];
+  /** Set only on the single validator of chain-local: the dev-chain methods are served. */
+  devChain: DevChainInfo | undefined;
 }
 
 export interface RpcThreadDeps {
@@ -24,6 +26,7 @@ export interface RpcThreadDeps {
   options: EthRpcOptions;
   clientVersion: string;
   devKeys: string[];
+  devChain: DevChainInfo | undefined;
   onRequest?: (method: string, ms: number, ok: boolean) => void;
   /** The thread died: the node cannot serve JSON-RPC any more and must stop. */
   onFatal: (err: Error) => void;
@@ -55,6 +58,7 @@ export class EthRpcThread {
       options: deps.options,
       clientVersion: deps.clientVersion,
       devKeys: deps.devKeys,
+      devChain: deps.devChain,
     };
     worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: data, name: 'json-rpc' });
     worker.on('message', (m) => {
