@@ -616,6 +616,17 @@ describe('CometBFT RPC over HTTP', () => {
     assert.equal(Buffer.from(got.voteB.blockId.hash).toString('hex'), 'bb'.repeat(32));
     const none = await rpcPost(h.url, { jsonrpc: '2.0', id: 2, method: 'broadcast_evidence', params: {} });
     assert.equal(none.json.error.data, 'no evidence was provided');
+    const untyped = await rpcPost(h.url, {
+      jsonrpc: '2.0',
+      id: 3,
+      method: 'broadcast_evidence',
+      params: [{}],
+    });
+    assert.match(
+      untyped.json.error.data,
+      /evidence has no "type" \(want "tendermint\/DuplicateVoteEvidence"/,
+    );
+    assert.equal(h.chain.submittedEvidence.length, 1, 'nothing more reached the node');
   });
 
   it('malformed requests get 400 without taking the server down', async () => {

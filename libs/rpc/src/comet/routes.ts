@@ -222,6 +222,9 @@ function voteFromJson(raw: unknown, what: string): Vote {
 /** types.Evidence as cmtjson: {"type":"tendermint/DuplicateVoteEvidence","value":{...}}. */
 export function evidenceFromJson(raw: unknown): DuplicateVoteEvidence {
   const wrapper = asObject(raw, 'evidence');
+  if (wrapper.type === undefined) {
+    throw new Error('evidence has no "type" (want "tendermint/DuplicateVoteEvidence" with its "value")');
+  }
   if (wrapper.type !== 'tendermint/DuplicateVoteEvidence') {
     throw new Error(
       `evidence type ${JSON.stringify(wrapper.type)} is not supported (want tendermint/DuplicateVoteEvidence)`,
