@@ -76,6 +76,9 @@ export function answerClientErrors(server: Server): void {
     if (!socket.writable) socket.destroy();
     else if (err.code === 'HPE_HEADER_OVERFLOW') {
       socket.end('HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n');
+    } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      // The request was not in within the read timeout (a client sending too slowly).
+      socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
     } else socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
   });
 }
