@@ -23,7 +23,7 @@ import {
   signTx,
   type TestNode,
 } from '../execution/helpers.js';
-import { call, rpc } from './helpers.js';
+import { call, rpc, WsClient } from './helpers.js';
 
 const EMITTER_SOL = `
 // SPDX-License-Identifier: MIT
@@ -81,6 +81,8 @@ describe('logs through the real executor and the JSON-RPC', { timeout: 120_000 }
   const wanted: Want[] = [];
   const txHashes: Hex[][] = [];
   let filterId: string;
+  let ws: WsClient;
+  const subs: Record<string, string> = {};
 
   /** A transaction from `who` calling `to`.emitPairs, or a plain transfer when `pairs` is null. */
   function tx(who: number, to: Hex, pairs: Array<[Hex, Hex]> | null, seq = 0): Uint8Array {
@@ -236,6 +238,15 @@ describe('logs through the real executor and the JSON-RPC', { timeout: 120_000 }
     ]);
     // A filter installed now sees only the next block's logs, matched by the RPC's own filter code.
     filterId = await call<string>(url, 'eth_newFilter', [{ fromBlock: '0x1', topics: [null, [B, E], [D]] }]);
+    // And subscriptions over WebSocket, fed by the executor's block events.
+    ws = await WsClient.connect(`ws://127.0.0.1:${await server.listenWs('127.0.0.1', 0)}`);
+    const subscribe = async (name: string, crit: Record<string, unknown>) => {
+      subs[name] = (await ws.request('eth_subscribe', ['logs', crit])).result as string;
+      assert.match(subs[name]!, /^0x[0-9a-f]+$/, name);
+    };
+    await subscribe('or', { topics: [null, [B, E], [D]] });
+    await subscribe('addresses', { address: [`0x${'99'.repeat(20)}`, E2], topics: [] });
+    await subscribe('tooLong', { topics: [null, null, null, null] });
     // Block 2: indexes start again at 0 in a new block.
     await block([
       { raw: tx(1, E2, [[C, A]], 40), address: E2, pairs: [[C, A]], seq: 40 },
@@ -262,6 +273,7 @@ describe('logs through the real executor and the JSON-RPC', { timeout: 120_000 }
   });
 
   after(async () => {
+    ws?.close();
     await server?.close();
     await n?.ex.close();
     await kv?.close();
@@ -409,5 +421,25 @@ describe('logs through the real executor and the JSON-RPC', { timeout: 120_000 }
       expected((w) => (w.a === B || w.a === E) && w.b === D),
     );
     assert.deepEqual((await rpc(url, 'eth_getFilterChanges', [filterId])).result, []);
+  });
+
+  it('logs subscriptions get the matching logs of each new block, with block-wide indexes', async () => {
+    const want = {
+      or: expected((w) => w.block === 2 && (w.a === B || w.a === E) && w.b === D),
+      addresses: expected((w) => w.block === 2 && w.address === E2),
+    };
+    assert.equal(want.or.length, 2);
+    assert.equal(want.addresses.length, 1);
+    await ws.waitFor(
+      () =>
+        ws.notificationsFor(subs.or!).length >= want.or.length &&
+        ws.notificationsFor(subs.addresses!).length >= want.addresses.length,
+      10_000,
+      'the block 2 logs',
+    );
+    for (const name of ['or', 'addresses'] as const) {
+      assert.deepEqual(strip(ws.notificationsFor(subs[name]!) as Rpclog[]), want[name], name);
+    }
+    assert.deepEqual(ws.notificationsFor(subs.tooLong!), [], 'no log has a fourth topic');
   });
 });
