@@ -257,6 +257,40 @@ export async function runNode(opts) {
     }
   });
 
+  it('refuses a persistent_peers entry whose node id is malformed, names it, and starts nothing', async () => {
+    const { home } = await freshHome();
+    const p = homePaths(home);
+    const original = readFileSync(p.configToml, 'utf8');
+    const good = '0123456789ABCDEF0123456789abcdef01234567';
+    const setPeers = (peers: string) =>
+      writeFileSync(
+        p.configToml,
+        original.replace(/^persistent_peers = .*$/m, `persistent_peers = ${JSON.stringify(peers)}`),
+      );
+    for (const id of [good.slice(0, 39), `${good}0`, `${good.slice(0, 39)}g`, `0x${good.slice(0, 38)}`]) {
+      const entry = `${id}@127.0.0.1:26656`;
+      setPeers(`${good}@127.0.0.2:26656,${entry}`);
+      const before = snapshot(home);
+      const message = `config.toml: p2p.persistent_peers: each peer's node id must be exactly 40 hex digits, got ${JSON.stringify(id)} in ${JSON.stringify(entry)}`;
+      const dry = await runCli(['start', '--dry-run', '--home', home]);
+      assert.equal(dry.code, 1, dry.stdout);
+      assert.ok(dry.stderr.includes(message), `missing "${message}" in:\n${dry.stderr}`);
+      // The real start refuses before any runtime is loaded: the failing runtime never speaks.
+      const run = await runCli(['start', '--home', home], {
+        env: { NODED_RUNTIME_MODULE: fake, FAKE_OUT: join(root, 'peers.json'), FAKE_FAIL: '1' },
+      });
+      assert.equal(run.code, 1);
+      assert.ok(run.stderr.includes(message), `missing "${message}" in:\n${run.stderr}`);
+      assert.doesNotMatch(run.stderr, /database is corrupt/);
+      assert.deepEqual(snapshot(home), before);
+    }
+    // CometBFT decodes the id as hex: either case is a well-formed id, read as lower case.
+    setPeers(`${good}@127.0.0.2:26656`);
+    const ok = await runCli(['start', '--dry-run', '--home', home]);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stdout, new RegExp(`persistent_peers +${good.toLowerCase()}@127\\.0\\.0\\.2:26656`));
+  });
+
   it('a runtime that fails to start gives exit 1 and releases the lock', async () => {
     const { home } = await freshHome();
     const r = await runCli(['start', '--home', home], {

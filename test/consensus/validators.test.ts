@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { blockIdOf, ValidatorSet, VoteSet } from '../../libs/consensus/index.js';
+import { blockIdOf, HeightVoteSet, ValidatorSet, VoteSet } from '../../libs/consensus/index.js';
+import { blockIdKey } from '../../libs/consensus/src/hash.js';
 import { ed25519Verify } from '../../libs/crypto/index.js';
-import type { Validator } from '../../libs/types/index.js';
+import type { BlockId, Validator } from '../../libs/types/index.js';
 import { blockFor, CHAIN_ID, genesis, signedVote, testKey } from './helpers.js';
 
 const enc = new TextEncoder();
@@ -193,5 +194,79 @@ describe('VoteSet', () => {
     const byKey = keys.map((k) => commit.signatures[chain.validators.indexOf(k.address)]!.blockIdFlag);
     assert.deepEqual(byKey, [2, 3, 1, 2]);
     assert.equal(flags.length, 4);
+  });
+});
+
+describe('VoteSet thresholds at the exact boundaries', () => {
+  // Total power 60: 1/2 is 30, 2/3 is 40, 1/3 is 20. The powers let votes land exactly on each.
+  const keys = [0, 1, 2, 3, 4].map(testKey);
+  const powers = [20n, 19n, 10n, 10n, 1n];
+  const chain = genesis(keys, powers);
+  const id = blockIdOf(blockFor(chain, keys[0]!));
+  const key = blockIdKey(id);
+
+  /** Adds prevotes for `id` from validators `who` (indexes into `keys`) to a fresh set. */
+  function setWith(who: number[], blockId: BlockId | null = id): VoteSet {
+    const set = new VoteSet(CHAIN_ID, 1, 0, 1, chain.validators);
+    for (const k of who)
+      assert.equal(set.add(signedVote(chain, keys[k]!, 1, 1, 0, blockId), ed25519Verify).status, 'added');
+    return set;
+  }
+
+  it('exactly 1/2 and between 1/2 and 2/3 of the power is not a majority', () => {
+    for (const who of [
+      [0, 2],
+      [1, 2, 4],
+      [0, 2, 4],
+      [0, 1],
+    ]) {
+      const set = setWith(who);
+      const power = set.powerFor(key);
+      assert.ok(power >= 30n && power < 40n, `${power} of 60`);
+      assert.equal(set.twoThirdsMajority(), null, `${power} of 60 is no +2/3 majority`);
+      assert.equal(set.hasTwoThirdsFor(key), false, `${power} of 60`);
+      assert.equal(set.hasTwoThirdsAny(), false, `${power} of 60`);
+    }
+  });
+
+  it('exactly 2/3 of the power is not a majority; one more unit of power is', () => {
+    const exact = setWith([0, 2, 3]);
+    assert.equal(exact.powerFor(key), 40n);
+    assert.equal(exact.twoThirdsMajority(), null, '40 of 60 is exactly 2/3, not more');
+    assert.equal(exact.hasTwoThirdsFor(key), false);
+    assert.equal(exact.hasTwoThirdsAny(), false);
+
+    assert.equal(exact.add(signedVote(chain, keys[4]!, 1, 1, 0, id), ed25519Verify).status, 'added');
+    assert.equal(exact.powerFor(key), 41n);
+    assert.deepEqual(exact.twoThirdsMajority()?.blockId, id, '41 of 60 is more than 2/3');
+    assert.equal(exact.hasTwoThirdsFor(key), true);
+    assert.equal(exact.hasTwoThirdsAny(), true);
+  });
+
+  it('exactly 2/3 of the power voting for anything (split votes) is not +2/3 any; one more unit is', () => {
+    const set = setWith([0, 2]);
+    assert.equal(set.add(signedVote(chain, keys[3]!, 1, 1, 0, null), ed25519Verify).status, 'added');
+    assert.equal(set.sum, 40n);
+    assert.equal(set.hasTwoThirdsAny(), false, '40 of 60 voted: exactly 2/3');
+    assert.equal(set.add(signedVote(chain, keys[4]!, 1, 1, 0, null), ed25519Verify).status, 'added');
+    assert.equal(set.sum, 41n);
+    assert.equal(set.hasTwoThirdsAny(), true);
+    assert.equal(set.twoThirdsMajority(), null, 'no single block has +2/3');
+  });
+
+  it('a nil majority needs more than 2/3 too', () => {
+    const exact = setWith([0, 2, 3], null);
+    assert.equal(exact.twoThirdsMajority(), null);
+    assert.equal(exact.add(signedVote(chain, keys[4]!, 1, 1, 0, null), ed25519Verify).status, 'added');
+    assert.equal(exact.twoThirdsMajority()?.key, '');
+  });
+
+  it('round skipping needs more than 1/3 of the power in the round: exactly 1/3 is not', () => {
+    const hvs = new HeightVoteSet(CHAIN_ID, 1, chain.validators);
+    assert.equal(hvs.add(signedVote(chain, keys[2]!, 1, 1, 3, id), ed25519Verify).status, 'added');
+    assert.equal(hvs.add(signedVote(chain, keys[3]!, 2, 1, 3, null), ed25519Verify).status, 'added');
+    assert.equal(hvs.hasOneThirdAny(3), false, '20 of 60 is exactly 1/3');
+    assert.equal(hvs.add(signedVote(chain, keys[4]!, 2, 1, 3, id), ed25519Verify).status, 'added');
+    assert.equal(hvs.hasOneThirdAny(3), true, '21 of 60 is more than 1/3');
   });
 });

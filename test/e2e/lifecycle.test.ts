@@ -87,6 +87,39 @@ describe('node lifecycle', { timeout: 240_000 }, () => {
     assert.ok(body.balances.some((b) => BigInt(b.amount) > 0n));
   });
 
+  it('pages the REST validator set by pagination.offset and pagination.limit', async () => {
+    const page = async (query: string) => {
+      const res = await fetch(`${node!.apiUrl}/cosmos/base/tendermint/v1beta1/validatorsets/latest?${query}`);
+      assert.equal(res.status, 200);
+      return (await res.json()) as {
+        validators: Array<{ address: string; voting_power: string }>;
+        pagination: { next_key: string | null; total: string };
+      };
+    };
+    const comet = (await (await fetch(`${node!.cometUrl}/validators`)).json()) as {
+      result: { validators: Array<{ address: string; voting_power: string }> };
+    };
+    const only = comet.result.validators.map((v) => ({ address: v.address, voting_power: v.voting_power }));
+    assert.equal(only.length, 1);
+    const pick = (p: Awaited<ReturnType<typeof page>>) =>
+      p.validators.map((v) => ({ address: v.address, voting_power: v.voting_power }));
+    for (const query of [
+      '',
+      'pagination.offset=0',
+      'pagination.limit=1',
+      'pagination.offset=0&pagination.limit=5',
+    ]) {
+      const p = await page(query);
+      assert.deepEqual(pick(p), only, query);
+      assert.deepEqual(p.pagination, { next_key: null, total: '1' }, query);
+    }
+    for (const query of ['pagination.offset=1', 'pagination.offset=1&pagination.limit=1']) {
+      const p = await page(query);
+      assert.deepEqual(p.validators, [], query);
+      assert.deepEqual(p.pagination, { next_key: null, total: '1' }, query);
+    }
+  });
+
   it('stops cleanly on SIGTERM and continues from the last height after a restart', async () => {
     const before = await blockNumber(node!.ethUrl);
     const code = await node!.stop('SIGTERM');

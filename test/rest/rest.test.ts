@@ -143,6 +143,73 @@ describe('REST API routes', () => {
     assert.notEqual(page.json.pagination.next_key, null);
   });
 
+  it('validatorsets pages by pagination.offset and pagination.limit, and refuses malformed ones', async () => {
+    const addr = (i: number) => Buffer.from(chain.validatorSet[i]!.address).toString('hex').toUpperCase();
+    const page = async (query: string) => {
+      const r = await http(`${rest.url}/cosmos/base/tendermint/v1beta1/validatorsets/4?${query}`);
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.json.block_height, '4');
+      return {
+        addresses: (r.json.validators as Array<{ address: string }>).map((v) => v.address),
+        pagination: r.json.pagination,
+      };
+    };
+    const key = (offset: number) => Buffer.from(String(offset)).toString('base64');
+    assert.equal(chain.validatorSet.length, 2);
+    assert.deepEqual(await page(''), {
+      addresses: [addr(0), addr(1)],
+      pagination: { next_key: null, total: '2' },
+    });
+    assert.deepEqual(await page('pagination.offset=1'), {
+      addresses: [addr(1)],
+      pagination: { next_key: null, total: '2' },
+    });
+    assert.deepEqual(await page('pagination.limit=1'), {
+      addresses: [addr(0)],
+      pagination: { next_key: key(1), total: '2' },
+    });
+    assert.deepEqual(await page('pagination.offset=1&pagination.limit=1'), {
+      addresses: [addr(1)],
+      pagination: { next_key: null, total: '2' },
+    });
+    assert.deepEqual(await page('pagination.offset=0&pagination.limit=1'), {
+      addresses: [addr(0)],
+      pagination: { next_key: key(1), total: '2' },
+    });
+    assert.deepEqual(await page('pagination.offset=2'), {
+      addresses: [],
+      pagination: { next_key: null, total: '2' },
+    });
+    assert.deepEqual(await page('pagination.offset=9&pagination.limit=1'), {
+      addresses: [],
+      pagination: { next_key: null, total: '2' },
+    });
+    // A limit of 0 means the default page (100), as in the Cosmos SDK.
+    assert.deepEqual((await page('pagination.limit=0')).addresses, [addr(0), addr(1)]);
+    // The latest set pages the same way.
+    const latest = await http(
+      `${rest.url}/cosmos/base/tendermint/v1beta1/validatorsets/latest?pagination.offset=1`,
+    );
+    assert.deepEqual(
+      (latest.json.validators as Array<{ address: string }>).map((v) => v.address),
+      [addr(1)],
+    );
+    for (const bad of [
+      'pagination.offset=-1',
+      'pagination.offset=x',
+      'pagination.limit=1.5',
+      'pagination.offset=',
+    ]) {
+      const r = await http(`${rest.url}/cosmos/base/tendermint/v1beta1/validatorsets/4?${bad}`);
+      assert.equal(r.status, 400, bad);
+      assert.deepEqual(
+        { code: r.json.code, message: r.json.message },
+        { code: 3, message: 'pagination.offset and pagination.limit must be non-negative integers' },
+        bad,
+      );
+    }
+  });
+
   it('balances in abtc, by_denom and the x-cosmos-block-height header', async () => {
     const addr = chain.wallets[0].address;
     const { json } = await http(`${rest.url}/cosmos/bank/v1beta1/balances/${addr}`);

@@ -1,5 +1,6 @@
 // The :26657 RPC over HTTP: URI GET and JSON-RPC POST answers in CometBFT v0.38's shapes and errors.
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { sha256 } from '../../libs/crypto/index.js';
@@ -246,6 +247,67 @@ describe('CometBFT RPC over HTTP', () => {
     assert.equal(big.status, 400);
     assert.equal(big.json.error.code, -32600);
     assert.equal(big.json.error.data, 'error reading request body: http: request body too large');
+  });
+
+  it('a chunked body (no Content-Length) over max_body_bytes gets the same -32600 and changes nothing', async (t) => {
+    t.after(() => h.chain.flushMempool()); // the later tests expect an empty mempool
+    /** POSTs `parts` as a chunked upload: Node sends Transfer-Encoding: chunked when no length is set. */
+    const chunked = (parts: string[]) =>
+      new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const u = new URL(h.url);
+        const req = httpRequest(
+          { host: u.hostname, port: u.port, method: 'POST', headers: { 'content-type': 'application/json' } },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (d) => {
+              text += d;
+            });
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+          },
+        );
+        req.on('error', reject);
+        req.on('finish', () => assert.equal(req.getHeader('content-length'), undefined));
+        for (const p of parts) req.write(p);
+        req.end();
+      });
+    const pending = async () => Number((await http(`${h.url}/num_unconfirmed_txs`)).json.result.n_txs);
+    const before = await pending();
+    // A valid broadcast padded with JSON whitespace past the 4096-byte limit: were the limit not
+    // applied to the stream, the transaction would reach the mempool.
+    const tx = b64(await h.chain.signTransfer(0, 7n));
+    const call = (pad: number) =>
+      `{"jsonrpc":"2.0","id":1,"method":"broadcast_tx_sync",${' '.repeat(pad)}"params":{"tx":"${tx}"}}`;
+    const big = call(6000);
+    assert.ok(big.length > 4096);
+    const parts = Array.from({ length: Math.ceil(big.length / 1000) }, (_, i) =>
+      big.slice(i * 1000, (i + 1) * 1000),
+    );
+    const streamed = await chunked(parts);
+    const declared = await rpcPost(h.url, big);
+    assert.equal(declared.status, 400);
+    assert.equal(streamed.status, declared.status);
+    assert.deepEqual(JSON.parse(streamed.text), declared.json);
+    assert.deepEqual(declared.json.error, {
+      code: -32600,
+      message: 'Invalid Request',
+      data: 'error reading request body: http: request body too large',
+    });
+    assert.equal(await pending(), before, 'a refused body reaches no mempool');
+    // One byte over the limit is refused; exactly the limit is read.
+    const exact = call(4096 - call(0).length);
+    assert.equal(exact.length, 4096);
+    const over = await chunked([exact.slice(0, 2000), exact.slice(2000), ' ']);
+    assert.equal(over.status, 400);
+    assert.equal(
+      JSON.parse(over.text).error.data,
+      'error reading request body: http: request body too large',
+    );
+    assert.equal(await pending(), before);
+    const atLimit = await chunked([exact.slice(0, 2000), exact.slice(2000)]);
+    assert.equal(atLimit.status, 200, atLimit.text);
+    assert.equal(JSON.parse(atLimit.text).result.code, 0, atLimit.text);
+    assert.equal(await pending(), before + 1);
   });
 
   it('CORS answers allowed origins and preflights only', async () => {

@@ -1423,7 +1423,9 @@ export class Executor implements Application, EthChain {
       const rs = await this.chain.receipts(n);
       for (const l of renderLogs(b, rs).flat()) {
         if (addrs.length > 0 && !addrs.some((a) => toHex(a) === l.address)) continue;
-        let ok = true;
+        // As geth: a filter with more positions than the log has topics does not match it, even
+        // when the extra positions are wildcards (eth_subscribe and eth_newFilter agree).
+        let ok = topics.length <= l.topics.length;
         for (let i = 0; i < topics.length && ok; i++) {
           const want = topics[i];
           if (want === null || want.length === 0) continue;

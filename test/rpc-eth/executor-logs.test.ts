@@ -1,0 +1,445 @@
+// Logs through the real code path: the executor on RocksDB on disk, served by the Ethereum JSON-RPC
+// over 127.0.0.1. Log indexes count across the whole block, and eth_getLogs matches addresses,
+// null wildcards and OR-alternatives per topic position with the executor's own filtering (the
+// fake chain the other JSON-RPC tests use does none of this).
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { id as eventTopic, Interface } from 'ethers';
+import { Executor } from '../../libs/execution/index.js';
+import { defaultEthRpcOptions, EthRpcServer } from '../../libs/rpc/src/eth/index.js';
+import { RocksKV } from '../../libs/storage/index.js';
+import { EventBus, type Hex, silentLogger } from '../../libs/types/index.js';
+import {
+  addr,
+  compile,
+  ETH,
+  executorOptions,
+  GWEI,
+  key,
+  produceBlock,
+  signTx,
+  type TestNode,
+} from '../execution/helpers.js';
+import { call, rpc, WsClient } from './helpers.js';
+
+const EMITTER_SOL = `
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.20;
+
+contract Emitter {
+    event Pair(bytes32 indexed a, bytes32 indexed b, uint256 seq);
+    function emitPairs(bytes32[] calldata as_, bytes32[] calldata bs, uint256 seq) external {
+        for (uint256 i = 0; i < as_.length; i++) emit Pair(as_[i], bs[i], seq + i);
+    }
+}
+`;
+
+const PAIR = eventTopic('Pair(bytes32,bytes32,uint256)') as Hex;
+/** A 32-byte word holding `n`. */
+const t = (n: number): Hex => `0x${n.toString(16).padStart(64, '0')}`;
+const [A, B, C, D, E] = [t(0xa), t(0xb), t(0xc), t(0xd), t(0xe)];
+const E1: Hex = `0x${'e1'.repeat(20)}`;
+const E2: Hex = `0x${'e2'.repeat(20)}`;
+
+interface Rpclog {
+  address: Hex;
+  topics: Hex[];
+  data: Hex;
+  blockNumber: Hex;
+  blockHash: Hex;
+  transactionHash: Hex;
+  transactionIndex: Hex;
+  logIndex: Hex;
+  removed: boolean;
+}
+
+/** What a log is, as the test wrote it: (block, tx index, emitter, a, b, seq). */
+interface Want {
+  block: number;
+  tx: number;
+  address: Hex;
+  a: Hex;
+  b: Hex;
+  seq: number;
+}
+
+const hex = (n: number) => `0x${n.toString(16)}`;
+
+describe('logs through the real executor and the JSON-RPC', { timeout: 120_000 }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'noded-exec-logs-'));
+  let kv: RocksKV;
+  let n: TestNode;
+  let server: EthRpcServer;
+  let url: string;
+  const iface = new Interface(['function emitPairs(bytes32[] as_, bytes32[] bs, uint256 seq)']);
+  const keys = [key(1), key(2), key(3)];
+  const nonces = [0n, 0n, 0n];
+  /** Every log the chain must hold, in block order; its position within its block is its logIndex. */
+  const wanted: Want[] = [];
+  const txHashes: Hex[][] = [];
+  let filterId: string;
+  let ws: WsClient;
+  const subs: Record<string, string> = {};
+
+  /** A transaction from `who` calling `to`.emitPairs, or a plain transfer when `pairs` is null. */
+  function tx(who: number, to: Hex, pairs: Array<[Hex, Hex]> | null, seq = 0): Uint8Array {
+    const data =
+      pairs === null
+        ? '0x'
+        : (iface.encodeFunctionData('emitPairs', [
+            pairs.map((p) => p[0]),
+            pairs.map((p) => p[1]),
+            seq,
+          ]) as Hex);
+    return signTx(keys[who]!, {
+      nonce: nonces[who]!++,
+      to,
+      value: pairs === null ? 1n : 0n,
+      data,
+      gas: 300_000n,
+      maxFee: 10n * GWEI,
+      tip: GWEI,
+    });
+  }
+
+  /** Commits one block of `txs`, each described by (emitter, pairs, seq) for the expected logs. */
+  async function block(txs: Array<{ raw: Uint8Array; address: Hex; pairs: Array<[Hex, Hex]>; seq: number }>) {
+    const res = await produceBlock(
+      n,
+      txs.map((x) => x.raw),
+    );
+    for (const r of res.txResults) assert.equal(r.code, 0, r.log);
+    for (const [i, x] of txs.entries()) {
+      for (const [k, [a, b]] of x.pairs.entries()) {
+        wanted.push({ block: n.height, tx: i, address: x.address, a, b, seq: x.seq + k });
+      }
+    }
+    const b = await n.ex.getBlockByNumber(BigInt(n.height));
+    txHashes[n.height] = (b?.transactions ?? []) as Hex[];
+  }
+
+  /** The RPC form of the wanted logs (all fields but the block hash and tx hash, checked apart). */
+  function expected(pick: (w: Want) => boolean): Array<Partial<Rpclog>> {
+    const out: Array<Partial<Rpclog>> = [];
+    const perBlock = new Map<number, number>();
+    for (const w of wanted) {
+      const index = perBlock.get(w.block) ?? 0;
+      perBlock.set(w.block, index + 1);
+      if (!pick(w)) continue;
+      out.push({
+        address: w.address,
+        topics: [PAIR, w.a, w.b],
+        data: t(w.seq),
+        blockNumber: hex(w.block) as Hex,
+        transactionHash: txHashes[w.block]![w.tx],
+        transactionIndex: hex(w.tx) as Hex,
+        logIndex: hex(index) as Hex,
+        removed: false,
+      });
+    }
+    return out;
+  }
+
+  /** Drops the block hash and timestamp, which the test does not choose. */
+  const strip = (logs: Rpclog[]): Array<Partial<Rpclog>> =>
+    logs.map((l) => {
+      const { blockHash: _hash, blockTimestamp: _time, ...rest } = l as Rpclog & { blockTimestamp: Hex };
+      return rest;
+    });
+
+  async function getLogs(filter: Record<string, unknown>): Promise<Array<Partial<Rpclog>>> {
+    return strip(
+      await call<Rpclog[]>(url, 'eth_getLogs', [{ fromBlock: '0x1', toBlock: 'latest', ...filter }]),
+    );
+  }
+
+  before(async () => {
+    const runtime = compile({ 'Emitter.sol': EMITTER_SOL }).Emitter!.deployed;
+    kv = await RocksKV.open(join(dir, 'application.db'));
+    const bus = new EventBus();
+    const ex = await Executor.open(executorOptions(kv, bus));
+    await ex.initChain({
+      chainId: 'chain-local',
+      time: 1_700_000_000_000_000_000n,
+      initialHeight: 1,
+      validators: [],
+      consensusParams: {
+        block: { maxBytes: 22020096n, maxGas: -1n },
+        evidence: { maxAgeNumBlocks: 100000n, maxAgeDuration: 172800000000000n, maxBytes: 1048576n },
+        validator: { pubKeyTypes: ['ed25519'] },
+        version: { app: 1n },
+        abci: { voteExtensionsEnableHeight: 0n },
+      },
+      appState: {
+        evm: {
+          chain_id: '31337',
+          accounts: [
+            ...keys.map((k) => ({ address: addr(k), balance: (100n * ETH).toString() })),
+            { address: E1, balance: '0', code: runtime },
+            { address: E2, balance: '0', code: runtime },
+          ],
+        },
+      },
+    });
+    n = { ex, kv, bus, events: [], height: 0, time: 1_700_000_000_000_000_000n };
+    server = new EthRpcServer({
+      chain: ex,
+      bus,
+      logger: silentLogger,
+      options: { ...defaultEthRpcOptions },
+      clientVersion: 'noded/test',
+      devAccounts: null,
+      peerCount: () => 0,
+      syncing: () => false,
+    });
+    url = `http://127.0.0.1:${await server.listenHttp('127.0.0.1', 0)}`;
+
+    // Block 1: five logs over four transactions (one without logs between them), from three senders.
+    await block([
+      {
+        raw: tx(
+          0,
+          E1,
+          [
+            [A, C],
+            [B, C],
+          ],
+          10,
+        ),
+        address: E1,
+        pairs: [
+          [A, C],
+          [B, C],
+        ],
+        seq: 10,
+      },
+      { raw: tx(1, addr(keys[2]!), null), address: E1, pairs: [], seq: 0 },
+      {
+        raw: tx(
+          2,
+          E2,
+          [
+            [A, D],
+            [E, D],
+          ],
+          20,
+        ),
+        address: E2,
+        pairs: [
+          [A, D],
+          [E, D],
+        ],
+        seq: 20,
+      },
+      { raw: tx(0, E1, [[B, D]], 30), address: E1, pairs: [[B, D]], seq: 30 },
+    ]);
+    // A filter installed now sees only the next block's logs, matched by the RPC's own filter code.
+    filterId = await call<string>(url, 'eth_newFilter', [{ fromBlock: '0x1', topics: [null, [B, E], [D]] }]);
+    // And subscriptions over WebSocket, fed by the executor's block events.
+    ws = await WsClient.connect(`ws://127.0.0.1:${await server.listenWs('127.0.0.1', 0)}`);
+    const subscribe = async (name: string, crit: Record<string, unknown>) => {
+      subs[name] = (await ws.request('eth_subscribe', ['logs', crit])).result as string;
+      assert.match(subs[name]!, /^0x[0-9a-f]+$/, name);
+    };
+    await subscribe('or', { topics: [null, [B, E], [D]] });
+    await subscribe('addresses', { address: [`0x${'99'.repeat(20)}`, E2], topics: [] });
+    await subscribe('tooLong', { topics: [null, null, null, null] });
+    // Block 2: indexes start again at 0 in a new block.
+    await block([
+      { raw: tx(1, E2, [[C, A]], 40), address: E2, pairs: [[C, A]], seq: 40 },
+      {
+        raw: tx(
+          2,
+          E1,
+          [
+            [B, D],
+            [E, D],
+            [A, A],
+          ],
+          50,
+        ),
+        address: E1,
+        pairs: [
+          [B, D],
+          [E, D],
+          [A, A],
+        ],
+        seq: 50,
+      },
+    ]);
+  });
+
+  after(async () => {
+    ws?.close();
+    await server?.close();
+    await n?.ex.close();
+    await kv?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('logIndex counts the logs of the whole block: receipts of the block, of one transaction, and eth_getLogs', async () => {
+    assert.equal(wanted.filter((w) => w.block === 1).length, 5);
+    for (const height of [1, 2]) {
+      const receipts = await call<Array<{ logs: Rpclog[]; transactionIndex: Hex }>>(
+        url,
+        'eth_getBlockReceipts',
+        [hex(height)],
+      );
+      const fromReceipts = strip(receipts.flatMap((r) => r.logs));
+      assert.deepEqual(
+        fromReceipts,
+        expected((w) => w.block === height),
+        `block ${height} receipts`,
+      );
+      for (const [i, hash] of txHashes[height]!.entries()) {
+        const one = await call<{ logs: Rpclog[] }>(url, 'eth_getTransactionReceipt', [hash]);
+        assert.deepEqual(
+          strip(one.logs),
+          expected((w) => w.block === height && w.tx === i),
+          `receipt of tx ${i} in block ${height}`,
+        );
+      }
+    }
+    assert.deepEqual(
+      (await getLogs({})).map((l) => [l.blockNumber, l.transactionIndex, l.logIndex]),
+      [
+        ['0x1', '0x0', '0x0'],
+        ['0x1', '0x0', '0x1'],
+        ['0x1', '0x2', '0x2'],
+        ['0x1', '0x2', '0x3'],
+        ['0x1', '0x3', '0x4'],
+        ['0x2', '0x0', '0x0'],
+        ['0x2', '0x1', '0x1'],
+        ['0x2', '0x1', '0x2'],
+        ['0x2', '0x1', '0x3'],
+      ],
+    );
+    assert.deepEqual(
+      await getLogs({}),
+      expected(() => true),
+    );
+    const b1 = await call<{ hash: Hex }>(url, 'eth_getBlockByNumber', ['0x1', false]);
+    assert.deepEqual(
+      strip(await call<Rpclog[]>(url, 'eth_getLogs', [{ blockHash: b1.hash }])),
+      expected((w) => w.block === 1),
+    );
+  });
+
+  it('eth_getLogs: OR-alternatives in a topic position, null wildcards, and AND across positions', async () => {
+    // [[A, B]] in the first position: the first topic is the event signature, so nothing matches.
+    assert.deepEqual(await getLogs({ topics: [[A, B]] }), []);
+    assert.deepEqual(
+      await getLogs({ topics: [PAIR] }),
+      expected(() => true),
+    );
+    assert.deepEqual(
+      await getLogs({ topics: [[A, PAIR]] }),
+      expected(() => true),
+    );
+    assert.deepEqual(
+      await getLogs({ topics: [null, [A, B]] }),
+      expected((w) => w.a === A || w.a === B),
+    );
+    assert.deepEqual(
+      await getLogs({ topics: [null, [B, A]] }),
+      expected((w) => w.a === A || w.a === B),
+    );
+    assert.deepEqual(
+      await getLogs({ topics: [null, null, [C, D]] }),
+      expected((w) => w.b === C || w.b === D),
+    );
+    assert.deepEqual(
+      await getLogs({ topics: [null, null, [A]] }),
+      expected((w) => w.b === A),
+    );
+    assert.deepEqual(
+      await getLogs({ topics: [PAIR, [A, E], [D]] }),
+      expected((w) => (w.a === A || w.a === E) && w.b === D),
+    );
+    assert.deepEqual(await getLogs({ topics: [null, [C], [D]] }), []);
+    assert.deepEqual(
+      await getLogs({ topics: [null, [], [C]] }),
+      expected((w) => w.b === C),
+      '[] is a wildcard too',
+    );
+    // More positions than the logs have topics: no log has a fourth topic.
+    assert.deepEqual(await getLogs({ topics: [null, null, null, [A, B]] }), []);
+    // As geth (and this node's filters and subscriptions): even wildcards past the log's topics.
+    assert.deepEqual(await getLogs({ topics: [null, null, null, null] }), []);
+    assert.deepEqual(
+      await getLogs({ topics: [null, null, null] }),
+      expected(() => true),
+    );
+    // An alternative no log has, beside one it has, still matches the one it has.
+    assert.deepEqual(
+      await getLogs({ topics: [null, [t(0x77), E]] }),
+      expected((w) => w.a === E),
+    );
+    assert.deepEqual(await getLogs({ topics: [null, t(0x77)] }), []);
+  });
+
+  it('eth_getLogs: address lists are OR-alternatives and combine with topics', async () => {
+    assert.deepEqual(
+      await getLogs({ address: E1 }),
+      expected((w) => w.address === E1),
+    );
+    assert.deepEqual(
+      await getLogs({ address: [E2] }),
+      expected((w) => w.address === E2),
+    );
+    assert.deepEqual(
+      await getLogs({ address: [E1, E2] }),
+      expected(() => true),
+    );
+    assert.deepEqual(
+      await getLogs({ address: [`0x${'99'.repeat(20)}`, E2] }),
+      expected((w) => w.address === E2),
+    );
+    assert.deepEqual(
+      await getLogs({ address: [E2, E1], topics: [null, [A, C]] }),
+      expected((w) => w.a === A || w.a === C),
+    );
+    assert.deepEqual(await getLogs({ address: E2, topics: [null, [B]] }), []);
+    assert.deepEqual(
+      await getLogs({ address: E1.toUpperCase().replace('0X', '0x'), fromBlock: '0x2', toBlock: '0x2' }),
+      expected((w) => w.address === E1 && w.block === 2),
+    );
+  });
+
+  it('a log filter installed before a block reports its matching logs with block-wide indexes', async () => {
+    const changes = strip(await call<Rpclog[]>(url, 'eth_getFilterChanges', [filterId]));
+    assert.deepEqual(
+      changes,
+      expected((w) => w.block === 2 && (w.a === B || w.a === E) && w.b === D),
+    );
+    assert.equal(changes.length, 2);
+    assert.deepEqual(
+      strip(await call<Rpclog[]>(url, 'eth_getFilterLogs', [filterId])),
+      expected((w) => (w.a === B || w.a === E) && w.b === D),
+    );
+    assert.deepEqual((await rpc(url, 'eth_getFilterChanges', [filterId])).result, []);
+  });
+
+  it('logs subscriptions get the matching logs of each new block, with block-wide indexes', async () => {
+    const want = {
+      or: expected((w) => w.block === 2 && (w.a === B || w.a === E) && w.b === D),
+      addresses: expected((w) => w.block === 2 && w.address === E2),
+    };
+    assert.equal(want.or.length, 2);
+    assert.equal(want.addresses.length, 1);
+    await ws.waitFor(
+      () =>
+        ws.notificationsFor(subs.or!).length >= want.or.length &&
+        ws.notificationsFor(subs.addresses!).length >= want.addresses.length,
+      10_000,
+      'the block 2 logs',
+    );
+    for (const name of ['or', 'addresses'] as const) {
+      assert.deepEqual(strip(ws.notificationsFor(subs[name]!) as Rpclog[]), want[name], name);
+    }
+    assert.deepEqual(ws.notificationsFor(subs.tooLong!), [], 'no log has a fourth topic');
+  });
+});
