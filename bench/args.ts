@@ -112,7 +112,7 @@ figure divided by each other node's, and writes JSON + markdown under bench/resu
   --senders K                sending accounts, 1..19 (default 19, quick 8)
   --window W                 unconfirmed transactions in flight per sender, 0 = no limit (default 250:
                              19 senders stay within noded's 5,000-transaction pool)
-  --tx-timeout SEC           limit for one transaction load past its sending time (default 120, quick 10)
+  --tx-timeout SEC           a load gives up after this long without a receipt (default 120, quick 10)
   --read-seconds S           measured seconds per read method (default 10, quick 1)
   --read-warmup S            warm-up seconds per read method (default 2, quick 0)
   --read-concurrency LIST    connection counts of the read load, each row at each (default 32,256; quick 32)

@@ -18,6 +18,7 @@ export interface SenderJob {
   pollMs: number;
   /** Stop sending this many ms after the start (sustained load); 0 = send everything. */
   sendForMs: number;
+  /** The sender gives up when this many ms pass without a receipt (after its sending time, if any). */
   timeoutMs: number;
 }
 
@@ -56,7 +57,9 @@ async function run(job: SenderJob, startAt: number): Promise<SenderReport> {
   );
   const wait = startAt - now();
   if (wait > 0) await sleep(wait);
-  const deadline = startAt + job.timeoutMs;
+  // A stall deadline, not a time limit: it moves on with every receipt, so a long sequential loop on a
+  // one-second-block chain runs to its end while a node that stops mining is given up on.
+  let deadline = startAt + job.sendForMs + job.timeoutMs;
   const sendUntil = job.sendForMs > 0 ? startAt + job.sendForMs : Number.POSITIVE_INFINITY;
 
   let next = 0;
@@ -152,6 +155,7 @@ async function run(job: SenderJob, startAt: number): Promise<SenderReport> {
         got++;
       }
       if (got > 0) {
+        deadline = Math.max(deadline, at + job.timeoutMs);
         for (let k = outstanding.length - 1; k >= 0; k--) {
           if (rep.outcome[outstanding[k]] !== 0) outstanding.splice(k, 1);
         }

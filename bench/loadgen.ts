@@ -21,6 +21,7 @@ export interface LoadOptions {
   pollMs: number;
   /** Sustained: stop sending after this many ms (and count what was sent); 0 = a burst of everything. */
   sendForMs: number;
+  /** A sender gives up after this many ms without a receipt (counted from the end of its sending time). */
   timeoutMs: number;
   /** Generator threads; the senders are dealt round-robin over them. */
   threads: number;

@@ -320,7 +320,7 @@ async function generatorLoad(ctx: Ctx, c: LoadCase, tokenAddress: string | undef
     maxPending: c.maxPending,
     pollMs: opts.pollMs,
     sendForMs: c.sendForMs,
-    timeoutMs: c.sendForMs + opts.txTimeoutSec * 1000,
+    timeoutMs: opts.txTimeoutSec * 1000,
     threads: opts.generatorThreads,
     heads: ctx.heads,
     cpu: cpuSampler(target.pid),
@@ -351,7 +351,7 @@ async function generatorCeiling(c: LoadCase, opts: BenchOptions): Promise<LoadRe
       maxPending: c.maxPending,
       pollMs: opts.pollMs,
       sendForMs: c.sendForMs,
-      timeoutMs: c.sendForMs + 30_000,
+      timeoutMs: 30_000,
       threads: opts.generatorThreads,
       cpu: cpuSampler(stub.pid),
     });
