@@ -96,8 +96,9 @@ export interface BenchReport {
   solc?: string;
   /** The generator's loads of this run, in order. */
   cases?: LoadCase[];
-  /** The generator against the canned server: its own ceiling. */
+  /** The generator against the canned server: its own ceiling, before the nodes and after them. */
   ceiling?: LoadResult;
+  ceilingAfter?: LoadResult;
   runs: TargetRun[];
 }
 
@@ -371,7 +372,10 @@ export function headerLines(report: BenchReport): string[] {
     );
   }
   if (report.ceiling) {
-    lines.push(`generator ceiling (canned server): ${describeLoad(report.ceiling)}`);
+    lines.push(`generator ceiling (canned server), before the nodes: ${describeLoad(report.ceiling)}`);
+  }
+  if (report.ceilingAfter) {
+    lines.push(`generator ceiling (canned server), after the nodes: ${describeLoad(report.ceilingAfter)}`);
   }
   if (o.workloads.includes('reads')) {
     lines.push(
