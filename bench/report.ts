@@ -204,6 +204,11 @@ function loadRows(c: LoadCase): Row[] {
 
 function readRows(m: ReadMethod, c: number): Row[] {
   const k = readKey(m, c);
+  /** Latency only of a row that had valid replies (wrk reports 0 ms when none came within its timeout). */
+  const answered = (r: TargetRun) => {
+    const x = r.reads[k];
+    return x && x.reqPerSec > 0 ? x : undefined;
+  };
   const req: Row = {
     label: `${m} @${c} conns req/s`,
     unit: 'req/s',
@@ -214,7 +219,7 @@ function readRows(m: ReadMethod, c: number): Row[] {
     label: `${m} @${c} conns p99`,
     unit: 'ms',
     digits: 2,
-    get: (r) => r.reads[k]?.latencyMs.p99,
+    get: (r) => answered(r)?.latencyMs.p99,
   };
   if (c === 32) {
     if (m === 'eth_blockNumber' || m === 'eth_getBalance') {
@@ -226,7 +231,7 @@ function readRows(m: ReadMethod, c: number): Row[] {
   }
   return [
     req,
-    { label: `${m} @${c} conns p50`, unit: 'ms', digits: 2, get: (r) => r.reads[k]?.latencyMs.p50 },
+    { label: `${m} @${c} conns p50`, unit: 'ms', digits: 2, get: (r) => answered(r)?.latencyMs.p50 },
     p99,
   ];
 }

@@ -168,6 +168,15 @@ describe('bench table', () => {
     assert.equal(line(r, RATE).values.noded, '-');
   });
 
+  it('a read row with no valid reply shows 0 req/s and no latency (wrk reports 0 ms then)', () => {
+    const r = report([run('noded', 5000, 0, 0), run('anvil', 2000, 1000, 3)]);
+    r.options = { ...opts, targets: ['noded', 'anvil'] };
+    assert.equal(line(r, 'eth_blockNumber @32 conns req/s').values.noded, '0');
+    assert.equal(line(r, 'eth_blockNumber @32 conns req/s').met, 'NOT met');
+    assert.equal(line(r, 'eth_blockNumber @32 conns p99').values.noded, '-');
+    assert.equal(line(r, 'eth_blockNumber @32 conns p99').met, 'n/a');
+  });
+
   it('with rounds: each figure is the median over rounds, each ratio the median of the rounds own ratios', () => {
     // Per-round noded/anvil-1s ratios 2.0, 1.5, 2.2 -> median 2.0 (the ratio of the medians, 200 / 110, would say 1.82).
     const rounds = [
