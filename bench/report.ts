@@ -1,6 +1,11 @@
-// The run's record (written as JSON) and its one table, as text for the terminal and as markdown.
+// The run's record (written as JSON) and its one table, as text for the terminal and as markdown: a
+// column per node, and every noded figure divided by each reference node's (anvil with 1 s blocks,
+// anvil automine, Hardhat), all from this run.
 import { cpus, loadavg, type as osType, release, totalmem } from 'node:os';
-import type { BenchOptions, TargetName, WorkloadName } from './args.js';
+import { type BenchOptions, REFERENCES, type TargetName } from './args.js';
+import type { LoadCase } from './cases.js';
+import type { LoadResult } from './loadgen.js';
+import { loadComplete } from './loadgen.js';
 import type { MemorySample } from './memory.js';
 import type { ProfileSummary } from './profile.js';
 import type { ReadResult } from './reads.js';
@@ -33,13 +38,20 @@ export type ReadMethod =
   | 'eth_blockNumber'
   | 'eth_getBalance'
   | 'eth_call balanceOf'
-  | 'eth_call balanceOf, 4096 holders';
+  | 'eth_call balanceOf, 4096 holders'
+  | 'eth_getLogs, last 1000 blocks'
+  | 'eth_getTransactionReceipt';
 export const READ_METHODS: ReadMethod[] = [
   'eth_blockNumber',
   'eth_getBalance',
   'eth_call balanceOf',
   'eth_call balanceOf, 4096 holders',
+  'eth_getLogs, last 1000 blocks',
+  'eth_getTransactionReceipt',
 ];
+
+/** The key of a read row measured at `concurrency` connections. */
+export const readKey = (m: ReadMethod, concurrency: number) => `${m} @${concurrency}`;
 
 export interface TargetRun {
   target: TargetName;
@@ -53,7 +65,14 @@ export interface TargetRun {
   setup?: { tokenAddress?: string; erc20GasLimit?: string; transferGasLimit?: string };
   transfers?: BurstResult;
   erc20?: BurstResult;
-  reads: Partial<Record<ReadMethod, ReadResult>>;
+  /** Generator loads by case id (bench/cases.ts). */
+  loads?: Record<string, LoadResult>;
+  /** Loads not run, by case id, and why (an earlier load left transactions stuck in the pool). */
+  skipped?: Record<string, string>;
+  /** Read rows by readKey(method, connections). */
+  reads: Partial<Record<string, ReadResult>>;
+  /** What each read row asked, where it is not obvious (the getLogs range and its log count). */
+  readNotes?: Record<string, string>;
   /** CPU profiles (--profile, noded only): one per thread (main, JSON-RPC). */
   profiles?: ThreadProfile[];
 }
@@ -75,103 +94,201 @@ export interface BenchReport {
   options: BenchOptions;
   loader: string;
   solc?: string;
+  /** The generator's loads of this run, in order. */
+  cases?: LoadCase[];
+  /** The generator against the canned server: its own ceiling, before the nodes and after them. */
+  ceiling?: LoadResult;
+  ceilingAfter?: LoadResult;
   runs: TargetRun[];
 }
 
-interface Row {
-  workload?: WorkloadName;
+/** Reads one figure of a run; undefined when it was not measured or its load did not complete. */
+type Getter = (r: TargetRun) => number | undefined;
+
+export interface TargetCheck {
+  text: string;
+  /** The noded figure and its ratios (by reference node); undefined when it cannot be told. */
+  check(noded: number | undefined, ratios: Partial<Record<TargetName, number>>): boolean | undefined;
+}
+
+export interface Row {
   label: string;
   unit: string;
   digits: number;
-  get(r: TargetRun): number | undefined;
-  /** Target from the issue, checked on the noded figure or on the noded/Hardhat ratio. */
-  target?: { text: string; check(noded: number | undefined, ratio: number): boolean | undefined };
+  get: Getter;
+  target?: TargetCheck;
 }
 
-const atLeastRatio = (x: number) => ({
-  text: `>= ${x}x`,
-  check: (_n: number | undefined, r: number) => (Number.isFinite(r) ? r >= x : undefined),
+const finite = (x: number | undefined): x is number => x !== undefined && Number.isFinite(x);
+
+/** Every check must hold; undefined when any cannot be told. */
+function allOf(...checks: TargetCheck[]): TargetCheck {
+  return {
+    text: checks.map((c) => c.text).join(' and '),
+    check: (n, r) => {
+      const v = checks.map((c) => c.check(n, r));
+      return v.some((x) => x === undefined) ? undefined : v.every(Boolean);
+    },
+  };
+}
+export const atLeast = (v: number, unit: string): TargetCheck => ({
+  text: `>= ${v} ${unit}`,
+  check: (n) => (finite(n) ? n >= v : undefined),
 });
-const atMost = (v: number, unit: string) => ({
+export const atMost = (v: number, unit: string): TargetCheck => ({
   text: `<= ${v} ${unit}`,
-  check: (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? undefined : n <= v),
+  check: (n) => (finite(n) ? n <= v : undefined),
 });
+export const ratioAtLeast = (x: number, ref: TargetName): TargetCheck => ({
+  text: `>= ${x}x ${ref}`,
+  check: (_n, r) => (finite(r[ref]) ? r[ref] >= x : undefined),
+});
+export const ratioAtMost = (x: number, ref: TargetName): TargetCheck => ({
+  text: `<= ${x}x ${ref}`,
+  check: (_n, r) => (finite(r[ref]) ? r[ref] <= x : undefined),
+});
+
+function loadRows(c: LoadCase): Row[] {
+  const sustained = c.workload === 'sustained';
+  const ok = (r: TargetRun) => {
+    const l = r.loads?.[c.id];
+    return l && loadComplete(l, sustained) ? l : undefined;
+  };
+  const name = c.label;
+  if (c.workload === 'loop') {
+    return [
+      {
+        label: `${name}: total time`,
+        unit: 's',
+        digits: 2,
+        get: (r) => {
+          const l = ok(r);
+          return l ? l.elapsedMs / 1000 : undefined;
+        },
+        target: ratioAtMost(3, 'anvil'),
+      },
+      { label: `${name}: p50 send->receipt`, unit: 'ms', digits: 1, get: (r) => ok(r)?.receiptMs.p50 },
+    ];
+  }
+  const rate: Row = {
+    label: `${name}: tx/s, receipts in hand`,
+    unit: 'tx/s',
+    digits: 0,
+    get: (r) => ok(r)?.txPerSec,
+  };
+  if (sustained && c.kind === 'transfer')
+    rate.target = allOf(atLeast(4000, 'tx/s'), ratioAtLeast(2.5, 'anvil-1s'));
+  if (sustained && c.kind === 'erc20') rate.target = atLeast(2500, 'tx/s');
+  const p50: Row = {
+    label: `${name}: p50 send->receipt`,
+    unit: 'ms',
+    digits: 0,
+    get: (r) => ok(r)?.receiptMs.p50,
+  };
+  if (sustained) p50.target = atMost(1200, 'ms');
+  return [
+    rate,
+    {
+      label: `${name}: tx/s, to block inclusion`,
+      unit: 'tx/s',
+      digits: 0,
+      get: (r) => ok(r)?.includedTxPerSec,
+    },
+    p50,
+    { label: `${name}: p99 send->receipt`, unit: 'ms', digits: 0, get: (r) => ok(r)?.receiptMs.p99 },
+    { label: `${name}: p50 send->inclusion`, unit: 'ms', digits: 0, get: (r) => ok(r)?.inclusionMs?.p50 },
+    { label: `${name}: node CPU`, unit: 'cores', digits: 2, get: (r) => ok(r)?.cpu?.nodeCores },
+    { label: `${name}: generator CPU`, unit: 'cores', digits: 2, get: (r) => ok(r)?.cpu?.clientCores },
+  ];
+}
+
+function readRows(m: ReadMethod, c: number): Row[] {
+  const k = readKey(m, c);
+  /** Latency only of a row that had valid replies (wrk reports 0 ms when none came within its timeout). */
+  const answered = (r: TargetRun) => {
+    const x = r.reads[k];
+    return x && x.reqPerSec > 0 ? x : undefined;
+  };
+  const req: Row = {
+    label: `${m} @${c} conns req/s`,
+    unit: 'req/s',
+    digits: 0,
+    get: (r) => r.reads[k]?.reqPerSec,
+  };
+  const p99: Row = {
+    label: `${m} @${c} conns p99`,
+    unit: 'ms',
+    digits: 2,
+    get: (r) => answered(r)?.latencyMs.p99,
+  };
+  if (c === 32) {
+    if (m === 'eth_blockNumber' || m === 'eth_getBalance') {
+      req.target = ratioAtLeast(0.8, 'anvil');
+      p99.target = atMost(5, 'ms');
+    }
+    if (m === 'eth_call balanceOf') req.target = ratioAtLeast(0.8, 'anvil');
+    if (m === 'eth_getLogs, last 1000 blocks') req.target = ratioAtLeast(1, 'anvil');
+  }
+  return [
+    req,
+    { label: `${m} @${c} conns p50`, unit: 'ms', digits: 2, get: (r) => answered(r)?.latencyMs.p50 },
+    p99,
+  ];
+}
 
 function burstRows(key: 'transfers' | 'erc20', name: string): Row[] {
   const ok = (b: BurstResult | undefined) => (b && burstComplete(b) ? b : undefined);
-  const rows: Row[] = [
+  return [
+    { label: `${name} (node:http burst) tx/s`, unit: 'tx/s', digits: 1, get: (r) => ok(r[key])?.txPerSec },
     {
-      label: `${name} tx/s`,
-      unit: 'tx/s',
+      label: `${name} (node:http burst) p50 submit->block`,
+      unit: 'ms',
       digits: 1,
-      get: (r) => ok(r[key])?.txPerSec,
-      target: atLeastRatio(2),
+      get: (r) => ok(r[key])?.latencyMs.p50,
     },
-    { label: `${name} p50 submit->receipt`, unit: 'ms', digits: 1, get: (r) => ok(r[key])?.latencyMs.p50 },
-    { label: `${name} p99 submit->receipt`, unit: 'ms', digits: 1, get: (r) => ok(r[key])?.latencyMs.p99 },
     {
-      label: `${name} CPU per tx (node)`,
+      label: `${name} (node:http burst) CPU per tx (node)`,
       unit: 'ms CPU',
       digits: 2,
       get: (r) => ok(r[key])?.cpu?.nodeMsPerTx,
     },
-    {
-      label: `${name} cores busy (node + bench)`,
-      unit: 'cores',
-      digits: 2,
-      get: (r) => ok(r[key])?.cpu?.coresBusy,
-    },
-    {
-      label: `${name} receipt lookup (batched)`,
-      unit: 'ms/receipt',
-      digits: 2,
-      get: (r) => ok(r[key])?.receiptLookupMs.p50,
-    },
   ];
-  return rows.map((row) => ({ ...row, workload: key }));
 }
 
-function readRows(m: ReadMethod): Row[] {
-  const rows: Row[] = [
-    {
-      label: `${m} req/s`,
-      unit: 'req/s',
-      digits: 0,
-      get: (r) => r.reads[m]?.reqPerSec,
-      target: atLeastRatio(1),
-    },
-    { label: `${m} p50`, unit: 'ms', digits: 2, get: (r) => r.reads[m]?.latencyMs.p50 },
-    {
-      label: `${m} p99`,
-      unit: 'ms',
-      digits: 2,
-      get: (r) => r.reads[m]?.latencyMs.p99,
-      target: atMost(5, 'ms'),
-    },
-  ];
-  return rows.map((row) => ({ ...row, workload: 'reads' }));
+/** The table's rows for this report's options and loads, in order. */
+export function rows(report: BenchReport): Row[] {
+  const o = report.options;
+  const out: Row[] = [];
+  for (const c of report.cases ?? []) if (c.workload !== 'ceiling') out.push(...loadRows(c));
+  if (o.workloads.includes('transfers')) out.push(...burstRows('transfers', 'value transfers'));
+  if (o.workloads.includes('erc20')) out.push(...burstRows('erc20', 'ERC-20 transfers'));
+  if (o.workloads.includes('reads')) {
+    const wanted = new Set(o.reads.map((k) => READ_METHODS[READ_KEY_ORDER.indexOf(k)]));
+    for (const c of o.readConcurrency)
+      for (const m of READ_METHODS) if (wanted.has(m)) out.push(...readRows(m, c));
+  }
+  out.push(
+    { label: 'RSS idle', unit: 'MB', digits: 0, get: (r) => r.memory.idle?.rssMB },
+    { label: 'RSS after load', unit: 'MB', digits: 0, get: (r) => r.memory.afterLoad?.rssMB },
+  );
+  return out;
 }
 
-export const ROWS: Row[] = [
-  ...burstRows('transfers', 'value transfers'),
-  ...burstRows('erc20', 'ERC-20 transfers'),
-  ...READ_METHODS.flatMap(readRows),
-  { label: 'RSS idle', unit: 'MB', digits: 0, get: (r) => r.memory.idle?.rssMB, target: atMost(300, 'MB') },
-  { label: 'RSS after load', unit: 'MB', digits: 0, get: (r) => r.memory.afterLoad?.rssMB },
-];
+/** args.ts READ_KEYS in the order of READ_METHODS. */
+const READ_KEY_ORDER = ['blockNumber', 'getBalance', 'call', 'call-holders', 'logs', 'receipt'];
 
 export interface TableLine {
   label: string;
   unit: string;
-  hardhat: string;
-  noded: string;
-  ratio: string;
+  /** Figure per node (median over rounds), formatted. */
+  values: Partial<Record<TargetName, string>>;
+  /** noded / reference, formatted, per reference node. */
+  ratios: Partial<Record<TargetName, string>>;
   target: string;
   met: string;
 }
 
-const fmt = (v: number | undefined, digits: number) =>
-  v === undefined || !Number.isFinite(v) ? '-' : v.toFixed(digits);
+const fmt = (v: number | undefined, digits: number) => (!finite(v) ? '-' : v.toFixed(digits));
 
 /** The rounds' runs of one target (one run per round; a report without rounds is one round). */
 function runsOf(report: BenchReport, target: TargetName): Map<number, TargetRun> {
@@ -180,68 +297,94 @@ function runsOf(report: BenchReport, target: TargetName): Map<number, TargetRun>
   return out;
 }
 
-/** A row's figure per node (median over rounds) and the median of the rounds' own ratios. */
-function rowFigures(
+/** A row's figure per node (median over rounds) and, per reference, the median of the rounds' own ratios. */
+export function rowFigures(
   report: BenchReport,
   row: Row,
-): { h?: number; n?: number; ratio: number; rounds: number[] } {
-  const hh = runsOf(report, 'hardhat');
-  const nd = runsOf(report, 'noded');
-  const values = (runs: Map<number, TargetRun>) =>
-    [...runs.values()].map((r) => row.get(r)).filter((v): v is number => v !== undefined);
-  const perRound: number[] = [];
-  for (const [round, n] of nd) {
-    const h = hh.get(round);
-    const r = ratio(n === undefined ? undefined : row.get(n), h === undefined ? undefined : row.get(h));
-    if (Number.isFinite(r)) perRound.push(r);
+): {
+  values: Partial<Record<TargetName, number>>;
+  ratios: Partial<Record<TargetName, number>>;
+  rounds: Partial<Record<TargetName, number[]>>;
+} {
+  const values: Partial<Record<TargetName, number>> = {};
+  const ratios: Partial<Record<TargetName, number>> = {};
+  const rounds: Partial<Record<TargetName, number[]>> = {};
+  for (const t of report.options.targets) {
+    const v = median([...runsOf(report, t).values()].map(row.get).filter(finite));
+    if (v !== undefined) values[t] = v;
   }
-  return {
-    h: median(values(hh)),
-    n: median(values(nd)),
-    ratio: median(perRound) ?? Number.NaN,
-    rounds: perRound,
-  };
+  const nd = runsOf(report, 'noded');
+  for (const ref of REFERENCES) {
+    if (!report.options.targets.includes(ref)) continue;
+    const rr = runsOf(report, ref);
+    const perRound: number[] = [];
+    for (const [round, n] of nd) {
+      const h = rr.get(round);
+      const x = ratio(row.get(n), h === undefined ? undefined : row.get(h));
+      if (Number.isFinite(x)) perRound.push(x);
+    }
+    rounds[ref] = perRound;
+    const m = median(perRound);
+    if (m !== undefined) ratios[ref] = m;
+  }
+  return { values, ratios, rounds };
 }
 
 export function tableLines(report: BenchReport): TableLine[] {
-  return ROWS.filter((row) => !row.workload || report.options.workloads.includes(row.workload)).map((row) => {
-    const { h, n, ratio: r } = rowFigures(report, row);
-    const met = row.target?.check(n, r);
+  return rows(report).map((row) => {
+    const { values, ratios } = rowFigures(report, row);
+    const met = row.target?.check(values.noded, ratios);
+    const v: TableLine['values'] = {};
+    for (const t of report.options.targets) v[t] = fmt(values[t], row.digits);
+    const r: TableLine['ratios'] = {};
+    for (const ref of REFERENCES)
+      if (report.options.targets.includes(ref))
+        r[ref] = finite(ratios[ref]) ? `${ratios[ref].toFixed(2)}x` : '-';
     return {
       label: row.label,
       unit: row.unit,
-      hardhat: fmt(h, row.digits),
-      noded: fmt(n, row.digits),
-      ratio: Number.isFinite(r) ? `${r.toFixed(2)}x` : '-',
+      values: v,
+      ratios: r,
       target: row.target?.text ?? '',
       met: met === undefined ? (row.target ? 'n/a' : '') : met ? 'met' : 'NOT met',
     };
   });
 }
 
+export function describeLoad(l: LoadResult): string {
+  const f = (x: number | undefined, d = 0) => fmt(x, d);
+  return (
+    `${l.confirmed}/${l.planned} receipts (${l.sent} sent${l.refused ? `, ${l.refused} refused` : ''}${l.reverted ? `, ${l.reverted} reverted` : ''}${l.missing ? `, ${l.missing} missing` : ''}) in ${f(l.elapsedMs / 1000, 2)} s = ${f(l.txPerSec)} tx/s` +
+    `${l.windowTxPerSec !== undefined ? ` (${f(l.windowTxPerSec)} tx/s while sending)` : ''}` +
+    `; to inclusion ${f(l.includedTxPerSec)} tx/s; send->receipt p50 ${f(l.receiptMs.p50, 1)} p99 ${f(l.receiptMs.p99, 1)} ms` +
+    `${l.inclusionMs ? `; send->inclusion p50 ${f(l.inclusionMs.p50, 1)} ms` : ''}; ${l.blocks} blocks (max ${l.maxTxPerBlock})` +
+    `${l.cpu ? `; CPU node ${f(l.cpu.nodeCores, 2)} cores, generator ${f(l.cpu.clientCores, 2)} cores` : ''}` +
+    `${l.timedOut ? '; TIMED OUT' : ''}${l.firstError ? `; first error: ${l.firstError}` : ''}`
+  );
+}
+
 export function headerLines(report: BenchReport): string[] {
   const m = report.machine;
   const o = report.options;
-  const w = o.workloads;
   const versions = [...new Set(report.runs.map((r) => r.version ?? r.target))].join(', ');
-  const txs = [
-    w.includes('transfers') ? `${o.transfers} value` : '',
-    w.includes('erc20') ? `${o.erc20} ERC-20` : '',
-  ]
-    .filter(Boolean)
-    .join(' + ');
   const lines = [
     `machine: ${m.cores} cores (${m.cpuModel}), ${m.memoryGB} GB, ${m.os}, Node ${m.node}; load average ${m.loadAvgAtStart.join(' ')} at start${m.loadAvgAtEnd ? `, ${m.loadAvgAtEnd.join(' ')} at end` : ''}`,
     `nodes: ${versions}; started ${report.startedAt}`,
   ];
-  if (txs) {
+  if ((report.cases ?? []).some((c) => c.workload !== 'ceiling')) {
     lines.push(
-      `transactions: ${txs} transfers (after ${o.txWarmup} warm-up each) from ${o.senders} senders, ${o.window > 0 ? `<= ${o.window}` : 'no limit on transactions'} in flight per sender`,
+      `transactions: generator of ${o.kinds.join(' + ')} (a worker thread per sender, raw keep-alive HTTP, pre-signed), receipts polled every ${o.pollMs} ms while none comes, <= ${o.maxPending} without receipt per sender`,
     );
   }
-  if (w.includes('reads')) {
+  if (report.ceiling) {
+    lines.push(`generator ceiling (canned server), before the nodes: ${describeLoad(report.ceiling)}`);
+  }
+  if (report.ceilingAfter) {
+    lines.push(`generator ceiling (canned server), after the nodes: ${describeLoad(report.ceilingAfter)}`);
+  }
+  if (o.workloads.includes('reads')) {
     lines.push(
-      `reads: ${o.readSeconds} s per method (after ${o.readWarmupSeconds} s warm-up), ${o.readConcurrency} keep-alive connections, ${report.loader}`,
+      `reads: ${o.readSeconds} s per row (after ${o.readWarmupSeconds} s warm-up) at ${o.readConcurrency.join(' and ')} keep-alive connections, ${report.loader}`,
     );
   }
   if ((o.rounds ?? 1) > 1) {
@@ -252,88 +395,86 @@ export function headerLines(report: BenchReport): string[] {
   return lines;
 }
 
-export function formatTable(report: BenchReport): string {
-  const lines = tableLines(report);
-  const head: TableLine = {
-    label: 'figure',
-    unit: 'unit',
-    hardhat: 'Hardhat',
-    noded: 'noded',
-    ratio: 'noded/Hardhat',
-    target: 'target',
-    met: '',
-  };
-  const all = [head, ...lines];
-  const w = (k: keyof TableLine) => Math.max(...all.map((l) => l[k].length));
-  const widths = {
-    label: w('label'),
-    unit: w('unit'),
-    hardhat: w('hardhat'),
-    noded: w('noded'),
-    ratio: w('ratio'),
-    target: w('target'),
-  };
-  const row = (l: TableLine) =>
-    [
-      l.label.padEnd(widths.label),
-      l.unit.padEnd(widths.unit),
-      l.hardhat.padStart(widths.hardhat),
-      l.noded.padStart(widths.noded),
-      l.ratio.padStart(widths.ratio),
-      l.target.padEnd(widths.target),
+function columns(report: BenchReport): { head: string[]; cells(l: TableLine): string[] } {
+  const t = report.options.targets;
+  const refs = REFERENCES.filter((r) => t.includes(r) && t.includes('noded'));
+  return {
+    head: ['figure', 'unit', ...t, ...refs.map((r) => `noded/${r}`), 'target', ''],
+    cells: (l) => [
+      l.label,
+      l.unit,
+      ...t.map((x) => l.values[x] ?? '-'),
+      ...refs.map((r) => l.ratios[r] ?? '-'),
+      l.target,
       l.met,
-    ]
+    ],
+  };
+}
+
+export function formatTable(report: BenchReport): string {
+  const { head, cells } = columns(report);
+  const all = [head, ...tableLines(report).map(cells)];
+  const widths = head.map((_, i) => Math.max(...all.map((r) => r[i].length)));
+  const numeric = (i: number) => i >= 2 && i < head.length - 2;
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => (numeric(i) ? c.padStart(widths[i]) : c.padEnd(widths[i])))
       .join('  ')
       .trimEnd();
-  const rule = '-'.repeat(row(head).length);
-  return [...headerLines(report), rule, row(head), rule, ...lines.map(row), rule].join('\n');
+  const rule = '-'.repeat(line(head).length);
+  return [...headerLines(report), rule, line(head), rule, ...all.slice(1).map(line), rule].join('\n');
 }
 
 export function formatMarkdown(report: BenchReport): string {
-  const out = ['# noded vs Hardhat: benchmark run', '', ...headerLines(report).map((l) => `- ${l}`), ''];
-  out.push('| figure | unit | Hardhat | noded | noded/Hardhat | target | |');
-  out.push('|---|---|---:|---:|---:|---|---|');
-  for (const l of tableLines(report)) {
-    out.push(`| ${l.label} | ${l.unit} | ${l.hardhat} | ${l.noded} | ${l.ratio} | ${l.target} | ${l.met} |`);
-  }
+  const out = [
+    '# noded beside anvil and Hardhat: benchmark run',
+    '',
+    ...headerLines(report).map((l) => `- ${l}`),
+    '',
+  ];
+  const { head, cells } = columns(report);
+  out.push(`| ${head.join(' | ')} |`);
+  out.push(`|${head.map((_, i) => (i >= 2 && i < head.length - 2 ? '---:' : '---')).join('|')}|`);
+  for (const l of tableLines(report)) out.push(`| ${cells(l).join(' | ')} |`);
   out.push('');
   if ((report.options.rounds ?? 1) > 1) {
-    out.push("Each round's noded/Hardhat ratio, in round order:", '');
-    for (const row of ROWS.filter(
-      (r) => r.target && (!r.workload || report.options.workloads.includes(r.workload)),
-    )) {
+    out.push("Each round's ratio, in round order:", '');
+    for (const row of rows(report).filter((r) => r.target)) {
       const { rounds } = rowFigures(report, row);
-      out.push(`- ${row.label}: ${rounds.map((x) => `${x.toFixed(2)}x`).join(', ') || '-'}`);
+      const parts = Object.entries(rounds).map(
+        ([ref, xs]) => `noded/${ref} ${xs.map((x) => `${x.toFixed(2)}x`).join(', ') || '-'}`,
+      );
+      out.push(`- ${row.label}: ${parts.join('; ')}`);
     }
     out.push('');
   }
   for (const r of report.runs) {
     const notes: string[] = [];
     if (r.error) notes.push(`error: ${r.error.split('\n')[0]}`);
+    for (const c of report.cases ?? []) {
+      const l = r.loads?.[c.id];
+      if (l) {
+        const complete = loadComplete(l, c.workload === 'sustained');
+        notes.push(`${c.label}: ${describeLoad(l)}${complete ? '' : ' (INCOMPLETE: left out of the table)'}`);
+      }
+      const skip = r.skipped?.[c.id];
+      if (skip) notes.push(`${c.label}: ${skip}`);
+    }
     for (const [k, b] of [
       ['value transfers', r.transfers],
       ['ERC-20 transfers', r.erc20],
     ] as const) {
       if (!b) continue;
       notes.push(
-        `${k}: ${b.confirmed}/${b.planned} confirmed, ${b.reverted} reverted, ${b.refused} refused, ${b.missing} missing` +
-          `${b.timedOut ? ' (TIMED OUT)' : burstComplete(b) ? '' : ' (INCOMPLETE: left out of the table)'}; ${b.blocks} blocks (max ${b.maxTxPerBlock} tx/block); ` +
-          `eth_sendRawTransaction p50 ${fmt(b.sendRttMs.p50, 1)} ms; receipt lookup p50 ${fmt(b.receiptLookupMs.p50, 2)} ms/receipt; ` +
-          `all receipts fetched ${fmt(b.receiptsDoneMs / 1000, 1)} s after the first submit; ` +
-          `heads via ${b.headSource}${b.firstError ? `; first error: ${b.firstError}` : ''}`,
+        `${k} (node:http burst): ${b.confirmed}/${b.planned} confirmed, ${b.refused} refused, ${b.missing} missing${b.timedOut ? ' (TIMED OUT)' : ''}; ${b.blocks} blocks`,
       );
-      if (b.blockTimeline.length > 0 && b.blockTimeline.length <= 20) {
-        notes.push(
-          `${k} blocks (height: our txs @ ms after first submit): ` +
-            b.blockTimeline.map((x) => `${x.height}: ${x.txs} @ ${x.atMs}`).join(', '),
-        );
-      }
     }
-    for (const m of READ_METHODS) {
-      const x = r.reads[m];
-      if (x?.errors) notes.push(`${m}: ${x.errors} errors of ${x.requests}`);
+    for (const [k, x] of Object.entries(r.reads)) {
+      if (x?.errors) notes.push(`${k}: ${x.errors} errors of ${x.requests}`);
     }
-    if (notes.length) out.push(`${r.target}:`, ...notes.map((n) => `- ${n}`), '');
+    for (const [k, v] of Object.entries(r.readNotes ?? {})) notes.push(`${k}: ${v}`);
+    if (notes.length)
+      out.push(`${r.target}${r.version ? ` (${r.version})` : ''}:`, ...notes.map((n) => `- ${n}`), '');
     for (const t of r.profiles ?? []) {
       out.push(`${r.target} ${t.thread} thread CPU profile (${t.file}), top self time:`, '');
       out.push('| share of busy | self ms | function | where |', '|---:|---:|---|---|');

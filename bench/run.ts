@@ -1,9 +1,13 @@
-// `npm run bench`: Hardhat node and noded chain-local, one after the other, under the same workloads;
-// one table with noded/Hardhat ratios; raw figures as JSON and a markdown summary under bench/results/.
+// `npm run bench`: noded chain-local, anvil with 1 s blocks, anvil automine and a Hardhat node, one after
+// the other, under the same workloads; the load generator's own ceiling against a canned server first;
+// one table with every noded figure divided by each other node's; raw figures as JSON and a markdown
+// summary under bench/results/.
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
+import { getBytes } from 'ethers';
 import { type BenchOptions, parseBenchArgs, type TargetName, USAGE, UsageError } from './args.js';
+import { type LoadCase, loadCases, sendersNeeded } from './cases.js';
 import {
   compileToken,
   currentFees,
@@ -11,29 +15,35 @@ import {
   devAccounts,
   estimateGas,
   type Fees,
+  fastSignTx,
   pendingNonce,
   receivers,
   type SignedTx,
   signTx,
 } from './chain.js';
 import { cpuSampler } from './cpu.js';
+import { type LoadResult, loadComplete, runLoad } from './loadgen.js';
 import { sampleMemory } from './memory.js';
 import { formatProfile, type ProfileSummary, type ProfileWindow, summarizeProfile } from './profile.js';
 import { pickLoader, runReads } from './reads.js';
 import {
   type BenchReport,
+  describeLoad,
   formatMarkdown,
   formatTable,
   machineInfo,
   type ReadMethod,
+  readKey,
   type TargetRun,
 } from './report.js';
-import { type HeadFeed, JsonRpcClient, openHeadFeed } from './rpc.js';
+import { type HeadFeed, hexQty, JsonRpcClient, openHeadFeed } from './rpc.js';
 import {
   type BenchTarget,
   repoRoot,
+  startAnvil,
   startHardhat,
   startNoded,
+  startStub,
   stopAllTargets,
   threadProfiles,
 } from './targets.js';
@@ -52,7 +62,12 @@ interface Ctx {
   rpc: JsonRpcClient;
   heads: HeadFeed;
   deployer: DevAccount;
+  /** Senders of the node:http bursts (--senders). */
   senders: DevAccount[];
+  /** Every sender any load needs (accounts 1..19). */
+  allSenders: DevAccount[];
+  /** Hashes of the last completed load's transactions (the receipt read row asks them). */
+  receiptHashes: string[];
 }
 
 const TRANSFER_VALUE = 1_000_000_000n; // 1 gwei
@@ -119,7 +134,7 @@ async function txWorkload(
 }
 
 async function deployToken(ctx: Ctx, run: TargetRun): Promise<string> {
-  const { rpc, heads, deployer, senders } = ctx;
+  const { rpc, heads, deployer, allSenders: senders } = ctx;
   const token = compileToken();
   const supply = 10n ** 27n;
   const data = token.bytecode + token.abi.encodeDeploy([supply]).slice(2);
@@ -182,10 +197,16 @@ const HOLDERS = 4096;
  * The request bodies of each read method; a load cycles through a method's bodies, one per request.
  * 'eth_call balanceOf' repeats one call, as a wallet polling its balance does (noded answers
  * repeats at the same height from its call cache); the 4096-holder variant asks a different holder
- * each time (every call executes), the cost of a call itself.
+ * each time (every call executes), the cost of a call itself. eth_getLogs asks the token's logs over
+ * the last 1,000 blocks (a fixed range, taken when the row starts); eth_getTransactionReceipt cycles
+ * through the receipts of the run's last completed load.
  */
-function readBodies(ctx: Ctx, tokenAddress: string | undefined): Array<[ReadMethod, string[]]> {
-  const who = ctx.senders[0].address;
+async function readBodies(
+  ctx: Ctx,
+  run: TargetRun,
+  tokenAddress: string | undefined,
+): Promise<Array<[ReadMethod, string[]]>> {
+  const who = ctx.allSenders[0].address;
   const req = (method: string, params: unknown[]) =>
     JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
   const want = ctx.opts.reads;
@@ -198,13 +219,173 @@ function readBodies(ctx: Ctx, tokenAddress: string | undefined): Array<[ReadMeth
       req('eth_call', [{ to: tokenAddress, data: abi.encodeFunctionData('balanceOf', [holder]) }, 'latest']);
     if (want.includes('call')) bodies.push(['eth_call balanceOf', [balanceOf(who)]]);
     if (want.includes('call-holders')) {
-      const holders = [...ctx.senders.map((s) => s.address), ...RECEIVERS];
+      const holders = [...ctx.allSenders.map((s) => s.address), ...RECEIVERS];
       for (let i = holders.length; i < HOLDERS; i++)
         holders.push(`0x${(0xb0000 + i).toString(16).padStart(40, '0')}`);
       bodies.push(['eth_call balanceOf, 4096 holders', holders.slice(0, HOLDERS).map(balanceOf)]);
     }
+    if (want.includes('logs')) {
+      // One holder's incoming transfers (topic 2 = the receiver), as a wallet's history view asks:
+      // all the token's logs would pass the 10,000-result cap of noded (and of public endpoints).
+      const latest = Number(BigInt(await ctx.rpc.call<string>('eth_blockNumber')));
+      const from = Math.max(0, latest - 999);
+      const transferTopic = abi.getEvent('Transfer')!.topicHash;
+      const holderTopic = `0x${RECEIVERS[0].slice(2).toLowerCase().padStart(64, '0')}`;
+      const filter = {
+        address: tokenAddress,
+        fromBlock: hexQty(from),
+        toBlock: hexQty(latest),
+        topics: [transferTopic, null, holderTopic],
+      };
+      const logs = await ctx.rpc.call<unknown[]>('eth_getLogs', [filter]);
+      run.readNotes = {
+        ...run.readNotes,
+        'eth_getLogs, last 1000 blocks': `blocks ${from}..${latest} (${latest - from + 1} blocks), Transfer logs to one receiver: ${logs.length} per reply`,
+      };
+      bodies.push(['eth_getLogs, last 1000 blocks', [req('eth_getLogs', [filter])]]);
+    }
+  }
+  if (want.includes('receipt') && ctx.receiptHashes.length > 0) {
+    const hashes = ctx.receiptHashes.slice(0, HOLDERS);
+    run.readNotes = {
+      ...run.readNotes,
+      eth_getTransactionReceipt: `${hashes.length} distinct receipts of the last completed load, in turn`,
+    };
+    bodies.push(['eth_getTransactionReceipt', hashes.map((h) => req('eth_getTransactionReceipt', [h]))]);
   }
   return bodies;
+}
+
+/** Fees every generator transaction carries on every node (so the same bytes serve every node). */
+const LOAD_FEES: Fees = { maxFeePerGas: 1000n * 1_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n };
+/** ERC-20 gas limit of the generator's transfers: estimated on the first node, then fixed for the run. */
+let loadErc20GasLimit: bigint | undefined;
+/** Signed lists by case, sender and start nonce: a later node starting from the same nonces reuses them. */
+const signedCache = new Map<string, SignedTx[]>();
+
+function signedFor(
+  c: LoadCase,
+  sender: DevAccount,
+  k: number,
+  nonce: number,
+  tokenAddress: string | undefined,
+): SignedTx[] {
+  const key = `${c.id}|${sender.index}|${nonce}|${tokenAddress ?? ''}|${loadErc20GasLimit ?? ''}`;
+  const hit = signedCache.get(key);
+  if (hit) return hit;
+  const pk = getBytes(sender.key.privateKey);
+  const abi = c.kind === 'erc20' ? compileToken().abi : undefined;
+  /** transfer(receiver, 1) calldata by receiver: ABI-encoding it per transaction would double the signing time. */
+  const calldata = abi ? RECEIVERS.map((r) => abi.encodeFunctionData('transfer', [r, 1n])) : [];
+  const out: SignedTx[] = [];
+  for (let i = 0; i < c.perSender; i++) {
+    const r = (k * 7 + i) % RECEIVERS.length;
+    const to = RECEIVERS[r];
+    out.push(
+      c.kind === 'transfer'
+        ? fastSignTx(pk, sender.address, LOAD_FEES, {
+            to,
+            value: TRANSFER_VALUE,
+            gasLimit: 21_000n,
+            nonce: nonce + i,
+          })
+        : fastSignTx(pk, sender.address, LOAD_FEES, {
+            to: tokenAddress!,
+            data: calldata[r],
+            gasLimit: loadErc20GasLimit!,
+            nonce: nonce + i,
+          }),
+    );
+  }
+  // A sustained case's lists are large (rate x seconds): keep only the newest start nonce of each sender.
+  if (c.workload === 'sustained') {
+    for (const k of signedCache.keys()) if (k.startsWith(`${c.id}|${sender.index}|`)) signedCache.delete(k);
+  }
+  signedCache.set(key, out);
+  return out;
+}
+
+async function generatorLoad(ctx: Ctx, c: LoadCase, tokenAddress: string | undefined): Promise<LoadResult> {
+  const { rpc, opts, target } = ctx;
+  const senders = ctx.allSenders.slice(0, c.senders);
+  if (c.kind === 'erc20') {
+    if (!tokenAddress) throw new WorkloadError(`${c.label}: no token deployed`);
+    if (loadErc20GasLimit === undefined) {
+      const data = compileToken().abi.encodeFunctionData('transfer', [RECEIVERS[0], 1n]);
+      // Estimated against a receiver that holds no tokens yet (the dearer store), +25%.
+      loadErc20GasLimit =
+        ((await estimateGas(rpc, { from: senders[0].address, to: tokenAddress, data })) * 125n) / 100n;
+    }
+  }
+  const nonces = await Promise.all(senders.map((s) => pendingNonce(rpc, s.address)));
+  const t = performance.now();
+  const perSender = senders.map((s, k) => signedFor(c, s, k, nonces[k], tokenAddress));
+  const signedMs = performance.now() - t;
+  if (signedMs > 500)
+    log(`${c.label}: signed ${c.senders * c.perSender} transactions in ${(signedMs / 1000).toFixed(1)} s`);
+  const r = await runLoad(perSender, {
+    url: target.httpUrl,
+    inflight: c.inflight,
+    maxPending: c.maxPending,
+    pollMs: opts.pollMs,
+    sendForMs: c.sendForMs,
+    timeoutMs: opts.txTimeoutSec * 1000,
+    threads: opts.generatorThreads,
+    heads: ctx.heads,
+    cpu: cpuSampler(target.pid),
+  });
+  log(`${c.label}: ${describeLoad(r)}`);
+  if (loadComplete(r, c.workload === 'sustained')) {
+    ctx.receiptHashes = perSender.flatMap((l) =>
+      l.slice(0, Math.ceil(HOLDERS / senders.length)).map((x) => x.hash),
+    );
+  }
+  return r;
+}
+
+/** The generator against the canned server: made-up transactions of a transfer's size (it checks nothing). */
+async function generatorCeiling(c: LoadCase, opts: BenchOptions): Promise<LoadResult> {
+  const stub = await startStub();
+  try {
+    const fake = (s: number, i: number): SignedTx => {
+      const id = `${s.toString(16).padStart(4, '0')}${i.toString(16).padStart(8, '0')}`;
+      return { raw: `0x02f873${id.repeat(19)}`, hash: `0x${id.padStart(64, '0')}`, from: '', nonce: i };
+    };
+    const perSender = Array.from({ length: c.senders }, (_, s) =>
+      Array.from({ length: c.perSender }, (_, i) => fake(s, i)),
+    );
+    const r = await runLoad(perSender, {
+      url: stub.httpUrl,
+      inflight: c.inflight,
+      maxPending: c.maxPending,
+      pollMs: opts.pollMs,
+      sendForMs: c.sendForMs,
+      timeoutMs: 30_000,
+      threads: opts.generatorThreads,
+      cpu: cpuSampler(stub.pid),
+    });
+    log(`${c.label}: ${describeLoad(r)}`);
+    return r;
+  } finally {
+    await stub.stop();
+  }
+}
+
+function startTarget(
+  name: TargetName,
+  opts: BenchOptions,
+  profileDir: string | undefined,
+): Promise<BenchTarget> {
+  switch (name) {
+    case 'hardhat':
+      return startHardhat();
+    case 'anvil':
+      return startAnvil();
+    case 'anvil-1s':
+      return startAnvil(1);
+    case 'noded':
+      return startNoded({ cpuProfDir: profileDir, timeoutCommit: opts.timeoutCommit });
+  }
 }
 
 async function benchTarget(
@@ -214,8 +395,9 @@ async function benchTarget(
   loader: 'wrk' | 'node',
   round: number,
 ) {
-  const run: TargetRun = { target: name, round, memory: {}, reads: {} };
+  const run: TargetRun = { target: name, round, memory: {}, reads: {}, loads: {} };
   report.runs.push(run);
+  const cases = (report.cases ?? []).filter((c) => c.workload !== 'ceiling');
   const profileDir =
     opts.profile && name === 'noded'
       ? join(resultsDir(opts), 'profiles', opts.rounds > 1 ? `${stamp(report)}-round${round}` : stamp(report))
@@ -224,14 +406,13 @@ async function benchTarget(
   const t0 = performance.now();
   try {
     log(`${name}: starting`);
-    target =
-      name === 'hardhat'
-        ? await startHardhat()
-        : await startNoded({ cpuProfDir: profileDir, timeoutCommit: opts.timeoutCommit });
+    target = await startTarget(name, opts, profileDir);
     run.version = target.version;
     run.startupMs = Math.round(performance.now() - t0);
     log(
-      `${name}: ${target.version} ready at ${target.httpUrl} (pid ${target.pid}) after ${run.startupMs} ms`,
+      `${name}: ${target.version} ready at ${target.httpUrl} (pid ${target.pid}) after ${run.startupMs} ms; load average ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')}`,
     );
     await sleep(opts.idleSettleSeconds * 1000);
     run.memory.idle = sampleMemory(target.pid);
@@ -240,9 +421,37 @@ async function benchTarget(
     const rpc = new JsonRpcClient(target.httpUrl, { maxSockets: opts.senders + 8 });
     const heads = await openHeadFeed(target.wsUrl, rpc);
     log(`${name}: new heads via ${heads.source}`);
-    const accounts = devAccounts(opts.senders + 1);
-    const ctx: Ctx = { opts, target, rpc, heads, deployer: accounts[0], senders: accounts.slice(1) };
+    const accounts = devAccounts(sendersNeeded(cases, opts) + 1);
+    const ctx: Ctx = {
+      opts,
+      target,
+      rpc,
+      heads,
+      deployer: accounts[0],
+      senders: accounts.slice(1, opts.senders + 1),
+      allSenders: accounts.slice(1),
+      receiptHashes: [],
+    };
     try {
+      let tokenAddress: string | undefined;
+      const needToken =
+        opts.workloads.includes('erc20') ||
+        opts.workloads.includes('reads') ||
+        cases.some((c) => c.kind === 'erc20');
+      // First, so that the token's address (deployer, nonce 0) is the same on every node.
+      if (needToken) tokenAddress = await deployToken(ctx, run);
+      let stalled: string | undefined;
+      for (const c of cases) {
+        if (stalled) {
+          // Its transactions still sit in the pool with their nonces: every later load would queue behind them.
+          run.skipped = { ...run.skipped, [c.id]: `not run: ${stalled} did not complete` };
+          log(`${c.label}: skipped (${stalled} did not complete)`);
+          continue;
+        }
+        const l = await generatorLoad(ctx, c, tokenAddress);
+        run.loads![c.id] = l;
+        if (l.missing > 0 || l.timedOut) stalled = c.label;
+      }
       if (opts.workloads.includes('transfers')) {
         run.setup = { ...run.setup, transferGasLimit: '21000' };
         run.transfers = await txWorkload(ctx, 'value transfers', opts.transfers, (i) => ({
@@ -251,29 +460,36 @@ async function benchTarget(
           gasLimit: 21_000n,
         }));
       }
-      let tokenAddress: string | undefined;
-      if (opts.workloads.includes('erc20') || opts.workloads.includes('reads')) {
-        tokenAddress = await deployToken(ctx, run);
-      }
       if (opts.workloads.includes('erc20') && tokenAddress) {
         run.erc20 = await erc20Workload(ctx, run, tokenAddress);
       }
       if (opts.workloads.includes('reads')) {
-        for (const [method, bodies] of readBodies(ctx, tokenAddress)) {
-          const probe = JSON.parse(bodies[0]!) as { method: string; params: unknown[] };
-          await rpc.call(probe.method, probe.params); // fails loudly here rather than as N errors
-          const r = await runReads(loader, {
-            url: target.httpUrl,
-            bodies,
-            seconds: opts.readSeconds,
-            warmupSeconds: opts.readWarmupSeconds,
-            concurrency: opts.readConcurrency,
-          });
-          run.reads[method] = r;
-          log(
-            `${method}: ${r.reqPerSec.toFixed(0)} req/s, p50 ${r.latencyMs.p50.toFixed(2)} ms, p99 ${r.latencyMs.p99.toFixed(2)} ms` +
-              `${r.errors ? `, ${r.errors} errors` : ''}`,
-          );
+        const rows = await readBodies(ctx, run, tokenAddress);
+        for (const concurrency of opts.readConcurrency) {
+          for (const [method, bodies] of rows) {
+            const probe = JSON.parse(bodies[0]!) as { method: string; params: unknown[] };
+            try {
+              await rpc.call(probe.method, probe.params); // refused here rather than as N errors
+            } catch (err) {
+              // One refused row (a node's result cap, a method it lacks) leaves the others to run.
+              const why = `not run: ${(err as Error).message}`;
+              run.readNotes = { ...run.readNotes, [readKey(method, concurrency)]: why };
+              log(`${method} @${concurrency}: ${why}`);
+              continue;
+            }
+            const r = await runReads(loader, {
+              url: target.httpUrl,
+              bodies,
+              seconds: opts.readSeconds,
+              warmupSeconds: opts.readWarmupSeconds,
+              concurrency,
+            });
+            run.reads[readKey(method, concurrency)] = r;
+            log(
+              `${method} @${concurrency}: ${r.reqPerSec.toFixed(0)} req/s, p50 ${r.latencyMs.p50.toFixed(2)} ms, p99 ${r.latencyMs.p99.toFixed(2)} ms` +
+                `${r.errors ? `, ${r.errors} errors` : ''}`,
+            );
+          }
         }
       }
       run.memory.afterLoad = sampleMemory(target.pid);
@@ -302,7 +518,7 @@ async function benchTarget(
       const whole = summarizeProfile(file, 40);
       console.log(`\n[${thread} thread]\n${formatProfile(whole)}`);
       const phases: Record<string, ProfileSummary> = {};
-      for (const [phase, windows] of profileWindows(run)) {
+      for (const [phase, windows] of profileWindows(run, report.cases ?? [])) {
         phases[phase] = summarizeProfile(file, 25, windows);
         console.log(`\n[${thread} thread, ${phase}]\n${formatProfile(phases[phase], 12)}`);
       }
@@ -312,8 +528,13 @@ async function benchTarget(
 }
 
 /** The measured stretches of a run, as windows on the profile's clock. */
-function profileWindows(run: TargetRun): Array<[string, ProfileWindow[]]> {
+function profileWindows(run: TargetRun, cases: LoadCase[]): Array<[string, ProfileWindow[]]> {
   const out: Array<[string, ProfileWindow[]]> = [];
+  for (const c of cases) {
+    const l = run.loads?.[c.id];
+    if (l?.fromUs !== undefined && l.toUs !== undefined)
+      out.push([c.label, [{ fromUs: l.fromUs, toUs: l.toUs }]]);
+  }
   for (const [name, b] of [
     ['value transfers', run.transfers],
     ['ERC-20 transfers', run.erc20],
@@ -329,7 +550,7 @@ function profileWindows(run: TargetRun): Array<[string, ProfileWindow[]]> {
     }
   }
   for (const [m, r] of Object.entries(run.reads)) {
-    if (r) out.push([`reads: ${m}`, [{ fromUs: r.fromUs, toUs: r.toUs }]]);
+    if (r) out.push([`reads: ${m} conns`, [{ fromUs: r.fromUs, toUs: r.toUs }]]);
   }
   return out;
 }
@@ -373,17 +594,27 @@ async function main(): Promise<number> {
     loader: loader.version,
     runs: [],
   };
-  if (opts.workloads.includes('erc20') || opts.workloads.includes('reads')) {
+  const cases = loadCases(opts);
+  report.cases = cases;
+  if (
+    opts.workloads.includes('erc20') ||
+    opts.workloads.includes('reads') ||
+    cases.some((c) => c.kind === 'erc20')
+  ) {
     const t = performance.now();
     report.solc = compileToken().solcVersion;
     log(`compiled BenchToken with solc ${report.solc} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   }
+  // The generator's ceiling before the nodes and again after them: the machine's load moves.
+  const ceiling = cases.find((c) => c.workload === 'ceiling');
+  if (ceiling) report.ceiling = await generatorCeiling(ceiling, opts);
   for (let round = 1; round <= opts.rounds; round++) {
     // Alternating order, so that neither node always runs first (or on a warmer, busier machine).
     const order = round % 2 === 1 ? opts.targets : [...opts.targets].reverse();
     if (opts.rounds > 1) log(`round ${round} of ${opts.rounds}: ${order.join(', ')}`);
     for (const name of order) await benchTarget(name, opts, report, loader.kind, round);
   }
+  if (ceiling) report.ceilingAfter = await generatorCeiling(ceiling, opts);
   report.finishedAt = new Date().toISOString();
   report.machine.loadAvgAtEnd = loadavg().map((x) => Math.round(x * 100) / 100);
 
@@ -391,7 +622,17 @@ async function main(): Promise<number> {
   console.log(formatTable(report));
   const files = writeResults(report);
   console.log(`\nresults: ${files.join(', ')}`);
-  const incomplete = report.runs.some((r) => [r.transfers, r.erc20].some((b) => b && !burstComplete(b)));
+  // A reference node that cannot finish a load is a finding (Hardhat's automine and a nonce gap), not
+  // a failure of the bench; noded not finishing one is.
+  const incomplete = report.runs.some(
+    (r) =>
+      r.target === 'noded' &&
+      ([r.transfers, r.erc20].some((b) => b && !burstComplete(b)) ||
+        cases.some((c) => {
+          const l = r.loads?.[c.id];
+          return l !== undefined && !loadComplete(l, c.workload === 'sustained');
+        })),
+  );
   return report.runs.some((r) => r.error) || incomplete ? 1 : 0;
 }
 

@@ -1,6 +1,7 @@
-// The two nodes under test, started the way a developer runs them, on 127.0.0.1 free ports:
-// hardhat@2's `hardhat node` (automine) and a fresh `noded init full --chain-id chain-local` + `noded start`.
-// Both are child processes; every one started is registered so run.ts can stop it on error or SIGINT.
+// The nodes under test, started the way a developer runs them, on 127.0.0.1 free ports: hardhat@2's
+// `hardhat node` (automine), anvil (automine, and with one-second blocks), a fresh `noded init full
+// --chain-id chain-local` + `noded start`; and the canned server that measures the load generator.
+// All are child processes; every one started is registered so run.ts can stop it on error or SIGINT.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import {
   createWriteStream,
@@ -21,7 +22,7 @@ import type { TargetName } from './args.js';
 import { JsonRpcClient } from './rpc.js';
 
 export interface BenchTarget {
-  readonly name: TargetName;
+  readonly name: TargetName | 'stub';
   readonly version: string;
   readonly httpUrl: string;
   readonly wsUrl: string;
@@ -66,7 +67,7 @@ export async function stopAllTargets(): Promise<void> {
 const OUTPUT_KEEP = 64 * 1024;
 
 function supervise(
-  name: TargetName,
+  name: TargetName | 'stub',
   version: string,
   proc: ChildProcess,
   urls: { httpUrl: string; wsUrl: string },
@@ -190,6 +191,101 @@ export async function startHardhat(): Promise<BenchTarget> {
     rpc.close();
   }
   return target;
+}
+
+/** The npm package that carries anvil's Linux x86-64 binary, and the version the bench installs. */
+export const ANVIL_PACKAGE = '@foundry-rs/anvil-linux-amd64';
+export const ANVIL_VERSION = '1.7.1';
+
+/**
+ * anvil's binary, installed on first use into <repo>/.tmp/anvil with npm's own client (`npm install
+ * --prefix .tmp/anvil`), never into the shared node_modules: the bench is its only user, and a
+ * 44 MB Rust binary has no place among the node's dependencies. BENCH_ANVIL names another binary.
+ */
+export function anvilBinary(): string {
+  if (process.env.BENCH_ANVIL) return process.env.BENCH_ANVIL;
+  const prefix = join(repoRoot(), '.tmp', 'anvil');
+  const bin = join(prefix, 'node_modules', ...ANVIL_PACKAGE.split('/'), 'bin', 'anvil');
+  if (existsSync(bin)) return bin;
+  mkdirSync(prefix, { recursive: true });
+  const r = spawnSync(
+    'npm',
+    [
+      'install',
+      '--prefix',
+      prefix,
+      '--no-save',
+      '--no-package-lock',
+      '--no-audit',
+      '--no-fund',
+      `${ANVIL_PACKAGE}@${ANVIL_VERSION}`,
+    ],
+    { encoding: 'utf8', timeout: 300_000 },
+  );
+  if (r.status !== 0 || !existsSync(bin)) {
+    throw new TargetError(
+      `could not install ${ANVIL_PACKAGE}@${ANVIL_VERSION} into ${prefix} (npm exit ${r.status ?? r.error?.message}): ${(r.stderr || r.stdout || '').slice(-1000)}`,
+    );
+  }
+  return bin;
+}
+
+/**
+ * anvil as a developer runs it: its defaults (chain id 31337, the test mnemonic's accounts with 10000
+ * ETH, automine) except 20 accounts, as Hardhat has (anvil makes 10), and with `blockTime` seconds,
+ * `--block-time` (interval mining, like noded's one-second blocks).
+ */
+export async function startAnvil(blockTime?: number): Promise<BenchTarget> {
+  const bin = anvilBinary();
+  const port = await freePort();
+  const args = ['--host', '127.0.0.1', '--port', String(port), '--accounts', '20', '--chain-id', '31337'];
+  if (blockTime) args.push('--block-time', String(blockTime));
+  const v = spawnSync(bin, ['--version'], { encoding: 'utf8', timeout: 30_000 });
+  const version = /Version:\s*(\S+)/.exec(v.stdout ?? '')?.[1] ?? 'unknown';
+  const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const target = supervise(
+    blockTime ? 'anvil-1s' : 'anvil',
+    `anvil ${version}${blockTime ? ` --block-time ${blockTime}` : ''}`,
+    proc,
+    { httpUrl: `http://127.0.0.1:${port}`, wsUrl: `ws://127.0.0.1:${port}` },
+    () => {},
+  );
+  const rpc = new JsonRpcClient(target.httpUrl, { maxSockets: 1, timeoutMs: 2000 });
+  try {
+    await waitReady(target, proc, async () => (await rpc.call<string>('eth_chainId')) === '0x7a69', 60_000);
+  } finally {
+    rpc.close();
+  }
+  return target;
+}
+
+/** The canned JSON-RPC server (bench/stub-server.ts) in its own process: the generator's ceiling. */
+export async function startStub(): Promise<BenchTarget> {
+  const script = fileURLToPath(new URL('./stub-server.js', import.meta.url));
+  const proc = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    let text = '';
+    const t = setTimeout(
+      () => reject(new TargetError(`stub server printed no port within 10 s: ${text}`)),
+      10_000,
+    );
+    proc.stdout?.on('data', (d: Buffer) => {
+      text += d.toString('utf8');
+      const m = /listening (\d+)/.exec(text);
+      if (m) {
+        clearTimeout(t);
+        resolve(Number(m[1]));
+      }
+    });
+    proc.once('exit', (code) => reject(new TargetError(`stub server exited (${code}): ${text}`)));
+  });
+  return supervise(
+    'stub',
+    'canned JSON-RPC server (node:net)',
+    proc,
+    { httpUrl: `http://127.0.0.1:${port}`, wsUrl: '' },
+    () => {},
+  );
 }
 
 type Toml = Record<string, Record<string, unknown>>;
