@@ -184,6 +184,26 @@ describe('REST API routes', () => {
       addresses: [],
       pagination: { next_key: null, total: '2' },
     });
+    // next_key is followed with pagination.key, as Cosmos clients do; a key with an offset is refused.
+    const first = await page('pagination.limit=1');
+    assert.deepEqual(
+      await page(`pagination.limit=1&pagination.key=${encodeURIComponent(first.pagination.next_key)}`),
+      {
+        addresses: [addr(1)],
+        pagination: { next_key: null, total: '2' },
+      },
+    );
+    for (const [bad, message] of [
+      [
+        `pagination.key=${key(1)}&pagination.offset=0`,
+        'invalid request, either offset or key is expected, got both',
+      ],
+      ['pagination.key=eA==', 'pagination.key "eA==" is not a next_key this server returned'],
+    ]) {
+      const r = await http(`${rest.url}/cosmos/base/tendermint/v1beta1/validatorsets/4?${bad}`);
+      assert.equal(r.status, 400, bad);
+      assert.equal(r.json.message, message, bad);
+    }
     // A limit of 0 means the default page (100), as in the Cosmos SDK.
     assert.deepEqual((await page('pagination.limit=0')).addresses, [addr(0), addr(1)]);
     // The latest set pages the same way.

@@ -37,6 +37,7 @@ const HEIGHT_HEADER: JsonObject = {
 };
 
 const PAGINATION: JsonObject[] = [
+  { name: 'pagination.key', in: 'query', required: false, schema: { type: 'string', format: 'byte' } },
   { name: 'pagination.offset', in: 'query', required: false, schema: { type: 'string' } },
   { name: 'pagination.limit', in: 'query', required: false, schema: { type: 'string' } },
 ];

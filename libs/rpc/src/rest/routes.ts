@@ -146,7 +146,19 @@ function pagination(req: RestRequest, total: number): { offset: number; limit: n
   if (!/^\d+$/.test(offsetText) || !/^\d+$/.test(limitText)) {
     throw invalidArgument('pagination.offset and pagination.limit must be non-negative integers');
   }
-  const offset = Number(offsetText);
+  let offset = Number(offsetText);
+  const key = req.query.get('pagination.key');
+  if (key) {
+    // A next_key this server handed out: the base64 of the next offset (the SDK's keys are store keys).
+    if (req.query.has('pagination.offset')) {
+      throw invalidArgument('invalid request, either offset or key is expected, got both');
+    }
+    const text = Buffer.from(key, 'base64').toString('utf8');
+    if (!/^\d+$/.test(text) || Buffer.from(text).toString('base64') !== key) {
+      throw invalidArgument(`pagination.key ${JSON.stringify(key)} is not a next_key this server returned`);
+    }
+    offset = Number(text);
+  }
   const limit = Math.min(Number(limitText) || 100, 1000);
   const next = offset + limit < total ? Buffer.from(String(offset + limit)).toString('base64') : null;
   return { offset, limit, next };
