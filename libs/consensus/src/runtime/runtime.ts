@@ -415,11 +415,13 @@ export class ConsensusRuntime {
         return undefined;
       case 'rejected':
         if (!replay && this.sender !== null) {
-          this.logger.info(
-            { peer: this.sender, reason: eff.reason },
-            'invalid consensus message from a peer',
-          );
-          this.network?.report?.(this.sender, eff.reason);
+          // A network that can act on it logs the disconnection with the reason; log it here otherwise.
+          if (this.network?.report) this.network.report(this.sender, eff.reason);
+          else
+            this.logger.info(
+              { peer: this.sender, reason: eff.reason },
+              'invalid consensus message from a peer',
+            );
         }
         return undefined;
       case 'scheduleTimeout': {
