@@ -175,9 +175,11 @@ export function isOwnProposer(s: EngineState, round: number): boolean {
 type GossipMessage = { kind: 'proposal'; proposal: Proposal; block: Block } | { kind: 'vote'; vote: Vote };
 
 /**
- * What a node re-sends periodically: its own proposal and votes of the current and previous round,
- * and the prevotes proving the POL round of the current proposal (peers that missed them cannot
- * accept a re-proposed valid block otherwise; CometBFT's gossip sends them too).
+ * What a node re-sends periodically: its own votes of the current and previous round, and the
+ * prevotes proving the POL round of the current proposal (peers that missed them cannot accept a
+ * re-proposed valid block otherwise; CometBFT's gossip sends them too). Its own proposal is not
+ * among them: a peer whose status says it lacks the proposal gets it (messagesForPeer), so a whole
+ * block is not sent to every peer every tick.
  */
 export function gossipMessages(s: EngineState): GossipMessage[] {
   const out: GossipMessage[] = [];
@@ -185,9 +187,6 @@ export function gossipMessages(s: EngineState): GossipMessage[] {
   if (s.ownIndex >= 0) {
     for (const r of [s.round - 1, s.round]) {
       if (r < 0) continue;
-      const rec = s.proposals.get(r);
-      if (rec && isOwnProposer(s, r))
-        out.push({ kind: 'proposal', proposal: rec.proposal, block: rec.block });
       const pv = s.votes.prevotes(r).get(s.ownIndex);
       if (pv) out.push({ kind: 'vote', vote: pv });
       const pc = s.votes.precommits(r).get(s.ownIndex);
