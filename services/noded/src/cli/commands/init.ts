@@ -29,6 +29,7 @@ import { nodeIdFromPublicKey } from '../../../../../libs/crypto/index.js';
 import {
   chainIdProblem,
   devAccountsOf,
+  devChainConsensus,
   generatedGenesisText,
   homeFiles,
   monikerProblems,
@@ -91,6 +92,7 @@ function runInit(nodeType: string, opts: InitOpts): void {
 
   const configValues = defaultConfigTomlValues();
   configValues.moniker = opts.moniker ?? (hostname() || 'noded');
+  if (chainOk && chainId === 'chain-local') devChainConsensus(configValues);
   errors.push(...monikerProblems(configValues.moniker));
 
   let devAccounts: DevAccount[] = [];
