@@ -26,7 +26,7 @@ import {
 import { CometRpcServer, DevAccounts, RestServer, TxIndexer } from '../../../libs/rpc/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetry/index.js';
-import { EventBus, type Logger } from '../../../libs/types/index.js';
+import { type EthDevControl, EventBus, type Logger } from '../../../libs/types/index.js';
 import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
 import { IndexerThread } from './indexer-thread/thread.js';
 import { dialHost, hostPort, NodeLifecycle, p2pHostFor } from './lifecycle.js';
@@ -48,6 +48,23 @@ function devAccountKeys(file: string, logger: Logger): string[] {
     );
     return [];
   }
+}
+
+const NS_PER_S = 1_000_000_000n;
+
+/** The JSON-RPC's mining and time controls, served by consensus (which refuses them unless single-validator). */
+function devControlOf(consensus: ConsensusRuntime): EthDevControl {
+  return {
+    mine: (count, intervalSec, timestampSec) =>
+      consensus.mineBlocks(count, {
+        firstTimeNs: timestampSec === undefined ? undefined : timestampSec * NS_PER_S,
+        intervalNs: intervalSec === undefined ? undefined : intervalSec * NS_PER_S,
+      }),
+    setAutomine: (on) => consensus.setAutomine(on),
+    setIntervalMining: (ms) => consensus.setIntervalMining(ms),
+    increaseTime: async (seconds) => (await consensus.increaseTime(seconds * NS_PER_S)) / NS_PER_S,
+    setNextBlockTimestamp: (seconds) => consensus.setNextBlockTime(seconds * NS_PER_S),
+  };
 }
 
 export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
@@ -143,6 +160,9 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       },
       timeouts: timeouts.timeouts,
       createEmptyBlocks: timeouts.createEmptyBlocks,
+      createEmptyBlocksIntervalMs: timeouts.createEmptyBlocksIntervalMs,
+      skipTimeoutCommit: timeouts.skipTimeoutCommit,
+      devControls: genesis.chainId === 'chain-local',
       doubleSignCheckHeight: timeouts.doubleSignCheckHeight,
       privValidator: { keyFile: paths.privValidatorKey, stateFile: paths.privValidatorState },
       walDir: paths.csWal,
@@ -179,9 +199,14 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       txIndex: indexer.enabled,
       peers: () => p2p.peerInfos(),
     });
-    if (!timeouts.createEmptyBlocks) {
-      // create_empty_blocks = false: consensus proposes only when told that transactions wait, on
-      // admission (eth_sendRawTransaction and broadcast_tx_*) and after a block that left some behind.
+    if (
+      !timeouts.createEmptyBlocks ||
+      timeouts.createEmptyBlocksIntervalMs > 0 ||
+      genesis.chainId === 'chain-local'
+    ) {
+      // Blocks on demand (create_empty_blocks = false, an empty-blocks interval, or evm_setAutomine
+      // on chain-local): consensus is told that transactions wait, on admission
+      // (eth_sendRawTransaction and broadcast_tx_*) and after a block that left some behind.
       const wake = bus.subscribe((ev) => {
         if (ev.kind === 'EthPendingTx' || (ev.kind === 'NewBlock' && reader.mempoolSize() > 0)) {
           consensus.txsAvailable();
@@ -219,6 +244,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     const eth = ethServed
       ? new EthRpcThread({
           chain: executor,
+          dev: genesis.chainId === 'chain-local' ? devControlOf(consensus) : undefined,
           bus,
           logger: logger.child({ module: 'json-rpc' }),
           options: ethOptions,

@@ -8,6 +8,7 @@ import type {
   CallResult,
   EthBlock,
   EthChain,
+  EthDevControl,
   EthTx,
   Hex,
   Logger,
@@ -16,6 +17,7 @@ import type {
 } from '../../../types/index.js';
 import { CallCache, callKey } from './call-cache.js';
 import type { DevAccounts } from './dev-accounts.js';
+import { registerDevMining } from './dev-mining.js';
 import { TypedDataError } from './eip712.js';
 import { invalidParams, RpcError, RpcErrorCode, revertError, serverError } from './errors.js';
 import { type FilterManager, type LogFilterSpec, newRpcId } from './filters.js';
@@ -84,6 +86,8 @@ export interface EthApiDeps {
   chain: EthChain;
   options: EthRpcOptions;
   devAccounts: DevAccounts | null;
+  /** Mining and time controls (single-validator chain-local); null answers them with a refusal. */
+  devControl?: EthDevControl | null;
   filters: FilterManager;
   clientVersion: string;
   peerCount: () => number;
@@ -177,6 +181,7 @@ export class EthApi {
     this.registerFilters();
     this.registerSubscriptions();
     this.registerOthers();
+    registerDevMining((name, specs, fn) => this.def(name, specs, fn), deps.devControl ?? null);
   }
 
   private def<const S extends readonly ArgSpec<unknown>[]>(

@@ -4,7 +4,16 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import type { EthBlock, EthChain, EthLog, EventBus, Hex, Logger, NodeEvent } from '../../../types/index.js';
+import type {
+  EthBlock,
+  EthChain,
+  EthDevControl,
+  EthLog,
+  EventBus,
+  Hex,
+  Logger,
+  NodeEvent,
+} from '../../../types/index.js';
 import { closeServer, listenOn } from '../http.js';
 import { type CallContext, EthApi, type SyncStatus } from './api.js';
 import type { DevAccounts } from './dev-accounts.js';
@@ -23,6 +32,8 @@ export interface EthRpcServerDeps {
   clientVersion: string;
   /** Unlocked dev accounts (chain-local only); null elsewhere. */
   devAccounts: DevAccounts | null;
+  /** Mining and time controls (single-validator chain-local); absent or null elsewhere. */
+  devControl?: EthDevControl | null;
   peerCount: () => number;
   syncing: () => SyncStatus;
   /** Metrics hook, called once per call; unknown method names are reported as "unknown". */
@@ -38,8 +49,12 @@ const ACCEPTED_CONTENT_TYPES = new Set([
 ]);
 /** geth's limit; longer names are refused rather than echoed back in an error. */
 const MAX_METHOD_NAME_LENGTH = 2048;
-/** Namespaces always served besides [evm.rpc] apis. */
-const ALWAYS_ON = new Set(['rpc']);
+/**
+ * Namespaces always served besides [evm.rpc] apis. The dev chain's test controls (evm_, anvil_,
+ * hardhat_) answer everywhere: a node that does not allow them refuses with -32000 saying where
+ * they work, rather than -32601 as if they did not exist.
+ */
+const ALWAYS_ON = new Set(['rpc', 'evm', 'anvil', 'hardhat']);
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -95,6 +110,7 @@ export class EthRpcServer {
       chain: deps.chain,
       options: deps.options,
       devAccounts: deps.devAccounts,
+      devControl: deps.devControl ?? null,
       filters: this.filters,
       clientVersion: deps.clientVersion,
       peerCount: deps.peerCount,

@@ -16,6 +16,7 @@ const server = new EthRpcServer({
   options: data.options,
   clientVersion: data.clientVersion,
   devAccounts: data.devKeys.length > 0 ? new DevAccounts(data.devKeys) : null,
+  devControl: edge.dev,
   peerCount: () => 0,
   syncing: () => false,
   onRequest: edge.onRequest,
