@@ -443,7 +443,10 @@ describe('ConsensusRuntime: block pacing and dev controls (single validator)', (
 
   it('skip_timeout_commit + an empty-blocks interval: a transaction is committed at once, idle blocks follow the interval', async () => {
     // timeout_commit 5 s would hold every block 5 s; the interval (400 ms) paces the empty ones.
-    const n = node(5000, { skipTimeoutCommit: true, createEmptyBlocksIntervalMs: 400 });
+    // The app proposes only what it was given (no generated transactions): a block of one
+    // transaction is not load, so nothing batches it.
+    const app = new TestApp({ autoTxs: 0 });
+    const n = { ...node(5000, { skipTimeoutCommit: true, createEmptyBlocksIntervalMs: 400, app }), app };
     const rt = await ConsensusRuntime.create(n.opts);
     await rt.start();
     try {
@@ -468,6 +471,25 @@ describe('ConsensusRuntime: block pacing and dev controls (single validator)', (
       // Through consensus: the block's commit carries the validator's precommit.
       const c = await rt.loadCommit(h + 1);
       assert.equal(c?.commit.signatures[0]?.blockIdFlag, 2);
+    } finally {
+      await rt.stop();
+    }
+  });
+
+  it('under load (a block of several transactions) the next block waits a quarter of timeout_commit to batch', async () => {
+    // TestApp proposes two generated transactions per block besides the mempool's: always a batch.
+    const n = node(2000, { skipTimeoutCommit: true, createEmptyBlocksIntervalMs: 5000 });
+    const rt = await ConsensusRuntime.create(n.opts);
+    await rt.start();
+    try {
+      await rt.waitForHeight(1, 10_000);
+      const h = rt.chainState().lastBlockHeight;
+      const t0 = Date.now();
+      n.app.addTx('k9=v9');
+      rt.txsAvailable();
+      await rt.waitForHeight(h + 1, 5_000);
+      const took = Date.now() - t0;
+      assert.ok(took >= 300 && took < 1500, `block after ${took} ms (batch wait 500 ms, interval 5 s)`);
     } finally {
       await rt.stop();
     }
