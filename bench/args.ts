@@ -2,7 +2,7 @@
 import { parseArgs } from 'node:util';
 
 export type TargetName = 'hardhat' | 'noded';
-export type WorkloadName = 'transfers' | 'erc20' | 'reads';
+export type WorkloadName = 'transfers' | 'erc20' | 'reads' | 'sequential';
 export type LoaderChoice = 'auto' | 'wrk' | 'node';
 /** Short names of the read rows, in table order: eth_blockNumber, eth_getBalance, eth_call, eth_call over 4096 holders. */
 export const READ_KEYS = ['blockNumber', 'getBalance', 'call', 'call-holders'] as const;
@@ -16,6 +16,8 @@ export interface BenchOptions {
   reads: ReadKey[];
   /** Measured value transfers (after `txWarmup` unmeasured ones). */
   transfers: number;
+  /** Transfers sent one at a time, each after the previous one's receipt (a script's or a test's pace). */
+  sequential: number;
   /** Measured ERC-20 transfers. */
   erc20: number;
   /** Unmeasured transactions sent first by each transaction workload. */
@@ -54,9 +56,10 @@ under bench/results/.
 
   --quick                    small counts for a smoke run
   --only hardhat|noded       run against one node only
-  --workloads LIST           comma list of transfers,erc20,reads (default: all)
+  --workloads LIST           comma list of transfers,erc20,reads,sequential (default: all)
   --reads LIST               comma list of read rows: blockNumber,getBalance,call,call-holders (default: all)
   --transfers N              measured value transfers (default 6000, quick 200)
+  --sequential N             transfers sent one at a time, each after the previous receipt (default 200, quick 50)
   --erc20 N                  measured ERC-20 transfers (default 6000, quick 200)
   --tx-warmup N              unmeasured transactions before each measured burst (default 100, quick 20)
   --senders K                sending accounts, 1..19 (default 19, quick 8)
@@ -98,6 +101,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | null {
       workloads: { type: 'string' },
       reads: { type: 'string' },
       transfers: { type: 'string' },
+      sequential: { type: 'string' },
       erc20: { type: 'string' },
       'tx-warmup': { type: 'string' },
       senders: { type: 'string' },
@@ -126,7 +130,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | null {
     targets = [values.only];
   }
 
-  const all: WorkloadName[] = ['transfers', 'erc20', 'reads'];
+  const all: WorkloadName[] = ['transfers', 'erc20', 'reads', 'sequential'];
   let workloads = all;
   if (values.workloads !== undefined) {
     const asked = values.workloads.split(',').map((s) => s.trim());
@@ -166,6 +170,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | null {
     workloads,
     reads,
     transfers: int('transfers', values.transfers, quick ? 200 : 6000, 1, 100_000),
+    sequential: int('sequential', values.sequential, quick ? 50 : 200, 1, 10_000),
     erc20: int('erc20', values.erc20, quick ? 200 : 6000, 1, 100_000),
     txWarmup: int('tx-warmup', values['tx-warmup'], quick ? 20 : 100, 0, 10_000),
     senders: int('senders', values.senders, quick ? 8 : 19, 1, 19),

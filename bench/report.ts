@@ -4,7 +4,7 @@ import type { BenchOptions, TargetName, WorkloadName } from './args.js';
 import type { MemorySample } from './memory.js';
 import type { ProfileSummary } from './profile.js';
 import type { ReadResult } from './reads.js';
-import { median, ratio } from './stats.js';
+import { type LatencySummary, median, ratio } from './stats.js';
 import { type BurstResult, burstComplete } from './txburst.js';
 
 export interface MachineInfo {
@@ -52,6 +52,8 @@ export interface TargetRun {
   memory: { idle?: MemorySample; afterLoad?: MemorySample };
   setup?: { tokenAddress?: string; erc20GasLimit?: string; transferGasLimit?: string };
   transfers?: BurstResult;
+  /** One transfer at a time: send, wait for the receipt, next (ms per transaction). */
+  sequential?: { count: number; msPerTx: number; latencyMs: LatencySummary };
   erc20?: BurstResult;
   reads: Partial<Record<ReadMethod, ReadResult>>;
   /** CPU profiles (--profile, noded only): one per thread (main, JSON-RPC). */
@@ -154,6 +156,20 @@ function readRows(m: ReadMethod): Row[] {
 
 export const ROWS: Row[] = [
   ...burstRows('transfers', 'value transfers'),
+  {
+    workload: 'sequential',
+    label: 'sequential transfers (send, receipt, next)',
+    unit: 'ms/tx',
+    digits: 1,
+    get: (r) => r.sequential?.msPerTx,
+  },
+  {
+    workload: 'sequential',
+    label: 'sequential transfers p99 send->receipt',
+    unit: 'ms',
+    digits: 1,
+    get: (r) => r.sequential?.latencyMs.p99,
+  },
   ...burstRows('erc20', 'ERC-20 transfers'),
   ...READ_METHODS.flatMap(readRows),
   { label: 'RSS idle', unit: 'MB', digits: 0, get: (r) => r.memory.idle?.rssMB, target: atMost(300, 'MB') },

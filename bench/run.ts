@@ -29,6 +29,7 @@ import {
   type TargetRun,
 } from './report.js';
 import { type HeadFeed, JsonRpcClient, openHeadFeed } from './rpc.js';
+import { summarize } from './stats.js';
 import {
   type BenchTarget,
   repoRoot,
@@ -116,6 +117,43 @@ async function txWorkload(
   const b = await runBurst(rpc, heads, measured, { ...burst, cpu: cpuSampler(ctx.target.pid) });
   log(describeBurst(name, b));
   return b;
+}
+
+/**
+ * Transfers one at a time, each sent after the previous one's receipt, as a deploy script or a test
+ * suite does: the time a developer waits per transaction (anvil answers a cast send in ~15-20 ms).
+ */
+async function sequentialWorkload(ctx: Ctx, count: number): Promise<NonNullable<TargetRun['sequential']>> {
+  const { rpc } = ctx;
+  const sender = ctx.deployer;
+  const fees = await currentFees(rpc, 3n);
+  let nonce = await pendingNonce(rpc, sender.address);
+  const to = RECEIVERS[0]!;
+  const took: number[] = [];
+  const deadline = Date.now() + ctx.opts.txTimeoutSec * 1000;
+  const t0 = performance.now();
+  for (let i = 0; i < count; i++) {
+    const start = performance.now();
+    const tx = signTx(sender.key, sender.address, fees, {
+      to,
+      value: TRANSFER_VALUE,
+      gasLimit: 21_000n,
+      nonce: nonce++,
+    });
+    await rpc.call('eth_sendRawTransaction', [tx.raw]);
+    while ((await rpc.call<unknown>('eth_getTransactionReceipt', [tx.hash])) === null) {
+      if (Date.now() > deadline)
+        throw new Error(`sequential transfers: no receipt for ${tx.hash} within --tx-timeout`);
+      await sleep(1);
+    }
+    took.push(performance.now() - start);
+  }
+  const msPerTx = (performance.now() - t0) / count;
+  const latencyMs = summarize(took);
+  log(
+    `sequential transfers: ${count} in ${((msPerTx * count) / 1000).toFixed(2)} s = ${msPerTx.toFixed(1)} ms per transaction, p50 ${latencyMs.p50.toFixed(1)} ms, p99 ${latencyMs.p99.toFixed(1)} ms`,
+  );
+  return { count, msPerTx, latencyMs };
 }
 
 async function deployToken(ctx: Ctx, run: TargetRun): Promise<string> {
@@ -250,6 +288,9 @@ async function benchTarget(
           value: TRANSFER_VALUE,
           gasLimit: 21_000n,
         }));
+      }
+      if (opts.workloads.includes('sequential')) {
+        run.sequential = await sequentialWorkload(ctx, opts.sequential);
       }
       let tokenAddress: string | undefined;
       if (opts.workloads.includes('erc20') || opts.workloads.includes('reads')) {
