@@ -203,9 +203,8 @@ function runInit(nodeType: string, opts: InitOpts): void {
     say('');
     say(`dev accounts (m/44'/60'/0'/0/i), ${DEV_ACCOUNT_BALANCE_BTC} BTC each; mnemonic:`);
     say(`  ${mnemonic}`);
-    devAccounts.forEach((a, i) => {
-      say(`  (${i}) ${a.address}  ${a.privateKey}`);
-    });
+    // Listed once, by `noded start` (as a Hardhat node does), where they stay at hand.
+    say(`  the ${devAccounts.length} accounts and their keys are listed when the node starts`);
   }
   if (mode === 'light') {
     say('\nlight node: no EVM state and no block execution; it follows and verifies headers from');
