@@ -124,7 +124,8 @@ export class ConfigTomlFile extends TomlSection {
 export const CONFIG_TOML_DOCS: Record<string, string> = {
   moniker: 'A name for this node, shown to peers and in /status.',
   log_level: 'Log level: trace, debug, info, warn or error (`noded start --log-level` overrides it).',
-  log_format: 'Console log format: "plain" (readable lines) or "json". The log file is always JSON lines.',
+  log_format:
+    'Console log format: "plain" (readable lines on a terminal, JSON lines otherwise) or "json"; `noded start --log-format` overrides it. The log file is always JSON lines.',
   rpc: 'CometBFT-compatible RPC (seed §4.2): HTTP, with the WebSocket at /websocket on the same port.',
   'rpc.laddr': 'TCP address the RPC listens on. Restrict access with a firewall (seed §5).',
   'rpc.cors_allowed_origins': 'Origins allowed to call the RPC from a browser; ["*"] allows any, [] none.',
