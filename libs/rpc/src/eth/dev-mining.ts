@@ -3,9 +3,9 @@
 // through the EthDevControl port. Only a single-validator chain-local node has them; every block
 // they make still goes through consensus (docs/json-rpc.md, "Dev chain: mining and time").
 import type { EthDevControl } from '../../../types/index.js';
-import { serverError } from './errors.js';
+import { invalidParams, serverError } from './errors.js';
 import { quantity } from './hex.js';
-import { type ArgSpec, type ArgsOf, bool, hexOrDecimal64, opt, req } from './params.js';
+import { type ArgSpec, type ArgsOf, bool, type Decoder, hexOrDecimal64, opt, req } from './params.js';
 
 /** How the API registers a method (EthApi.def). */
 export type DefineMethod = <const S extends readonly ArgSpec<unknown>[]>(
@@ -20,6 +20,22 @@ export const MAX_MINE_COUNT = 10_000;
 const MAX_INTERVAL_MS = 86_400_000n;
 /** Seconds bound of the time methods: year 9999 and then some, far inside int64 nanoseconds. */
 const MAX_SECONDS = 253_402_300_799n;
+
+/** evm_mine's parameter: a timestamp (Hardhat, anvil) or anvil's {timestamp?, blocks?}. */
+const mineOptions: Decoder<{ timestamp?: bigint; blocks?: bigint }> = (v) => {
+  if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+    const o = v as Record<string, unknown>;
+    for (const k of Object.keys(o)) {
+      if (k !== 'timestamp' && k !== 'blocks')
+        throw invalidParams(`evm_mine: unknown option "${k}" (timestamp, blocks)`);
+    }
+    return {
+      timestamp: o.timestamp == null ? undefined : hexOrDecimal64(o.timestamp),
+      blocks: o.blocks == null ? undefined : hexOrDecimal64(o.blocks),
+    };
+  }
+  return { timestamp: hexOrDecimal64(v) };
+};
 
 function refusedHere(method: string): Error {
   return serverError(`${method} is only available on a single-validator chain-local node`);
@@ -49,10 +65,14 @@ export function registerDevMining(def: DefineMethod, dev: EthDevControl | null):
     return dev;
   };
 
-  // evm_mine [timestamp]: one block now (with this timestamp); answers "0x0" as Hardhat and anvil.
-  def('evm_mine', [opt(hexOrDecimal64)], async ([timestamp]) => {
-    const ts = timestamp === undefined ? undefined : seconds('evm_mine', 'timestamp', timestamp);
-    await run('evm_mine', () => port('evm_mine').mine(1, undefined, ts));
+  // evm_mine [timestamp | {timestamp, blocks}]: blocks now (the first with this timestamp);
+  // answers "0x0" as Hardhat and anvil.
+  def('evm_mine', [opt(mineOptions)], async ([o]) => {
+    const ts = o?.timestamp === undefined ? undefined : seconds('evm_mine', 'timestamp', o.timestamp);
+    const n = o?.blocks ?? 1n;
+    if (n < 1n || n > BigInt(MAX_MINE_COUNT))
+      throw serverError(`evm_mine: blocks ${n} must be between 1 and ${MAX_MINE_COUNT}`);
+    await run('evm_mine', () => port('evm_mine').mine(Number(n), n > 1n ? 1n : undefined, ts));
     return '0x0';
   });
 
