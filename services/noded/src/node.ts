@@ -32,6 +32,7 @@ import { IndexerThread } from './indexer-thread/thread.js';
 import { dialHost, hostPort, NodeLifecycle, p2pHostFor } from './lifecycle.js';
 import { LocalNodeReader } from './node-reader.js';
 import { EthRpcThread } from './rpc-edge/thread.js';
+import { startTerminalFeed } from './terminal.js';
 import { NODED_VERSION } from './version.js';
 
 function devAccountKeys(file: string, logger: Logger): string[] {
@@ -72,11 +73,14 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
   const genesis = opts.genesis.runtime;
   const paths = homePaths(opts.home);
   // JSON lines to the log file; on a terminal also readable lines, elsewhere JSON on stdout for collectors.
+  // A person at a terminal gets transactions and blocks as anvil prints them (terminal.ts) and the
+  // log's warnings; collectors (not a terminal, or --log-format json) get every JSON line.
+  const human = opts.logFormat === 'plain' && process.stdout.isTTY === true;
   const logger = createLogger({
     level: opts.logLevel,
     file: opts.logFile,
-    // Readable lines only for a person at a terminal; JSON lines for collectors or when asked.
-    pretty: opts.logFormat === 'plain' && process.stdout.isTTY === true,
+    pretty: human,
+    consoleLevel: human ? 'warn' : undefined,
   });
   const log = logger.child({ module: 'node' });
   const bus = new EventBus();
@@ -214,6 +218,14 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
         }
       });
       life.add('txs-available', wake);
+    }
+    if (human) {
+      const stopFeed = startTerminalFeed({
+        bus,
+        chain: executor,
+        write: (text) => process.stdout.write(text),
+      });
+      life.add('terminal', stopFeed);
     }
     const reindexed = await indexer.catchUp(reader);
     if (reindexed > 0) log.info({ blocks: reindexed }, 'tx index caught up with the block store');
