@@ -327,7 +327,11 @@ export async function startNoded(opts: NodedStartOptions = {}): Promise<BenchTar
     c.rpc.laddr = `tcp://127.0.0.1:${rpcPort}`;
     c.p2p.laddr = `tcp://127.0.0.1:${p2pPort}`;
     c.instrumentation.prometheus_listen_addr = `127.0.0.1:${metrics}`;
-    if (opts.timeoutCommit) c.consensus.timeout_commit = opts.timeoutCommit;
+    if (opts.timeoutCommit) {
+      // chain-local mines on demand; the override also sets the pace of its empty blocks.
+      c.consensus.timeout_commit = opts.timeoutCommit;
+      c.consensus.create_empty_blocks_interval = opts.timeoutCommit;
+    }
   });
   editToml(join(home, 'config', 'app.toml'), (a) => {
     a.api.address = `tcp://127.0.0.1:${apiPort}`;

@@ -173,6 +173,10 @@ describe('noded start --dry-run', () => {
         ['start', '--log-level', 'loud', '--home', home],
         /--log-level: must be one of trace, debug, info, warn, error, got "loud"/,
       ],
+      [
+        ['start', '--log-format', 'xml', '--home', home],
+        /--log-format: must be one of plain, json, got "xml"/,
+      ],
       [['start', '--dry-run', '--home', join(root, 'nothing-here')], /no node home at .*nothing-here/],
       [
         ['start', '--dry-run', '--home', home],

@@ -75,6 +75,7 @@ describe('config defaults (seed §2.4, §8 and the integration contract)', () =>
         timeout_commit: '1s',
         create_empty_blocks: true,
         create_empty_blocks_interval: '0s',
+        skip_timeout_commit: false,
         double_sign_check_height: 0,
       },
     );
@@ -145,7 +146,8 @@ describe('config defaults (seed §2.4, §8 and the integration contract)', () =>
     assert.equal(f.evm.rpc.allow_unprotected_txs, false);
     assert.equal(f.evm.rpc.apis, 'eth,net,web3,txpool,debug');
     assert.equal(f.pruning, 'default');
-    assert.equal(f.pruning_keep_recent, '100');
+    // The Cosmos SDK's default window (362,880 recent states); chain-local homes keep everything.
+    assert.equal(f.pruning_keep_recent, '362880');
   });
 
   it('rendered files parse back without problems into the typed values', () => {
@@ -167,7 +169,7 @@ describe('config defaults (seed §2.4, §8 and the integration contract)', () =>
     assert.equal(a.app.evm.rpc.txFeeCap, 10n ** 18n);
     assert.equal(a.app.evm.rpc.filterTimeoutMs, 300000);
     assert.equal(a.app.api.rpcReadTimeoutMs, 10000);
-    assert.equal(a.app.pruningKeepRecent, 100n);
+    assert.equal(a.app.pruningKeepRecent, 362880n);
     const problems: ConfigProblem[] = [];
     const k = parseClientToml(renderClientToml(), problems);
     assert.deepEqual(problems, []);
@@ -458,7 +460,7 @@ describe('option mappers', () => {
     });
     const ex = toExecutorSettings(config, a);
     assert.equal(ex.mode, 'full');
-    assert.equal(ex.keepRecent, 100);
+    assert.equal(ex.keepRecent, 362880);
     assert.deepEqual(ex.gas, {
       baseFee: 1000000000n,
       minGasPrice: 1000000000n,
@@ -481,6 +483,7 @@ describe('option mappers', () => {
       },
       createEmptyBlocks: true,
       createEmptyBlocksIntervalMs: 0,
+      skipTimeoutCommit: false,
       doubleSignCheckHeight: 0,
     });
     assert.deepEqual(

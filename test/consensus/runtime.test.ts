@@ -9,6 +9,7 @@ import {
   type ConsensusNetwork,
   ConsensusRuntime,
   type ConsensusRuntimeOptions,
+  checkBlock,
   isEvidenceExpired,
   makeDuplicateVoteEvidence,
   maxDataBytes,
@@ -431,6 +432,169 @@ describe('ConsensusRuntime and its network', () => {
       );
       assert.match(reports[0]!.reason, /^vote \d+\/0\/1: invalid signature$/);
       assert.match(reports[1]!.reason, /validator index 3 is out of range 0\.\.0/);
+    } finally {
+      await rt.stop();
+    }
+  });
+});
+
+describe('ConsensusRuntime: block pacing and dev controls (single validator)', () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it('skip_timeout_commit + an empty-blocks interval: a transaction is committed at once, idle blocks follow the interval', async () => {
+    // timeout_commit 5 s would hold every block 5 s; the interval (400 ms) paces the empty ones.
+    // The app proposes only what it was given (no generated transactions): a block of one
+    // transaction is not load, so nothing batches it.
+    const app = new TestApp({ autoTxs: 0 });
+    const n = { ...node(5000, { skipTimeoutCommit: true, createEmptyBlocksIntervalMs: 400, app }), app };
+    const rt = await ConsensusRuntime.create(n.opts);
+    await rt.start();
+    try {
+      await rt.waitForHeight(3, 10_000);
+      const idle = newBlocks(n).slice(-2);
+      const gap = idle[1]!.at - idle[0]!.at;
+      assert.ok(gap >= 350 && gap < 2000, `empty blocks ${gap} ms apart (interval 400 ms)`);
+      const h = rt.chainState().lastBlockHeight;
+      const t0 = Date.now();
+      n.app.addTx('k1=v1');
+      rt.txsAvailable();
+      await rt.waitForHeight(h + 1, 5_000);
+      const took = Date.now() - t0;
+      const block = (await rt.loadBlock(h + 1))!;
+      assert.equal(
+        Buffer.from(block.data.txs[0]!).toString(),
+        'k1=v1',
+        'the transaction is in the very next block',
+      );
+      assert.ok(took < 300, `committed ${took} ms after txsAvailable (interval 400 ms, timeout_commit 5 s)`);
+      assert.equal(n.app.value('k1'), 'v1');
+      // Through consensus: the block's commit carries the validator's precommit.
+      const c = await rt.loadCommit(h + 1);
+      assert.equal(c?.commit.signatures[0]?.blockIdFlag, 2);
+    } finally {
+      await rt.stop();
+    }
+  });
+
+  it('under load (a block of several transactions) the next block waits a quarter of timeout_commit to batch', async () => {
+    // TestApp proposes two generated transactions per block besides the mempool's: always a batch.
+    const n = node(2000, { skipTimeoutCommit: true, createEmptyBlocksIntervalMs: 5000 });
+    const rt = await ConsensusRuntime.create(n.opts);
+    await rt.start();
+    try {
+      await rt.waitForHeight(1, 10_000);
+      const h = rt.chainState().lastBlockHeight;
+      const t0 = Date.now();
+      n.app.addTx('k9=v9');
+      rt.txsAvailable();
+      await rt.waitForHeight(h + 1, 5_000);
+      const took = Date.now() - t0;
+      assert.ok(took >= 300 && took < 1500, `block after ${took} ms (batch wait 500 ms, interval 5 s)`);
+    } finally {
+      await rt.stop();
+    }
+  });
+
+  it('without skip_timeout_commit, timeout_commit still holds a transaction back (the seed pacing elsewhere)', async () => {
+    const n = node(1200);
+    const rt = await ConsensusRuntime.create(n.opts);
+    await rt.start();
+    try {
+      await rt.waitForHeight(1, 10_000);
+      const h = rt.chainState().lastBlockHeight;
+      n.app.addTx('k2=v2');
+      rt.txsAvailable();
+      await sleep(400);
+      assert.equal(rt.chainState().lastBlockHeight, h, 'no block before timeout_commit');
+    } finally {
+      await rt.stop();
+    }
+  });
+
+  it('mines on request with chosen block times, refuses a time that goes back, and a restart replays the same blocks', async () => {
+    const n = node(1000, { skipTimeoutCommit: true, createEmptyBlocksIntervalMs: 1000, devControls: true });
+    let rt = await ConsensusRuntime.create(n.opts);
+    await rt.start();
+    const S = 1_000_000_000n;
+    try {
+      await rt.waitForHeight(1, 10_000);
+      await rt.setAutomine(false);
+      await rt.setIntervalMining(0);
+      await sleep(1200);
+      const h = rt.chainState().lastBlockHeight;
+      n.app.addTx('k3=v3');
+      rt.txsAvailable();
+      await sleep(500);
+      assert.equal(rt.chainState().lastBlockHeight, h, 'automine off and no interval: no block');
+
+      const before = rt.chainState();
+      const t1 = (before.lastBlockTime / S + 3600n) * S;
+      await rt.mineBlocks(1, { firstTimeNs: t1 });
+      const b1 = (await rt.loadBlock(h + 1))!;
+      assert.equal(b1.header.time, t1);
+      assert.equal(Buffer.from(b1.data.txs[0]!).toString(), 'k3=v3');
+      // The node's own validation accepts the proposer's time, and refuses one that is not later.
+      assert.equal(checkBlock(before, b1, ed25519Verify), null);
+      const back = { ...b1, header: { ...b1.header, time: before.lastBlockTime } };
+      assert.match(checkBlock(before, back, ed25519Verify) ?? '', /is not after the last block time/);
+
+      await rt.mineBlocks(3, { intervalNs: 60n * S });
+      const times = await Promise.all(
+        [h + 2, h + 3, h + 4].map(async (x) => (await rt.loadBlock(x))!.header.time),
+      );
+      assert.deepEqual(
+        times.slice(1).map((t, i) => (t - times[i]!) / S),
+        [60n, 60n],
+      );
+      assert.ok(times[0]! > t1);
+      // The clock offset is relative to the wall clock (here negative: the genesis time is in 2023).
+      const offset0 = rt.devState().clockOffsetNs;
+      assert.equal(await rt.increaseTime(7200n * S), offset0 + 7200n * S);
+      await rt.mineBlocks(1);
+      const b5 = (await rt.loadBlock(h + 5))!;
+      assert.ok(b5.header.time - times[2]! >= 7200n * S - S, 'the next block takes the moved clock');
+      await assert.rejects(rt.setNextBlockTime(b5.header.time), (err: Error & { code?: string }) => {
+        assert.equal(err.code, 'INVALID_TIME');
+        return true;
+      });
+      const top = rt.chainState().lastBlockHeight;
+      const hashes = await Promise.all(
+        Array.from({ length: top }, async (_, i) => (await rt.loadBlockMeta(i + 1))!.blockId.hash),
+      );
+      await rt.stop();
+
+      // A restart on the same stores and WAL: the handshake accepts them and the blocks are the same.
+      rt = await ConsensusRuntime.create(n.opts);
+      await rt.start();
+      for (let i = 1; i <= top; i++)
+        assert.deepEqual((await rt.loadBlockMeta(i))!.blockId.hash, hashes[i - 1]);
+      await rt.waitForHeight(top + 1, 5_000);
+      assert.ok((await rt.loadBlock(top + 1))!.header.time > b5.header.time);
+    } finally {
+      await rt.stop();
+    }
+  });
+
+  it('refuses the dev controls unless enabled and this node is the only validator', async () => {
+    const n = node(200);
+    const rt = await ConsensusRuntime.create(n.opts);
+    await rt.start();
+    try {
+      const refused = (err: Error & { code?: string }) => {
+        assert.equal(err.code, 'DEV_CONTROLS_REFUSED');
+        return true;
+      };
+      await assert.rejects(rt.mineBlocks(1), refused);
+      await assert.rejects(rt.setAutomine(true), refused);
+      await assert.rejects(rt.increaseTime(1n), refused);
+      const other = node(200, { devControls: true, privValidator: null });
+      const rt2 = await ConsensusRuntime.create({
+        ...other.opts,
+        blockStore: new MemoryKV(),
+        stateStore: new MemoryKV(),
+      });
+      assert.equal(rt2.devControlsRefusal(), 'this node is not the validator');
+      await rt2.stop();
     } finally {
       await rt.stop();
     }

@@ -117,7 +117,12 @@ export async function rewireHome(home: string, opts: HomeOptions = {}): Promise<
     c.rpc.laddr = `tcp://127.0.0.1:${ports.rpc}`;
     c.p2p.laddr = `tcp://127.0.0.1:${ports.p2p}`;
     c.instrumentation.prometheus_listen_addr = `127.0.0.1:${ports.metrics}`;
-    if (opts.timeoutCommit) c.consensus.timeout_commit = opts.timeoutCommit;
+    if (opts.timeoutCommit) {
+      // Timed blocks only, as before blocks on demand: these tests pace the chain by timeout_commit.
+      c.consensus.timeout_commit = opts.timeoutCommit;
+      c.consensus.create_empty_blocks_interval = '0s';
+      c.consensus.skip_timeout_commit = false;
+    }
     configDoc = c;
   });
   editToml(join(home, 'config', 'app.toml'), (a) => {

@@ -38,6 +38,7 @@ export interface ConsensusTimeouts {
   timeouts: TimeoutConfig;
   createEmptyBlocks: boolean;
   createEmptyBlocksIntervalMs: number;
+  skipTimeoutCommit: boolean;
   doubleSignCheckHeight: number;
 }
 
@@ -104,6 +105,7 @@ export function toConsensusTimeouts(config: ConfigToml): ConsensusTimeouts {
     },
     createEmptyBlocks: c.createEmptyBlocks,
     createEmptyBlocksIntervalMs: c.createEmptyBlocksIntervalMs,
+    skipTimeoutCommit: c.skipTimeoutCommit,
     doubleSignCheckHeight: c.doubleSignCheckHeight,
   };
 }

@@ -15,7 +15,11 @@ export type ConsensusErrorCode =
   | 'HANDSHAKE'
   | 'DOUBLE_SIGN_RISK'
   | 'STOPPED'
-  | 'TIMEOUT';
+  | 'TIMEOUT'
+  /** A dev chain control (mine, time) asked of a node that does not allow them. */
+  | 'DEV_CONTROLS_REFUSED'
+  /** A dev block time that is not after the last block's. */
+  | 'INVALID_TIME';
 
 export class ConsensusError extends Error {
   constructor(

@@ -14,6 +14,8 @@ export interface LoggerOptions {
   file?: string;
   /** Human-readable lines on stdout (pino-pretty). Default: whether stdout is a TTY. */
   pretty?: boolean;
+  /** Lowest level written to stdout (default: `level`); the file keeps `level`. */
+  consoleLevel?: string;
   /** Also write to stdout (JSON lines unless pretty). Default true. */
   stdout?: boolean;
   /** Where "stdout" output goes (tests); default process.stdout. */
@@ -75,7 +77,8 @@ export function createLogger(opts: LoggerOptions = {}): PinoLogger {
           sync: true,
         })
       : (out as DestinationStream);
-    streams.push({ level: level as StreamEntry['level'], stream });
+    const consoleLevel = opts.consoleLevel === undefined ? level : pinoLevel(opts.consoleLevel);
+    streams.push({ level: consoleLevel as StreamEntry['level'], stream });
   }
   const options = {
     level,

@@ -297,3 +297,19 @@ export interface EthChain {
    */
   devSendImpersonated?(sender: Hex, raw: Uint8Array): Promise<Hex>;
 }
+
+/**
+ * The dev chain's mining and time controls behind evm_mine, evm_setAutomine, evm_increaseTime, ...
+ * (chain-local with a single validator). Blocks still go through consensus. Refusals are errors with
+ * code 'DEV_CONTROLS_REFUSED'; a block time that is not after the last block's, 'INVALID_TIME'.
+ */
+export interface EthDevControl {
+  /** Mines `count` blocks; the first at `timestampSec` if given, each later one `intervalSec` after the previous. */
+  mine(count: number, intervalSec: bigint | undefined, timestampSec: bigint | undefined): Promise<void>;
+  setAutomine(on: boolean): Promise<void>;
+  /** An empty block every `ms` milliseconds; 0 = none. */
+  setIntervalMining(ms: number): Promise<void>;
+  /** Moves the clock forward; resolves to the total offset in seconds. */
+  increaseTime(seconds: bigint): Promise<bigint>;
+  setNextBlockTimestamp(seconds: bigint): Promise<void>;
+}

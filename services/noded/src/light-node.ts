@@ -49,7 +49,8 @@ export async function runLightNode(opts: LightNodeOptions): Promise<RunningNode>
   const logger = createLogger({
     level: opts.logLevel,
     file: opts.logFile,
-    pretty: process.stdout.isTTY === true,
+    // Readable lines only for a person at a terminal; JSON lines for collectors or when asked.
+    pretty: opts.logFormat === 'plain' && process.stdout.isTTY === true,
   });
   const log = logger.child({ module: 'node' });
   const bus = new EventBus();

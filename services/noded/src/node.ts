@@ -27,12 +27,13 @@ import {
 import { CometRpcServer, DevAccounts, RestServer, TxIndexer } from '../../../libs/rpc/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetry/index.js';
-import { EventBus, type Logger } from '../../../libs/types/index.js';
+import { type EthDevControl, EventBus, type Logger } from '../../../libs/types/index.js';
 import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
 import { IndexerThread } from './indexer-thread/thread.js';
 import { dialHost, hostPort, NodeLifecycle, p2pHostFor } from './lifecycle.js';
 import { LocalNodeReader } from './node-reader.js';
 import { EthRpcThread } from './rpc-edge/thread.js';
+import { startTerminalFeed } from './terminal.js';
 import { NODED_VERSION } from './version.js';
 
 function devAccountKeys(file: string, logger: Logger): string[] {
@@ -51,15 +52,36 @@ function devAccountKeys(file: string, logger: Logger): string[] {
   }
 }
 
+const NS_PER_S = 1_000_000_000n;
+
+/** The JSON-RPC's mining and time controls, served by consensus (which refuses them unless single-validator). */
+function devControlOf(consensus: ConsensusRuntime): EthDevControl {
+  return {
+    mine: (count, intervalSec, timestampSec) =>
+      consensus.mineBlocks(count, {
+        firstTimeNs: timestampSec === undefined ? undefined : timestampSec * NS_PER_S,
+        intervalNs: intervalSec === undefined ? undefined : intervalSec * NS_PER_S,
+      }),
+    setAutomine: (on) => consensus.setAutomine(on),
+    setIntervalMining: (ms) => consensus.setIntervalMining(ms),
+    increaseTime: async (seconds) => (await consensus.increaseTime(seconds * NS_PER_S)) / NS_PER_S,
+    setNextBlockTimestamp: (seconds) => consensus.setNextBlockTime(seconds * NS_PER_S),
+  };
+}
+
 export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
   const { config, app } = opts.loaded;
   const genesis = opts.genesis.runtime;
   const paths = homePaths(opts.home);
   // JSON lines to the log file; on a terminal also readable lines, elsewhere JSON on stdout for collectors.
+  // A person at a terminal gets transactions and blocks as anvil prints them (terminal.ts) and the
+  // log's warnings; collectors (not a terminal, or --log-format json) get every JSON line.
+  const human = opts.logFormat === 'plain' && process.stdout.isTTY === true;
   const logger = createLogger({
     level: opts.logLevel,
     file: opts.logFile,
-    pretty: process.stdout.isTTY === true,
+    pretty: human,
+    consoleLevel: human ? 'warn' : undefined,
   });
   const log = logger.child({ module: 'node' });
   const bus = new EventBus();
@@ -146,6 +168,9 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       },
       timeouts: timeouts.timeouts,
       createEmptyBlocks: timeouts.createEmptyBlocks,
+      createEmptyBlocksIntervalMs: timeouts.createEmptyBlocksIntervalMs,
+      skipTimeoutCommit: timeouts.skipTimeoutCommit,
+      devControls: genesis.chainId === 'chain-local',
       doubleSignCheckHeight: timeouts.doubleSignCheckHeight,
       privValidator: { keyFile: paths.privValidatorKey, stateFile: paths.privValidatorState },
       walDir: paths.csWal,
@@ -189,15 +214,28 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
         unsubscribe();
       });
     }
-    if (!timeouts.createEmptyBlocks) {
-      // create_empty_blocks = false: consensus proposes only when told that transactions wait, on
-      // admission (eth_sendRawTransaction and broadcast_tx_*) and after a block that left some behind.
+    if (
+      !timeouts.createEmptyBlocks ||
+      timeouts.createEmptyBlocksIntervalMs > 0 ||
+      genesis.chainId === 'chain-local'
+    ) {
+      // Blocks on demand (create_empty_blocks = false, an empty-blocks interval, or evm_setAutomine
+      // on chain-local): consensus is told that transactions wait, on admission
+      // (eth_sendRawTransaction and broadcast_tx_*) and after a block that left some behind.
       const wake = bus.subscribe((ev) => {
         if (ev.kind === 'EthPendingTx' || (ev.kind === 'NewBlock' && reader.mempoolSize() > 0)) {
           consensus.txsAvailable();
         }
       });
       life.add('txs-available', wake);
+    }
+    if (human) {
+      const stopFeed = startTerminalFeed({
+        bus,
+        chain: executor,
+        write: (text) => process.stdout.write(text),
+      });
+      life.add('terminal', stopFeed);
     }
     const reindexed = await indexer.catchUp(reader);
     if (reindexed > 0) log.info({ blocks: reindexed }, 'tx index caught up with the block store');
@@ -235,6 +273,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     const eth = ethServed
       ? new EthRpcThread({
           chain: executor,
+          dev: genesis.chainId === 'chain-local' ? devControlOf(consensus) : undefined,
           bus,
           logger: logger.child({ module: 'json-rpc' }),
           options: ethOptions,

@@ -99,7 +99,7 @@ export class LightSection extends TomlSection {
 export class AppTomlFile extends TomlSection {
   @IsOneOf(NODE_MODES) mode = 'full';
   @IsOneOf(['default', 'nothing']) pruning = 'default';
-  @IsDecimalString(1n) pruning_keep_recent = '100';
+  @IsDecimalString(1n) pruning_keep_recent = '362880';
   api = new ApiSection();
   evm = new EvmSection();
   light = new LightSection();

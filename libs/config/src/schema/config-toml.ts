@@ -83,6 +83,7 @@ export class ConsensusSection extends TomlSection {
   @IsDuration() timeout_commit = '1s';
   @IsBool() create_empty_blocks = true;
   @IsDuration() create_empty_blocks_interval = '0s';
+  @IsBool() skip_timeout_commit = false;
   @IsInt(0) double_sign_check_height = 0;
 }
 
@@ -123,7 +124,8 @@ export class ConfigTomlFile extends TomlSection {
 export const CONFIG_TOML_DOCS: Record<string, string> = {
   moniker: 'A name for this node, shown to peers and in /status.',
   log_level: 'Log level: trace, debug, info, warn or error (`noded start --log-level` overrides it).',
-  log_format: 'Console log format: "plain" (readable lines) or "json". The log file is always JSON lines.',
+  log_format:
+    'Console log format: "plain" (readable lines on a terminal, JSON lines otherwise) or "json"; `noded start --log-format` overrides it. The log file is always JSON lines.',
   rpc: 'CometBFT-compatible RPC (seed §4.2): HTTP, with the WebSocket at /websocket on the same port.',
   'rpc.laddr': 'TCP address the RPC listens on. Restrict access with a firewall (seed §5).',
   'rpc.cors_allowed_origins': 'Origins allowed to call the RPC from a browser; ["*"] allows any, [] none.',
@@ -176,9 +178,12 @@ export const CONFIG_TOML_DOCS: Record<string, string> = {
   'consensus.timeout_precommit': 'How long to wait after +2/3 precommits for anything.',
   'consensus.timeout_precommit_delta': 'Added to timeout_precommit in each later round.',
   'consensus.timeout_commit': 'How long to wait after committing a block before starting the next height.',
-  'consensus.create_empty_blocks': 'false: wait for transactions before proposing a block.',
+  'consensus.create_empty_blocks':
+    'false: wait for transactions before proposing a block (create_empty_blocks_interval = "0s").',
   'consensus.create_empty_blocks_interval':
-    'With create_empty_blocks = true, the interval between empty blocks ("0s": no extra wait).',
+    'Above "0s": a transaction starts a block at once, and an empty block follows this long after the last one (chain-local: "1s").',
+  'consensus.skip_timeout_commit':
+    'true: once every precommit of the last block is in, start the next height without waiting timeout_commit (chain-local: true).',
   'consensus.double_sign_check_height':
     "Heights to look back for this validator's own signatures before signing (0 disables the check).",
   tx_index: "Transaction and block indexing for the RPC's tx_search and block_search.",
@@ -231,6 +236,7 @@ export interface ConfigToml {
     timeoutCommitMs: number;
     createEmptyBlocks: boolean;
     createEmptyBlocksIntervalMs: number;
+    skipTimeoutCommit: boolean;
     doubleSignCheckHeight: number;
   };
   txIndex: { indexer: 'kv' | 'null' };
@@ -304,6 +310,7 @@ export function toConfigToml(f: ConfigTomlFile): ConfigToml {
       timeoutCommitMs: ms(c.timeout_commit),
       createEmptyBlocks: c.create_empty_blocks,
       createEmptyBlocksIntervalMs: ms(c.create_empty_blocks_interval),
+      skipTimeoutCommit: c.skip_timeout_commit,
       doubleSignCheckHeight: c.double_sign_check_height,
     },
     txIndex: { indexer: f.tx_index.indexer as 'kv' | 'null' },

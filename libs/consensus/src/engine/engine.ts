@@ -24,6 +24,7 @@ import {
   makeBlock,
   maxBlockBytes,
   nextBlockTime,
+  proposerPicksTime,
   TIME_IOTA_NS,
   verifyCommit,
 } from '../block.js';
@@ -489,9 +490,10 @@ function onProposalTxs(ctx: Ctx, ev: Extract<EngineEvent, { kind: 'proposalTxs' 
   }
   ctx.wal(ev);
   const txs = [...ev.txs];
+  const picked = ev.time !== undefined && proposerPicksTime(s.chain) && ev.time > s.chain.lastBlockTime;
   const draft = {
     height: s.height,
-    time: pp.time,
+    time: picked ? ev.time! : pp.time,
     txs,
     evidence: ev.evidence,
     lastCommit: pp.lastCommit,

@@ -96,6 +96,11 @@ export type EngineEvent =
       round: number;
       txs: Uint8Array[];
       evidence: DuplicateVoteEvidence[];
+      /**
+       * The block time the proposer picked, used only where it may (proposerPicksTime, after the
+       * last block's time); otherwise the BFT time of the request stands.
+       */
+      time?: TimeNs;
       now: TimeNs;
     }
   /** Answer to validateBlock (evidence checks and the application's processProposal). */

@@ -56,6 +56,21 @@ export interface ConsensusRuntimeOptions {
   /** config.toml [consensus] timeouts in milliseconds. */
   timeouts: TimeoutConfig;
   createEmptyBlocks: boolean;
+  /**
+   * config.toml [consensus] create_empty_blocks_interval in ms. Above 0 the node waits for
+   * transactions (then proposes at once) or this long (then makes an empty block), as CometBFT.
+   */
+  createEmptyBlocksIntervalMs?: number;
+  /**
+   * config.toml [consensus] skip_timeout_commit: once every validator's precommit for the last block
+   * is in, the next height starts without waiting timeout_commit (CometBFT's rule).
+   */
+  skipTimeoutCommit?: boolean;
+  /**
+   * Allow the dev chain's mining and time controls (mine, automine, interval, time offset); they
+   * also need this node to be the only validator. The node sets it on chain-local.
+   */
+  devControls?: boolean;
   /** config.toml [consensus] double_sign_check_height; 0 disables the check. */
   doubleSignCheckHeight: number;
   privValidator: PrivValidatorSource | null;

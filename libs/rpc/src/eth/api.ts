@@ -8,6 +8,7 @@ import type {
   CallResult,
   EthBlock,
   EthChain,
+  EthDevControl,
   EthTx,
   Hex,
   Logger,
@@ -16,6 +17,7 @@ import type {
 } from '../../../types/index.js';
 import { CallCache, callKey } from './call-cache.js';
 import type { DevAccounts } from './dev-accounts.js';
+import { registerDevMining } from './dev-mining.js';
 import { type DevChainInfo, DevState } from './dev-state.js';
 import { TypedDataError } from './eip712.js';
 import { invalidParams, RpcError, RpcErrorCode, revertError, serverError } from './errors.js';
@@ -87,6 +89,8 @@ export interface EthApiDeps {
   devAccounts: DevAccounts | null;
   /** Set only on the single validator of chain-local: serves the dev-chain methods (dev-state.ts). */
   devChain?: DevChainInfo | undefined;
+  /** Mining and time controls (single-validator chain-local); null answers them with a refusal. */
+  devControl?: EthDevControl | null;
   filters: FilterManager;
   clientVersion: string;
   peerCount: () => number;
@@ -187,6 +191,7 @@ export class EthApi {
     this.registerSubscriptions();
     this.registerOthers();
     this.devState.register(this.methods);
+    registerDevMining((name, specs, fn) => this.def(name, specs, fn), deps.devControl ?? null);
   }
 
   private def<const S extends readonly ArgSpec<unknown>[]>(

@@ -20,6 +20,7 @@ import type {
   DevStateChange,
   EthBlock,
   EthChain,
+  EthDevControl,
   EthLog,
   EthReceipt,
   EthTx,
@@ -84,6 +85,7 @@ type HostToEdge =
 
 type EdgeToHost =
   | { t: 'call'; id: number; m: ChainCall; a: unknown[] }
+  | { t: 'dev'; id: number; m: DevCall; a: unknown[] }
   | { t: 'done'; id: number; v: unknown }
   | { t: 'fail'; id: number; e: WireError }
   | { t: 'log'; b: Record<string, unknown>; l: LogLevel; o?: object; msg?: string }
@@ -116,6 +118,16 @@ const CHAIN_CALLS = [
   'devSendImpersonated',
 ] as const;
 type ChainCall = (typeof CHAIN_CALLS)[number];
+/** The EthDevControl methods; answered by the host's `dev`, refused when it has none. */
+const DEV_CALLS = [
+  'mine',
+  'setAutomine',
+  'setIntervalMining',
+  'increaseTime',
+  'setNextBlockTimestamp',
+] as const;
+type DevCall = (typeof DEV_CALLS)[number];
+const DEV_CALL_SET: ReadonlySet<string> = new Set(DEV_CALLS);
 const CHAIN_CALL_SET: ReadonlySet<string> = new Set(CHAIN_CALLS);
 /** Chain calls the host starts per turn of its event loop (an eth_call is about 0.1 ms). */
 const CALLS_PER_TURN = 16;
@@ -214,6 +226,8 @@ export interface EthEdgeHostDeps {
   chain: EthChain;
   bus: { subscribe(listener: (ev: NodeEvent) => void): () => void };
   logger: Logger;
+  /** The dev chain's mining and time controls (chain-local); absent elsewhere. */
+  dev?: EthDevControl;
   /** The metrics hook of the server, called on the host for every request the edge served. */
   onRequest?: (method: string, ms: number, ok: boolean) => void;
 }
@@ -360,6 +374,9 @@ export class EthEdgeHost {
       case 'call':
         this.queue.push(m);
         return;
+      case 'dev':
+        void this.serveDev(m.id, m.m, m.a);
+        return;
       case 'done':
         this.commands.resolve(m.id, m.v);
         return;
@@ -423,6 +440,24 @@ export class EthEdgeHost {
     }
     if (!this.closed) this.out.push(reply);
   }
+
+  private async serveDev(id: number, method: string, args: unknown[]): Promise<void> {
+    let reply: HostToEdge;
+    try {
+      const dev = this.deps.dev;
+      if (!DEV_CALL_SET.has(method)) throw new Error(`JSON-RPC edge: unknown dev call ${method}`);
+      if (dev === undefined) {
+        const err = new Error('this node has no dev controls') as Error & { code: string };
+        err.code = 'DEV_CONTROLS_REFUSED';
+        throw err;
+      }
+      const fn = (dev as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[method]!;
+      reply = { t: 'ret', id, v: await fn.apply(dev, args) };
+    } catch (err) {
+      reply = { t: 'err', id, e: toWire(err) };
+    }
+    if (!this.closed) this.out.push(reply);
+  }
 }
 
 /** A Logger whose records are written by the host's logger (one log file, one writer). */
@@ -476,6 +511,8 @@ export interface EthEdgeClientOptions {
 /** The edge side: the chain, bus, logger and metrics hook an EthRpcServer is built with. */
 export class EthEdgeClient {
   readonly chain: EthChain;
+  /** The host's dev controls, over the channel (the host refuses when it has none). */
+  readonly dev: EthDevControl;
   readonly bus = new EventBus();
   readonly logger: Logger;
   private readonly calls = new Awaiting();
@@ -505,6 +542,15 @@ export class EthEdgeClient {
       (m, a) => this.call(m, a),
       opts.recoverSender,
     );
+    const d = <T>(m: DevCall, ...a: unknown[]) =>
+      this.calls.request((id) => this.out.push({ t: 'dev', id, m, a })) as Promise<T>;
+    this.dev = {
+      mine: (count, intervalSec, timestampSec) => d<void>('mine', count, intervalSec, timestampSec),
+      setAutomine: (on) => d<void>('setAutomine', on),
+      setIntervalMining: (ms) => d<void>('setIntervalMining', ms),
+      increaseTime: (seconds) => d<bigint>('increaseTime', seconds),
+      setNextBlockTimestamp: (seconds) => d<void>('setNextBlockTimestamp', seconds),
+    };
     channel.on('message', (batch) => {
       for (const m of batch as HostToEdge[]) this.onMessage(m);
     });

@@ -4,7 +4,16 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import type { EthBlock, EthChain, EthLog, EventBus, Hex, Logger, NodeEvent } from '../../../types/index.js';
+import type {
+  EthBlock,
+  EthChain,
+  EthDevControl,
+  EthLog,
+  EventBus,
+  Hex,
+  Logger,
+  NodeEvent,
+} from '../../../types/index.js';
 import { closeServer, discardBody, discardCap, listenOn } from '../http.js';
 import { type CallContext, EthApi, type SyncStatus } from './api.js';
 import type { DevAccounts } from './dev-accounts.js';
@@ -26,6 +35,8 @@ export interface EthRpcServerDeps {
   devAccounts: DevAccounts | null;
   /** Set only on the single validator of chain-local: serves the dev-chain methods (dev-state.ts). */
   devChain?: DevChainInfo | undefined;
+  /** Mining and time controls (single-validator chain-local); absent or null elsewhere. */
+  devControl?: EthDevControl | null;
   peerCount: () => number;
   syncing: () => SyncStatus;
   /** Metrics hook, called once per call; unknown method names are reported as "unknown". */
@@ -42,10 +53,11 @@ const ACCEPTED_CONTENT_TYPES = new Set([
 /** geth's limit; longer names are refused rather than echoed back in an error. */
 const MAX_METHOD_NAME_LENGTH = 2048;
 /**
- * Namespaces always served besides [evm.rpc] apis. The dev-chain methods (dev-state.ts) answer on
- * every node, so that a node without dev controls refuses them by name rather than as unknown.
+ * Namespaces always served besides [evm.rpc] apis. The dev chain's test controls (evm_, anvil_,
+ * hardhat_: dev-mining.ts, dev-state.ts) answer everywhere: a node that does not allow them refuses
+ * them by name (-32000 saying where they work) rather than -32601 as if they did not exist.
  */
-const ALWAYS_ON = new Set(['rpc', 'anvil', 'hardhat']);
+const ALWAYS_ON = new Set(['rpc', 'evm', 'anvil', 'hardhat']);
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -102,6 +114,7 @@ export class EthRpcServer {
       options: deps.options,
       devAccounts: deps.devAccounts,
       devChain: deps.devChain,
+      devControl: deps.devControl ?? null,
       filters: this.filters,
       clientVersion: deps.clientVersion,
       peerCount: deps.peerCount,

@@ -102,13 +102,25 @@ export function generatedGenesisText(
 }
 
 /** app.toml and client.toml values of a node of this type on this chain. */
+/**
+ * chain-local's block pacing: a transaction at an idle node is proposed, voted and committed at
+ * once, and an empty block follows a second after the last block (the seed's timeout_commit), as a
+ * Hardhat node or anvil mines on demand. Other chains keep the seed's timeouts.
+ */
+export function devChainConsensus(config: ConfigTomlFile): void {
+  config.consensus.skip_timeout_commit = true;
+  config.consensus.create_empty_blocks = true;
+  config.consensus.create_empty_blocks_interval = config.consensus.timeout_commit;
+}
+
 export function nodeTomlValues(
   mode: NodeMode,
   chainId: ChainId,
 ): { app: AppTomlFile; client: ClientTomlFile } {
   const app = defaultAppTomlValues();
   app.mode = mode;
-  app.pruning = mode === 'archive' ? 'nothing' : 'default';
+  // A dev chain is small: chain-local keeps every height's state, so tools can read any block.
+  app.pruning = mode === 'archive' || chainId === 'chain-local' ? 'nothing' : 'default';
   const client = defaultClientTomlValues();
   client['chain-id'] = chainId;
   return { app, client };

@@ -5,7 +5,7 @@
 import { Worker } from 'node:worker_threads';
 import type { DevChainInfo, EdgeChannel, EdgeInit, EthRpcOptions } from '../../../../libs/rpc/index.js';
 import { EthEdgeHost } from '../../../../libs/rpc/index.js';
-import type { EthChain, Logger, NodeEvent } from '../../../../libs/types/index.js';
+import type { EthChain, EthDevControl, Logger, NodeEvent } from '../../../../libs/types/index.js';
 
 /** workerData of the JSON-RPC thread. */
 export interface RpcThreadData {
@@ -21,6 +21,8 @@ export interface RpcThreadData {
 
 export interface RpcThreadDeps {
   chain: EthChain;
+  /** Mining and time controls (chain-local); the thread's dev methods are refused without. */
+  dev?: EthDevControl;
   bus: { subscribe(listener: (ev: NodeEvent) => void): () => void };
   logger: Logger;
   options: EthRpcOptions;
@@ -49,6 +51,7 @@ export class EthRpcThread {
     const host = new EthEdgeHost({
       channel,
       chain: deps.chain,
+      dev: deps.dev,
       bus: deps.bus,
       logger: deps.logger,
       onRequest: deps.onRequest,

@@ -17,6 +17,7 @@ const server = new EthRpcServer({
   clientVersion: data.clientVersion,
   devAccounts: data.devKeys.length > 0 ? new DevAccounts(data.devKeys) : null,
   devChain: data.devChain,
+  devControl: edge.dev,
   peerCount: () => 0,
   syncing: () => false,
   onRequest: edge.onRequest,

@@ -29,6 +29,7 @@ import { nodeIdFromPublicKey } from '../../../../../libs/crypto/index.js';
 import {
   chainIdProblem,
   devAccountsOf,
+  devChainConsensus,
   generatedGenesisText,
   homeFiles,
   monikerProblems,
@@ -91,6 +92,7 @@ function runInit(nodeType: string, opts: InitOpts): void {
 
   const configValues = defaultConfigTomlValues();
   configValues.moniker = opts.moniker ?? (hostname() || 'noded');
+  if (chainOk && chainId === 'chain-local') devChainConsensus(configValues);
   errors.push(...monikerProblems(configValues.moniker));
 
   let devAccounts: DevAccount[] = [];
@@ -201,9 +203,8 @@ function runInit(nodeType: string, opts: InitOpts): void {
     say('');
     say(`dev accounts (m/44'/60'/0'/0/i), ${DEV_ACCOUNT_BALANCE_BTC} BTC each; mnemonic:`);
     say(`  ${mnemonic}`);
-    devAccounts.forEach((a, i) => {
-      say(`  (${i}) ${a.address}  ${a.privateKey}`);
-    });
+    // Listed once, by `noded start` (as a Hardhat node does), where they stay at hand.
+    say(`  the ${devAccounts.length} accounts and their keys are listed when the node starts`);
   }
   if (mode === 'light') {
     say('\nlight node: no EVM state and no block execution; it follows and verifies headers from');

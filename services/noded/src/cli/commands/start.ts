@@ -32,6 +32,7 @@ import {
 interface StartOpts extends HomeOpts {
   mode?: string;
   logLevel?: string;
+  logFormat?: string;
   logFile?: string;
   dryRun?: boolean;
 }
@@ -41,6 +42,8 @@ export interface RunNodeOptions {
   home: string;
   mode: 'full' | 'archive';
   logLevel: string;
+  /** Console format: readable lines ("plain", on a terminal only) or JSON lines. */
+  logFormat: 'plain' | 'json';
   logFile: string;
   loaded: LoadedNodeConfig;
   genesis: LoadedGenesis;
@@ -61,6 +64,10 @@ export function registerStart(program: Command): void {
       .option('--mode <mode>', `${NODE_MODES.join(' | ')} (default: "mode" in app.toml, set by init)`)
       .option('--log-level <level>', `${LOG_LEVELS.join(' | ')} (default: log_level in config.toml)`)
       .option('--log-file <path>', 'JSON log file (default: <home>/logs/noded.log)')
+      .option(
+        '--log-format <format>',
+        'console: plain (readable lines on a terminal, JSON lines otherwise) | json (default: log_format in config.toml)',
+      )
       .option(
         '--dry-run',
         'validate configs, genesis, keys, data dir and listen addresses, print the plan, exit',
@@ -131,6 +138,9 @@ async function runStart(opts: StartOpts): Promise<void> {
   if (opts.logLevel !== undefined && !(LOG_LEVELS as readonly string[]).includes(opts.logLevel)) {
     errors.push(`--log-level: must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(opts.logLevel)}`);
   }
+  if (opts.logFormat !== undefined && opts.logFormat !== 'plain' && opts.logFormat !== 'json') {
+    errors.push(`--log-format: must be one of plain, json, got ${JSON.stringify(opts.logFormat)}`);
+  }
   if (opts.logFile === '') errors.push('--log-file: must not be empty');
   if (errors.length > 0) throw new CliError('start: bad arguments', errors);
   requireHome(home);
@@ -155,6 +165,7 @@ async function runStart(opts: StartOpts): Promise<void> {
       home,
       mode: mode as NodeMode,
       logLevel,
+      logFormat: (opts.logFormat as 'plain' | 'json' | undefined) ?? check.loaded.config.logFormat,
       logFile,
       loaded: check.loaded,
       genesis: check.genesis!,

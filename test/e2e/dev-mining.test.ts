@@ -1,0 +1,306 @@
+// chain-local as a drop-in for anvil and a Hardhat node: blocks on demand (a transaction at an idle
+// node is proposed, voted and committed at once, still through consensus) and the mining and time
+// test-control methods (evm_mine, anvil_mine, evm_setAutomine, evm_setIntervalMining,
+// evm_increaseTime, evm_setNextBlockTimestamp), refused on a testnet home.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { JsonRpcProvider, Wallet } from 'ethers';
+import { parse, stringify } from 'smol-toml';
+import {
+  DEV_KEYS,
+  freePort,
+  initLocalHome,
+  type NodePorts,
+  type RunningNode,
+  runCli,
+  startNode,
+} from './harness.js';
+
+interface RpcAnswer {
+  result?: unknown;
+  error?: { code: number; message: string };
+}
+
+async function rpc(url: string, method: string, params: unknown[] = []): Promise<RpcAnswer> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    signal: AbortSignal.timeout(60_000),
+  });
+  return (await res.json()) as RpcAnswer;
+}
+
+async function ok<T>(url: string, method: string, params: unknown[] = []): Promise<T> {
+  const a = await rpc(url, method, params);
+  assert.equal(a.error, undefined, `${method} failed: ${JSON.stringify(a.error)}`);
+  return a.result as T;
+}
+
+async function blockAt(url: string, n: number | 'latest') {
+  const tag = n === 'latest' ? n : `0x${n.toString(16)}`;
+  const b = await ok<{ number: string; timestamp: string; hash: string; transactions: string[] }>(
+    url,
+    'eth_getBlockByNumber',
+    [tag, false],
+  );
+  return { ...b, n: Number(b.number), time: Number(b.timestamp) };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('chain-local: blocks on demand and the dev mining methods', { timeout: 300_000 }, () => {
+  let home: string;
+  let ports: NodePorts;
+  let node: RunningNode | undefined;
+  let provider: JsonRpcProvider;
+  let url: string;
+
+  before(async () => {
+    // The config `noded init full --chain-id chain-local` writes: nothing changed but the ports.
+    ({ home, ports } = await initLocalHome());
+    const config = readFileSync(join(home, 'config', 'config.toml'), 'utf8');
+    assert.match(config, /^timeout_commit = "1s"$/m);
+    assert.match(config, /^skip_timeout_commit = true$/m);
+    assert.match(config, /^create_empty_blocks_interval = "1s"$/m);
+    assert.match(readFileSync(join(home, 'config', 'app.toml'), 'utf8'), /^pruning = "nothing"$/m);
+    node = await startNode(home, ports);
+    url = node.ethUrl;
+    provider = new JsonRpcProvider(url, undefined, { staticNetwork: true, pollingInterval: 20 });
+  });
+
+  after(async () => {
+    provider?.destroy();
+    await node?.stop();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('answers sequential transactions far faster than timeout_commit, each in a block committed by the validator', async () => {
+    const wallet = new Wallet(DEV_KEYS[1], provider);
+    let nonce = await provider.getTransactionCount(wallet.address, 'latest');
+    const to = Wallet.createRandom().address;
+    const n = 30;
+    const blocks: number[] = [];
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) {
+      const raw = await wallet.signTransaction({
+        to,
+        value: 1n,
+        nonce: nonce++,
+        gasLimit: 21_000n,
+        maxFeePerGas: 10_000_000_000n,
+        maxPriorityFeePerGas: 1_000_000_000n,
+        chainId: 31337n,
+        type: 2,
+      });
+      const hash = await ok<string>(url, 'eth_sendRawTransaction', [raw]);
+      type Receipt = { blockNumber: string; status: string };
+      let receipt: Receipt | null = null;
+      for (let tries = 0; tries < 2000; tries++) {
+        receipt = await ok<Receipt | null>(url, 'eth_getTransactionReceipt', [hash]);
+        if (receipt !== null) break;
+        await sleep(2);
+      }
+      if (receipt === null) throw new Error(`no receipt for ${hash}`);
+      assert.equal(receipt.status, '0x1');
+      blocks.push(Number(receipt.blockNumber));
+    }
+    const perTx = (performance.now() - t0) / n;
+    console.log(`# sequential send -> receipt: ${perTx.toFixed(1)} ms per transaction over ${n}`);
+    // With timed blocks each transaction, sent just after the previous receipt (just after a block),
+    // would wait for the next block a timeout_commit (1 s) later. The bound leaves room for a loaded machine.
+    assert.ok(perTx < 400, `${perTx.toFixed(1)} ms per sequential transaction (timed blocks: ~1000)`);
+    assert.equal(new Set(blocks).size, n, 'each sequential transaction got its own block');
+
+    // The block went through consensus: the validator's precommit signature is in its commit, and
+    // the consensus WAL holds the height.
+    const h = blocks.at(-1)!;
+    const status = (await (await fetch(`${node!.cometUrl}/status`)).json()) as {
+      result: { validator_info: { address: string } };
+    };
+    const commit = (await (await fetch(`${node!.cometUrl}/commit?height=${h}`)).json()) as {
+      result: {
+        signed_header: {
+          commit: {
+            signatures: Array<{ validator_address: string; block_id_flag: number; signature: string }>;
+          };
+        };
+      };
+    };
+    const sigs = commit.result.signed_header.commit.signatures;
+    assert.equal(sigs.length, 1);
+    assert.equal(sigs[0]!.validator_address, status.result.validator_info.address);
+    assert.equal(sigs[0]!.block_id_flag, 2);
+    assert.ok(sigs[0]!.signature.length > 0);
+    const wal = join(home, 'data', 'cs.wal', 'wal');
+    assert.ok(existsSync(wal) && statSync(wal).size > 0, 'the consensus WAL is written');
+  });
+
+  it('still makes empty blocks about once a second while idle', async () => {
+    const a = await blockAt(url, 'latest');
+    await sleep(3500);
+    const b = await blockAt(url, 'latest');
+    assert.ok(b.n - a.n >= 2 && b.n - a.n <= 5, `idle 3.5 s: ${b.n - a.n} blocks (interval 1 s)`);
+  });
+
+  it('with automine off and no interval a transaction waits; evm_mine includes it in exactly one block', async () => {
+    assert.equal(await ok(url, 'evm_setAutomine', [false]), true);
+    assert.equal(await ok(url, 'evm_setIntervalMining', [0]), true);
+    await sleep(1500); // a timed block already scheduled may still land
+    const before = await blockAt(url, 'latest');
+    const wallet = new Wallet(DEV_KEYS[2], provider);
+    const tx = await wallet.sendTransaction({ to: Wallet.createRandom().address, value: 5n });
+    await sleep(2000);
+    assert.equal(await provider.getTransactionReceipt(tx.hash), null, 'no block while automine is off');
+    assert.equal((await blockAt(url, 'latest')).n, before.n, 'no timed block with interval 0');
+
+    assert.equal(await ok(url, 'evm_mine'), '0x0');
+    const mined = await blockAt(url, 'latest');
+    assert.equal(mined.n, before.n + 1);
+    assert.deepEqual(mined.transactions, [tx.hash]);
+
+    // Interval mining on again: a timed block follows without any transaction.
+    assert.equal(await ok(url, 'evm_setIntervalMining', [300]), true);
+    await sleep(1500);
+    assert.ok((await blockAt(url, 'latest')).n >= mined.n + 2, 'timed blocks every 300 ms');
+    await ok(url, 'evm_setIntervalMining', [0]);
+  });
+
+  it('evm_increaseTime and evm_setNextBlockTimestamp set the next block time; anvil_mine spaces blocks', async () => {
+    await sleep(500);
+    const start = await blockAt(url, 'latest');
+    const total = await ok<string>(url, 'evm_increaseTime', [3600]);
+    assert.ok(BigInt(total) >= 3600n, `total offset ${total}`);
+    await ok(url, 'evm_mine');
+    const later = await blockAt(url, 'latest');
+    assert.equal(later.n, start.n + 1);
+    assert.ok(later.time >= start.time + 3600, `${later.time} is not 3600 s after ${start.time}`);
+
+    const target = later.time + 10_000;
+    assert.equal(await ok(url, 'evm_setNextBlockTimestamp', [`0x${target.toString(16)}`]), null);
+    await ok(url, 'evm_mine');
+    const exact = await blockAt(url, 'latest');
+    assert.equal(exact.time, target);
+
+    const explicit = target + 77;
+    await ok(url, 'evm_mine', [explicit]);
+    assert.equal((await blockAt(url, 'latest')).time, explicit);
+
+    assert.equal(await ok(url, 'anvil_mine', ['0x3', '0x3c']), null);
+    const top = await blockAt(url, 'latest');
+    const prev1 = await blockAt(url, top.n - 1);
+    const prev2 = await blockAt(url, top.n - 2);
+    assert.equal(top.n, exact.n + 4);
+    assert.equal(prev1.time - prev2.time, 60);
+    assert.equal(top.time - prev1.time, 60);
+    await ok(url, 'hardhat_mine', [2]);
+    assert.equal((await blockAt(url, 'latest')).n, top.n + 2);
+    // anvil's evm_mine options object: two blocks, the first at the timestamp given.
+    const at = (await blockAt(url, 'latest')).time + 500;
+    assert.equal(await ok(url, 'evm_mine', [{ timestamp: at, blocks: 2 }]), '0x0');
+    assert.equal((await blockAt(url, 'latest')).n, top.n + 4);
+    assert.equal((await blockAt(url, top.n + 3)).time, at);
+    const unknown = await rpc(url, 'evm_mine', [{ count: 2 }]);
+    assert.equal(unknown.error?.code, -32602);
+
+    // A time at or before the last block's is refused and changes nothing.
+    const bad = await rpc(url, 'evm_setNextBlockTimestamp', [explicit]);
+    assert.equal(bad.error?.code, -32000);
+    assert.match(
+      bad.error!.message,
+      /^evm_setNextBlockTimestamp: timestamp .* is not after the last block's time/,
+    );
+    const tooMany = await rpc(url, 'anvil_mine', [100_000]);
+    assert.equal(tooMany.error?.code, -32000);
+    assert.match(tooMany.error!.message, /count 100000 exceeds 10000/);
+  });
+
+  it('comes back after a restart with the same block hashes, and mines on demand again', async () => {
+    await ok(url, 'evm_setAutomine', [true]);
+    await ok(url, 'evm_setIntervalMining', [1000]);
+    const top = await blockAt(url, 'latest');
+    const hashes: string[] = [];
+    for (let i = 1; i <= top.n; i++) hashes.push((await blockAt(url, i)).hash);
+    provider.destroy();
+    assert.equal(await node!.stop(), 0);
+    node = await startNode(home, ports, [], BigInt(top.n));
+    url = node.ethUrl;
+    provider = new JsonRpcProvider(url, undefined, { staticNetwork: true, pollingInterval: 20 });
+    for (let i = 1; i <= top.n; i++) {
+      assert.equal((await blockAt(url, i)).hash, hashes[i - 1], `block ${i} hash after restart`);
+    }
+    const wallet = new Wallet(DEV_KEYS[3], provider);
+    const t0 = Date.now();
+    const tx = await wallet.sendTransaction({ to: Wallet.createRandom().address, value: 1n });
+    const receipt = await tx.wait(1, 20_000);
+    assert.equal(receipt?.status, 1);
+    assert.ok(Date.now() - t0 < 2000);
+  });
+});
+
+describe('dev mining methods outside a single-validator chain-local node', { timeout: 120_000 }, () => {
+  let home: string;
+  let node: RunningNode | undefined;
+
+  before(async () => {
+    home = mkdtempSync(join(tmpdir(), 'noded-e2e-testnet-'));
+    const init = runCli(['init', 'full', '--chain-id', 'chain-testnet', '--home', home]);
+    assert.equal(init.code, 0, init.stderr);
+    const ports: NodePorts = {
+      rpc: await freePort(),
+      p2p: await freePort(),
+      api: await freePort(),
+      evmHttp: await freePort(),
+      evmWs: await freePort(),
+      metrics: await freePort(),
+    };
+    const edit = (file: string, fn: (doc: Record<string, Record<string, unknown>>) => void) => {
+      const doc = parse(readFileSync(file, 'utf8')) as Record<string, Record<string, unknown>>;
+      fn(doc);
+      writeFileSync(file, stringify(doc));
+    };
+    edit(join(home, 'config', 'config.toml'), (c) => {
+      c.rpc!.laddr = `tcp://127.0.0.1:${ports.rpc}`;
+      c.p2p!.laddr = `tcp://127.0.0.1:${ports.p2p}`;
+      c.p2p!.persistent_peers = '';
+      c.p2p!.seeds = '';
+      c.instrumentation!.prometheus_listen_addr = `127.0.0.1:${ports.metrics}`;
+    });
+    edit(join(home, 'config', 'app.toml'), (a) => {
+      a.api!.address = `tcp://127.0.0.1:${ports.api}`;
+      const evm = a.evm as Record<string, unknown>;
+      evm.rpc_address = `127.0.0.1:${ports.evmHttp}`;
+      evm.ws_address = `127.0.0.1:${ports.evmWs}`;
+      evm.api_address = `127.0.0.1:${ports.api}`;
+    });
+    node = await startNode(home, ports, [], 0n);
+  });
+
+  after(async () => {
+    await node?.stop();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('refuses each with -32000 naming the method', async () => {
+    const calls: Array<[string, unknown[]]> = [
+      ['evm_mine', []],
+      ['anvil_mine', [1]],
+      ['hardhat_mine', [1]],
+      ['evm_setAutomine', [true]],
+      ['evm_setIntervalMining', [1000]],
+      ['evm_increaseTime', [60]],
+      ['evm_setNextBlockTimestamp', [4_000_000_000]],
+    ];
+    for (const [method, params] of calls) {
+      const a = await rpc(node!.ethUrl, method, params);
+      assert.deepEqual(
+        a.error,
+        { code: -32000, message: `${method} is only available on a single-validator chain-local node` },
+        method,
+      );
+    }
+  });
+});
