@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { getAddress, keccak256, Wallet } from 'ethers';
+import { PrunedStateError } from '../../libs/execution/index.js';
 import type { EthTx, Hex } from '../../libs/types/index.js';
 import {
   addr,
@@ -413,6 +414,18 @@ describe('eth methods and formatting', () => {
     assert.equal(proof['nonce'], '0x5');
     assert.deepEqual(proof['storageProof'], [{ key: word(0), value: '0x2a', proof: [] }]);
     h.chain.oldest = 5n;
+    // The executor's own error class (a ChainError subclass) answers with its code, not -32603.
+    const original = h.chain.getBalance.bind(h.chain);
+    h.chain.getBalance = async () => {
+      throw new PrunedStateError(1, 100);
+    };
+    const real = await rpc(h.url, 'eth_getBalance', [sender, 'latest']);
+    h.chain.getBalance = original;
+    assert.deepEqual(real.error, {
+      code: -32000,
+      message:
+        'historical state at height 1 is pruned (this full node keeps the last 100 heights); use an archive node',
+    });
     const pruned = await rpc(h.url, 'eth_getBalance', [sender, '0x1']);
     assert.equal(pruned.error?.code, -32000);
     assert.match(

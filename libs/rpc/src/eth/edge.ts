@@ -135,7 +135,9 @@ const CALLS_PER_TURN = 16;
 function toWire(err: unknown): WireError {
   if (!(err instanceof Error)) return { name: 'Error', message: String(err) };
   const e = err as Error & { code?: unknown; data?: unknown };
-  const out: WireError = { name: e.name, message: e.message, stack: e.stack };
+  // A ChainError subclass (PrunedStateError, …) travels as a ChainError: its code is the answer.
+  const name = err instanceof ChainError ? 'ChainError' : e.name;
+  const out: WireError = { name, message: e.message, stack: e.stack };
   if (typeof e.code === 'number' || typeof e.code === 'string') out.code = e.code;
   if (typeof e.data === 'string') out.data = e.data as Hex;
   return out;

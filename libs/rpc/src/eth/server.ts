@@ -4,15 +4,16 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import type {
-  EthBlock,
-  EthChain,
-  EthDevControl,
-  EthLog,
-  EventBus,
-  Hex,
-  Logger,
-  NodeEvent,
+import {
+  ChainError,
+  type EthBlock,
+  type EthChain,
+  type EthDevControl,
+  type EthLog,
+  type EventBus,
+  type Hex,
+  type Logger,
+  type NodeEvent,
 } from '../../../types/index.js';
 import { closeServer, discardBody, discardCap, listenOn } from '../http.js';
 import { type CallContext, EthApi, type SyncStatus } from './api.js';
@@ -346,7 +347,10 @@ export class EthRpcServer {
   private toRpcError(e: unknown, method: string): RpcError {
     if (e instanceof RpcError) return e;
     // ChainError from libs/types (checked by shape: a remote EthChain may rebuild it).
-    if (e instanceof Error && e.name === 'ChainError' && typeof (e as { code?: unknown }).code === 'number') {
+    if (
+      e instanceof ChainError ||
+      (e instanceof Error && e.name === 'ChainError' && typeof (e as { code?: unknown }).code === 'number')
+    ) {
       const ce = e as Error & { code: number; data?: Hex };
       return new RpcError(ce.code, ce.message, ce.data);
     }
