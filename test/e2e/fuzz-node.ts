@@ -572,7 +572,7 @@ async function wsSession(
         const e = (it as { error?: { code?: unknown; message?: unknown; data?: unknown } }).error;
         if (!e) continue;
         if (e.code === -32603 && !comet)
-          return done({ key: 'ws error -32603', ok: false, why: `internal error: ${text.slice(0, 160)}` });
+          return done({ key: 'ws error -32603', ok: false, why: `internal error: ${text.slice(0, 600)}` });
         if (LEAKED.test(`${String(e.message)} ${String(e.data ?? '')}`))
           return done({
             key: 'ws error leaked',
