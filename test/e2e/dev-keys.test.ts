@@ -7,16 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { DEFAULT_DEV_MNEMONIC, deriveDevAccounts } from '../../libs/config/index.js';
-import {
-  DEV_ADDRESSES,
-  editToml,
-  freePort,
-  type NodePorts,
-  type RunningNode,
-  runCli,
-  startNode,
-  waitForOutput,
-} from './harness.js';
+import { DEV_ADDRESSES, type RunningNode, rewireHome, runCli, startNode, waitForOutput } from './harness.js';
 
 function filesUnder(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -80,27 +71,13 @@ describe('dev accounts on testnet and mainnet homes', () => {
     assert.equal(runCli(['init', 'full', '--chain-id', 'chain-testnet', '--home', home]).code, 0);
     copyFileSync(join(local, 'config', 'dev_accounts.json'), join(home, 'config', 'dev_accounts.json'));
 
-    const ports: NodePorts = {
-      rpc: await freePort(),
-      p2p: await freePort(),
-      api: await freePort(),
-      evmHttp: await freePort(),
-      evmWs: await freePort(),
-      metrics: await freePort(),
-    };
-    editToml(join(home, 'config', 'config.toml'), (c) => {
-      c.rpc!.laddr = `tcp://127.0.0.1:${ports.rpc}`;
-      c.p2p!.laddr = `tcp://127.0.0.1:${ports.p2p}`;
-      // Nobody to dial here: the shipped testnet peers are remote hosts.
-      c.p2p!.persistent_peers = '';
-      c.p2p!.seeds = '';
-      c.instrumentation!.prometheus_listen_addr = `127.0.0.1:${ports.metrics}`;
-    });
-    editToml(join(home, 'config', 'app.toml'), (a) => {
-      a.api!.address = `tcp://127.0.0.1:${ports.api}`;
-      a.evm!.rpc_address = `127.0.0.1:${ports.evmHttp}`;
-      a.evm!.ws_address = `127.0.0.1:${ports.evmWs}`;
-      a.evm!.api_address = `127.0.0.1:${ports.api}`;
+    // Nobody to dial here: the shipped testnet peers are remote hosts.
+    const ports = await rewireHome(home, {
+      extra: (c) => {
+        if (!c.p2p) return;
+        c.p2p.persistent_peers = '';
+        c.p2p.seeds = '';
+      },
     });
     // Not a validator of the testnet genesis: the chain does not advance, the RPC answers at block 0.
     node = await startNode(home, ports, [], 0n);
