@@ -83,7 +83,7 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}) {
 
 type Toml = Record<string, Record<string, unknown>>;
 
-export function editToml(file: string, edit: (doc: Toml) => void): void {
+function editToml(file: string, edit: (doc: Toml) => void): void {
   const doc = parse(readFileSync(file, 'utf8')) as Toml;
   edit(doc);
   writeFileSync(file, stringify(doc));
