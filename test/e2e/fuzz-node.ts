@@ -332,6 +332,22 @@ interface Outcome {
 const LEAKED =
   /Cannot read prop|undefined|is not a function|is not iterable|TypeError|RangeError|ReferenceError|Maximum call stack|\bNaN\b|\[object Object\]|: EOF$/;
 
+/**
+ * A runtime's text in an answer, unless the client sent that very text (an error that echoes the
+ * bad value it names is precise, not a leak).
+ */
+function leaks(answer: string, request: string): boolean {
+  const m = LEAKED.exec(answer);
+  if (m === null) return false;
+  let sent = request;
+  try {
+    sent = decodeURIComponent(request.replace(/\+/g, ' '));
+  } catch {
+    // not URL-encoded
+  }
+  return !sent.includes(m[0]) && !request.includes(m[0]);
+}
+
 /** Whether a JSON-RPC request text is a notification (no id, or id null): no answer is owed. */
 function isNotification(body: string): boolean {
   const note = (x: unknown) =>
@@ -390,7 +406,7 @@ function judgeJsonRpc(status: number, body: string, port: 'eth' | 'comet', reque
       const text = `${e.message} ${typeof e.data === 'string' ? e.data : ''}`;
       if (e.code === -32603 && !comet)
         return { key: `${port} error -32603`, ok: false, why: `internal error: ${text}` };
-      if (LEAKED.test(text))
+      if (leaks(text, request))
         return {
           key: `${port} error leaked`,
           ok: false,
@@ -407,7 +423,7 @@ function judgeJsonRpc(status: number, body: string, port: 'eth' | 'comet', reque
   return { key: `${port} http ${status} ${kind}`, ok: true };
 }
 
-function judgeRest(status: number, body: string): Outcome {
+function judgeRest(status: number, body: string, request = ''): Outcome {
   if (status >= 500 && status !== 501)
     return { key: `rest http ${status}`, ok: false, why: `HTTP ${status}: ${body.slice(0, 200)}` };
   try {
@@ -418,7 +434,7 @@ function judgeRest(status: number, body: string): Outcome {
         ok: false,
         why: `error body without code and message: ${body.slice(0, 120)}`,
       };
-    if (status >= 400 && LEAKED.test(String(j.message)))
+    if (status >= 400 && leaks(String(j.message), request))
       return {
         key: 'rest error leaked',
         ok: false,
@@ -536,6 +552,7 @@ async function wsSession(
   expectAnswers: number,
   comet: boolean,
 ): Promise<Outcome> {
+  const sent = messages.map((m) => m.toString()).join(' ');
   return new Promise((resolve) => {
     const ws = new WebSocket(url, { handshakeTimeout: 5000 });
     let answers = 0;
@@ -573,7 +590,7 @@ async function wsSession(
         if (!e) continue;
         if (e.code === -32603 && !comet)
           return done({ key: 'ws error -32603', ok: false, why: `internal error: ${text.slice(0, 600)}` });
-        if (LEAKED.test(`${String(e.message)} ${String(e.data ?? '')}`))
+        if (leaks(`${String(e.message)} ${String(e.data ?? '')}`, sent))
           return done({
             key: 'ws error leaked',
             ok: false,
@@ -668,7 +685,7 @@ async function oneRequest(ctx: Ctx, g: Gen, slow: boolean): Promise<{ what: stri
           out: { key: `comet http ${r.status} endpoints`, ok, why: r.body.slice(0, 120) },
         };
       }
-      return { what: `comet GET ${path}`, out: judgeJsonRpc(r.status, r.body, 'comet') };
+      return { what: `comet GET ${path}`, out: judgeJsonRpc(r.status, r.body, 'comet', path) };
     }
     if (kind < 80) {
       const path = restPath(g);
@@ -681,7 +698,10 @@ async function oneRequest(ctx: Ctx, g: Gen, slow: boolean): Promise<{ what: stri
           ])
         : undefined;
       const r = await httpRequest(agents.rest, t.rest, post ? 'POST' : 'GET', path, body);
-      return { what: `rest ${post ? 'POST' : 'GET'} ${path}`, out: judgeRest(r.status, r.body) };
+      return {
+        what: `rest ${post ? 'POST' : 'GET'} ${path}`,
+        out: judgeRest(r.status, r.body, `${path} ${body ?? ''}`),
+      };
     }
     if (kind < 88) {
       // WebSocket sessions on :8546 and :26657/websocket.

@@ -15,7 +15,7 @@ import {
   type Logger,
   type NodeEvent,
 } from '../../../types/index.js';
-import { closeServer, discardBody, discardCap, listenOn } from '../http.js';
+import { answerClientErrors, closeServer, discardBody, discardCap, listenOn } from '../http.js';
 import { type CallContext, EthApi, type SyncStatus } from './api.js';
 import type { DevAccounts } from './dev-accounts.js';
 import type { DevChainInfo } from './dev-state.js';
@@ -381,10 +381,7 @@ export class EthRpcServer {
         });
       },
     );
-    server.on('clientError', (_err, socket) => {
-      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-      else socket.destroy();
-    });
+    answerClientErrors(server);
     return server;
   }
 
