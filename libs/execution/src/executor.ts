@@ -54,7 +54,7 @@ import {
   toKey,
 } from './bytes.js';
 import { bloomAdd, type EthHeader, ZERO_ADDRESS } from './chain/header.js';
-import { bloomMayMatch, compileLogFilter, logMatches, type RawLogFilter } from './chain/log-filter.js';
+import { bloomMayMatch, compileLogFilter, type RawLogFilter, scanLogs } from './chain/log-filter.js';
 import {
   renderBlock,
   renderLog,
@@ -1415,21 +1415,13 @@ export class Executor implements Application, EthChain {
       const n = candidates ? candidates[c] : from + BigInt(c);
       const b = await this.chain.block(n);
       if (!b || !bloomMayMatch(f, b.header.logsBloom) || b.header.logsBloom.every((x) => x === 0)) continue;
-      const rs = await this.chain.receipts(n);
-      let blockHash: Hex | undefined;
-      let logIndex = 0n;
-      for (let i = 0; i < rs.length && out.length < limit; i++) {
-        const logs = rs[i].logs;
-        let txHash: Hex | undefined;
-        for (let k = 0; k < logs.length && out.length < limit; k++) {
-          const l = logs[k];
-          if (!logMatches(f, l.address, l.topics)) continue;
-          blockHash ??= toHex(b.hash);
-          txHash ??= toHex(b.txHashes[i]);
-          out.push(renderLog(b, l, i, logIndex + BigInt(k), blockHash, txHash));
-        }
-        logIndex += BigInt(logs.length);
-      }
+      const enc = await this.chain.receiptsEncoded(n);
+      if (!enc) continue;
+      const blockHash = toHex(b.hash);
+      scanLogs(enc, f, (i, logIndex, l) => {
+        out.push(renderLog(b, l, i, BigInt(logIndex), blockHash, toHex(b.txHashes[i])));
+        return out.length < limit;
+      });
     }
     return out;
   }

@@ -3,6 +3,7 @@
 import { keccak256 } from '../../../crypto/index.js';
 import type { Hex } from '../../../types/index.js';
 import { fromHex, normAddress, padLeft } from '../bytes.js';
+import type { StoredLog } from './store.js';
 
 /** The three bloom bits of one value: byte offsets into the 256-byte bloom and their masks. */
 type BloomBits = [number, number, number, number, number, number];
@@ -76,28 +77,132 @@ export function bloomMayMatch(f: RawLogFilter, bloom: Uint8Array): boolean {
   return true;
 }
 
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  // The last bytes differ first for topics holding small numbers or left-padded addresses.
-  for (let i = a.length - 1; i >= 0; i--) if (a[i] !== b[i]) return false;
+/** Reads RLP item headers in place: after `read`, the item's payload is `buf[start, end)`. */
+class RlpCursor {
+  start = 0;
+  end = 0;
+  list = false;
+  constructor(private readonly buf: Uint8Array) {}
+
+  /** The item at `pos`, which must end by `limit`. */
+  read(pos: number, limit: number): this {
+    const b = this.buf;
+    if (pos >= limit) throw corrupt(pos);
+    const p = b[pos];
+    let start: number;
+    let len: number;
+    if (p < 0x80) {
+      start = pos;
+      len = 1;
+    } else if (p <= 0xb7) {
+      start = pos + 1;
+      len = p - 0x80;
+    } else if (p <= 0xbf) {
+      start = pos + 1 + (p - 0xb7);
+      len = this.length(pos + 1, start, limit);
+    } else if (p <= 0xf7) {
+      start = pos + 1;
+      len = p - 0xc0;
+    } else {
+      start = pos + 1 + (p - 0xf7);
+      len = this.length(pos + 1, start, limit);
+    }
+    if (start + len > limit) throw corrupt(pos);
+    this.start = start;
+    this.end = start + len;
+    this.list = p >= 0xc0;
+    return this;
+  }
+
+  /** A list at `pos`. */
+  expectList(pos: number, limit: number): this {
+    this.read(pos, limit);
+    if (!this.list) throw corrupt(pos);
+    return this;
+  }
+
+  private length(from: number, to: number, limit: number): number {
+    if (to > limit || to - from > 6) throw corrupt(from);
+    let n = 0;
+    for (let i = from; i < to; i++) n = n * 256 + this.buf[i];
+    return n;
+  }
+}
+
+function corrupt(pos: number): Error {
+  return new Error(`stored receipts record is corrupt at byte ${pos}`);
+}
+
+function sameAt(buf: Uint8Array, start: number, end: number, want: Uint8Array): boolean {
+  if (end - start !== want.length) return false;
+  for (let i = want.length - 1; i >= 0; i--) if (buf[start + i] !== want[i]) return false;
   return true;
 }
 
-function anySame(alts: Uint8Array[], v: Uint8Array): boolean {
-  for (const a of alts) if (sameBytes(a, v)) return true;
+function anySameAt(buf: Uint8Array, start: number, end: number, alts: Uint8Array[]): boolean {
+  for (const a of alts) if (sameAt(buf, start, end, a)) return true;
   return false;
 }
 
 /**
- * Whether a stored log matches. As geth: a filter with more positions than the log has topics does
- * not match it, even when the extra positions are wildcards (eth_subscribe and eth_newFilter agree).
+ * Walks a block's stored receipts record (RLP list of [type, status, cumulativeGasUsed, gasUsed,
+ * effectiveGasPrice, from, to, contractAddress, logs]) and compares each log's address and topics
+ * in place; only a matching log is cut out and passed to `visit` with its receipt index `i` and its
+ * logIndex counted over the whole block. `visit` returns false to stop the walk.
  */
-export function logMatches(f: RawLogFilter, address: Uint8Array, topics: Uint8Array[]): boolean {
-  if (f.topics.length > topics.length) return false;
-  if (f.addresses !== null && !anySame(f.addresses, address)) return false;
-  for (let i = 0; i < f.topics.length; i++) {
-    const alts = f.topics[i];
-    if (alts !== null && !anySame(alts, topics[i])) return false;
+export function scanLogs(
+  enc: Uint8Array,
+  f: RawLogFilter,
+  visit: (i: number, logIndex: number, log: StoredLog) => boolean,
+): void {
+  const c = new RlpCursor(enc);
+  const want = f.topics.length;
+  const topicStart: number[] = [];
+  const topicEnd: number[] = [];
+  c.expectList(0, enc.length);
+  const receiptsEnd = c.end;
+  let r = c.start;
+  let logIndex = 0;
+  for (let i = 0; r < receiptsEnd; i++) {
+    c.expectList(r, receiptsEnd);
+    const receiptEnd = c.end;
+    r = c.end;
+    let p = c.start;
+    for (let field = 0; field < 8; field++) p = c.read(p, receiptEnd).end;
+    c.expectList(p, receiptEnd);
+    const logsEnd = c.end;
+    let lp = c.start;
+    while (lp < logsEnd) {
+      c.expectList(lp, logsEnd);
+      const logEnd = c.end;
+      lp = c.end;
+      c.read(c.start, logEnd);
+      const addrStart = c.start;
+      const addrEnd = c.end;
+      c.expectList(addrEnd, logEnd);
+      const topicsEnd = c.end;
+      let tp = c.start;
+      let n = 0;
+      while (tp < topicsEnd) {
+        c.read(tp, topicsEnd);
+        topicStart[n] = c.start;
+        topicEnd[n] = c.end;
+        n++;
+        tp = c.end;
+      }
+      let ok = want <= n && (f.addresses === null || anySameAt(enc, addrStart, addrEnd, f.addresses));
+      for (let t = 0; ok && t < want; t++) {
+        const alts = f.topics[t];
+        if (alts !== null) ok = anySameAt(enc, topicStart[t], topicEnd[t], alts);
+      }
+      if (ok) {
+        c.read(topicsEnd, logEnd);
+        const topics: Uint8Array[] = [];
+        for (let t = 0; t < n; t++) topics.push(enc.subarray(topicStart[t], topicEnd[t]));
+        const log = { address: enc.subarray(addrStart, addrEnd), topics, data: enc.subarray(c.start, c.end) };
+        if (!visit(i, logIndex, log)) return;
+      }
+      logIndex++;
+    }
   }
-  return true;
 }

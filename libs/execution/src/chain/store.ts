@@ -249,6 +249,11 @@ export class ChainStore {
     return out;
   }
 
+  /** Block `n`'s receipts record as stored (RLP), for scanning its logs without decoding it. */
+  async receiptsEncoded(n: bigint): Promise<Uint8Array | undefined> {
+    return this.kv.get(heightKey(P.receipts, n));
+  }
+
   async txLocation(hash: Uint8Array): Promise<{ number: bigint; index: number } | undefined> {
     const v = await this.kv.get(concat(Uint8Array.of(P.txIndex), hash));
     if (!v) return undefined;
