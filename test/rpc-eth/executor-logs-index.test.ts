@@ -42,7 +42,8 @@ const t = (n: number): Hex => `0x${n.toString(16).padStart(64, '0')}`;
 const [A, B, C, X, Y] = [t(0xa), t(0xb), t(0xc), t(0x5e1ec7), t(0x7)];
 const E1: Hex = `0x${'e1'.repeat(20)}`;
 const E2: Hex = `0x${'e2'.repeat(20)}`;
-const BLOCKS = 40;
+/** More than the 64 blocks the executor reads at once, so a scan spans two chunks. */
+const BLOCKS = 70;
 /** X as the second indexed argument (topic 2) from E1, and from E2 in block 20. */
 const X_SECOND = [5, 17, 33];
 /** X as the first indexed argument (topic 1): the index holds X for these blocks too. */
@@ -72,7 +73,7 @@ interface Rpclog {
 
 const hex = (n: number) => `0x${n.toString(16)}`;
 
-describe('eth_getLogs over 40 blocks: the log index and the byte comparison', { timeout: 180_000 }, () => {
+describe('eth_getLogs over 70 blocks: the log index and the byte comparison', { timeout: 180_000 }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'noded-exec-logs-index-'));
   let kv: RocksKV;
   let n: TestNode;
@@ -228,7 +229,7 @@ describe('eth_getLogs over 40 blocks: the log index and the byte comparison', { 
   });
 
   it('criteria that each name many blocks are intersected: addresses with OR-alternatives in position 2', async () => {
-    // X or Y in position 2 names all 40 blocks; E2 narrows them to blocks 20 and 25.
+    // X or Y in position 2 names all 70 blocks; E2 narrows them to blocks 20 and 25.
     assert.deepEqual(
       await getLogs({ address: E2, topics: [null, null, [X, Y]] }),
       expected((w) => w.address === E2),
@@ -263,6 +264,11 @@ describe('eth_getLogs over 40 blocks: the log index and the byte comparison', { 
       limit: 6,
     });
     assert.deepEqual(first, all.slice(0, 6));
+    // Past the first 64 blocks read at once.
+    assert.deepEqual(
+      await n.ex.getLogs({ fromBlock: 1n, toBlock: BigInt(BLOCKS), topics: [null, [A, B]], limit: 69 }),
+      all.slice(0, 69),
+    );
     // The sixth log is block 5's second one: the limit cuts inside a block.
     assert.deepEqual(
       first.map((l) => [l.blockNumber, l.logIndex]),

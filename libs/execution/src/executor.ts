@@ -164,6 +164,8 @@ interface Ahead {
 const VM_POOL = 8;
 /** eth_getLogs stops reading the log index once this few blocks remain candidates (see logCandidates). */
 const FEW_LOG_CANDIDATES = 32;
+/** eth_getLogs reads the headers and receipts records of this many candidate blocks at once. */
+const LOG_SCAN_CHUNK = 64;
 
 interface PooledVm {
   vm: Awaited<ReturnType<typeof makeVm>>;
@@ -1411,17 +1413,28 @@ export class Executor implements Application, EthChain {
     const out: EthLog[] = [];
     const candidates = await this.logCandidates(f, from, to);
     const count = candidates ? candidates.length : Number(to - from) + 1;
-    for (let c = 0; c < count && out.length < limit; c++) {
-      const n = candidates ? candidates[c] : from + BigInt(c);
-      const b = await this.chain.block(n);
-      if (!b || !bloomMayMatch(f, b.header.logsBloom) || b.header.logsBloom.every((x) => x === 0)) continue;
-      const enc = await this.chain.receiptsEncoded(n);
-      if (!enc) continue;
-      const blockHash = toHex(b.hash);
-      scanLogs(enc, f, (i, logIndex, l) => {
-        out.push(renderLog(b, l, i, BigInt(logIndex), blockHash, toHex(b.txHashes[i])));
-        return out.length < limit;
-      });
+    for (let c = 0; c < count && out.length < limit; c += LOG_SCAN_CHUNK) {
+      const ns: bigint[] = [];
+      for (let j = c; j < count && j < c + LOG_SCAN_CHUNK; j++)
+        ns.push(candidates ? candidates[j] : from + BigInt(j));
+      const blocks = (await Promise.all(ns.map((n) => this.chain.block(n)))).filter(
+        (b): b is StoredBlock =>
+          b !== undefined &&
+          bloomMayMatch(f, b.header.logsBloom) &&
+          !b.header.logsBloom.every((x) => x === 0),
+      );
+      if (blocks.length === 0) continue;
+      const records = await this.chain.receiptsEncoded(blocks.map((b) => b.number));
+      for (let j = 0; j < blocks.length && out.length < limit; j++) {
+        const b = blocks[j];
+        const enc = records[j];
+        if (!enc) continue;
+        const blockHash = toHex(b.hash);
+        scanLogs(enc, f, (i, logIndex, l) => {
+          out.push(renderLog(b, l, i, BigInt(logIndex), blockHash, toHex(b.txHashes[i])));
+          return out.length < limit;
+        });
+      }
     }
     return out;
   }
@@ -1432,7 +1445,9 @@ export class Executor implements Application, EthChain {
    * value whatever its position, so every named position narrows: positions past the first (indexed
    * event arguments such as a Transfer's receiver) are read first, then the addresses, then the
    * first topic (an event signature, which every emitter of the event shares). Once the candidates
-   * are few, the rest are left to the bloom and the byte comparison of each log.
+   * are few (at most an eighth of the range: reading a criterion's index costs about one entry per
+   * block of the range, a candidate block about as much as a dozen entries), the rest are left to
+   * the bloom and the byte comparison of each log.
    */
   private async logCandidates(f: RawLogFilter, from: bigint, to: bigint): Promise<bigint[] | undefined> {
     const criteria: Array<{ prefix: number; keys: Uint8Array[] }> = [];
@@ -1443,9 +1458,10 @@ export class Executor implements Application, EthChain {
     if (f.addresses) criteria.push({ prefix: P.logAddress, keys: f.addresses });
     if (f.topics[0]) criteria.push({ prefix: P.logTopic, keys: f.topics[0] });
     if (criteria.length === 0) return undefined;
+    const span = Number(to - from) + 1;
     let set: Set<bigint> | undefined;
     for (const { prefix, keys } of criteria) {
-      if (set && set.size <= FEW_LOG_CANDIDATES) break;
+      if (set && set.size <= Math.max(FEW_LOG_CANDIDATES, span / 8)) break;
       const next = new Set<bigint>();
       for (const k of keys) {
         for (const n of await this.chain.indexedBlocks(prefix, k, from, to)) {

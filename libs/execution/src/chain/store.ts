@@ -249,9 +249,9 @@ export class ChainStore {
     return out;
   }
 
-  /** Block `n`'s receipts record as stored (RLP), for scanning its logs without decoding it. */
-  async receiptsEncoded(n: bigint): Promise<Uint8Array | undefined> {
-    return this.kv.get(heightKey(P.receipts, n));
+  /** The receipts records of blocks `ns` as stored (RLP), read at once, for scanning their logs without decoding them. */
+  receiptsEncoded(ns: bigint[]): Promise<Array<Uint8Array | undefined>> {
+    return this.kv.getMany(ns.map((n) => heightKey(P.receipts, n)));
   }
 
   async txLocation(hash: Uint8Array): Promise<{ number: bigint; index: number } | undefined> {
