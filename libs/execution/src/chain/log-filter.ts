@@ -13,8 +13,8 @@ export interface RawLogFilter {
   addresses: Uint8Array[] | null;
   /** Per topic position, any of these 32-byte values; null: a wildcard. */
   topics: Array<Uint8Array[] | null>;
-  addressBits: BloomBits[] | null;
-  topicBits: Array<BloomBits[] | null>;
+  /** The bloom bits of the addresses and topics, computed when a first block's bloom is checked. */
+  bits?: { addresses: BloomBits[] | null; topics: Array<BloomBits[] | null> };
 }
 
 function bloomBits(item: Uint8Array): BloomBits {
@@ -56,8 +56,6 @@ export function compileLogFilter(
   return {
     addresses: addrs.length === 0 ? null : addrs,
     topics: pos,
-    addressBits: addrs.length === 0 ? null : addrs.map(bloomBits),
-    topicBits: pos.map((alts) => (alts === null ? null : alts.map(bloomBits))),
   };
 }
 
@@ -72,8 +70,12 @@ function anyBitsIn(bloom: Uint8Array, alts: BloomBits[]): boolean {
 
 /** False when a block with this logs bloom surely has no matching log. */
 export function bloomMayMatch(f: RawLogFilter, bloom: Uint8Array): boolean {
-  if (f.addressBits !== null && !anyBitsIn(bloom, f.addressBits)) return false;
-  for (const alts of f.topicBits) if (alts !== null && !anyBitsIn(bloom, alts)) return false;
+  f.bits ??= {
+    addresses: f.addresses === null ? null : f.addresses.map(bloomBits),
+    topics: f.topics.map((alts) => (alts === null ? null : alts.map(bloomBits))),
+  };
+  if (f.bits.addresses !== null && !anyBitsIn(bloom, f.bits.addresses)) return false;
+  for (const alts of f.bits.topics) if (alts !== null && !anyBitsIn(bloom, alts)) return false;
   return true;
 }
 
