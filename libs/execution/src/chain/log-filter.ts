@@ -192,11 +192,16 @@ export function scanLogs(
         n++;
         tp = c.end;
       }
-      let ok = want <= n && (f.addresses === null || anySameAt(enc, addrStart, addrEnd, f.addresses));
-      for (let t = 0; ok && t < want; t++) {
+      // The positions past the first (indexed arguments) usually differ first; the address and the
+      // event signature are shared by most logs of a block the index named.
+      let ok = want <= n;
+      for (let t = 1; ok && t < want; t++) {
         const alts = f.topics[t];
         if (alts !== null) ok = anySameAt(enc, topicStart[t], topicEnd[t], alts);
       }
+      if (ok && f.addresses !== null) ok = anySameAt(enc, addrStart, addrEnd, f.addresses);
+      if (ok && want > 0 && f.topics[0] !== null)
+        ok = anySameAt(enc, topicStart[0], topicEnd[0], f.topics[0]);
       if (ok) {
         c.read(topicsEnd, logEnd);
         const topics: Uint8Array[] = [];
