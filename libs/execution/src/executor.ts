@@ -53,8 +53,16 @@ import {
   toHex,
   toKey,
 } from './bytes.js';
-import { bloomAdd, bloomMayContain, type EthHeader, ZERO_ADDRESS } from './chain/header.js';
-import { renderBlock, renderLogs, renderReceipt, renderReceipts, renderTx } from './chain/render.js';
+import { bloomAdd, type EthHeader, ZERO_ADDRESS } from './chain/header.js';
+import { bloomMayMatch, compileLogFilter, type RawLogFilter, scanLogs } from './chain/log-filter.js';
+import {
+  renderBlock,
+  renderLog,
+  renderLogs,
+  renderReceipt,
+  renderReceipts,
+  renderTx,
+} from './chain/render.js';
 import {
   ChainStore,
   encodeConsensusReceipt,
@@ -154,6 +162,10 @@ interface Ahead {
 
 /** Idle VMs kept for eth_call / estimateGas / createAccessList. */
 const VM_POOL = 8;
+/** eth_getLogs stops reading the log index once this few blocks remain candidates (see logCandidates). */
+const FEW_LOG_CANDIDATES = 32;
+/** eth_getLogs reads the headers and receipts records of this many candidate blocks at once. */
+const LOG_SCAN_CHUNK = 64;
 
 interface PooledVm {
   vm: Awaited<ReturnType<typeof makeVm>>;
@@ -1396,46 +1408,70 @@ export class Executor implements Application, EthChain {
     const from = filter.fromBlock < 0n ? 0n : filter.fromBlock;
     const to = filter.toBlock > latest ? latest : filter.toBlock;
     if (from > to) return [];
-    const addrs = (filter.addresses ?? []).map((a) => fromHex(normAddress(a)));
-    const topics = (filter.topics ?? []).map((t) =>
-      t === null ? null : (Array.isArray(t) ? t : [t]).map((x) => padLeft(fromHex(x), 32)),
-    );
-    let candidates: bigint[] | undefined;
-    const union = async (prefix: number, keys: Uint8Array[]) => {
-      const set = new Set<bigint>();
-      for (const k of keys) for (const n of await this.chain.indexedBlocks(prefix, k, from, to)) set.add(n);
-      return set;
-    };
-    if (addrs.length > 0) candidates = [...(await union(P.logAddress, addrs))];
-    const firstTopic = topics.find((t) => t !== null && t.length > 0);
-    if (firstTopic) {
-      const set = await union(P.logTopic, firstTopic);
-      candidates = candidates ? candidates.filter((n) => set.has(n)) : [...set];
-    }
-    const blocks: bigint[] = candidates ? candidates.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)) : [];
-    if (!candidates) for (let n = from; n <= to; n++) blocks.push(n);
+    const f = compileLogFilter(filter.addresses, filter.topics);
+    const limit = filter.limit ?? Number.POSITIVE_INFINITY;
     const out: EthLog[] = [];
-    for (const n of blocks) {
-      const b = await this.chain.block(n);
-      if (!b) continue;
-      if (b.header.logsBloom.every((x) => x === 0)) continue;
-      if (addrs.length > 0 && !addrs.some((a) => bloomMayContain(b.header.logsBloom, a))) continue;
-      const rs = await this.chain.receipts(n);
-      for (const l of renderLogs(b, rs).flat()) {
-        if (addrs.length > 0 && !addrs.some((a) => toHex(a) === l.address)) continue;
-        // As geth: a filter with more positions than the log has topics does not match it, even
-        // when the extra positions are wildcards (eth_subscribe and eth_newFilter agree).
-        let ok = topics.length <= l.topics.length;
-        for (let i = 0; i < topics.length && ok; i++) {
-          const want = topics[i];
-          if (want === null || want.length === 0) continue;
-          const have = l.topics[i];
-          ok = have !== undefined && want.some((w) => toHex(w) === have);
-        }
-        if (ok) out.push(l);
+    const candidates = await this.logCandidates(f, from, to);
+    const count = candidates ? candidates.length : Number(to - from) + 1;
+    for (let c = 0; c < count && out.length < limit; c += LOG_SCAN_CHUNK) {
+      const ns: bigint[] = [];
+      for (let j = c; j < count && j < c + LOG_SCAN_CHUNK; j++)
+        ns.push(candidates ? candidates[j] : from + BigInt(j));
+      const blocks = (await Promise.all(ns.map((n) => this.chain.block(n)))).filter(
+        (b): b is StoredBlock =>
+          b !== undefined &&
+          bloomMayMatch(f, b.header.logsBloom) &&
+          !b.header.logsBloom.every((x) => x === 0),
+      );
+      if (blocks.length === 0) continue;
+      const records = await this.chain.receiptsEncoded(blocks.map((b) => b.number));
+      for (let j = 0; j < blocks.length && out.length < limit; j++) {
+        const b = blocks[j];
+        const enc = records[j];
+        if (!enc) continue;
+        const blockHash = toHex(b.hash);
+        scanLogs(enc, f, (i, logIndex, l) => {
+          out.push(renderLog(b, l, i, BigInt(logIndex), blockHash, toHex(b.txHashes[i])));
+          return out.length < limit;
+        });
       }
     }
     return out;
+  }
+
+  /**
+   * The blocks of [from, to] the log index says may hold a match, ascending; undefined when the
+   * filter names no address or topic. The index keys a block by each emitter and by each topic
+   * value whatever its position, so every named position narrows: positions past the first (indexed
+   * event arguments such as a Transfer's receiver) are read first, then the addresses, then the
+   * first topic (an event signature, which every emitter of the event shares). Once the candidates
+   * are few (at most an eighth of the range: reading a criterion's index costs about one entry per
+   * block of the range, a candidate block about as much as a dozen entries), the rest are left to
+   * the bloom and the byte comparison of each log.
+   */
+  private async logCandidates(f: RawLogFilter, from: bigint, to: bigint): Promise<bigint[] | undefined> {
+    const criteria: Array<{ prefix: number; keys: Uint8Array[] }> = [];
+    for (let i = 1; i < f.topics.length; i++) {
+      const alts = f.topics[i];
+      if (alts) criteria.push({ prefix: P.logTopic, keys: alts });
+    }
+    if (f.addresses) criteria.push({ prefix: P.logAddress, keys: f.addresses });
+    if (f.topics[0]) criteria.push({ prefix: P.logTopic, keys: f.topics[0] });
+    if (criteria.length === 0) return undefined;
+    const span = Number(to - from) + 1;
+    let set: Set<bigint> | undefined;
+    for (const { prefix, keys } of criteria) {
+      if (set && set.size <= Math.max(FEW_LOG_CANDIDATES, span / 8)) break;
+      const next = new Set<bigint>();
+      for (const k of keys) {
+        for (const n of await this.chain.indexedBlocks(prefix, k, from, to)) {
+          if (!set || set.has(n)) next.add(n);
+        }
+      }
+      set = next;
+      if (set.size === 0) return [];
+    }
+    return [...(set ?? [])].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   }
 
   // =================================================================== EthChain: state

@@ -12,7 +12,7 @@ import { bytesToBigInt, minBig, toHex } from '../bytes.js';
 import { type RlpDecoded, rlpDecode } from '../rlp.js';
 import { EMPTY_TRIE_ROOT } from '../trie/mpt.js';
 import { EMPTY_REQUESTS_HASH, EMPTY_UNCLES_HASH, ZERO32 } from './header.js';
-import type { StoredBlock, StoredReceipt } from './store.js';
+import type { StoredBlock, StoredLog, StoredReceipt } from './store.js';
 
 export function renderBlock(b: StoredBlock): EthBlock {
   const h = b.header;
@@ -159,7 +159,23 @@ export function renderTx(raw: Uint8Array, hash: Hex, from: Hex, at: TxPlacement)
 function renderReceiptLogs(b: StoredBlock, r: StoredReceipt, i: number, firstLogIndex: bigint): EthLog[] {
   const blockHash = toHex(b.hash);
   const transactionHash = toHex(b.txHashes[i]);
-  return r.logs.map((l, k) => ({
+  return r.logs.map((l, k) => renderLog(b, l, i, firstLogIndex + BigInt(k), blockHash, transactionHash));
+}
+
+/**
+ * One log of receipt `i` at `logIndex` (counted over the whole block); `blockHash` and
+ * `transactionHash` are the hex of `b.hash` and `b.txHashes[i]`, passed in so a caller rendering
+ * several logs of one block or transaction converts them once.
+ */
+export function renderLog(
+  b: StoredBlock,
+  l: StoredLog,
+  i: number,
+  logIndex: bigint,
+  blockHash: Hex,
+  transactionHash: Hex,
+): EthLog {
+  return {
     address: toHex(l.address),
     topics: l.topics.map(toHex),
     data: toHex(l.data),
@@ -168,9 +184,9 @@ function renderReceiptLogs(b: StoredBlock, r: StoredReceipt, i: number, firstLog
     blockTimestamp: b.header.timestamp,
     transactionHash,
     transactionIndex: BigInt(i),
-    logIndex: firstLogIndex + BigInt(k),
+    logIndex,
     removed: false,
-  }));
+  };
 }
 
 export function renderLogs(b: StoredBlock, receipts: StoredReceipt[]): EthLog[][] {

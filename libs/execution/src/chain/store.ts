@@ -249,6 +249,11 @@ export class ChainStore {
     return out;
   }
 
+  /** The receipts records of blocks `ns` as stored (RLP), read at once, for scanning their logs without decoding them. */
+  receiptsEncoded(ns: bigint[]): Promise<Array<Uint8Array | undefined>> {
+    return this.kv.getMany(ns.map((n) => heightKey(P.receipts, n)));
+  }
+
   async txLocation(hash: Uint8Array): Promise<{ number: bigint; index: number } | undefined> {
     const v = await this.kv.get(concat(Uint8Array.of(P.txIndex), hash));
     if (!v) return undefined;
