@@ -47,4 +47,36 @@ describe('KVStore', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+  it('RocksKV frees each write batch once written: none stays attached to the database, failed writes included', async () => {
+    // Each write fills a native rocksdb::WriteBatch with a copy of its keys and values. abstract-level
+    // keeps a batch in the database's set of open resources until it is closed; the binding's own
+    // batch() never closed it, so every block's write set stayed in memory for the life of the node.
+    const dir = mkdtempSync(join(tmpdir(), 'noded-kv-'));
+    try {
+      const kv = await RocksKV.open(join(dir, 'db'));
+      const db = (kv as unknown as { db: object }).db;
+      const symbol = Object.getOwnPropertySymbols(db).find((x) => x.description === 'resources');
+      assert.ok(symbol, 'abstract-level keeps its open resources under Symbol(resources)');
+      const resources = (db as Record<symbol, Set<unknown>>)[symbol];
+      const value = new Uint8Array(4096).fill(7);
+      for (let i = 0; i < 500; i++) {
+        await kv.write([
+          { type: 'put', key: b(`k${i % 50}`), value },
+          { type: 'del', key: b(`k${(i + 25) % 50}`) },
+        ]);
+      }
+      assert.equal(resources.size, 0, 'open batches after 500 writes');
+      const bad = [{ type: 'put', key: b('x'), value: undefined }] as unknown as Parameters<
+        typeof kv.write
+      >[0];
+      await assert.rejects(kv.write(bad), /value cannot be null or undefined/);
+      assert.equal(resources.size, 0, 'open batches after a refused write');
+      assert.equal(await kv.get(b('x')), undefined);
+      assert.deepEqual(await kv.get(b('k49')), value);
+      assert.equal(await kv.get(b('k24')), undefined);
+      await kv.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

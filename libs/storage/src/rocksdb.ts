@@ -12,13 +12,22 @@ interface RocksLevelDb {
   close(): Promise<void>;
   getMany(keys: Uint8Array[]): Promise<Array<Buffer | undefined>>;
   _getManySync(keys: Uint8Array[]): Array<Buffer | undefined>;
-  /** The binding's batch without abstract-level's per-op copy and re-encoding (keys are bytes here). */
-  _batch(
-    ops: Array<{ type: 'put' | 'del'; key: Uint8Array; value?: Uint8Array }>,
-    options: { sync: boolean },
-  ): Promise<void>;
+  /** The binding's chained batch, filled without abstract-level's per-op copy and re-encoding. */
+  _chainedBatch(): RocksChainedBatch;
   iterator(options: Record<string, unknown>): RocksIterator;
   status: string;
+}
+/**
+ * A native rocksdb::WriteBatch holding a copy of every key and value put in it. It is attached to the
+ * database's set of open resources until close(): the binding's own `_batch` writes one and never
+ * closes it, so each write stayed reachable with all of its bytes in native memory (a leak that grew
+ * with every block; docs/reliability.md, "Bounded memory").
+ */
+interface RocksChainedBatch {
+  _put(key: Uint8Array, value: Uint8Array): void;
+  _del(key: Uint8Array): void;
+  _writeSync(options: { sync: boolean }): void;
+  close(): Promise<void>;
 }
 const { RocksLevel } = require('@nxtedition/rocksdb') as {
   RocksLevel: new (location: string, options: Record<string, unknown>) => RocksLevelDb;
@@ -64,9 +73,17 @@ export class RocksKV implements KVStore, SyncReader {
   async write(ops: BatchOp[], options: { sync?: boolean } = {}): Promise<void> {
     if (ops.length === 0) return;
     if (this.db.status !== 'open') throw new Error(`database at ${this.location} is not open`);
-    await this.db._batch(ops as Array<{ type: 'put' | 'del'; key: Uint8Array; value?: Uint8Array }>, {
-      sync: options.sync ?? false,
-    });
+    const batch = this.db._chainedBatch();
+    try {
+      for (const op of ops) {
+        if (op.type === 'put') batch._put(op.key, op.value);
+        else batch._del(op.key);
+      }
+      batch._writeSync({ sync: options.sync ?? false });
+    } finally {
+      // Frees the native batch now and detaches it from the database (see RocksChainedBatch).
+      await batch.close();
+    }
   }
 
   async *iterate(range: Range): AsyncIterable<[Uint8Array, Uint8Array]> {
