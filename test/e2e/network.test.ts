@@ -40,6 +40,19 @@ describe('a 4-validator network over P2P', { timeout: 420_000 }, () => {
   it('commits the same blocks on every validator, with every peer connected', async () => {
     await waitHeight(net, VALIDATORS, 3, 90_000);
     await assertAgreement(net, VALIDATORS, 3);
+
+    // The seed's pacing: a block about every timeout_commit (1 s), not as soon as the last precommit
+    // is in (that is skip_timeout_commit, which only chain-local homes of `noded init` turn on).
+    await waitHeight(net, [0], 8, 90_000);
+    const times: number[] = [];
+    for (let h = 3; h <= 8; h++) {
+      const r = await rpc(net.nodes[0]!.cometUrl, `/header?height=${h}`);
+      const time = String((r.header as Record<string, unknown>).time).replace(/(\.\d{3})\d*/, '$1');
+      times.push(Date.parse(time));
+    }
+    const gaps = times.slice(1).map((t, i) => t - times[i]!);
+    const median = [...gaps].sort((a, b) => a - b)[Math.floor(gaps.length / 2)]!;
+    assert.ok(median >= 900, `median block interval ${median} ms (gaps ${gaps.join(', ')})`);
     const info = await rpc(net.nodes[0]!.cometUrl, '/net_info');
     assert.equal(info.n_peers, '3');
     const peerIps = (info.peers as Array<Record<string, unknown>>).map((p) => p.remote_ip).sort();

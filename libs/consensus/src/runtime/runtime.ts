@@ -715,8 +715,16 @@ export class ConsensusRuntime {
         return;
       case 'vote':
         await this.process({ kind: 'vote', vote: message.vote, now });
-        if (this.heightWait && this.engine.step === 'NewHeight' && this.allPrecommitsIn()) {
-          this.heightWait.readyAt = Math.min(this.heightWait.readyAt, this.wallMs());
+        // skip_timeout_commit: the last precommit came in during the commit wait, which may end now
+        // (after a batch, a quarter of timeout_commit from now, as startHeightWait does).
+        if (
+          this.opts.skipTimeoutCommit &&
+          this.heightWait &&
+          this.engine.step === 'NewHeight' &&
+          this.allPrecommitsIn()
+        ) {
+          const wait = this.lastBlockTxs > 1 ? this.opts.timeouts.commit / 4 : 0;
+          this.heightWait.readyAt = Math.min(this.heightWait.readyAt, this.wallMs() + wait);
           this.armHeightWait();
         }
         return;
