@@ -909,12 +909,14 @@ export class ConsensusRuntime {
   }
 
   private devCall<T>(fn: () => Promise<T> | T): Promise<T> {
+    const refusal = this.devControlsRefusal();
+    if (refusal !== null) return Promise.reject(new ConsensusError('DEV_CONTROLS_REFUSED', refusal));
+    return this.queued(fn);
+  }
+
+  /** Runs `fn` in the input queue, between engine events, and resolves with its result. */
+  private queued<T>(fn: () => Promise<T> | T): Promise<T> {
     return new Promise((resolve, reject) => {
-      const refusal = this.devControlsRefusal();
-      if (refusal !== null) {
-        reject(new ConsensusError('DEV_CONTROLS_REFUSED', refusal));
-        return;
-      }
       if (this.stopped) {
         reject(new ConsensusError('STOPPED', 'consensus is stopped'));
         return;
@@ -1016,22 +1018,7 @@ export class ConsensusRuntime {
 
   /** Verifies evidence and adds it to the pool; resolves to its hash. */
   submitEvidence(evidence: DuplicateVoteEvidence): Promise<Uint8Array> {
-    return new Promise((resolve, reject) => {
-      if (this.stopped) {
-        reject(new ConsensusError('STOPPED', 'consensus is stopped'));
-        return;
-      }
-      this.enqueue({
-        kind: 'call',
-        fn: async () => {
-          try {
-            resolve(await this.pool.add(evidence, this.chain));
-          } catch (err) {
-            reject(err);
-          }
-        },
-      });
-    });
+    return this.queued(() => this.pool.add(evidence, this.chain));
   }
 
   /** Evidence waiting to be included in a block. */
