@@ -3,18 +3,17 @@
 // test-control methods (evm_mine, anvil_mine, evm_setAutomine, evm_setIntervalMining,
 // evm_increaseTime, evm_setNextBlockTimestamp), refused on a testnet home.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { JsonRpcProvider, Wallet } from 'ethers';
-import { parse, stringify } from 'smol-toml';
 import {
   DEV_KEYS,
-  freePort,
   initLocalHome,
   type NodePorts,
   type RunningNode,
+  rewireHome,
   runCli,
   startNode,
 } from './harness.js';
@@ -249,32 +248,13 @@ describe('dev mining methods outside a single-validator chain-local node', { tim
     home = mkdtempSync(join(tmpdir(), 'noded-e2e-testnet-'));
     const init = runCli(['init', 'full', '--chain-id', 'chain-testnet', '--home', home]);
     assert.equal(init.code, 0, init.stderr);
-    const ports: NodePorts = {
-      rpc: await freePort(),
-      p2p: await freePort(),
-      api: await freePort(),
-      evmHttp: await freePort(),
-      evmWs: await freePort(),
-      metrics: await freePort(),
-    };
-    const edit = (file: string, fn: (doc: Record<string, Record<string, unknown>>) => void) => {
-      const doc = parse(readFileSync(file, 'utf8')) as Record<string, Record<string, unknown>>;
-      fn(doc);
-      writeFileSync(file, stringify(doc));
-    };
-    edit(join(home, 'config', 'config.toml'), (c) => {
-      c.rpc!.laddr = `tcp://127.0.0.1:${ports.rpc}`;
-      c.p2p!.laddr = `tcp://127.0.0.1:${ports.p2p}`;
-      c.p2p!.persistent_peers = '';
-      c.p2p!.seeds = '';
-      c.instrumentation!.prometheus_listen_addr = `127.0.0.1:${ports.metrics}`;
-    });
-    edit(join(home, 'config', 'app.toml'), (a) => {
-      a.api!.address = `tcp://127.0.0.1:${ports.api}`;
-      const evm = a.evm as Record<string, unknown>;
-      evm.rpc_address = `127.0.0.1:${ports.evmHttp}`;
-      evm.ws_address = `127.0.0.1:${ports.evmWs}`;
-      evm.api_address = `127.0.0.1:${ports.api}`;
+    // Nobody to dial here: the shipped testnet peers are remote hosts.
+    const ports = await rewireHome(home, {
+      extra: (c) => {
+        if (!c.p2p) return;
+        c.p2p.persistent_peers = '';
+        c.p2p.seeds = '';
+      },
     });
     node = await startNode(home, ports, [], 0n);
   });
