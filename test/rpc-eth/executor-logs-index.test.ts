@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { id as eventTopic, Interface } from 'ethers';
+import { Interface } from 'ethers';
 import { Executor } from '../../libs/execution/index.js';
 import { defaultEthRpcOptions, EthRpcServer } from '../../libs/rpc/src/eth/index.js';
 import { RocksKV } from '../../libs/storage/index.js';
@@ -23,25 +23,10 @@ import {
   signTx,
   type TestNode,
 } from '../execution/helpers.js';
+import { E1, E2, EMITTER_SOL, hex, PAIR, type RpcLog, word } from './emitter.js';
 import { call, rpc } from './helpers.js';
 
-const EMITTER_SOL = `
-// SPDX-License-Identifier: MIT
-pragma solidity ^0.8.20;
-
-contract Emitter {
-    event Pair(bytes32 indexed a, bytes32 indexed b, uint256 seq);
-    function emitPairs(bytes32[] calldata as_, bytes32[] calldata bs, uint256 seq) external {
-        for (uint256 i = 0; i < as_.length; i++) emit Pair(as_[i], bs[i], seq + i);
-    }
-}
-`;
-
-const PAIR = eventTopic('Pair(bytes32,bytes32,uint256)') as Hex;
-const t = (n: number): Hex => `0x${n.toString(16).padStart(64, '0')}`;
-const [A, B, C, X, Y] = [t(0xa), t(0xb), t(0xc), t(0x5e1ec7), t(0x7)];
-const E1: Hex = `0x${'e1'.repeat(20)}`;
-const E2: Hex = `0x${'e2'.repeat(20)}`;
+const [A, B, C, X, Y] = [word(0xa), word(0xb), word(0xc), word(0x5e1ec7), word(0x7)];
 /** More than the 64 blocks the executor reads at once, so a scan spans two chunks. */
 const BLOCKS = 70;
 /** X as the second indexed argument (topic 2) from E1, and from E2 in block 20. */
@@ -58,20 +43,6 @@ interface Want {
   b: Hex;
   seq: number;
 }
-
-interface Rpclog {
-  address: Hex;
-  topics: Hex[];
-  data: Hex;
-  blockNumber: Hex;
-  blockHash: Hex;
-  transactionHash: Hex;
-  transactionIndex: Hex;
-  logIndex: Hex;
-  removed: boolean;
-}
-
-const hex = (n: number) => `0x${n.toString(16)}`;
 
 describe('eth_getLogs over 70 blocks: the log index and the byte comparison', { timeout: 180_000 }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'noded-exec-logs-index-'));
@@ -120,11 +91,11 @@ describe('eth_getLogs over 70 blocks: the log index and the byte comparison', { 
   }
 
   /** The RPC form of the wanted logs that `pick` keeps, in chain order. */
-  function expected(pick: (w: Want) => boolean): Rpclog[] {
+  function expected(pick: (w: Want) => boolean): RpcLog[] {
     return wanted.filter(pick).map((w) => ({
       address: w.address,
       topics: [PAIR, w.a, w.b],
-      data: t(w.seq),
+      data: word(w.seq),
       blockNumber: hex(w.block) as Hex,
       blockHash: blockHashes[w.block]!,
       blockTimestamp: hex(1_700_000_000 + w.block),
@@ -136,7 +107,7 @@ describe('eth_getLogs over 70 blocks: the log index and the byte comparison', { 
   }
 
   const getLogs = (filter: Record<string, unknown>) =>
-    call<Rpclog[]>(url, 'eth_getLogs', [{ fromBlock: '0x1', toBlock: 'latest', ...filter }]);
+    call<RpcLog[]>(url, 'eth_getLogs', [{ fromBlock: '0x1', toBlock: 'latest', ...filter }]);
 
   before(async () => {
     const runtime = compile({ 'Emitter.sol': EMITTER_SOL }).Emitter!.deployed;
@@ -288,7 +259,7 @@ describe('eth_getLogs over 70 blocks: the log index and the byte comparison', { 
       { fromBlock: '0x1', toBlock: '0x1e', topics: [null, A] },
     ]);
     assert.deepEqual(over.error, { code: -32005, message: 'query returned more than 5 results' });
-    const five = await call<Rpclog[]>(cappedUrl, 'eth_getLogs', [
+    const five = await call<RpcLog[]>(cappedUrl, 'eth_getLogs', [
       { fromBlock: '0x1', toBlock: '0x5', topics: [null, A] },
     ]);
     assert.deepEqual(
@@ -299,7 +270,7 @@ describe('eth_getLogs over 70 blocks: the log index and the byte comparison', { 
     const wide = await rpc(cappedUrl, 'eth_getLogs', [{ fromBlock: '0x1', toBlock: '0x20', address: E2 }]);
     assert.deepEqual(wide.error, { code: -32602, message: 'exceed maximum block range 30' });
     assert.deepEqual(
-      await call<Rpclog[]>(cappedUrl, 'eth_getLogs', [{ fromBlock: '0x1', toBlock: '0x1f', address: E2 }]),
+      await call<RpcLog[]>(cappedUrl, 'eth_getLogs', [{ fromBlock: '0x1', toBlock: '0x1f', address: E2 }]),
       expected((w) => w.address === E2),
     );
   });

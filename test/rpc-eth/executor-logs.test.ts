@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { id as eventTopic, Interface } from 'ethers';
+import { Interface } from 'ethers';
 import { Executor } from '../../libs/execution/index.js';
 import { defaultEthRpcOptions, EthRpcServer } from '../../libs/rpc/src/eth/index.js';
 import { RocksKV } from '../../libs/storage/index.js';
@@ -23,38 +23,10 @@ import {
   signTx,
   type TestNode,
 } from '../execution/helpers.js';
+import { E1, E2, EMITTER_SOL, hex, PAIR, type RpcLog, word } from './emitter.js';
 import { call, rpc, WsClient } from './helpers.js';
 
-const EMITTER_SOL = `
-// SPDX-License-Identifier: MIT
-pragma solidity ^0.8.20;
-
-contract Emitter {
-    event Pair(bytes32 indexed a, bytes32 indexed b, uint256 seq);
-    function emitPairs(bytes32[] calldata as_, bytes32[] calldata bs, uint256 seq) external {
-        for (uint256 i = 0; i < as_.length; i++) emit Pair(as_[i], bs[i], seq + i);
-    }
-}
-`;
-
-const PAIR = eventTopic('Pair(bytes32,bytes32,uint256)') as Hex;
-/** A 32-byte word holding `n`. */
-const t = (n: number): Hex => `0x${n.toString(16).padStart(64, '0')}`;
-const [A, B, C, D, E] = [t(0xa), t(0xb), t(0xc), t(0xd), t(0xe)];
-const E1: Hex = `0x${'e1'.repeat(20)}`;
-const E2: Hex = `0x${'e2'.repeat(20)}`;
-
-interface Rpclog {
-  address: Hex;
-  topics: Hex[];
-  data: Hex;
-  blockNumber: Hex;
-  blockHash: Hex;
-  transactionHash: Hex;
-  transactionIndex: Hex;
-  logIndex: Hex;
-  removed: boolean;
-}
+const [A, B, C, D, E] = [word(0xa), word(0xb), word(0xc), word(0xd), word(0xe)];
 
 /** What a log is, as the test wrote it: (block, tx index, emitter, a, b, seq). */
 interface Want {
@@ -65,8 +37,6 @@ interface Want {
   b: Hex;
   seq: number;
 }
-
-const hex = (n: number) => `0x${n.toString(16)}`;
 
 describe('logs through the real executor and the JSON-RPC', { timeout: 120_000 }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'noded-exec-logs-'));
@@ -122,8 +92,8 @@ describe('logs through the real executor and the JSON-RPC', { timeout: 120_000 }
   }
 
   /** The RPC form of the wanted logs (all fields but the block hash and tx hash, checked apart). */
-  function expected(pick: (w: Want) => boolean): Array<Partial<Rpclog>> {
-    const out: Array<Partial<Rpclog>> = [];
+  function expected(pick: (w: Want) => boolean): Array<Partial<RpcLog>> {
+    const out: Array<Partial<RpcLog>> = [];
     const perBlock = new Map<number, number>();
     for (const w of wanted) {
       const index = perBlock.get(w.block) ?? 0;
@@ -132,7 +102,7 @@ describe('logs through the real executor and the JSON-RPC', { timeout: 120_000 }
       out.push({
         address: w.address,
         topics: [PAIR, w.a, w.b],
-        data: t(w.seq),
+        data: word(w.seq),
         blockNumber: hex(w.block) as Hex,
         transactionHash: txHashes[w.block]![w.tx],
         transactionIndex: hex(w.tx) as Hex,
@@ -144,15 +114,15 @@ describe('logs through the real executor and the JSON-RPC', { timeout: 120_000 }
   }
 
   /** Drops the block hash and timestamp, which the test does not choose. */
-  const strip = (logs: Rpclog[]): Array<Partial<Rpclog>> =>
+  const strip = (logs: RpcLog[]): Array<Partial<RpcLog>> =>
     logs.map((l) => {
-      const { blockHash: _hash, blockTimestamp: _time, ...rest } = l as Rpclog & { blockTimestamp: Hex };
+      const { blockHash: _hash, blockTimestamp: _time, ...rest } = l as RpcLog & { blockTimestamp: Hex };
       return rest;
     });
 
-  async function getLogs(filter: Record<string, unknown>): Promise<Array<Partial<Rpclog>>> {
+  async function getLogs(filter: Record<string, unknown>): Promise<Array<Partial<RpcLog>>> {
     return strip(
-      await call<Rpclog[]>(url, 'eth_getLogs', [{ fromBlock: '0x1', toBlock: 'latest', ...filter }]),
+      await call<RpcLog[]>(url, 'eth_getLogs', [{ fromBlock: '0x1', toBlock: 'latest', ...filter }]),
     );
   }
 
@@ -283,7 +253,7 @@ describe('logs through the real executor and the JSON-RPC', { timeout: 120_000 }
   it('logIndex counts the logs of the whole block: receipts of the block, of one transaction, and eth_getLogs', async () => {
     assert.equal(wanted.filter((w) => w.block === 1).length, 5);
     for (const height of [1, 2]) {
-      const receipts = await call<Array<{ logs: Rpclog[]; transactionIndex: Hex }>>(
+      const receipts = await call<Array<{ logs: RpcLog[]; transactionIndex: Hex }>>(
         url,
         'eth_getBlockReceipts',
         [hex(height)],
@@ -295,7 +265,7 @@ describe('logs through the real executor and the JSON-RPC', { timeout: 120_000 }
         `block ${height} receipts`,
       );
       for (const [i, hash] of txHashes[height]!.entries()) {
-        const one = await call<{ logs: Rpclog[] }>(url, 'eth_getTransactionReceipt', [hash]);
+        const one = await call<{ logs: RpcLog[] }>(url, 'eth_getTransactionReceipt', [hash]);
         assert.deepEqual(
           strip(one.logs),
           expected((w) => w.block === height && w.tx === i),
@@ -323,7 +293,7 @@ describe('logs through the real executor and the JSON-RPC', { timeout: 120_000 }
     );
     const b1 = await call<{ hash: Hex }>(url, 'eth_getBlockByNumber', ['0x1', false]);
     assert.deepEqual(
-      strip(await call<Rpclog[]>(url, 'eth_getLogs', [{ blockHash: b1.hash }])),
+      strip(await call<RpcLog[]>(url, 'eth_getLogs', [{ blockHash: b1.hash }])),
       expected((w) => w.block === 1),
     );
   });
@@ -375,10 +345,10 @@ describe('logs through the real executor and the JSON-RPC', { timeout: 120_000 }
     );
     // An alternative no log has, beside one it has, still matches the one it has.
     assert.deepEqual(
-      await getLogs({ topics: [null, [t(0x77), E]] }),
+      await getLogs({ topics: [null, [word(0x77), E]] }),
       expected((w) => w.a === E),
     );
-    assert.deepEqual(await getLogs({ topics: [null, t(0x77)] }), []);
+    assert.deepEqual(await getLogs({ topics: [null, word(0x77)] }), []);
   });
 
   it('eth_getLogs: address lists are OR-alternatives and combine with topics', async () => {
@@ -410,14 +380,14 @@ describe('logs through the real executor and the JSON-RPC', { timeout: 120_000 }
   });
 
   it('a log filter installed before a block reports its matching logs with block-wide indexes', async () => {
-    const changes = strip(await call<Rpclog[]>(url, 'eth_getFilterChanges', [filterId]));
+    const changes = strip(await call<RpcLog[]>(url, 'eth_getFilterChanges', [filterId]));
     assert.deepEqual(
       changes,
       expected((w) => w.block === 2 && (w.a === B || w.a === E) && w.b === D),
     );
     assert.equal(changes.length, 2);
     assert.deepEqual(
-      strip(await call<Rpclog[]>(url, 'eth_getFilterLogs', [filterId])),
+      strip(await call<RpcLog[]>(url, 'eth_getFilterLogs', [filterId])),
       expected((w) => (w.a === B || w.a === E) && w.b === D),
     );
     assert.deepEqual((await rpc(url, 'eth_getFilterChanges', [filterId])).result, []);
@@ -438,7 +408,7 @@ describe('logs through the real executor and the JSON-RPC', { timeout: 120_000 }
       'the block 2 logs',
     );
     for (const name of ['or', 'addresses'] as const) {
-      assert.deepEqual(strip(ws.notificationsFor(subs[name]!) as Rpclog[]), want[name], name);
+      assert.deepEqual(strip(ws.notificationsFor(subs[name]!) as RpcLog[]), want[name], name);
     }
     assert.deepEqual(ws.notificationsFor(subs.tooLong!), [], 'no log has a fourth topic');
   });
