@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages some tests run, when missing: prometheus (promtool and the server,
-# for test/telemetry/metrics.test.ts) and openssl (certificates for the TLS tests). Installs only as
+# for test/telemetry/metrics.test.ts) and openssl (certificates for the TLS tests) and nats-server (the cluster tests). Installs only as
 # root with apt-get; otherwise names what to install. Exits non-zero when a tool is still missing,
 # so that no test can fail late or be skipped for want of it.
 set -euo pipefail
 
 # command -> Debian package
-declare -A pkg_of=([promtool]=prometheus [prometheus]=prometheus [openssl]=openssl)
+declare -A pkg_of=([promtool]=prometheus [prometheus]=prometheus [openssl]=openssl [nats-server]=nats-server)
 
 missing_pkgs() {
   local cmd
