@@ -1,5 +1,16 @@
 // libs/p2p: the peer-to-peer layer on :26656 (libp2p: TCP, noise, yamux) with CometBFT's peer model.
 
+// Peer exchange: the address book (config/addrbook.json) and the PEX channel with seeds.
+export {
+  AddressBook,
+  type AddressBookOptions,
+  type BookEntry,
+  formatPeerAddress,
+  isRoutable,
+  MAX_BOOK_SIZE,
+  MAX_FAILED_ATTEMPTS,
+  parsePeerAddress,
+} from './src/addrbook.js';
 // The consensus runtime's network port over the host.
 export { CONSENSUS_PROTOCOL, ConsensusChannel, consensusFrames } from './src/consensus-channel.js';
 export { P2PError, type P2PErrorCode } from './src/errors.js';
@@ -7,6 +18,7 @@ export { P2PError, type P2PErrorCode } from './src/errors.js';
 export { FrameReader, frame } from './src/frames.js';
 // The host: identity, handshake, persistent peers, limits, framed channels.
 export {
+  ByteRate,
   type Channel,
   HANDSHAKE_PROTOCOL,
   P2PHost,
@@ -46,3 +58,14 @@ export {
   type NodeInfo,
   P2P_PROTOCOL_VERSION,
 } from './src/nodeinfo.js';
+export {
+  decodePex,
+  encodePex,
+  MAX_PEX_ADDRS,
+  MAX_PEX_MESSAGE_BYTES,
+  NEED_ADDRESSES,
+  PEX_PROTOCOL,
+  type PexMessage,
+  type PexOptions,
+  PexReactor,
+} from './src/pex-channel.js';

@@ -21,6 +21,7 @@ const p2p = (body: string) => cfg(`[p2p]\n${body}\n`);
 
 const NEW_KEYS = [
   'pex',
+  'seed_mode',
   'handshake_timeout',
   'dial_timeout',
   'send_rate',
@@ -50,6 +51,7 @@ describe('config.toml [p2p]: the CometBFT keys beside the peer lists', () => {
       Object.fromEntries(NEW_KEYS.map((k) => [k, (f as unknown as Record<string, unknown>)[k]])),
       {
         pex: true,
+        seed_mode: false,
         handshake_timeout: '20s',
         dial_timeout: '3s',
         send_rate: 5120000,
@@ -97,6 +99,7 @@ describe('config.toml [p2p]: the CometBFT keys beside the peer lists', () => {
     );
     assert.deepEqual(set.problems, []);
     assert.equal(set.config.p2p.pex, false);
+    assert.equal(p2p('seed_mode = true').config.p2p.seedMode, true);
     assert.equal(set.config.p2p.handshakeTimeoutMs, 60000);
     assert.equal(set.config.p2p.dialTimeoutMs, 500);
     assert.equal(set.config.p2p.sendRate, 1000);
@@ -112,6 +115,7 @@ describe('config.toml [p2p]: the CometBFT keys beside the peer lists', () => {
     const docs = docsText();
     const rendered: Record<string, string> = {
       pex: 'true',
+      seed_mode: 'false',
       handshake_timeout: '"20s"',
       dial_timeout: '"3s"',
       send_rate: '5120000',

@@ -313,6 +313,10 @@ describe('config problems name the file, the key, the rule and the value', () =>
     assert.deepEqual(cfg('[mempool]\nmax_tx_bytes = 2000\nmax_txs_bytes = 1000\n').problems, [
       'config.toml: mempool.max_tx_bytes: must be <= mempool.max_txs_bytes (1000), got 2000',
     ]);
+    assert.deepEqual(cfg('[p2p]\nseed_mode = true\npex = false\n').problems, [
+      'config.toml: p2p.seed_mode: seed mode answers peer exchange requests: it needs p2p.pex = true, got pex = false',
+    ]);
+    assert.deepEqual(cfg('[p2p]\nseed_mode = true\n').problems, []);
     assert.match(
       app('[evm.gas]\ngas_target = "40000000"\n').problems[0]!,
       /gas_target: must be <= evm.gas.block_gas_limit/,

@@ -12,6 +12,12 @@ export interface TestHostOptions {
   unconditional?: string[];
   maxInbound?: number;
   banMs?: number;
+  /** Listen on this port and advertise it (default: a random port, advertised as 0). */
+  port?: number;
+  maxOutbound?: number;
+  sendRate?: number;
+  recvRate?: number;
+  allowDuplicateIp?: boolean;
   logger?: Logger;
 }
 
@@ -32,21 +38,24 @@ export async function startTestHost(setup: (h: P2PHost) => void, o: TestHostOpti
     nodeInfo: {
       protocolVersion: { p2p: o.p2pVersion ?? P2P_PROTOCOL_VERSION, block: 11, app: 0 },
       id,
-      listenAddr: '127.0.0.1:0',
+      listenAddr: `127.0.0.1:${o.port ?? 0}`,
       network: o.network ?? 'chain-local',
       version: 'test',
       moniker: `m-${id.slice(0, 4)}`,
       other: { txIndex: 'off', rpcAddress: '' },
     },
-    listen: { host: '127.0.0.1', port: 0 },
+    listen: { host: '127.0.0.1', port: o.port ?? 0 },
     persistentPeers: o.peers ?? [],
     unconditionalPeerIds: o.unconditional ?? [],
     maxInboundPeers: o.maxInbound ?? 40,
-    maxOutboundPeers: 10,
+    maxOutboundPeers: o.maxOutbound ?? 10,
     handshakeTimeoutMs: 3000,
     dialTimeoutMs: 2000,
     maxRedialDelayMs: 300,
     misbehaviourBanMs: o.banMs,
+    sendRate: o.sendRate,
+    recvRate: o.recvRate,
+    allowDuplicateIp: o.allowDuplicateIp,
     logger: o.logger ?? silentLogger,
   });
   setup(host);
@@ -67,4 +76,30 @@ export async function until(what: string, cond: () => boolean, ms = 8000): Promi
     await new Promise((r) => setTimeout(r, 20));
   }
   assert.fail(`timed out waiting for ${what}`);
+}
+
+/** A log line as the recording logger keeps it. */
+export interface Logged {
+  level: string;
+  obj: Record<string, unknown>;
+  msg: string;
+}
+
+export function recordingLogger(sink: Logged[]): Logger {
+  const make = (level: string) => (obj: unknown, msg?: string) => {
+    sink.push({
+      level,
+      obj: (typeof obj === 'object' && obj ? obj : {}) as Record<string, unknown>,
+      msg: msg ?? '',
+    });
+  };
+  const l: Logger = {
+    trace: make('trace'),
+    debug: make('debug'),
+    info: make('info'),
+    warn: make('warn'),
+    error: make('error'),
+    child: () => l,
+  };
+  return l;
 }

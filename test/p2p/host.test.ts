@@ -4,35 +4,16 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { ed25519Generate, nodeIdFromPublicKey } from '../../libs/crypto/index.js';
 import type { P2PHost } from '../../libs/p2p/index.js';
-import type { Logger } from '../../libs/types/index.js';
-import { startTestHost, stopTestHosts, type TestHostOptions, until } from './helpers.js';
+import {
+  type Logged,
+  recordingLogger,
+  startTestHost,
+  stopTestHosts,
+  type TestHostOptions,
+  until,
+} from './helpers.js';
 
 const CHANNEL = '/noded/test/1';
-
-interface Logged {
-  level: string;
-  obj: Record<string, unknown>;
-  msg: string;
-}
-
-function recordingLogger(sink: Logged[]): Logger {
-  const make = (level: string) => (obj: unknown, msg?: string) => {
-    sink.push({
-      level,
-      obj: (typeof obj === 'object' && obj ? obj : {}) as Record<string, unknown>,
-      msg: msg ?? '',
-    });
-  };
-  const l: Logger = {
-    trace: make('trace'),
-    debug: make('debug'),
-    info: make('info'),
-    warn: make('warn'),
-    error: make('error'),
-    child: () => l,
-  };
-  return l;
-}
 
 interface TestNode {
   host: P2PHost;

@@ -124,6 +124,14 @@ function checkConfigToml(label: string, config: ConfigToml, bad: Set<string>, pr
       message: `must be <= mempool.max_txs_bytes (${m.maxTxsBytes}), got ${m.maxTxBytes}`,
     });
   }
+  const p = config.p2p;
+  if (!bad.has('*') && !bad.has('p2p.seed_mode') && !bad.has('p2p.pex') && p.seedMode && !p.pex) {
+    problems.push({
+      file: label,
+      key: 'p2p.seed_mode',
+      message: 'seed mode answers peer exchange requests: it needs p2p.pex = true, got pex = false',
+    });
+  }
 }
 
 const q = (v: bigint) => `"${v}"`;

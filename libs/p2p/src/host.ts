@@ -49,6 +49,15 @@ export interface P2PHostOptions {
   maxRedialDelayMs?: number;
   /** How long a peer disconnected for what it sent stays refused (default 60 s). */
   misbehaviourBanMs?: number;
+  /** [p2p] send_rate: bytes per second sent to each peer, all channels together (default: no limit). */
+  sendRate?: number;
+  /** [p2p] recv_rate: bytes per second read from each peer, all channels together (default: no limit). */
+  recvRate?: number;
+  /**
+   * [p2p] allow_duplicate_ip: false refuses a second peer connecting from an IP that already has
+   * one (persistent and unconditional peers excepted). Default true here; config.toml's is false.
+   */
+  allowDuplicateIp?: boolean;
   logger: Logger;
 }
 
@@ -70,7 +79,49 @@ interface ChannelStats {
   received: number;
 }
 
+/**
+ * A token bucket of bytes per second, as send_rate and recv_rate meter a peer: up to a second's
+ * worth may pass at once, and a message larger than the balance still passes whole, leaving a debt
+ * that the following ones wait out.
+ */
+export class ByteRate {
+  private tokens: number;
+  private at: number;
+
+  constructor(
+    readonly bytesPerSecond: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.tokens = bytesPerSecond;
+    this.at = now();
+  }
+
+  /** Milliseconds until the balance is positive again (0: bytes may pass now). */
+  waitMs(): number {
+    this.refill();
+    return this.tokens > 0 ? 0 : Math.max(1, Math.ceil((-this.tokens / this.bytesPerSecond) * 1000));
+  }
+
+  /** Takes `n` bytes from the balance (which may go negative). */
+  take(n: number): void {
+    this.refill();
+    this.tokens -= n;
+  }
+
+  private refill(): void {
+    const t = this.now();
+    this.tokens = Math.min(this.bytesPerSecond, this.tokens + ((t - this.at) / 1000) * this.bytesPerSecond);
+    this.at = t;
+  }
+}
+
 class Peer {
+  /** Frames held back by send_rate, in the order they were written (all channels). */
+  readonly throttled: Array<{ protocol: string; bytes: Uint8Array }> = [];
+  throttledBytes = 0;
+  drainTimer: NodeJS.Timeout | undefined;
+  readonly sendRate: ByteRate | undefined;
+  readonly recvRate: ByteRate | undefined;
   readonly out = new Map<
     string,
     { stream?: Stream; queue: Uint8Array[]; queuedBytes: number; opening: boolean }
@@ -84,7 +135,11 @@ class Peer {
     readonly remoteIp: string,
     readonly persistent: boolean,
     readonly unconditional: boolean,
-  ) {}
+    rates: { send?: number; recv?: number },
+  ) {
+    this.sendRate = rates.send ? new ByteRate(rates.send) : undefined;
+    this.recvRate = rates.recv ? new ByteRate(rates.recv) : undefined;
+  }
 
   stat(protocol: string): ChannelStats {
     let s = this.stats.get(protocol);
@@ -364,6 +419,9 @@ export class P2PHost {
   }
 
   private dropPeer(p: Peer): void {
+    clearTimeout(p.drainTimer);
+    p.throttled.length = 0;
+    p.throttledBytes = 0;
     this.byConn.delete(p.conn.id);
     if (this.peers.get(p.id) !== p) return;
     this.peers.delete(p.id);
@@ -491,7 +549,20 @@ export class P2PHost {
         );
       }
     }
-    const peer = new Peer(id, info, conn, outbound, remoteIpOf(conn), persistent, unconditional);
+    const remoteIp = remoteIpOf(conn);
+    if (this.opts.allowDuplicateIp === false && !unconditional && !persistent) {
+      const same = [...this.peers.values()].find((p) => p.remoteIp === remoteIp && p.id !== id);
+      if (same) {
+        throw new P2PError(
+          'PEER_LIMIT',
+          `peer ${same.id} already connects from ${remoteIp} and allow_duplicate_ip = false; ${id} refused`,
+        );
+      }
+    }
+    const peer = new Peer(id, info, conn, outbound, remoteIp, persistent, unconditional, {
+      send: this.opts.sendRate,
+      recv: this.opts.recvRate,
+    });
     this.peers.set(id, peer);
     this.byConn.set(conn.id, peer);
     this.log.info(
@@ -519,6 +590,60 @@ export class P2PHost {
     });
   }
 
+  /**
+   * Dials `addr` once and runs the handshake (the node ID must match); throws the reason when it
+   * fails. Peer exchange dials through this; persistent peers through their redial loop.
+   */
+  async dial(addr: PeerAddress): Promise<void> {
+    const id = addr.nodeId.toLowerCase();
+    const node = this.node;
+    if (!this.running || !node) throw new P2PError('INVALID_OPTIONS', 'the P2P host is not running');
+    if (this.peers.has(id)) return;
+    const family = /^\d+\.\d+\.\d+\.\d+$/.test(addr.host) ? 'ip4' : addr.host.includes(':') ? 'ip6' : 'dns';
+    const conn = await node.dial(multiaddr(`/${family}/${addr.host}/tcp/${addr.port}`), {
+      signal: AbortSignal.timeout(this.opts.dialTimeoutMs),
+    });
+    if (!this.peers.has(id) || this.peers.get(id)!.conn !== conn) {
+      try {
+        await this.handshakeOut(conn, id);
+      } catch (err) {
+        void conn.close().catch(() => {});
+        throw err;
+      }
+    }
+  }
+
+  /** Closes the connection to a peer that did nothing wrong (a seed that answered): no ban. */
+  hangUp(peerId: string, reason: string): void {
+    const p = this.peers.get(peerId);
+    if (!p) return;
+    this.log.info({ peer: peerId, reason }, 'closing peer connection');
+    this.dropPeer(p);
+    void p.conn.close().catch(() => p.conn.abort(new Error(reason)));
+  }
+
+  /** Whether this node dialled the connected peer `peerId` (undefined when not connected). */
+  isOutbound(peerId: string): boolean | undefined {
+    return this.peers.get(peerId)?.outbound;
+  }
+
+  /** Outbound peers that count against max_num_outbound_peers (not persistent or unconditional). */
+  get outboundCount(): number {
+    let n = 0;
+    for (const p of this.peers.values()) if (p.outbound && !p.persistent && !p.unconditional) n++;
+    return n;
+  }
+
+  get maxOutboundPeers(): number {
+    return this.opts.maxOutboundPeers;
+  }
+
+  /** The listen address a connected peer gave in its handshake, and the IP it connects from. */
+  peerAddressOf(peerId: string): { listenAddr: string; remoteIp: string } | undefined {
+    const p = this.peers.get(peerId);
+    return p && { listenAddr: p.info.listenAddr, remoteIp: p.remoteIp };
+  }
+
   private async dialLoop(addr: PeerAddress): Promise<void> {
     const id = addr.nodeId.toLowerCase();
     const maxDelay = this.opts.maxRedialDelayMs ?? 30_000;
@@ -537,23 +662,7 @@ export class P2PHost {
         continue;
       }
       try {
-        const node = this.node!;
-        const family = /^\d+\.\d+\.\d+\.\d+$/.test(addr.host)
-          ? 'ip4'
-          : addr.host.includes(':')
-            ? 'ip6'
-            : 'dns';
-        const conn = await node.dial(multiaddr(`/${family}/${addr.host}/tcp/${addr.port}`), {
-          signal: AbortSignal.timeout(this.opts.dialTimeoutMs),
-        });
-        if (!this.peers.has(id) || this.peers.get(id)!.conn !== conn) {
-          try {
-            await this.handshakeOut(conn, id);
-          } catch (err) {
-            void conn.close().catch(() => {});
-            throw err;
-          }
-        }
+        await this.dial(addr);
         failures = 0;
         delay = 500;
       } catch (err) {
@@ -619,19 +728,54 @@ export class P2PHost {
     const early: Uint8Array[] = [];
     let peer: Peer | undefined;
     let failed = false;
-    const deliver = (chunk: Uint8Array) => {
-      if (failed || !peer) return;
-      const stat = peer.stat(ch.protocol);
-      stat.received += chunk.length;
+    const consume = (p: Peer, chunk: Uint8Array) => {
+      p.stat(ch.protocol).received += chunk.length;
       try {
         for (const f of reader.push(chunk)) {
-          if (this.peers.get(peer.id) !== peer) return;
-          ch.onMessage(peer.id, f);
+          if (this.peers.get(p.id) !== p) return;
+          ch.onMessage(p.id, f);
         }
       } catch (err) {
         failed = true;
-        this.disconnect(peer.id, (err as Error).message);
+        this.disconnect(p.id, (err as Error).message);
       }
+    };
+    // recv_rate: bytes are handed on in pieces as the peer's budget allows; while in debt the
+    // stream stops reading (yamux then stops the sender once its window is used up).
+    const held: Uint8Array[] = [];
+    let heldTimer: NodeJS.Timeout | undefined;
+    const release = (p: Peer, rate: ByteRate) => {
+      const piece = Math.max(16_384, Math.floor(rate.bytesPerSecond / 20));
+      while (held.length > 0 && !failed && this.peers.get(p.id) === p) {
+        const wait = rate.waitMs();
+        if (wait > 0) {
+          if (stream.readStatus === 'readable') stream.pause();
+          if (!heldTimer) {
+            const t = setTimeout(() => {
+              this.timers.delete(t);
+              heldTimer = undefined;
+              release(p, rate);
+            }, wait);
+            heldTimer = t;
+            this.timers.add(t);
+          }
+          return;
+        }
+        let c = held[0]!;
+        if (c.length > piece) {
+          held[0] = c.subarray(piece);
+          c = c.subarray(0, piece);
+        } else held.shift();
+        rate.take(c.length);
+        consume(p, c);
+      }
+      if (held.length === 0 && stream.readStatus === 'paused') stream.resume();
+    };
+    const deliver = (chunk: Uint8Array) => {
+      if (failed || !peer) return;
+      if (!peer.recvRate) return consume(peer, chunk);
+      held.push(chunk);
+      if (!heldTimer) release(peer, peer.recvRate);
     };
     stream.addEventListener('message', (ev) => {
       const data = plainBytes(ev.data);
@@ -648,7 +792,49 @@ export class P2PHost {
     });
   }
 
+  /** Sends a frame to a peer now, or when send_rate allows (frames keep their order). */
   private write(p: Peer, protocol: string, bytes: Uint8Array): void {
+    const rate = p.sendRate;
+    if (!rate) {
+      this.writeNow(p, protocol, bytes);
+      return;
+    }
+    if (p.throttled.length === 0 && rate.waitMs() === 0) {
+      rate.take(bytes.length);
+      this.writeNow(p, protocol, bytes);
+      return;
+    }
+    const limit = this.opts.maxSendBufferBytes ?? 64 * 1024 * 1024;
+    if (p.throttledBytes + bytes.length > limit) {
+      this.disconnect(
+        p.id,
+        `peer too slow: over ${limit} bytes waiting under send_rate ${rate.bytesPerSecond} B/s`,
+      );
+      return;
+    }
+    p.throttled.push({ protocol, bytes });
+    p.throttledBytes += bytes.length;
+    this.scheduleDrain(p);
+  }
+
+  private scheduleDrain(p: Peer): void {
+    if (p.drainTimer || !p.sendRate) return;
+    p.drainTimer = setTimeout(() => {
+      p.drainTimer = undefined;
+      if (this.peers.get(p.id) !== p) return;
+      const rate = p.sendRate!;
+      while (p.throttled.length > 0 && rate.waitMs() === 0) {
+        const next = p.throttled.shift()!;
+        p.throttledBytes -= next.bytes.length;
+        rate.take(next.bytes.length);
+        this.writeNow(p, next.protocol, next.bytes);
+      }
+      if (p.throttled.length > 0) this.scheduleDrain(p);
+    }, p.sendRate.waitMs());
+    p.drainTimer.unref();
+  }
+
+  private writeNow(p: Peer, protocol: string, bytes: Uint8Array): void {
     let slot = p.out.get(protocol);
     if (!slot) {
       slot = { queue: [], queuedBytes: 0, opening: false };

@@ -3,7 +3,7 @@
 // `noded start` waits on and stops.
 import type { ConfigToml } from '../../../libs/config/index.js';
 import { BLOCK_PROTOCOL } from '../../../libs/consensus/index.js';
-import { P2P_PROTOCOL_VERSION, P2PHost } from '../../../libs/p2p/index.js';
+import { AddressBook, P2P_PROTOCOL_VERSION, P2PHost, PexReactor } from '../../../libs/p2p/index.js';
 import type { Logger } from '../../../libs/types/index.js';
 import type { RunningNode } from './cli/commands/start.js';
 import { NODED_VERSION } from './version.js';
@@ -23,7 +23,8 @@ export function dialHost(host: string): string {
 
 /**
  * The P2P host on config.toml [p2p], as both node kinds run it: what it advertises in the handshake,
- * its peers and limits. The caller registers its channels, then starts it.
+ * its peers and limits, and with `pex` on, peer exchange over the address book in `addrBookFile`.
+ * The caller registers its channels, then starts the host, then the returned `pex` (if any).
  */
 export function p2pHostFor(o: {
   config: ConfigToml;
@@ -31,8 +32,10 @@ export function p2pHostFor(o: {
   nodeKey: { seed: Uint8Array; publicKey: Uint8Array; nodeId: string };
   rpcAddress: string;
   txIndex: boolean;
+  /** config/addrbook.json, as CometBFT keeps it. */
+  addrBookFile: string;
   logger: Logger;
-}): { p2p: P2PHost; listen: { host: string; port: number } } {
+}): { p2p: P2PHost; pex: PexReactor | undefined; listen: { host: string; port: number } } {
   const { config } = o;
   const listen = hostPort(config.p2p.laddr.raw);
   const p2p = new P2PHost({
@@ -53,9 +56,26 @@ export function p2pHostFor(o: {
     maxOutboundPeers: config.p2p.maxNumOutboundPeers,
     handshakeTimeoutMs: config.p2p.handshakeTimeoutMs,
     dialTimeoutMs: config.p2p.dialTimeoutMs,
+    sendRate: config.p2p.sendRate,
+    recvRate: config.p2p.recvRate,
+    allowDuplicateIp: config.p2p.allowDuplicateIp,
     logger: o.logger,
   });
-  return { p2p, listen };
+  const pex = config.p2p.pex
+    ? new PexReactor(p2p, {
+        book: new AddressBook({
+          file: o.addrBookFile,
+          strict: config.p2p.addrBookStrict,
+          selfId: o.nodeKey.nodeId,
+          logger: o.logger,
+        }),
+        seeds: config.p2p.seeds,
+        seedMode: config.p2p.seedMode,
+        persistentIds: config.p2p.persistentPeers.map((p) => p.nodeId),
+        logger: o.logger.child({ module: 'pex' }),
+      })
+    : undefined;
+  return { p2p, pex, listen };
 }
 
 interface Closer {

@@ -4,7 +4,9 @@
 // level 1/3 inside the trusting period, as CometBFT's light client), keeps only verified headers,
 // commits and validator sets in data/light.db, and serves them on the CometBFT RPC (:26657) and a
 // header-only subset of the Ethereum JSON-RPC (:8545/:8546). docs/light-client.md.
+
 import { arch, platform } from 'node:os';
+import { dirname, join } from 'node:path';
 import {
   formatDuration,
   homePaths,
@@ -63,8 +65,13 @@ export async function runLightNode(opts: LightNodeOptions): Promise<RunningNode>
 
     const nodeKey = loadNodeKey(paths.nodeKey);
     const cometOptions = toCometRpcOptions(config);
-    const { p2p, listen: p2pAt } = p2pHostFor({
+    const {
+      p2p,
+      pex,
+      listen: p2pAt,
+    } = p2pHostFor({
       config,
+      addrBookFile: join(dirname(paths.nodeKey), 'addrbook.json'),
       chainId: genesis.chainId,
       nodeKey,
       rpcAddress: cometOptions.laddr,
@@ -212,6 +219,10 @@ export async function runLightNode(opts: LightNodeOptions): Promise<RunningNode>
 
     const p2pPort = await p2p.start();
     life.add('p2p', () => p2p.stop());
+    if (pex) {
+      pex.start();
+      life.add('pex', () => pex.stop());
+    }
 
     // The follow loop: one round a second, never two at once.
     let running = true;

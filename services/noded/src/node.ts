@@ -1,8 +1,10 @@
 // The all-in-one node: consensus, execution, storage and every server in one process, wired by
 // hand in one place (DESIGN.md "Embedded default"). The CLI (`noded start`) validates the home,
 // holds its lock and calls runNode(); this module owns start-up order and shutdown.
+
 import { existsSync, readFileSync } from 'node:fs';
 import { arch, platform } from 'node:os';
+import { dirname, join } from 'node:path';
 import {
   deriveDevAccounts,
   homePaths,
@@ -139,8 +141,13 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     // Peers on [p2p] laddr: consensus messages and mempool gossip over libp2p.
     const nodeKey = loadNodeKey(paths.nodeKey);
     const cometOptions = toCometRpcOptions(config);
-    const { p2p, listen: p2pAt } = p2pHostFor({
+    const {
+      p2p,
+      pex,
+      listen: p2pAt,
+    } = p2pHostFor({
       config,
+      addrBookFile: join(dirname(paths.nodeKey), 'addrbook.json'),
       chainId: genesis.chainId,
       nodeKey,
       rpcAddress: cometOptions.laddr,
@@ -323,6 +330,10 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     // The host stops after consensus (closers run in reverse), so no message arrives at a stopped engine.
     const p2pPort = await p2p.start();
     life.addClosingAfter('p2p', () => p2p.stop(), 'consensus');
+    if (pex) {
+      pex.start();
+      life.addClosingAfter('pex', () => pex.stop(), 'p2p');
+    }
     await consensus.start();
 
     const endpoints: string[] = [

@@ -52,6 +52,7 @@ export class P2pSection extends TomlSection {
   @IsInt(0, 10000) max_num_inbound_peers = 40;
   @IsInt(0, 10000) max_num_outbound_peers = 10;
   @IsBool() pex = true;
+  @IsBool() seed_mode = false;
   @IsDuration(1) handshake_timeout = '20s';
   @IsDuration(1) dial_timeout = '3s';
   @IsInt(1) send_rate = 5120000;
@@ -151,6 +152,8 @@ export const CONFIG_TOML_DOCS: Record<string, string> = {
   'p2p.max_num_inbound_peers': 'Maximum inbound peers.',
   'p2p.max_num_outbound_peers': 'Maximum outbound peers.',
   'p2p.pex': 'Peer exchange: learn peers from seeds and peers, and share known peers with them.',
+  'p2p.seed_mode':
+    "Seed mode: answer peers' requests for addresses, then hang up on them (needs pex = true).",
   'p2p.handshake_timeout': 'Time limit of the connection handshake with a peer (encryption and node info).',
   'p2p.dial_timeout': 'Time limit of dialing a peer: TCP connect and the noise/yamux upgrade.',
   'p2p.send_rate': 'Maximum bytes per second sent to each peer.',
@@ -213,6 +216,7 @@ export interface ConfigToml {
     maxNumInboundPeers: number;
     maxNumOutboundPeers: number;
     pex: boolean;
+    seedMode: boolean;
     handshakeTimeoutMs: number;
     dialTimeoutMs: number;
     /** Bytes per second, per peer. */
@@ -282,6 +286,7 @@ export function toConfigToml(f: ConfigTomlFile): ConfigToml {
       maxNumInboundPeers: f.p2p.max_num_inbound_peers,
       maxNumOutboundPeers: f.p2p.max_num_outbound_peers,
       pex: f.p2p.pex,
+      seedMode: f.p2p.seed_mode,
       handshakeTimeoutMs: ms(f.p2p.handshake_timeout),
       dialTimeoutMs: ms(f.p2p.dial_timeout),
       sendRate: f.p2p.send_rate,
