@@ -613,6 +613,32 @@ export class P2PHost {
     }
   }
 
+  /**
+   * The unsafe RPC's dial_peers and dial_seeds: dials each address in the background. A
+   * `persistent` one is kept connected from now on (redialled like persistent_peers), an
+   * `unconditional` one is exempt from the peer limits. Failures are logged, not returned, as in
+   * CometBFT (the caller reads /net_info).
+   */
+  addPeers(addrs: PeerAddress[], o: { persistent: boolean; unconditional: boolean }): void {
+    if (!this.running) throw new P2PError('INVALID_OPTIONS', 'the P2P host is not running');
+    for (const a of addrs) {
+      const id = a.nodeId.toLowerCase();
+      if (o.unconditional) this.unconditional.add(id);
+      if (o.persistent) {
+        if (this.persistentIds.has(id)) continue;
+        this.persistentIds.add(id);
+        void this.dialLoop(a);
+        continue;
+      }
+      void this.dial(a).catch((err: Error) => {
+        this.log.info(
+          { peer: id, address: `${a.host}:${a.port}`, reason: err.message },
+          'dialling peer failed',
+        );
+      });
+    }
+  }
+
   /** Closes the connection to a peer that did nothing wrong (a seed that answered): no ban. */
   hangUp(peerId: string, reason: string): void {
     const p = this.peers.get(peerId);

@@ -2,6 +2,7 @@
 // (block store, round state) and execution (mempool, state) through this one object.
 import type { ConsensusRuntime } from '../../../libs/consensus/index.js';
 import type { Executor } from '../../../libs/execution/index.js';
+import { type PeerAddress, parsePeerAddress } from '../../../libs/p2p/index.js';
 import type {
   AppInfo,
   Block,
@@ -37,6 +38,17 @@ export interface LocalNodeReaderDeps {
   txIndex: boolean;
   /** Connected P2P peers. */
   peers: () => PeerInfo[];
+  /** Dials peers for the unsafe RPC (dial_peers, dial_seeds). */
+  addPeers: (addrs: PeerAddress[], o: { persistent: boolean; unconditional: boolean }) => void;
+}
+
+/** Parses dial_peers / dial_seeds addresses, naming the first bad one. */
+function peerAddresses(list: string[]): PeerAddress[] {
+  return list.map((s) => {
+    const a = parsePeerAddress(s);
+    if (!a) throw new Error(`address (${s}) is not "<node_id>@<host>:<port>" with a 40-hex-digit node id`);
+    return a;
+  });
 }
 
 const encoder = new TextEncoder();
@@ -74,6 +86,14 @@ export class LocalNodeReader implements NodeReader {
 
   peers(): PeerInfo[] {
     return this.deps.peers();
+  }
+
+  async dialSeeds(seeds: string[]): Promise<void> {
+    this.deps.addPeers(peerAddresses(seeds), { persistent: false, unconditional: false });
+  }
+
+  async dialPeers(peers: string[], o: { persistent: boolean; unconditional: boolean }): Promise<void> {
+    this.deps.addPeers(peerAddresses(peers), o);
   }
 
   genesisJson(): string {

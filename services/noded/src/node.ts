@@ -213,6 +213,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       version: NODED_VERSION,
       txIndex: indexer.enabled,
       peers: () => p2p.peerInfos(),
+      addPeers: (addrs, o) => p2p.addPeers(addrs, o),
     });
     // A dev operation (anvil_setBalance & co.) waits for a block like a transaction does.
     if (devControls) {
