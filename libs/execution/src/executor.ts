@@ -1159,6 +1159,11 @@ export class Executor implements Application, EthChain {
     return { txs: out, total: this.pool.count, totalBytes: this.pool.totalBytes };
   }
 
+  /** Every transaction in the mempool, pending first, each sender's in nonce order (for a new peer). */
+  pendingTxs(): Uint8Array[] {
+    return this.unconfirmedTxs(Number.MAX_SAFE_INTEGER).txs;
+  }
+
   flushMempool(): void {
     void this.dropAhead();
     this.pool.clear();

@@ -1,5 +1,6 @@
 // The mempool channel: a transaction admitted by this node's pool (from RPC or from a peer) goes to
-// every peer not known to have it; a transaction from a peer goes through the pool's own CheckTx.
+// every peer not known to have it, and a peer that connects gets what the pool already holds; a
+// transaction from a peer goes through the pool's own CheckTx.
 // Frames carry a batch: [u32 length][tx bytes] repeated. Invalid transactions are dropped (a peer
 // may have judged them on another state); an undecodable frame disconnects the peer.
 import { keccak256 } from '../../crypto/index.js';
@@ -19,6 +20,8 @@ export interface GossipPool {
   checkTx(tx: Uint8Array, kind: 'new'): Promise<{ code: number; log: string }>;
   /** Calls `listener` for every transaction the pool admits; returns the unsubscriber. */
   onTxAdmitted(listener: (raw: Uint8Array, hash: string) => void): () => void;
+  /** What the pool holds now, each sender's in nonce order (sent to a peer when it connects). */
+  pendingTxs?(): Uint8Array[];
 }
 
 const hexOf = (b: Uint8Array) => `0x${Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex')}`;
@@ -86,7 +89,7 @@ export class MempoolChannel {
       maxMessageBytes: Math.max(BATCH_BYTES, maxTxBytes) + 4,
       onMessage: (peer, payload) => this.receive(peer, decodeTxBatch(payload)),
     });
-    this.offPeers = host.onPeer({ up: () => {}, down: (peer) => this.known.delete(peer) });
+    this.offPeers = host.onPeer({ up: (peer) => this.greet(peer), down: (peer) => this.known.delete(peer) });
     this.unsubscribe = pool.onTxAdmitted((raw, hash) => {
       this.outbox.push({ raw, hash });
       if (!this.flushScheduled) {
@@ -114,23 +117,36 @@ export class MempoolChannel {
     this.flushScheduled = false;
     const items = this.outbox.splice(0);
     if (items.length === 0) return;
-    for (const peer of this.host.peerIds()) {
-      const known = this.knownOf(peer);
-      let batch: Uint8Array[] = [];
-      let bytes = 0;
-      for (const it of items) {
-        if (known.has(it.hash)) continue;
-        known.add(it.hash);
-        if (bytes + it.raw.length > BATCH_BYTES && batch.length > 0) {
-          this.host.send(peer, MEMPOOL_PROTOCOL, encodeTxBatch(batch));
-          batch = [];
-          bytes = 0;
-        }
-        batch.push(it.raw);
-        bytes += it.raw.length + 4;
+    for (const peer of this.host.peerIds()) this.sendTo(peer, items);
+  }
+
+  /** A new peer gets the transactions the pool already holds (CometBFT walks its whole list too). */
+  private greet(peer: string): void {
+    const txs = this.pool.pendingTxs?.() ?? [];
+    if (txs.length === 0) return;
+    this.sendTo(
+      peer,
+      txs.map((raw) => ({ raw, hash: hexOf(keccak256(raw)) })),
+    );
+  }
+
+  /** Sends `items` the peer is not known to have, in batches of up to BATCH_BYTES. */
+  private sendTo(peer: string, items: Array<{ raw: Uint8Array; hash: string }>): void {
+    const known = this.knownOf(peer);
+    let batch: Uint8Array[] = [];
+    let bytes = 0;
+    for (const it of items) {
+      if (known.has(it.hash)) continue;
+      known.add(it.hash);
+      if (bytes + it.raw.length > BATCH_BYTES && batch.length > 0) {
+        this.host.send(peer, MEMPOOL_PROTOCOL, encodeTxBatch(batch));
+        batch = [];
+        bytes = 0;
       }
-      if (batch.length > 0) this.host.send(peer, MEMPOOL_PROTOCOL, encodeTxBatch(batch));
+      batch.push(it.raw);
+      bytes += it.raw.length + 4;
     }
+    if (batch.length > 0) this.host.send(peer, MEMPOOL_PROTOCOL, encodeTxBatch(batch));
   }
 
   private receive(peer: string, txs: Uint8Array[]): void {
