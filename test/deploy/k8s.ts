@@ -29,8 +29,9 @@ const GROUPS: Record<string, [string, Record<string, unknown>]> = {
   'monitoring.coreos.com/v1': ['@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1', monitoring],
 };
 
+/** Multi-document YAML read as Kubernetes reads it (YAML 1.1: 0400 is octal, yes/no are booleans). */
 export function parseManifests(text: string): Manifest[] {
-  return parseAllDocuments(text)
+  return parseAllDocuments(text, { version: '1.1' })
     .map((d) => {
       if (d.errors.length > 0) throw new Error(`YAML: ${d.errors.map((e) => e.message).join('; ')}`);
       return d.toJS() as Manifest | null;
