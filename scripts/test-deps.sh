@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages some tests run, when missing: prometheus (promtool and the server,
-# for test/telemetry/metrics.test.ts), openssl (certificates for the TLS tests), nats-server (the cluster tests) and
-# docker-compose (v1: `docker-compose config` of docker-compose.yml in test/deploy). Installs only as
-# root with apt-get; otherwise names what to install. Exits non-zero when a tool is still missing,
+# for test/telemetry/metrics.test.ts), openssl (certificates for the TLS tests), nats-server (the cluster
+# tests), docker-compose (v1: `docker-compose config` of docker-compose.yml) and haproxy (`haproxy -c` of
+# the compose proxy's config) for test/deploy. Installs only as root with apt-get; otherwise names what to
+# install. Exits non-zero when a tool is still missing,
 # so that no test can fail late or be skipped for want of it.
 set -euo pipefail
 
 # command -> Debian package
-declare -A pkg_of=([promtool]=prometheus [prometheus]=prometheus [openssl]=openssl [nats-server]=nats-server [docker-compose]=docker-compose)
+declare -A pkg_of=([promtool]=prometheus [prometheus]=prometheus [openssl]=openssl [nats-server]=nats-server [docker-compose]=docker-compose [haproxy]=haproxy)
 
 missing_pkgs() {
   local cmd

@@ -98,6 +98,6 @@ checksum/config: {{ include "noded.configToml" . | sha256sum }}-{{ include "node
 {{- define "noded.checkValues" -}}
 {{- $a := .Values.rpcEdge.autoscaling -}}
 {{- if and $a.enabled (gt $a.minReplicas $a.maxReplicas) -}}
-{{- fail (printf "rpcEdge.autoscaling: minReplicas (%d) must not exceed maxReplicas (%d)" $a.minReplicas $a.maxReplicas) -}}
+{{- fail (printf "rpcEdge.autoscaling: minReplicas (%v) must not exceed maxReplicas (%v)" $a.minReplicas $a.maxReplicas) -}}
 {{- end -}}
 {{- end -}}
