@@ -41,6 +41,14 @@ export function manifestProblems(docs: Manifest[]): string[] {
       .map((v) => v.secret.secretName);
     if (!secrets.includes('noded-validator-keys'))
       p.push('StatefulSet/noded-validator: does not mount Secret noded-validator-keys');
+    for (const v of (validator.spec.template.spec.volumes as Manifest[]).filter((x) => x.secret)) {
+      const mode = v.secret.defaultMode ?? 0o644;
+      if ((mode & 0o227) !== 0) {
+        p.push(
+          `StatefulSet/noded-validator: Secret ${v.secret.secretName} mode ${mode.toString(8)} is writable or world-readable`,
+        );
+      }
+    }
   }
   const store = find(docs, 'StatefulSet', 'noded-state-store');
   if (!store) p.push('StatefulSet/noded-state-store missing');

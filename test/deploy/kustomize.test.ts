@@ -56,6 +56,7 @@ describe('kustomize build of k8s/', () => {
     const d = docs('k8s/overlays/mainnet');
     const validator = get(d, 'StatefulSet', 'noded-validator');
     validator.spec.replicas = 2;
+    validator.spec.template.spec.volumes.find((v: Manifest) => v.secret).secret.defaultMode = 0o644;
     validator.spec.template.spec.containers[1].securityContext.readOnlyRootFileSystem = true;
     get(d, 'Service', 'noded-consensus').spec.type = 'LoadBalancer';
     get(d, 'Deployment', 'noded-rpc-edge').spec.template.spec.containers[0].resources.limits = {};
@@ -80,6 +81,7 @@ describe('kustomize build of k8s/', () => {
     const rules = manifestProblems(d);
     for (const want of [
       'StatefulSet/noded-validator: replicas 2, must be 1 (one signer)',
+      'StatefulSet/noded-validator: Secret noded-validator-keys mode 644 is writable or world-readable',
       'Service/noded-consensus: publishes 26657 outside the cluster',
       'Deployment/noded-rpc-edge container rpc-edge: no cpu limit',
       "Secret/noded-validator-keys: a Secret is rendered; keys are the operator's",
