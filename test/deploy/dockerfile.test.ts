@@ -87,6 +87,12 @@ describe('Dockerfile', () => {
     }
   });
 
+  it('the ENTRYPOINT target bin/noded.js is executable in git (the image links it as /usr/local/bin/noded)', () => {
+    const entry = execFileSync('git', ['ls-files', '-s', 'bin/noded.js'], { cwd: root, encoding: 'utf8' });
+    assert.match(entry, /^100755 /);
+    assert.match(readFileSync(join(root, 'bin/noded.js'), 'utf8'), /^#!\/usr\/bin\/env node\n/);
+  });
+
   it('.dockerignore keeps keys, homes, node_modules, dist and local state out of the context', () => {
     for (const p of [
       'priv_validator_key.json',
