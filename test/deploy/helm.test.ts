@@ -141,7 +141,7 @@ describe('helm/noded rendering', () => {
     for (const [name] of CASES) assert.deepEqual(manifestProblems(rendered.get(name)!.docs), [], name);
   });
 
-  it('renders the same objects as the kustomize overlay of the same network', () => {
+  it('renders the same objects as kustomize: defaults as the base, each network as its overlay', () => {
     const strip = (n: string) => n.replace(/-[a-z0-9]{10}$/, '');
     // What must agree: the pods (containers, init containers, volumes, claims), Service ports and types,
     // autoscaling and disruption budgets, NetworkPolicy ports and sources, the env ConfigMap.
@@ -182,6 +182,7 @@ describe('helm/noded rendering', () => {
       return null;
     };
     for (const [chartCase, overlay] of [
+      ['values.yaml', 'k8s/base'],
       ['values-testnet.yaml', 'k8s/overlays/testnet'],
       ['values-mainnet.yaml', 'k8s/overlays/mainnet'],
     ] as const) {
