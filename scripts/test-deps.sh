@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages some tests run, when missing: prometheus (promtool and the server,
-# for test/telemetry/metrics.test.ts) and openssl (certificates for the TLS tests) and nats-server (the cluster tests). Installs only as
-# root with apt-get; otherwise names what to install. Exits non-zero when a tool is still missing,
+# for test/telemetry/metrics.test.ts), openssl (certificates for the TLS tests), nats-server (the cluster
+# tests), docker-compose (v1: `docker-compose config` of docker-compose.yml) and haproxy (`haproxy -c` of
+# the compose proxy's config) for test/deploy. Installs only as root with apt-get; otherwise names what to
+# install. Exits non-zero when a tool is still missing,
 # so that no test can fail late or be skipped for want of it.
 set -euo pipefail
 
 # command -> Debian package
-declare -A pkg_of=([promtool]=prometheus [prometheus]=prometheus [openssl]=openssl [nats-server]=nats-server)
+declare -A pkg_of=([promtool]=prometheus [prometheus]=prometheus [openssl]=openssl [nats-server]=nats-server [docker-compose]=docker-compose [haproxy]=haproxy)
 
 missing_pkgs() {
   local cmd
@@ -14,6 +16,13 @@ missing_pkgs() {
     command -v "$cmd" >/dev/null 2>&1 || echo "${pkg_of[$cmd]}"
   done | sort -u
 }
+
+# kubectl (its built-in kustomize renders k8s/ in test/deploy) is not a Debian package: it comes with
+# the machine image (Google Cloud SDK's kubectl). Named here so that its absence fails early and clearly.
+if ! command -v kubectl >/dev/null 2>&1; then
+  echo "test-deps: kubectl (1.27 or later, for \`kubectl kustomize\` in test/deploy) is not installed; install it from the Kubernetes packages" >&2
+  exit 1
+fi
 
 mapfile -t need < <(missing_pkgs)
 [ ${#need[@]} -eq 0 ] && exit 0

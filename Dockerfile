@@ -1,0 +1,63 @@
+# syntax=docker/dockerfile:1
+# One image for every way noded runs: `noded start` (all-in-one), `noded service <name>` (the cluster,
+# issue 22), `noded init` / `noded testnet` (one-shot). docs/deploy.md walks through compose, kustomize
+# and Helm. Keys and homes live in the volume at /data, never in the image.
+#
+#   docker build -t noded:0.1.0 .
+#   docker run --rm -v noded-home:/data noded:0.1.0 init full --chain-id chain-local
+#   docker run -d -v noded-home:/data -p 26656:26656 -p 8545:8545 noded:0.1.0 start
+
+# ---- build: dev dependencies, TypeScript compile -------------------------------------------------
+FROM node:22.20.0-bookworm-slim AS build
+WORKDIR /src
+# The lock file alone decides what is installed; the sources come after so a code change reuses this layer.
+COPY package.json package-lock.json ./
+COPY scripts/patch-deps.mjs scripts/patch-deps.mjs
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json ./
+COPY bin bin
+COPY libs libs
+COPY services services
+COPY proto proto
+COPY test test
+COPY bench bench
+RUN npm run build
+
+# ---- runtime: production dependencies only, non-root -----------------------------------------------
+FROM node:22.20.0-bookworm-slim AS runtime
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="noded" \
+      org.opencontainers.image.description="Node of a Bitcoin-first, EVM-compatible chain with BFT finality" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="UNLICENSED" \
+      org.opencontainers.image.documentation="docs/deploy.md"
+ENV NODE_ENV=production \
+    NODED_HOME=/data \
+    NODED_HEALTH_URL=http://127.0.0.1:26660/healthz
+WORKDIR /opt/noded
+COPY package.json package-lock.json ./
+COPY scripts/patch-deps.mjs scripts/patch-deps.mjs
+# secp256k1, keccak and @nxtedition/rocksdb ship prebuilt glibc binaries, so no compiler is needed;
+# the second command fails the build here, not at the first start, if one of them does not load.
+RUN npm ci --omit=dev --no-audit --no-fund \
+    && node -e "require('@nxtedition/rocksdb'); require('secp256k1'); require('keccak')" \
+    && npm cache clean --force
+COPY bin bin
+COPY libs/config/networks libs/config/networks
+COPY --from=build /src/dist/libs dist/libs
+COPY --from=build /src/dist/services dist/services
+RUN ln -s /opt/noded/bin/noded.js /usr/local/bin/noded \
+    && mkdir -p /data \
+    && chown node:node /data
+# The node user (uid 1000) of the official image; Kubernetes runs it with runAsNonRoot.
+USER node:node
+VOLUME ["/data"]
+# 26656 p2p, 26657 consensus RPC, 1317 REST, 8545/8546 EVM JSON-RPC, 26660 metrics and health.
+EXPOSE 26656 26657 1317 8545 8546 26660
+# /healthz of the metrics server; a service whose health lives elsewhere sets NODED_HEALTH_URL.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=4 \
+  CMD ["node", "-e", "fetch(process.env.NODED_HEALTH_URL,{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+ENTRYPOINT ["noded"]
+CMD ["start"]

@@ -1,0 +1,167 @@
+// What issue 23 asks of the Kubernetes objects, beyond the API schemas: the validator's layout, the
+// rpc-edge's autoscaling and disruption budget, which ports are reachable from where, selectors that
+// select something, probes, resources and the security context. Shared by the kustomize and Helm tests.
+import type { Manifest } from './k8s.js';
+import { nameOf } from './k8s.js';
+
+const WORKLOADS = new Set(['Deployment', 'StatefulSet', 'DaemonSet']);
+
+function matches(
+  selector: Record<string, string> | undefined,
+  labels: Record<string, string> | undefined,
+): boolean {
+  if (!selector || Object.keys(selector).length === 0) return false;
+  return Object.entries(selector).every(([k, v]) => labels?.[k] === v);
+}
+
+function find(docs: Manifest[], kind: string, name: string): Manifest | undefined {
+  return docs.find((d) => d.kind === kind && d.metadata?.name === name);
+}
+
+/** Every rule the objects break, as sentences naming the object (empty: they keep them all). */
+export function manifestProblems(docs: Manifest[]): string[] {
+  const p: string[] = [];
+  const workloads = docs.filter((d) => WORKLOADS.has(d.kind));
+  const podLabels = workloads.map((w) => w.spec?.template?.metadata?.labels ?? {});
+
+  // The validator: one StatefulSet replica with a PVC and its four services as containers.
+  const validator = find(docs, 'StatefulSet', 'noded-validator');
+  if (!validator) p.push('StatefulSet/noded-validator missing');
+  else {
+    if (validator.spec.replicas !== 1)
+      p.push(`StatefulSet/noded-validator: replicas ${validator.spec.replicas}, must be 1 (one signer)`);
+    if (!validator.spec.volumeClaimTemplates?.length)
+      p.push('StatefulSet/noded-validator: no volumeClaimTemplates (PVC)');
+    const names = (validator.spec.template.spec.containers as Manifest[]).map((c) => c.name).sort();
+    const want = ['consensus', 'executor', 'metrics', 'p2p-gateway'];
+    if (JSON.stringify(names) !== JSON.stringify(want))
+      p.push(`StatefulSet/noded-validator: containers ${names}, expected ${want}`);
+    const secrets = (validator.spec.template.spec.volumes as Manifest[])
+      .filter((v) => v.secret)
+      .map((v) => v.secret.secretName);
+    if (!secrets.includes('noded-validator-keys'))
+      p.push('StatefulSet/noded-validator: does not mount Secret noded-validator-keys');
+    for (const v of (validator.spec.template.spec.volumes as Manifest[]).filter((x) => x.secret)) {
+      const mode = v.secret.defaultMode ?? 0o644;
+      if ((mode & 0o227) !== 0) {
+        p.push(
+          `StatefulSet/noded-validator: Secret ${v.secret.secretName} mode ${mode.toString(8)} is writable or world-readable`,
+        );
+      }
+    }
+  }
+  const store = find(docs, 'StatefulSet', 'noded-state-store');
+  if (!store) p.push('StatefulSet/noded-state-store missing');
+  else if (!(store.spec.replicas >= 2))
+    p.push(`StatefulSet/noded-state-store: replicas ${store.spec.replicas}, want at least 2`);
+  else if (!store.spec.volumeClaimTemplates?.length)
+    p.push('StatefulSet/noded-state-store: no volumeClaimTemplates');
+
+  // rpc-edge: a Deployment, an HPA on it and a PDB over its pods.
+  const edge = find(docs, 'Deployment', 'noded-rpc-edge');
+  if (!edge) p.push('Deployment/noded-rpc-edge missing');
+  const hpa = docs.find(
+    (d) => d.kind === 'HorizontalPodAutoscaler' && d.spec?.scaleTargetRef?.name === 'noded-rpc-edge',
+  );
+  if (hpa?.spec.scaleTargetRef.kind !== 'Deployment')
+    p.push('no HorizontalPodAutoscaler scales Deployment/noded-rpc-edge');
+  else if (!(hpa.spec.minReplicas >= 1 && hpa.spec.maxReplicas >= hpa.spec.minReplicas)) {
+    p.push(`${nameOf(hpa)}: minReplicas ${hpa.spec.minReplicas} / maxReplicas ${hpa.spec.maxReplicas}`);
+  }
+  if (
+    edge &&
+    !docs.some(
+      (d) =>
+        d.kind === 'PodDisruptionBudget' &&
+        matches(d.spec?.selector?.matchLabels, edge.spec.template.metadata.labels),
+    )
+  ) {
+    p.push('no PodDisruptionBudget covers the rpc-edge pods');
+  }
+
+  // Services: 26656 from outside, 26657 never outside the cluster; every selector selects pods.
+  const services = docs.filter((d) => d.kind === 'Service');
+  const ports = (s: Manifest): number[] => (s.spec.ports as Manifest[]).map((x) => x.port);
+  const external = (s: Manifest) => s.spec.type === 'LoadBalancer' || s.spec.type === 'NodePort';
+  if (!services.some((s) => external(s) && ports(s).includes(26656)))
+    p.push('no LoadBalancer/NodePort Service publishes 26656');
+  for (const s of services) {
+    if (external(s) && ports(s).includes(26657)) p.push(`${nameOf(s)}: publishes 26657 outside the cluster`);
+    if (s.spec.externalIPs?.length && ports(s).includes(26657)) p.push(`${nameOf(s)}: 26657 on externalIPs`);
+    if (!podLabels.some((l) => matches(s.spec.selector, l)))
+      p.push(`${nameOf(s)}: selector matches no pod template`);
+  }
+  for (const d of docs.filter((x) => x.kind === 'PodDisruptionBudget' || x.kind === 'NetworkPolicy')) {
+    const sel = d.kind === 'NetworkPolicy' ? d.spec.podSelector?.matchLabels : d.spec.selector?.matchLabels;
+    if (!podLabels.some((l) => matches(sel, l))) p.push(`${nameOf(d)}: selector matches no pod template`);
+  }
+
+  // NetworkPolicies: a default deny, and 26657 only from listed sources.
+  const policies = docs.filter((d) => d.kind === 'NetworkPolicy');
+  if (!policies.some((n) => n.spec.policyTypes?.includes('Ingress') && !n.spec.ingress))
+    p.push('no default-deny ingress NetworkPolicy');
+  for (const n of policies) {
+    for (const rule of (n.spec.ingress ?? []) as Manifest[]) {
+      const rpc = (rule.ports ?? []).some((x: Manifest) => x.port === 26657) || !rule.ports;
+      if (rpc && !(rule.from?.length > 0)) p.push(`${nameOf(n)}: lets anyone reach 26657`);
+      for (const f of (rule.from ?? []) as Manifest[]) {
+        if (rpc && f.ipBlock?.cidr && /\/0$/.test(f.ipBlock.cidr))
+          p.push(`${nameOf(n)}: 26657 open to ${f.ipBlock.cidr}`);
+      }
+    }
+  }
+
+  // Pods: non-root, no privilege escalation, read-only root, resources, probes.
+  for (const w of workloads) {
+    const spec = w.spec.template.spec;
+    if (spec.securityContext?.runAsNonRoot !== true)
+      p.push(`${nameOf(w)}: pod securityContext.runAsNonRoot is not true`);
+    if (spec.automountServiceAccountToken !== false)
+      p.push(`${nameOf(w)}: mounts a service account token it does not need`);
+    for (const c of [...(spec.initContainers ?? []), ...spec.containers] as Manifest[]) {
+      const where = `${nameOf(w)} container ${c.name}`;
+      const sc = c.securityContext ?? {};
+      if (sc.allowPrivilegeEscalation !== false) p.push(`${where}: allowPrivilegeEscalation is not false`);
+      if (sc.readOnlyRootFilesystem !== true) p.push(`${where}: readOnlyRootFilesystem is not true`);
+      if (!sc.capabilities?.drop?.includes('ALL')) p.push(`${where}: capabilities not dropped`);
+      if (sc.privileged) p.push(`${where}: privileged`);
+      for (const r of ['cpu', 'memory']) {
+        if (!c.resources?.requests?.[r]) p.push(`${where}: no ${r} request`);
+        if (!c.resources?.limits?.[r]) p.push(`${where}: no ${r} limit`);
+      }
+    }
+    for (const c of spec.containers as Manifest[]) {
+      if (!c.readinessProbe) p.push(`${nameOf(w)} container ${c.name}: no readinessProbe`);
+      if (!c.livenessProbe) p.push(`${nameOf(w)} container ${c.name}: no livenessProbe`);
+    }
+  }
+
+  // Config and keys: ConfigMaps that pods use exist; no Secret is ever rendered.
+  const configMaps = new Set(docs.filter((d) => d.kind === 'ConfigMap').map((d) => d.metadata.name));
+  for (const w of workloads) {
+    const spec = w.spec.template.spec;
+    const refs = [
+      ...((spec.volumes ?? []) as Manifest[]).filter((v) => v.configMap).map((v) => v.configMap.name),
+      ...([...(spec.initContainers ?? []), ...spec.containers] as Manifest[]).flatMap((c) =>
+        ((c.envFrom ?? []) as Manifest[]).filter((e) => e.configMapRef).map((e) => e.configMapRef.name),
+      ),
+    ];
+    for (const r of refs)
+      if (!configMaps.has(r)) p.push(`${nameOf(w)}: uses ConfigMap ${r}, which is not rendered`);
+  }
+  for (const s of docs.filter((d) => d.kind === 'Secret'))
+    p.push(`${nameOf(s)}: a Secret is rendered; keys are the operator's`);
+
+  // Prometheus Operator: a ServiceMonitor that selects the Service holding 26660.
+  const sm = docs.find((d) => d.kind === 'ServiceMonitor');
+  const metricsSvc = services.find((s) => ports(s).includes(26660));
+  if (!sm) p.push('no ServiceMonitor');
+  else if (!metricsSvc || !matches(sm.spec.selector?.matchLabels, metricsSvc.metadata.labels)) {
+    p.push(`${nameOf(sm)}: selects no Service with port 26660`);
+  } else {
+    const portName = (metricsSvc.spec.ports as Manifest[]).find((x) => x.port === 26660)!.name;
+    if (!(sm.spec.endpoints as Manifest[]).some((e) => e.port === portName))
+      p.push(`${nameOf(sm)}: no endpoint on port ${portName}`);
+  }
+  return p;
+}
