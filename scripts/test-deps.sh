@@ -18,10 +18,10 @@ missing_pkgs() {
 }
 
 # kubectl (its built-in kustomize renders k8s/ in test/deploy) is not a Debian package: it comes with
-# the machine image (Google Cloud SDK's kubectl). Named here so that its absence fails early and clearly.
+# the machine image (Google Cloud SDK's kubectl). Without it the kustomize tests are skipped, each
+# with this reason in the test output (test/deploy/k8s.ts KUSTOMIZE_SKIP); said here first.
 if ! command -v kubectl >/dev/null 2>&1; then
-  echo "test-deps: kubectl (1.27 or later, for \`kubectl kustomize\` in test/deploy) is not installed; install it from the Kubernetes packages" >&2
-  exit 1
+  echo "test-deps: WARNING: kubectl (1.27 or later, for \`kubectl kustomize\`) is not installed; the kustomize tests of test/deploy will be skipped. Install it from the Kubernetes packages to run them." >&2
 fi
 
 mapfile -t need < <(missing_pkgs)
