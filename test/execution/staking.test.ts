@@ -2,7 +2,7 @@
 // delegate, undelegate, withdrawUnbonded, the validator updates FinalizeBlock returns, refusals
 // that change nothing, and the coin supply with the bonded BTC in the pool account.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -10,8 +10,10 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { Interface } from 'ethers';
 import { DEFAULT_STAKING_PARAMS, type StakingParamsJson } from '../../libs/config/index.js';
 import { Executor } from '../../libs/execution/index.js';
+import { stakingFunctions } from '../../libs/execution/src/precompiles/staking.js';
 import { type KVStore, MemoryKV, RocksKV } from '../../libs/storage/index.js';
 import { EventBus, type Hex, type Validator } from '../../libs/types/index.js';
+import { compileSolidity } from '../solc.js';
 import {
   addr,
   ETH,
@@ -506,6 +508,102 @@ describe('validator pool: on RocksDB', () => {
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+const POOL_USER_SOL = `
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity ^0.8.20;
+import "IValidatorPool.sol";
+
+contract PoolUser {
+    IValidatorPool constant POOL = IValidatorPool(0x7B7C000000000000000000000000000000000011);
+
+    function delegateTo(address op) external payable {
+        POOL.delegate{value: msg.value}(op);
+    }
+
+    function powerOf(address op) external view returns (uint256 power) {
+        (,,, power,,) = POOL.validator(op);
+    }
+
+    function viaDelegatecall(address op) external payable returns (bool ok, bytes memory ret) {
+        (ok, ret) = address(POOL).delegatecall(abi.encodeCall(IValidatorPool.delegate, (op)));
+    }
+}
+`;
+
+describe('validator pool: the Solidity interface (contracts/IValidatorPool.sol)', () => {
+  const iface = readFileSync(new URL('../../../contracts/IValidatorPool.sol', import.meta.url), 'utf8');
+  const out = compileSolidity({ 'IValidatorPool.sol': iface, 'PoolUser.sol': POOL_USER_SOL });
+
+  it('declares exactly the functions the precompile answers', () => {
+    const abi = new Interface(out.IValidatorPool!.abi as never);
+    const declared: string[] = [];
+    abi.forEachFunction((f) => declared.push(f.format('sighash')));
+    assert.deepEqual(declared.sort(), stakingFunctions().sort());
+    const events: string[] = [];
+    abi.forEachEvent((e) => events.push(e.format('sighash')));
+    assert.equal(events.length, 5);
+  });
+
+  it('a contract delegates through the interface and reads the power; a delegatecall is refused', async () => {
+    const n = await startStakingNode();
+    try {
+      const user = new Interface(out.PoolUser!.abi as never);
+      const nonce = () => {
+        const v = n.nonces.get(delegator) ?? 0n;
+        n.nonces.set(delegator, v + 1n);
+        return v;
+      };
+      await produceBlock(n, [
+        signTx(delegator, { nonce: nonce(), to: null, data: out.PoolUser!.bytecode, gas: 2_000_000n }),
+      ]);
+      const contract = (await n.ex.getBlockReceipts(BigInt(n.height)))[0]!.contractAddress!;
+      const target = addr(ops[1]!);
+      const res = await produceBlock(n, [
+        signTx(delegator, {
+          nonce: nonce(),
+          to: contract,
+          value: 5n * ETH,
+          data: user.encodeFunctionData('delegateTo', [target]) as Hex,
+          gas: 300_000n,
+        }),
+      ]);
+      assert.deepEqual(res.validatorUpdates, [{ pubKey: consensusKey(1), power: 15n }]);
+      assert.equal(
+        (await read(n, 'delegation', [contract, target]))[0],
+        5n * ETH,
+        'the contract is the delegator',
+      );
+      const power = await n.ex.call(
+        { to: contract, data: user.encodeFunctionData('powerOf', [target]) as Hex },
+        BigInt(n.height),
+        undefined,
+        opts,
+      );
+      assert.equal(BigInt(power.returnData), 15n);
+
+      const dc = await n.ex.call(
+        {
+          from: addr(delegator),
+          to: contract,
+          value: ETH,
+          data: user.encodeFunctionData('viaDelegatecall', [target]) as Hex,
+        },
+        BigInt(n.height),
+        undefined,
+        opts,
+      );
+      const [ok, ret] = user.decodeFunctionResult('viaDelegatecall', dc.returnData);
+      assert.equal(ok, false);
+      assert.equal(
+        pool.parseError(ret)?.args[0],
+        'the validator pool cannot be reached by delegatecall or callcode',
+      );
+    } finally {
+      await n.ex.close();
     }
   });
 });

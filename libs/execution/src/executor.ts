@@ -2004,11 +2004,15 @@ function receiptBloom(r: StoredReceipt): Uint8Array {
   return bloom;
 }
 
+/** The pool account's code: PUSH1 0 PUSH1 0 REVERT (see genesisPoolAccount). */
+const POOL_ACCOUNT_CODE = Uint8Array.of(0x60, 0x00, 0x60, 0x00, 0xfd);
+
 /**
  * The validator pool's genesis account from app_state.staking (checked again here against the
  * consensus validators of InitChain): params and bonds in its storage, the bonds as its balance,
  * nonce 1 so that the account is never "empty" (EIP-161 would delete it with its storage).
  */
+
 async function genesisPoolAccount(req: InitChainRequest): Promise<GenesisAccount | undefined> {
   const staking = (req.appState as { staking?: unknown } | null)?.staking;
   if (staking === undefined) return undefined;
@@ -2026,7 +2030,11 @@ async function genesisPoolAccount(req: InitChainRequest): Promise<GenesisAccount
   const data = newAccount();
   data.balance = balance;
   data.nonce = 1n;
-  return { addr: STAKING_KEY, data, storage: slots };
+  // Code that only reverts, as chains with stateful precompiles do: Solidity checks that a callee
+  // has code before a call through an interface; the EVM runs the precompile, never this code.
+  const code = POOL_ACCOUNT_CODE;
+  data.codeHash = keccak256(code);
+  return { addr: STAKING_KEY, data, code, storage: slots };
 }
 
 interface GenesisAccount {

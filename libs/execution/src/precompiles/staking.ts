@@ -340,5 +340,10 @@ export async function stakingPrecompile(input: PrecompileInput): Promise<ExecRes
   }
 }
 
+/** The signatures of the functions the pool answers (contracts/IValidatorPool.sol). */
+export function stakingFunctions(): string[] {
+  return Object.values(HANDLERS).map((h) => h.name);
+}
+
 /** The registration for makeVm's customPrecompiles. */
 export const STAKING_PRECOMPILE = { address: new Address(STAKING_ADDRESS), function: stakingPrecompile };
