@@ -107,6 +107,12 @@ describe('validation stake on a 4-validator network', { timeout: 480_000 }, () =
     const atH2 = await validatorsAt(net, h + 2);
     assert.equal(atH2.get(key4.pub), 11n, `in the set at ${h + 2}`);
     assert.equal(atH2.size, 4, 'max_validators 4');
+    // The headers carry the change: next_validators_hash at H + 1 is validators_hash at H + 2.
+    const header = async (x: number) =>
+      (await rpc(net.nodes[0]!.cometUrl, `/header?height=${x}`)).header as Record<string, string>;
+    const [h1, h2] = [await header(h + 1), await header(h + 2)];
+    assert.notEqual(h1.validators_hash, h2.validators_hash);
+    assert.equal(h1.next_validators_hash, h2.validators_hash);
     const dropped = genesisKeys.filter((k) => !atH2.has(k));
     assert.equal(dropped.length, 1, 'one genesis validator is out');
     assert.equal((await pool.validator!(operator.address)).votingPower, 11n);
