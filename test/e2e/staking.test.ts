@@ -27,6 +27,32 @@ interface ValidatorJson {
   voting_power: string;
 }
 
+/** A REST (:1317) answer of node0. */
+async function rest(net: Network, path: string): Promise<Record<string, unknown>> {
+  const res = await fetch(`http://${net.nodes[0]!.ip}:1317${path}`, { signal: AbortSignal.timeout(10_000) });
+  assert.equal(res.status, 200, `${path}: ${res.status}`);
+  return (await res.json()) as Record<string, unknown>;
+}
+
+interface RestValidator {
+  operator_address: string;
+  consensus_pubkey: { '@type': string; key: string };
+  status: string;
+  tokens: string;
+  description: { moniker: string };
+  commission: { commission_rates: { rate: string } };
+}
+
+async function restValidator(net: Network, pub: string, height: number): Promise<RestValidator | undefined> {
+  const r = await fetch(`http://${net.nodes[0]!.ip}:1317/cosmos/staking/v1beta1/validators`, {
+    headers: { 'x-cosmos-block-height': String(height) },
+    signal: AbortSignal.timeout(10_000),
+  });
+  assert.equal(r.status, 200);
+  const list = ((await r.json()) as { validators: RestValidator[] }).validators;
+  return list.find((v) => v.consensus_pubkey.key === pub);
+}
+
 async function validatorsAt(net: Network, height: number): Promise<Map<string, bigint>> {
   const r = await rpc(net.nodes[0]!.cometUrl, `/validators?height=${height}&per_page=100`);
   return new Map((r.validators as ValidatorJson[]).map((v) => [v.pub_key.value, BigInt(v.voting_power)]));
@@ -117,6 +143,28 @@ describe('validation stake on a 4-validator network', { timeout: 480_000 }, () =
     assert.equal(dropped.length, 1, 'one genesis validator is out');
     assert.equal((await pool.validator!(operator.address)).votingPower, 11n);
 
+    // The Cosmos SDK REST shapes (:1317) over the pool.
+    const mine = await restValidator(net, key4.pub, h + 2);
+    assert.ok(mine, 'node4 in /cosmos/staking/v1beta1/validators');
+    assert.equal(mine.operator_address.toLowerCase(), operator.address.toLowerCase());
+    assert.equal(mine.consensus_pubkey['@type'], '/cosmos.crypto.ed25519.PubKey');
+    assert.equal(mine.status, 'BOND_STATUS_BONDED');
+    assert.equal(mine.tokens, parseEther('11').toString());
+    assert.equal(mine.description.moniker, 'node4');
+    assert.equal(mine.commission.commission_rates.rate, '0.000000000000000000');
+    const dropRest = await restValidator(net, dropped[0]!, h + 2);
+    assert.equal(dropRest?.status, 'BOND_STATUS_UNBONDED');
+    const dels = (await rest(net, `/cosmos/staking/v1beta1/delegations/${operator.address}`))
+      .delegation_responses as Array<{ balance: { denom: string; amount: string } }>;
+    assert.deepEqual(
+      dels.map((d) => d.balance),
+      [{ denom: 'abtc', amount: parseEther('11').toString() }],
+    );
+    const params = (await rest(net, '/cosmos/staking/v1beta1/params')).params as Record<string, unknown>;
+    assert.equal(params.max_validators, 4);
+    assert.equal(params.unbonding_time, '1209600s');
+    assert.equal(params.bond_denom, 'abtc');
+
     // It signs: its precommits are in the commits of the blocks after it entered.
     await waitFor(
       'node4 to sign a block',
@@ -142,6 +190,15 @@ describe('validation stake on a 4-validator network', { timeout: 480_000 }, () =
     assert.equal(atH2.has(key4.pub), false, `node4 out at ${h + 2}`);
     assert.deepEqual([...atH2.keys()].sort(), [...genesisKeys].sort());
     assert.equal((await pool.validator!(operator.address)).votingPower, 0n);
+    const mine = await restValidator(net, key4.pub, h + 2);
+    assert.equal(mine?.status, 'BOND_STATUS_UNBONDED');
+    assert.equal(mine?.tokens, parseEther('9').toString());
+    // The pool holds 40 (genesis) + 11 BTC: 40 bonded in the active set, 9 bonded to node4 and 2 unbonding.
+    const poolJson = (await rest(net, '/cosmos/staking/v1beta1/pool')).pool as Record<string, string>;
+    assert.deepEqual(poolJson, {
+      not_bonded_tokens: parseEther('11').toString(),
+      bonded_tokens: parseEther('40').toString(),
+    });
     // The chain goes on with the genesis set, every node following.
     const now = await heightOf(net.nodes[0]!);
     await waitHeight(net, ALL, now + 3, 60_000);
