@@ -346,6 +346,20 @@ describe('validator pool: bonding changes the validator set', () => {
     }
   });
 
+  it("never hands consensus a set over CometBFT's total power cap (2^63 / 8)", async () => {
+    const n = await startStakingNode({ power_reduction: '1', min_self_bond: '1' });
+    try {
+      const d = await send(n, delegator, 'delegate', [addr(ops[0]!)], 2n ** 60n);
+      assert.equal(d.receipt.status, 1);
+      assert.deepEqual(d.res.validatorUpdates, [], '2^60 + 20 is over the cap: the set is kept');
+      assert.equal((await read(n, 'validator', [addr(ops[0]!)])).votingPower, 10n);
+      const u = await send(n, delegator, 'undelegate', [addr(ops[0]!), 2n ** 60n - 1000n]);
+      assert.deepEqual(u.res.validatorUpdates, [{ pubKey: consensusKey(0), power: 1010n }]);
+    } finally {
+      await n.ex.close();
+    }
+  });
+
   it('never hands consensus an empty set: the last validator leaving keeps the set', async () => {
     const n = await startStakingNode();
     try {

@@ -14,6 +14,9 @@ export const STAKING_ADDRESS_HEX = '0x7b7c000000000000000000000000000000000011';
 export const STAKING_ADDRESS = fromHex(STAKING_ADDRESS_HEX);
 export const STAKING_KEY = toKey(STAKING_ADDRESS);
 
+/** CometBFT's cap on the total voting power of a validator set (int64 max / 8). */
+const MAX_TOTAL_VOTING_POWER = 9223372036854775807n / 8n;
+
 /** The most unbonding entries a delegator holds at once (the Cosmos SDK's max_entries is 7). */
 export const MAX_UNBONDING_ENTRIES = 16;
 
@@ -243,7 +246,8 @@ export class StakingStore {
  * jailed and whose operator's self-bond is at least min_self_bond; the top max_validators by power
  * (ties: the lower operator address first). Returns the changes against the power last handed to
  * consensus and records the new powers; none when nothing was marked dirty, and none (the set is
- * kept) when the new set would be empty, which consensus cannot run with.
+ * kept) when the new set would be empty or over CometBFT's total power cap, which consensus cannot
+ * run with.
  */
 export async function endBlockValidatorUpdates(state: SlotStore): Promise<ValidatorUpdate[]> {
   const store = new StakingStore(state);
@@ -261,6 +265,9 @@ export async function endBlockValidatorUpdates(state: SlotStore): Promise<Valida
     .sort((a, b) => (a.power === b.power ? (a.hex < b.hex ? -1 : 1) : a.power > b.power ? -1 : 1))
     .slice(0, Number(p.maxValidators));
   if (ranked.length === 0) return [];
+  // CometBFT's cap on a set's total power: a set over it would halt consensus, so it is not handed
+  // over (a genesis with a tiny power_reduction and huge balances could reach it).
+  if (ranked.reduce((t, v) => t + v.power, 0n) > MAX_TOTAL_VOTING_POWER) return [];
   const active = new Map(ranked.map((v) => [v.hex, v.power]));
   const updates: ValidatorUpdate[] = [];
   for (const v of all) {
