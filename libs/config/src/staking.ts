@@ -2,7 +2,6 @@
 // pool and the genesis validators' bonds. Integers are decimal strings like the rest of genesis;
 // fractions are decimal strings ("0.05") read to 18 decimals, as the Cosmos SDK writes them.
 import { checkEthAddress } from './address.js';
-import type { ConfigProblem } from './problems.js';
 import { describeValue } from './problems.js';
 import { parseDecimalString } from './values.js';
 
