@@ -62,6 +62,8 @@ export {
   type LogLevel,
 } from './src/schema/config-toml.js';
 export { keyPaths } from './src/schema/section.js';
+// app_state.staking: the validator pool's parameters and the genesis bonds (issue 25).
+export * from './src/staking.js';
 // Value parsers shared by the CLI and libs that read addresses and durations.
 export {
   checkListenAddress,

@@ -15,6 +15,14 @@ import {
   SEED_CONSENSUS_PARAMS,
 } from './constants.js';
 import { ConfigError, type ConfigProblem, describeValue } from './problems.js';
+import {
+  type GenesisStakeJson,
+  type StakingGenesis,
+  type StakingGenesisJson,
+  type StakingParamsJson,
+  toStakingGenesis,
+  validateStakingGenesis,
+} from './staking.js';
 import { parseDecimalString } from './values.js';
 
 export interface GenesisValidatorJson {
@@ -38,6 +46,8 @@ export interface AppStateJson {
     chain_id: string;
     accounts: GenesisAccountJson[];
   };
+  /** The validator pool (issue 25); without it the validator set stays the genesis one. */
+  staking?: StakingGenesisJson;
 }
 
 export interface GenesisJson {
@@ -69,6 +79,8 @@ export interface RuntimeGenesis {
   appHash: Uint8Array;
   appState: AppStateJson;
   evmChainId: bigint;
+  /** app_state.staking, or undefined when the chain has no validator pool. */
+  staking: StakingGenesis | undefined;
 }
 
 /** A genesis file that passed validation: its exact text (served by /genesis), JSON and runtime form. */
@@ -288,6 +300,8 @@ export function validateGenesis(json: unknown, label = 'genesis.json'): ConfigPr
 
   // validators: at least one, each a valid ed25519 key with power > 0, no key twice.
   const vals = json.validators;
+  /** Valid consensus keys (base64) with their index and power, for app_state.staking. */
+  const consensusKeys = new Map<string, { index: number; power: bigint }>();
   if (!Array.isArray(vals) || vals.length === 0) {
     p('validators', `must list at least one validator, ${got(vals)}`);
   } else {
@@ -320,7 +334,10 @@ export function validateGenesis(json: unknown, label = 'genesis.json'): ConfigPr
       }
       const dup = seen.get(pk.value as string);
       if (dup !== undefined) p(`${key}.pub_key.value`, `duplicate of validators[${dup}].pub_key.value`);
-      else seen.set(pk.value as string, i);
+      else {
+        seen.set(pk.value as string, i);
+        if (power !== undefined) consensusKeys.set(pk.value as string, { index: i, power });
+      }
       const expected = Buffer.from(ed25519Address(raw)).toString('hex').toUpperCase();
       // Not String(v.address): a JSON object such as {"toString": 1} makes String() throw.
       if (
@@ -341,6 +358,8 @@ export function validateGenesis(json: unknown, label = 'genesis.json'): ConfigPr
 
   // app_state.evm: chain id of the network, accounts with valid, distinct addresses.
   const appState = table('app_state', json.app_state);
+  // Other keys beside evm are left to later modules (docs/configuration.md).
+  if (appState?.staking !== undefined) validateStakingGenesis(appState.staking, consensusKeys, p);
   const evm = appState ? table('app_state.evm', appState.evm) : undefined;
   if (evm) {
     unknownKeys(evm, 'app_state.evm', ['chain_id', 'accounts']);
@@ -443,6 +462,7 @@ export function toRuntimeGenesis(json: GenesisJson): RuntimeGenesis {
     appHash: new Uint8Array(Buffer.from(json.app_hash ?? '', 'hex')),
     appState: json.app_state,
     evmChainId: BigInt(json.app_state.evm.chain_id),
+    staking: json.app_state.staking ? toStakingGenesis(json.app_state.staking) : undefined,
   };
 }
 
@@ -466,6 +486,8 @@ export interface GenesisValidatorInput {
   publicKey: Uint8Array;
   power: bigint;
   name: string;
+  /** The EVM operator address; with `staking`, the validator is bonded with power * power_reduction. */
+  operator?: string;
 }
 
 /** Builds a genesis with the seed's consensus_params (used by `init` for chain-local). */
@@ -474,7 +496,22 @@ export function makeGenesis(opts: {
   genesisTime?: string;
   validators: GenesisValidatorInput[];
   accounts: Array<{ address: string; balance: bigint }>;
+  /** Writes app_state.staking with these params, every validator bonded by its operator. */
+  staking?: { params: StakingParamsJson };
 }): GenesisJson {
+  const staking = opts.staking;
+  const stakes: GenesisStakeJson[] | undefined = staking
+    ? opts.validators.map((v) => {
+        if (!v.operator) throw new Error(`genesis validator ${v.name} has no operator address`);
+        return {
+          operator: v.operator,
+          pub_key: Buffer.from(v.publicKey).toString('base64'),
+          self_bond: (v.power * BigInt(staking.params.power_reduction)).toString(),
+          moniker: v.name,
+          commission_bps: '0',
+        };
+      })
+    : undefined;
   return {
     genesis_time: opts.genesisTime ?? new Date().toISOString(),
     chain_id: opts.chainId,
@@ -502,6 +539,7 @@ export function makeGenesis(opts: {
         chain_id: String(EVM_CHAIN_IDS[opts.chainId]),
         accounts: opts.accounts.map((a) => ({ address: a.address, balance: a.balance.toString() })),
       },
+      ...(staking && stakes ? { staking: { params: { ...staking.params }, validators: stakes } } : {}),
     },
   };
 }

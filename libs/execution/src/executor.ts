@@ -6,6 +6,7 @@ import type { Common } from '@ethereumjs/common';
 import type { EVMMockBlockchainInterface } from '@ethereumjs/evm';
 import { getCalldataFloorGas } from '@ethereumjs/tx';
 import { Address } from '@ethereumjs/util';
+import { type StakingGenesisJson, toStakingGenesis, validateStakingGenesis } from '../../config/index.js';
 import { keccak256 } from '../../crypto/index.js';
 import type { BatchOp } from '../../storage/index.js';
 import {
@@ -92,6 +93,12 @@ import { makeTracer, TraceTimeoutError } from './evm/tracers.js';
 import { nextBaseFee } from './feeMarket.js';
 import { cmpPrice, Mempool, protoTxSize, type SenderState } from './mempool.js';
 import type { ExecutorOptions } from './options.js';
+import {
+  endBlockValidatorUpdates,
+  genesisPoolStorage,
+  STAKING_ADDRESS_HEX,
+  STAKING_KEY,
+} from './precompiles/staking-state.js';
 import { type AccountData, EMPTY_CODE_HASH, newAccount } from './state/account.js';
 import { ACCOUNT_TRIE_OWNER, type BuiltState, StateDb, storageOwner } from './state/db.js';
 import { JournaledState, type StateSource } from './state/journaled.js';
@@ -456,6 +463,15 @@ export class Executor implements Application, EthChain {
       };
     }
     const accounts = parseGenesisAccounts(req.appState, this.opts.evmChainId);
+    const pool = await genesisPoolAccount(req);
+    if (pool) {
+      if (accounts.some((a) => a.addr === pool.addr))
+        throw new ExecutionError(
+          'BAD_GENESIS',
+          `genesis.json:app_state.evm.accounts: ${STAKING_ADDRESS_HEX} is the validator pool's account, written from app_state.staking; it cannot be listed`,
+        );
+      accounts.push(pool);
+    }
     const height = Math.max(0, req.initialHeight - 1);
     const g = await this.db.buildGenesis(accounts, height);
     const header: EthHeader = {
@@ -841,6 +857,8 @@ export class Executor implements Application, EthChain {
     // EIP-1559 burns the base fee; this chain pays it to the proposer instead (with the tips,
     // which runTx already credited), so fees never leave the supply.
     if (baseFees > 0n) await state.addBalance(toKey(coinbase), baseFees);
+    // The validator pool's end of block: powers that bonding changed go to consensus (H + 2).
+    const validatorUpdates = await endBlockValidatorUpdates(state);
     const tExec = performance.now();
 
     const built = await this.db.build(state.overlay());
@@ -900,7 +918,7 @@ export class Executor implements Application, EthChain {
         },
       ],
       txResults,
-      validatorUpdates: [],
+      validatorUpdates,
       consensusParamUpdates: null,
       appHash: appHashOf(built.stateRoot, next),
     };
@@ -1989,6 +2007,39 @@ function receiptBloom(r: StoredReceipt): Uint8Array {
     for (const t of l.topics) bloomAdd(bloom, t);
   }
   return bloom;
+}
+
+/** The pool account's code: PUSH1 0 PUSH1 0 REVERT (see genesisPoolAccount). */
+const POOL_ACCOUNT_CODE = Uint8Array.of(0x60, 0x00, 0x60, 0x00, 0xfd);
+
+/**
+ * The validator pool's genesis account from app_state.staking (checked again here against the
+ * consensus validators of InitChain): params and bonds in its storage, the bonds as its balance,
+ * nonce 1 so that the account is never "empty" (EIP-161 would delete it with its storage).
+ */
+
+async function genesisPoolAccount(req: InitChainRequest): Promise<GenesisAccount | undefined> {
+  const staking = (req.appState as { staking?: unknown } | null)?.staking;
+  if (staking === undefined) return undefined;
+  const consensus = new Map<string, { index: number; power: bigint }>();
+  for (const [index, v] of req.validators.entries())
+    consensus.set(Buffer.from(v.pubKey).toString('base64'), { index, power: v.votingPower });
+  const problems: string[] = [];
+  validateStakingGenesis(staking, consensus, (key, message) => problems.push(`${key}: ${message}`));
+  if (problems.length > 0) throw new ExecutionError('BAD_GENESIS', `genesis.json:${problems.join('; ')}`);
+  const g = toStakingGenesis(staking as StakingGenesisJson);
+  const { slots, balance } = await genesisPoolStorage(
+    g.params,
+    g.validators.map((v) => ({ ...v, operator: fromHex(v.operator) })),
+  );
+  const data = newAccount();
+  data.balance = balance;
+  data.nonce = 1n;
+  // Code that only reverts, as chains with stateful precompiles do: Solidity checks that a callee
+  // has code before a call through an interface; the EVM runs the precompile, never this code.
+  const code = POOL_ACCOUNT_CODE;
+  data.codeHash = keccak256(code);
+  return { addr: STAKING_KEY, data, code, storage: slots };
 }
 
 interface GenesisAccount {

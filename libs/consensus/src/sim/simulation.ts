@@ -58,7 +58,15 @@ export interface SimOptions extends SimOverrides {
   engineStep?: StepFn;
   /** Heights to reach in a run without faults (default 8); with faults, 4 past the healing. */
   targetHeights?: number;
+  /**
+   * Validator-set changes through FinalizeBlock: at height 2 the app triples validator 0's power
+   * (an honest one), at height 4 it restores it; CometBFT applies each at H + 2.
+   */
+  powerChanges?: boolean;
 }
+
+/** The heights at which powerChanges' updates are returned. */
+export const POWER_CHANGE_HEIGHTS = [2, 4] as const;
 
 export interface SimResult {
   params: SimParams;
@@ -67,6 +75,8 @@ export interface SimResult {
   heights: number;
   /** Per committed height: rounds it took (decision round + 1, the smallest among honest nodes). */
   roundsPerHeight: number[];
+  /** Per committed height from 1: the header's validators_hash (hex). */
+  validatorsHashes: string[];
   evidenceCommitted: number;
   equivocations: number;
   crashes: number;
@@ -233,7 +243,7 @@ export class Simulation {
   private partitions: Partition[] = [];
   private readonly canonical = new Map<
     number,
-    { hash: string; lastHash: string; time: TimeNs; node: number }
+    { hash: string; lastHash: string; time: TimeNs; node: number; validatorsHash: string }
   >();
   private readonly decideRound = new Map<number, number>();
   private readonly signedByHonest = new Map<string, string>();
@@ -474,7 +484,10 @@ export class Simulation {
         fs: new MemFs(crash),
         blockKV: new SimKV(crash),
         stateKV: new SimKV(crash),
-        app: new TestApp({ crash }),
+        app: new TestApp({
+          crash,
+          ...(this.opts.powerChanges ? { validatorUpdates: (h: number) => this.powerUpdates(h) } : {}),
+        }),
         rt: null,
         alive: false,
         incarnation: 0,
@@ -485,6 +498,14 @@ export class Simulation {
         pendingFatal: null,
       });
     }
+  }
+
+  /** The same answer on every node: validator 0's power x3 at height 2, back at height 4. */
+  private powerUpdates(height: number) {
+    const [up, down] = POWER_CHANGE_HEIGHTS;
+    if (height !== up && height !== down) return [];
+    const base = this.params.powers[0]!;
+    return [{ pubKey: simKey(0).publicKey, power: height === up ? base * 3n : base }];
   }
 
   private genesisValidators() {
@@ -613,6 +634,7 @@ export class Simulation {
         lastHash: hex(e.block.header.lastBlockId.hash),
         time: e.block.header.time,
         node: node.index,
+        validatorsHash: hex(e.block.header.validatorsHash),
       });
       for (const ev of e.block.evidence) this.recordEvidence(ev, h);
     } else if (c.hash !== hash) {
@@ -775,11 +797,14 @@ export class Simulation {
       const r = this.decideRound.get(h);
       if (r !== undefined) roundsPerHeight.push(r + 1);
     }
+    const validatorsHashes: string[] = [];
+    for (let h = 1; h <= heights; h++) validatorsHashes.push(this.canonical.get(h)?.validatorsHash ?? '');
     return {
       params: this.params,
       violations: this.violations,
       heights,
       roundsPerHeight,
+      validatorsHashes,
       evidenceCommitted: this.evidenceOnChain.size,
       equivocations: this.equivocations,
       crashes: this.crashes,

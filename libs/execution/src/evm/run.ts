@@ -19,6 +19,7 @@ import { Account, Address } from '@ethereumjs/util';
 import { createVM, paramsVM, type RunTxResult, runTx, type VM } from '@ethereumjs/vm';
 import { type AccessListEntry, ChainError, type Hex } from '../../../types/index.js';
 import { bytesToBigInt, equal, fromHex, toHex, toKey } from '../bytes.js';
+import { STAKING_PRECOMPILE, trackStakingFrames } from '../precompiles/staking.js';
 import { hasCode } from '../state/account.js';
 import type { JournaledState } from '../state/journaled.js';
 import type { DecodedTx } from '../txs.js';
@@ -143,10 +144,12 @@ export async function makeVm(
     evmOpts: {
       customPrecompiles: [
         { address: new Address(fromHex('0x000000000000000000000000000000000000000a')), function: noKzg },
+        STAKING_PRECOMPILE,
       ],
     },
   });
   trackSelfdestructBurns(vm.evm);
+  trackStakingFrames(vm.evm);
   return vm;
 }
 

@@ -14,6 +14,7 @@ import {
   protoTimestamp,
   protoValidator,
 } from './encode.js';
+import { stakingRoutes } from './staking.js';
 
 /** The base denomination: 1 BTC = 10^18 abtc (atto-BTC), the EVM's wei. */
 export const BASE_DENOM = 'abtc';
@@ -459,6 +460,8 @@ export const REST_ROUTES: RestRoute[] = [
     summary: 'Alias of /feemarket/v1/base_fee.',
     handler: async (ctx) => ({ base_fee: ctx.chain.nextBaseFee().toString() }),
   },
+  // x/staking shapes over the validator pool precompile (docs/staking.md).
+  ...stakingRoutes({ parseAddress, displayAddress, queryHeight, invalidArgument }),
 ];
 
 /**

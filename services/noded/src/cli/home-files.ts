@@ -9,6 +9,7 @@ import {
   type ChainId,
   type ClientTomlFile,
   type ConfigTomlFile,
+  DEFAULT_STAKING_PARAMS,
   DEV_ACCOUNT_BALANCE_BTC,
   DEV_ACCOUNT_COUNT,
   type DevAccount,
@@ -82,21 +83,25 @@ export function devAccountsOf(mnemonicText: string, errors: string[]): DevAccoun
 
 /**
  * A generated genesis: these validators (in order) and, on chain-local, the dev accounts funded with
- * DEV_ACCOUNT_BALANCE_BTC each.
+ * DEV_ACCOUNT_BALANCE_BTC each. With dev accounts, the validators are bonded in the validator pool
+ * (app_state.staking, default params): validator i is operated by dev account i, its self-bond is
+ * power * power_reduction, held by the pool on top of the dev accounts' balances.
  */
 export function generatedGenesisText(
   chainId: ChainId,
   validators: Array<{ publicKey: Uint8Array; power: bigint; name: string }>,
   devAccounts: DevAccount[],
 ): string {
+  const bonded = devAccounts.length >= validators.length && validators.length > 0;
   return renderGenesisJson(
     makeGenesis({
       chainId,
-      validators,
+      validators: validators.map((v, i) => (bonded ? { ...v, operator: devAccounts[i]!.address } : v)),
       accounts: devAccounts.map((a) => ({
         address: a.address,
         balance: DEV_ACCOUNT_BALANCE_BTC * BASE_UNITS_PER_BTC,
       })),
+      ...(bonded ? { staking: { params: { ...DEFAULT_STAKING_PARAMS } } } : {}),
     }),
   );
 }

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity ^0.8.20;
+
+/// @title The validator pool precompile of noded (issue 25), at 0x7b7c000000000000000000000000000000000011.
+/// @notice Bonds BTC (the native coin, 18 decimals) to validators. Voting power is
+/// bonded / powerReduction for the top maxValidators validators by power that are not jailed and
+/// whose operator's self-bond is at least minSelfBond; a change takes effect two blocks after the
+/// block that made it. Bonded and unbonding BTC is held by the pool address itself (its balance).
+/// A refusal reverts with Error(string) naming the rule. The pool cannot be reached by
+/// delegatecall or callcode. See docs/staking.md.
+interface IValidatorPool {
+    event ValidatorCreated(
+        address indexed operator, bytes32 consensusPubKey, string moniker, uint16 commissionBps, uint256 selfBond
+    );
+    event ValidatorEdited(address indexed operator, string moniker, uint16 commissionBps);
+    event Delegated(address indexed delegator, address indexed operator, uint256 amount);
+    event Undelegated(address indexed delegator, address indexed operator, uint256 amount, uint256 completionTime);
+    event Withdrawn(address indexed delegator, uint256 amount);
+
+    /// @notice Makes the caller the operator of a new validator with consensus key `consensusPubKey`
+    /// (ed25519, 32 bytes), self-bonding msg.value (at least minSelfBond).
+    function createValidator(bytes32 consensusPubKey, string calldata moniker, uint16 commissionBps) external payable;
+
+    /// @notice Changes the caller's validator's moniker (at most 70 bytes) and commission (0..10000).
+    function editValidator(string calldata moniker, uint16 commissionBps) external;
+
+    /// @notice Bonds msg.value to the validator operated by `validator`.
+    function delegate(address validator) external payable;
+
+    /// @notice Unbonds `amount` of the caller's delegation; it can be withdrawn at the returned
+    /// time (block time + unbondingTime, seconds). At most 16 entries unbond at once per delegator.
+    function undelegate(address validator, uint256 amount) external returns (uint256 completionTime);
+
+    /// @notice Pays the caller every unbonding entry that has matured; returns the amount.
+    function withdrawUnbonded() external returns (uint256 amount);
+
+    /// @notice Returns a jailed validator to the active candidates (jailing is a later slice).
+    function unjail() external;
+
+    /// @notice Operators of every validator ever created, active or not, in creation order.
+    function validators() external view returns (address[] memory);
+
+    /// @notice A validator; votingPower is the power last handed to consensus (0: not active).
+    function validator(address operator)
+        external
+        view
+        returns (
+            bytes32 consensusPubKey,
+            string memory moniker,
+            uint256 bonded,
+            uint256 votingPower,
+            bool jailed,
+            uint16 commissionBps
+        );
+
+    /// @notice The bonded amount of `delegator` with the validator operated by `operator`.
+    function delegation(address delegator, address operator) external view returns (uint256);
+
+    /// @notice The delegator's unbonding entries.
+    function unbondings(address delegator)
+        external
+        view
+        returns (address[] memory validators_, uint256[] memory amounts, uint256[] memory completionTimes);
+
+    /// @notice The genesis parameters; fractions are scaled by 1e18.
+    function params()
+        external
+        view
+        returns (
+            uint256 minSelfBond,
+            uint256 unbondingTime,
+            uint256 maxValidators,
+            uint256 powerReduction,
+            uint256 slashFractionDoubleSign,
+            uint256 slashFractionDowntime,
+            uint256 signedBlocksWindow,
+            uint256 minSignedPerWindow,
+            uint256 downtimeJailDuration
+        );
+}

@@ -1,0 +1,324 @@
+// The validator pool's state (issue 25): EVM storage of the pool account 0x7b7c…0011, so every
+// change is journaled with the call frame that makes it (a revert undoes it), is part of the state
+// root, and is served by the same state reads as any contract's storage. The bonded and unbonding
+// BTC is the pool account's balance: it leaves the delegator's balance and is not destroyed, so the
+// coin supply invariant holds without a special case (docs/staking.md).
+//
+// Slots are keccak256("noded.staking/<name>" ++ key bytes): no two names or keys collide.
+import { keccak256 } from '../../../crypto/index.js';
+import type { ValidatorUpdate } from '../../../types/index.js';
+import { bigIntToBytes, bytesToBigInt, concat, fromHex, toKey } from '../bytes.js';
+
+/** The pool's address: the validator pool precompile. */
+export const STAKING_ADDRESS_HEX = '0x7b7c000000000000000000000000000000000011';
+export const STAKING_ADDRESS = fromHex(STAKING_ADDRESS_HEX);
+export const STAKING_KEY = toKey(STAKING_ADDRESS);
+
+/** CometBFT's cap on the total voting power of a validator set (int64 max / 8). */
+const MAX_TOTAL_VOTING_POWER = 9223372036854775807n / 8n;
+
+/** The most unbonding entries a delegator holds at once (the Cosmos SDK's max_entries is 7). */
+export const MAX_UNBONDING_ENTRIES = 16;
+
+/** Order of the parameters in storage and in params(). */
+export const PARAM_NAMES = [
+  'minSelfBond',
+  'unbondingTime',
+  'maxValidators',
+  'powerReduction',
+  'slashFractionDoubleSign',
+  'slashFractionDowntime',
+  'signedBlocksWindow',
+  'minSignedPerWindow',
+  'downtimeJailDuration',
+] as const;
+export type StakingParamValues = Record<(typeof PARAM_NAMES)[number], bigint>;
+
+/** What the pool needs of a state: JournaledState for blocks and calls, a map at genesis. */
+export interface SlotStore {
+  readSlot(addr: string, slot: string): Promise<Uint8Array>;
+  writeSlot(addr: string, slot: string, value: Uint8Array): void;
+}
+
+const utf8 = new TextEncoder();
+const PREFIX = utf8.encode('noded.staking/');
+const slotCache = new Map<string, string>();
+
+/** The storage slot (hex key) of a named value and its key bytes. */
+function slot(name: string, ...keys: Array<Uint8Array | bigint>): string {
+  if (keys.length === 0) {
+    const hit = slotCache.get(name);
+    if (hit) return hit;
+  }
+  const parts = keys.map((k) => (typeof k === 'bigint' ? bigIntTo32(k) : k));
+  const s = toKey(keccak256(concat(PREFIX, utf8.encode(name), ...parts)));
+  if (keys.length === 0) slotCache.set(name, s);
+  return s;
+}
+
+function bigIntTo32(n: bigint): Uint8Array {
+  const b = bigIntToBytes(n);
+  return concat(new Uint8Array(32 - b.length), b);
+}
+
+/** Validator fields, each one slot of "val" ++ operator ++ field. */
+const F = {
+  pubKey: 0n,
+  bonded: 1n,
+  commission: 2n,
+  jailed: 3n,
+  monikerLen: 4n,
+  lastPower: 5n,
+  listIndex: 6n, // index + 1, 0 when there is no validator
+  moniker0: 8n, // and up: 32-byte chunks
+} as const;
+
+const UBD = { operator: 0n, amount: 1n, completion: 2n } as const;
+
+export interface ValidatorRecord {
+  operator: Uint8Array;
+  pubKey: Uint8Array;
+  moniker: string;
+  bonded: bigint;
+  commissionBps: number;
+  jailed: boolean;
+  /** The power last handed to consensus (0: not in the active set). */
+  lastPower: bigint;
+}
+
+export interface UnbondingEntry {
+  operator: Uint8Array;
+  amount: bigint;
+  completionTime: bigint;
+}
+
+/** Typed access to the pool's slots over a state. */
+export class StakingStore {
+  constructor(private readonly state: SlotStore) {}
+
+  private async num(s: string): Promise<bigint> {
+    return bytesToBigInt(await this.state.readSlot(STAKING_KEY, s));
+  }
+  private put(s: string, v: bigint | Uint8Array): void {
+    this.state.writeSlot(STAKING_KEY, s, typeof v === 'bigint' ? bigIntToBytes(v) : v);
+  }
+
+  /** Whether this chain has a pool (genesis app_state.staking wrote its params). */
+  async enabled(): Promise<boolean> {
+    return (await this.num(slot('param', 3n))) > 0n;
+  }
+
+  async params(): Promise<StakingParamValues> {
+    const out = {} as StakingParamValues;
+    for (let i = 0; i < PARAM_NAMES.length; i++)
+      out[PARAM_NAMES[i]!] = await this.num(slot('param', BigInt(i)));
+    return out;
+  }
+  setParams(p: StakingParamValues): void {
+    for (let i = 0; i < PARAM_NAMES.length; i++) this.put(slot('param', BigInt(i)), p[PARAM_NAMES[i]!]);
+  }
+
+  async count(): Promise<number> {
+    return Number(await this.num(slot('count')));
+  }
+  async operatorAt(i: number): Promise<Uint8Array> {
+    return bigIntTo32(await this.num(slot('list', BigInt(i)))).slice(12);
+  }
+  async operators(): Promise<Uint8Array[]> {
+    const n = await this.count();
+    const out: Uint8Array[] = [];
+    for (let i = 0; i < n; i++) out.push(await this.operatorAt(i));
+    return out;
+  }
+
+  async exists(operator: Uint8Array): Promise<boolean> {
+    return (await this.num(slot('val', operator, F.listIndex))) > 0n;
+  }
+  /** The operator whose validator uses this consensus key, or undefined. */
+  async operatorOfKey(pubKey: Uint8Array): Promise<Uint8Array | undefined> {
+    const v = await this.num(slot('key', pubKey));
+    return v === 0n ? undefined : bigIntTo32(v).slice(12);
+  }
+
+  /** Adds a validator with nothing bonded yet. */
+  async create(
+    operator: Uint8Array,
+    pubKey: Uint8Array,
+    moniker: string,
+    commissionBps: number,
+  ): Promise<void> {
+    const n = await this.count();
+    this.put(slot('list', BigInt(n)), operator);
+    this.put(slot('count'), BigInt(n + 1));
+    this.put(slot('val', operator, F.listIndex), BigInt(n + 1));
+    this.put(slot('val', operator, F.pubKey), pubKey);
+    this.put(slot('key', pubKey), operator);
+    await this.setDescription(operator, moniker, commissionBps);
+  }
+
+  async setDescription(operator: Uint8Array, moniker: string, commissionBps: number): Promise<void> {
+    const bytes = utf8.encode(moniker);
+    const oldLen = Number(await this.num(slot('val', operator, F.monikerLen)));
+    const chunks = Math.ceil(bytes.length / 32);
+    for (let i = 0; i < Math.max(chunks, Math.ceil(oldLen / 32)); i++) {
+      const part = bytes.subarray(i * 32, i * 32 + 32);
+      // Chunks are stored left-aligned; a zero chunk past the new end clears the old text.
+      this.put(
+        slot('val', operator, F.moniker0 + BigInt(i)),
+        part.length > 0 ? concat(part, new Uint8Array(32 - part.length)) : new Uint8Array(0),
+      );
+    }
+    this.put(slot('val', operator, F.monikerLen), BigInt(bytes.length));
+    this.put(slot('val', operator, F.commission), BigInt(commissionBps));
+  }
+
+  async validator(operator: Uint8Array): Promise<ValidatorRecord | undefined> {
+    if (!(await this.exists(operator))) return undefined;
+    const f = (x: bigint) => this.num(slot('val', operator, x));
+    const len = Number(await f(F.monikerLen));
+    const chunks: Uint8Array[] = [];
+    for (let i = 0; i * 32 < len; i++) chunks.push(bigIntTo32(await f(F.moniker0 + BigInt(i))));
+    return {
+      operator,
+      pubKey: bigIntTo32(await f(F.pubKey)),
+      moniker: new TextDecoder().decode(concat(...chunks).subarray(0, len)),
+      bonded: await f(F.bonded),
+      commissionBps: Number(await f(F.commission)),
+      jailed: (await f(F.jailed)) !== 0n,
+      lastPower: await f(F.lastPower),
+    };
+  }
+
+  async bonded(operator: Uint8Array): Promise<bigint> {
+    return this.num(slot('val', operator, F.bonded));
+  }
+  setBonded(operator: Uint8Array, v: bigint): void {
+    this.put(slot('val', operator, F.bonded), v);
+  }
+  setLastPower(operator: Uint8Array, v: bigint): void {
+    this.put(slot('val', operator, F.lastPower), v);
+  }
+
+  async delegation(delegator: Uint8Array, operator: Uint8Array): Promise<bigint> {
+    return this.num(slot('del', delegator, operator));
+  }
+  setDelegation(delegator: Uint8Array, operator: Uint8Array, v: bigint): void {
+    this.put(slot('del', delegator, operator), v);
+  }
+
+  /** Marks that some validator's power may have changed: the end of the block recomputes the set. */
+  markDirty(): void {
+    this.put(slot('dirty'), 1n);
+  }
+  async takeDirty(): Promise<boolean> {
+    const d = (await this.num(slot('dirty'))) !== 0n;
+    if (d) this.put(slot('dirty'), 0n);
+    return d;
+  }
+
+  async unbondings(delegator: Uint8Array): Promise<UnbondingEntry[]> {
+    const n = Number(await this.num(slot('ubd.n', delegator)));
+    const out: UnbondingEntry[] = [];
+    for (let i = 0n; i < BigInt(n); i++) {
+      out.push({
+        operator: bigIntTo32(await this.num(slot('ubd', delegator, i, UBD.operator))).slice(12),
+        amount: await this.num(slot('ubd', delegator, i, UBD.amount)),
+        completionTime: await this.num(slot('ubd', delegator, i, UBD.completion)),
+      });
+    }
+    return out;
+  }
+  async setUnbondings(delegator: Uint8Array, entries: UnbondingEntry[]): Promise<void> {
+    const old = Number(await this.num(slot('ubd.n', delegator)));
+    for (let i = 0; i < Math.max(old, entries.length); i++) {
+      const e = entries[i];
+      const k = BigInt(i);
+      this.put(slot('ubd', delegator, k, UBD.operator), e ? e.operator : new Uint8Array(0));
+      this.put(slot('ubd', delegator, k, UBD.amount), e ? e.amount : 0n);
+      this.put(slot('ubd', delegator, k, UBD.completion), e ? e.completionTime : 0n);
+    }
+    this.put(slot('ubd.n', delegator), BigInt(entries.length));
+  }
+}
+
+/**
+ * The active set from bonded stake: power = bonded / power_reduction for a validator that is not
+ * jailed and whose operator's self-bond is at least min_self_bond; the top max_validators by power
+ * (ties: the lower operator address first). Returns the changes against the power last handed to
+ * consensus and records the new powers; none when nothing was marked dirty, and none (the set is
+ * kept) when the new set would be empty or over CometBFT's total power cap, which consensus cannot
+ * run with.
+ */
+export async function endBlockValidatorUpdates(state: SlotStore): Promise<ValidatorUpdate[]> {
+  const store = new StakingStore(state);
+  if (!(await store.enabled()) || !(await store.takeDirty())) return [];
+  const p = await store.params();
+  const all: Array<ValidatorRecord & { power: bigint; hex: string }> = [];
+  for (const op of await store.operators()) {
+    const v = (await store.validator(op))!;
+    const self = await store.delegation(op, op);
+    const power = v.jailed || self < p.minSelfBond ? 0n : v.bonded / p.powerReduction;
+    all.push({ ...v, power, hex: toKey(op) });
+  }
+  const ranked = all
+    .filter((v) => v.power > 0n)
+    .sort((a, b) => (a.power === b.power ? (a.hex < b.hex ? -1 : 1) : a.power > b.power ? -1 : 1))
+    .slice(0, Number(p.maxValidators));
+  if (ranked.length === 0) return [];
+  // CometBFT's cap on a set's total power: a set over it would halt consensus, so it is not handed
+  // over (a genesis with a tiny power_reduction and huge balances could reach it).
+  if (ranked.reduce((t, v) => t + v.power, 0n) > MAX_TOTAL_VOTING_POWER) return [];
+  const active = new Map(ranked.map((v) => [v.hex, v.power]));
+  const updates: ValidatorUpdate[] = [];
+  for (const v of all) {
+    const next = active.get(v.hex) ?? 0n;
+    if (next === v.lastPower) continue;
+    store.setLastPower(v.operator, next);
+    updates.push({ pubKey: v.pubKey, power: next });
+  }
+  return updates;
+}
+
+/** A map-backed SlotStore: the genesis storage of the pool account. */
+export class SlotMap implements SlotStore {
+  readonly slots = new Map<string, Uint8Array>();
+  async readSlot(_addr: string, s: string): Promise<Uint8Array> {
+    return this.slots.get(s) ?? new Uint8Array(0);
+  }
+  writeSlot(_addr: string, s: string, value: Uint8Array): void {
+    let i = 0;
+    while (i < value.length && value[i] === 0) i++;
+    this.slots.set(s, value.slice(i));
+  }
+}
+
+export interface GenesisBond {
+  operator: Uint8Array;
+  pubKey: Uint8Array;
+  selfBond: bigint;
+  moniker: string;
+  commissionBps: number;
+}
+
+/**
+ * The pool account's genesis storage: the params, and each genesis validator created and bonded by
+ * its operator with the power consensus starts with. Returns the slots and the pool's balance.
+ */
+export async function genesisPoolStorage(
+  params: StakingParamValues,
+  bonds: GenesisBond[],
+): Promise<{ slots: Map<string, Uint8Array>; balance: bigint }> {
+  const m = new SlotMap();
+  const store = new StakingStore(m);
+  store.setParams(params);
+  let balance = 0n;
+  for (const b of bonds) {
+    await store.create(b.operator, b.pubKey, b.moniker, b.commissionBps);
+    store.setBonded(b.operator, b.selfBond);
+    store.setDelegation(b.operator, b.operator, b.selfBond);
+    store.setLastPower(b.operator, b.selfBond / params.powerReduction);
+    balance += b.selfBond;
+  }
+  for (const [k, v] of m.slots) if (v.length === 0) m.slots.delete(k);
+  return { slots: m.slots, balance };
+}

@@ -1,0 +1,349 @@
+// The validator pool precompile at 0x7b7c…0011 (issue 25): bonding BTC to validators from any
+// Ethereum wallet. The ABI is contracts/IValidatorPool.sol; the state is staking-state.ts.
+//
+// EthereumJS hands a precompile only its calldata and gas, not the frame's caller, value or static
+// flag; trackStakingFrames keeps the message of each call into the pool for the precompile to read.
+// A delegatecall or callcode into the pool has no such frame and is refused: it would run the
+// pool's logic with another account's balance.
+
+import { EVMError, type ExecResult, type PrecompileInput } from '@ethereumjs/evm';
+import { Address } from '@ethereumjs/util';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { bigIntToFixed, concat, equal, toHex, toKey } from '../bytes.js';
+import type { JournaledState } from '../state/journaled.js';
+import {
+  AbiDecodeError,
+  type AbiValue,
+  ArgReader,
+  encodeAbi,
+  encodeError,
+  selectorOf,
+  topicOf,
+} from './staking-abi.js';
+import {
+  MAX_UNBONDING_ENTRIES,
+  PARAM_NAMES,
+  STAKING_ADDRESS,
+  StakingStore,
+  type UnbondingEntry,
+} from './staking-state.js';
+
+export { STAKING_ADDRESS, STAKING_ADDRESS_HEX } from './staking-state.js';
+
+const MAX_MONIKER_BYTES = 70;
+const MAX_COMMISSION_BPS = 10_000n;
+
+interface Frame {
+  caller: Address;
+  to?: Address;
+  value: bigint;
+  isStatic: boolean;
+  delegatecall: boolean;
+}
+
+const frames = new WeakMap<object, Frame[]>();
+
+/** Records the message of every call whose target is the pool, for the precompile to read. */
+export function trackStakingFrames(evm: unknown): void {
+  const e = evm as { _executeCall: (m: Frame) => Promise<unknown> };
+  const orig = e._executeCall;
+  const stack: Frame[] = [];
+  frames.set(evm as object, stack);
+  e._executeCall = async function (this: unknown, message: Frame) {
+    if (message.to === undefined || !equal(message.to.bytes, STAKING_ADDRESS))
+      return orig.call(this, message);
+    stack.push(message);
+    try {
+      return await orig.call(this, message);
+    } finally {
+      stack.pop();
+    }
+  };
+}
+
+/** Gas of each function: flat, above the cost of the slots it touches in EVM terms. */
+const GAS = { write: 60_000n, create: 120_000n, view: 4_000n, perItem: 2_500n } as const;
+
+type Ctx = {
+  store: StakingStore;
+  state: JournaledState;
+  frame: Frame;
+  args: ArgReader;
+  /** The block time in seconds (read lazily: a run ahead of the proposal does not know it yet). */
+  now: () => bigint;
+  logs: Array<[Uint8Array, Uint8Array[], Uint8Array]>;
+};
+type Handler = (c: Ctx) => Promise<{ out: Uint8Array; gas: bigint }>;
+
+/** A refusal with a reason: the frame reverts with Error(reason). */
+class Refusal extends Error {}
+
+const addrHex = (a: Uint8Array) => toHex(a);
+const word = (n: bigint) => bigIntToFixed(n, 32);
+const addrTopic = (a: Uint8Array) => concat(new Uint8Array(12), a);
+
+const EVENTS = {
+  created: topicOf('ValidatorCreated(address,bytes32,string,uint16,uint256)'),
+  edited: topicOf('ValidatorEdited(address,string,uint16)'),
+  delegated: topicOf('Delegated(address,address,uint256)'),
+  undelegated: topicOf('Undelegated(address,address,uint256,uint256)'),
+  withdrawn: topicOf('Withdrawn(address,uint256)'),
+};
+
+function requireWrite(c: Ctx, fn: string, payable: boolean): void {
+  if (c.frame.isStatic) throw new Refusal(`${fn} changes state and cannot run in a static call`);
+  if (!payable && c.frame.value !== 0n)
+    throw new Refusal(`${fn} is not payable (sent ${c.frame.value} base units)`);
+}
+
+function isEd25519Key(key: Uint8Array): boolean {
+  try {
+    ed25519.Point.fromBytes(key);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function moveFromPool(state: JournaledState, to: Uint8Array, amount: bigint): Promise<void> {
+  await state.addBalance(toKey(STAKING_ADDRESS), -amount);
+  await state.addBalance(toKey(to), amount);
+}
+
+const HANDLERS: Record<string, { name: string; run: Handler }> = {};
+function fn(signature: string, run: Handler): void {
+  HANDLERS[selectorOf(signature)] = { name: signature, run };
+}
+
+fn('createValidator(bytes32,string,uint16)', async (c) => {
+  requireWrite(c, 'createValidator', true);
+  const pubKey = c.args.bytes32(0);
+  const moniker = c.args.string(1, MAX_MONIKER_BYTES);
+  const commission = c.args.uint(2, 16);
+  const op = c.frame.caller.bytes;
+  const p = await c.store.params();
+  if (commission > MAX_COMMISSION_BPS) throw new Refusal(`commissionBps ${commission} is over 10000 (100%)`);
+  if (await c.store.exists(op)) throw new Refusal(`${addrHex(op)} already operates a validator`);
+  if (!isEd25519Key(pubKey))
+    throw new Refusal(`consensusPubKey ${toHex(pubKey)} is not an ed25519 public key`);
+  const other = await c.store.operatorOfKey(pubKey);
+  if (other)
+    throw new Refusal(`consensusPubKey ${toHex(pubKey)} is already the key of validator ${addrHex(other)}`);
+  if (c.frame.value < p.minSelfBond)
+    throw new Refusal(`self-bond ${c.frame.value} is below min_self_bond ${p.minSelfBond}`);
+  await c.store.create(op, pubKey, moniker, Number(commission));
+  c.store.setBonded(op, c.frame.value);
+  c.store.setDelegation(op, op, c.frame.value);
+  c.store.markDirty();
+  c.logs.push([
+    STAKING_ADDRESS,
+    [EVENTS.created, addrTopic(op)],
+    encodeAbi([
+      { t: 'bytes32', v: pubKey },
+      { t: 'string', v: moniker },
+      { t: 'uint', v: commission },
+      { t: 'uint', v: c.frame.value },
+    ]),
+  ]);
+  return { out: new Uint8Array(0), gas: GAS.create };
+});
+
+fn('editValidator(string,uint16)', async (c) => {
+  requireWrite(c, 'editValidator', false);
+  const moniker = c.args.string(0, MAX_MONIKER_BYTES);
+  const commission = c.args.uint(1, 16);
+  const op = c.frame.caller.bytes;
+  if (!(await c.store.exists(op))) throw new Refusal(`${addrHex(op)} operates no validator`);
+  if (commission > MAX_COMMISSION_BPS) throw new Refusal(`commissionBps ${commission} is over 10000 (100%)`);
+  await c.store.setDescription(op, moniker, Number(commission));
+  c.logs.push([
+    STAKING_ADDRESS,
+    [EVENTS.edited, addrTopic(op)],
+    encodeAbi([
+      { t: 'string', v: moniker },
+      { t: 'uint', v: commission },
+    ]),
+  ]);
+  return { out: new Uint8Array(0), gas: GAS.write };
+});
+
+fn('delegate(address)', async (c) => {
+  requireWrite(c, 'delegate', true);
+  const op = c.args.address(0);
+  const who = c.frame.caller.bytes;
+  if (!(await c.store.exists(op))) throw new Refusal(`no validator is operated by ${addrHex(op)}`);
+  if (c.frame.value === 0n) throw new Refusal('delegate needs a value (the BTC to bond)');
+  c.store.setDelegation(who, op, (await c.store.delegation(who, op)) + c.frame.value);
+  c.store.setBonded(op, (await c.store.bonded(op)) + c.frame.value);
+  c.store.markDirty();
+  c.logs.push([STAKING_ADDRESS, [EVENTS.delegated, addrTopic(who), addrTopic(op)], word(c.frame.value)]);
+  return { out: new Uint8Array(0), gas: GAS.write };
+});
+
+fn('undelegate(address,uint256)', async (c) => {
+  requireWrite(c, 'undelegate', false);
+  const op = c.args.address(0);
+  const amount = c.args.uint(1);
+  const who = c.frame.caller.bytes;
+  if (amount === 0n) throw new Refusal('undelegate amount must be > 0');
+  const have = await c.store.delegation(who, op);
+  if (amount > have)
+    throw new Refusal(
+      `undelegate amount ${amount} is more than the delegation of ${addrHex(who)} to ${addrHex(op)} (${have})`,
+    );
+  const entries = await c.store.unbondings(who);
+  if (entries.length >= MAX_UNBONDING_ENTRIES)
+    throw new Refusal(
+      `${addrHex(who)} already has ${MAX_UNBONDING_ENTRIES} unbonding entries; withdrawUnbonded() the matured ones first`,
+    );
+  const p = await c.store.params();
+  const completion = c.now() + p.unbondingTime;
+  c.store.setDelegation(who, op, have - amount);
+  c.store.setBonded(op, (await c.store.bonded(op)) - amount);
+  entries.push({ operator: op, amount, completionTime: completion });
+  await c.store.setUnbondings(who, entries);
+  c.store.markDirty();
+  c.logs.push([
+    STAKING_ADDRESS,
+    [EVENTS.undelegated, addrTopic(who), addrTopic(op)],
+    concat(word(amount), word(completion)),
+  ]);
+  return { out: word(completion), gas: GAS.write };
+});
+
+fn('withdrawUnbonded()', async (c) => {
+  requireWrite(c, 'withdrawUnbonded', false);
+  const who = c.frame.caller.bytes;
+  const entries = await c.store.unbondings(who);
+  const keep: UnbondingEntry[] = [];
+  let total = 0n;
+  const now = c.now();
+  for (const e of entries) {
+    if (e.completionTime <= now) total += e.amount;
+    else keep.push(e);
+  }
+  if (total === 0n) {
+    const next = keep.reduce<bigint | undefined>(
+      (m, e) => (m === undefined || e.completionTime < m ? e.completionTime : m),
+      undefined,
+    );
+    throw new Refusal(
+      next === undefined
+        ? `${addrHex(who)} has nothing unbonding`
+        : `no unbonding entry of ${addrHex(who)} has matured yet (block time ${now}, the next completes at ${next})`,
+    );
+  }
+  await c.store.setUnbondings(who, keep);
+  await moveFromPool(c.state, who, total);
+  c.logs.push([STAKING_ADDRESS, [EVENTS.withdrawn, addrTopic(who)], word(total)]);
+  return { out: word(total), gas: GAS.write + GAS.perItem * BigInt(entries.length) };
+});
+
+fn('unjail()', async (c) => {
+  requireWrite(c, 'unjail', false);
+  const op = c.frame.caller.bytes;
+  const v = await c.store.validator(op);
+  if (!v) throw new Refusal(`${addrHex(op)} operates no validator`);
+  // Jailing (slashing slice of issue 25) is not implemented yet: no validator is ever jailed.
+  if (!v.jailed) throw new Refusal(`validator ${addrHex(op)} is not jailed`);
+  throw new Refusal(`validator ${addrHex(op)} cannot be unjailed yet`);
+});
+
+fn('validators()', async (c) => {
+  const ops = await c.store.operators();
+  return { out: encodeAbi([{ t: 'address[]', v: ops }]), gas: GAS.view + GAS.perItem * BigInt(ops.length) };
+});
+
+fn('validator(address)', async (c) => {
+  const op = c.args.address(0);
+  const v = await c.store.validator(op);
+  if (!v) throw new Refusal(`no validator is operated by ${addrHex(op)}`);
+  const values: AbiValue[] = [
+    { t: 'bytes32', v: v.pubKey },
+    { t: 'string', v: v.moniker },
+    { t: 'uint', v: v.bonded },
+    { t: 'uint', v: v.lastPower },
+    { t: 'bool', v: v.jailed },
+    { t: 'uint', v: BigInt(v.commissionBps) },
+  ];
+  return { out: encodeAbi(values), gas: GAS.view };
+});
+
+fn('delegation(address,address)', async (c) => {
+  const v = await c.store.delegation(c.args.address(0), c.args.address(1));
+  return { out: word(v), gas: GAS.view };
+});
+
+fn('unbondings(address)', async (c) => {
+  const es = await c.store.unbondings(c.args.address(0));
+  return {
+    out: encodeAbi([
+      { t: 'address[]', v: es.map((e) => e.operator) },
+      { t: 'uint[]', v: es.map((e) => e.amount) },
+      { t: 'uint[]', v: es.map((e) => e.completionTime) },
+    ]),
+    gas: GAS.view + GAS.perItem * BigInt(es.length),
+  };
+});
+
+fn('params()', async (c) => {
+  const p = await c.store.params();
+  return { out: encodeAbi(PARAM_NAMES.map((n) => ({ t: 'uint', v: p[n] }) as AbiValue)), gas: GAS.view };
+});
+
+function revert(reason: string, gas: bigint): ExecResult {
+  return {
+    returnValue: encodeError(reason),
+    executionGasUsed: gas,
+    exceptionError: new EVMError(EVMError.errorMessages.REVERT),
+  };
+}
+
+function outOfGas(gasLimit: bigint): ExecResult {
+  return {
+    returnValue: new Uint8Array(0),
+    executionGasUsed: gasLimit,
+    exceptionError: new EVMError(EVMError.errorMessages.OUT_OF_GAS),
+  };
+}
+
+/** The precompile: dispatches on the selector; a refusal reverts with its reason. */
+export async function stakingPrecompile(input: PrecompileInput): Promise<ExecResult> {
+  const base = GAS.view;
+  if (input.gasLimit < base) return outOfGas(input.gasLimit);
+  const frame = frames.get(input._EVM)?.at(-1);
+  if (!frame) return revert('the validator pool cannot be reached by delegatecall or callcode', base);
+  const state = (input._EVM as unknown as { stateManager: JournaledState }).stateManager;
+  const store = new StakingStore(state);
+  if (!(await store.enabled()))
+    return revert('staking is not enabled on this chain (its genesis has no app_state.staking)', base);
+  if (input.data.length < 4) return revert('no function selector (calldata shorter than 4 bytes)', base);
+  const sel = Buffer.from(input.data.subarray(0, 4)).toString('hex');
+  const h = HANDLERS[sel];
+  if (!h) return revert(`unknown function selector 0x${sel}`, base);
+  const header = (input._EVM as unknown as { _block?: { header: { timestamp: bigint } } })._block?.header;
+  const ctx: Ctx = {
+    store,
+    state,
+    frame,
+    args: new ArgReader(input.data, h.name),
+    now: () => header?.timestamp ?? 0n,
+    logs: [],
+  };
+  try {
+    const r = await h.run(ctx);
+    if (r.gas > input.gasLimit) return outOfGas(input.gasLimit);
+    return { returnValue: r.out, executionGasUsed: r.gas, logs: ctx.logs };
+  } catch (err) {
+    if (err instanceof Refusal || err instanceof AbiDecodeError) return revert(err.message, base);
+    throw err;
+  }
+}
+
+/** The signatures of the functions the pool answers (contracts/IValidatorPool.sol). */
+export function stakingFunctions(): string[] {
+  return Object.values(HANDLERS).map((h) => h.name);
+}
+
+/** The registration for makeVm's customPrecompiles. */
+export const STAKING_PRECOMPILE = { address: new Address(STAKING_ADDRESS), function: stakingPrecompile };

@@ -1,0 +1,215 @@
+// The Cosmos SDK staking routes (x/staking v1beta1 gateway shapes) over the validator pool
+// precompile (docs/staking.md): each answer is read with calls of the pool's view functions at the
+// queried height, so the REST server needs no more than the EthChain it already has.
+import { keccak256 } from '../../../crypto/index.js';
+import type { Hex } from '../../../types/index.js';
+import type { JsonObject } from '../comet/encode.js';
+import { GatewayError, notFound, type RestContext, type RestRequest, type RestRoute } from './routes.js';
+
+/** The validator pool precompile. */
+export const STAKING_POOL_ADDRESS = '0x7b7c000000000000000000000000000000000011' as Hex;
+
+const selector = (sig: string) =>
+  Buffer.from(keccak256(new TextEncoder().encode(sig)).subarray(0, 4)).toString('hex');
+const SEL = {
+  validators: selector('validators()'),
+  validator: selector('validator(address)'),
+  delegation: selector('delegation(address,address)'),
+  params: selector('params()'),
+};
+const ZERO_TIME = '1970-01-01T00:00:00Z';
+const DEC_ONE = 10n ** 18n;
+
+interface PoolValidator {
+  operator: Hex;
+  pubKey: Buffer;
+  moniker: string;
+  bonded: bigint;
+  power: bigint;
+  jailed: boolean;
+  commissionBps: bigint;
+}
+
+const word = (data: Buffer, i: number) =>
+  BigInt(`0x${data.subarray(i * 32, i * 32 + 32).toString('hex') || '0'}`);
+const addrArg = (a: Hex) => a.slice(2).padStart(64, '0');
+
+async function callPool(ctx: RestContext, height: bigint, data: string): Promise<Buffer> {
+  const r = await ctx.chain.call({ to: STAKING_POOL_ADDRESS, data: `0x${data}` as Hex }, height, undefined, {
+    gasCap: 10_000_000n,
+    timeoutMs: 5000,
+  });
+  const out = Buffer.from(r.returnData.slice(2), 'hex');
+  if (r.reverted || r.error) {
+    // Error(string): the pool's reason.
+    const reason =
+      out.length >= 68 && out.subarray(0, 4).toString('hex') === '08c379a0'
+        ? out.subarray(68, 68 + Number(word(out.subarray(4), 1))).toString('utf8')
+        : (r.error ?? 'reverted');
+    if (reason.startsWith('staking is not enabled')) throw new GatewayError(12, 501, reason);
+    if (reason.startsWith('no validator is operated by')) throw notFound(reason);
+    throw new GatewayError(13, 500, `validator pool: ${reason}`);
+  }
+  return out;
+}
+
+async function operators(ctx: RestContext, height: bigint): Promise<Hex[]> {
+  const out = await callPool(ctx, height, SEL.validators);
+  const off = Number(word(out, 0)) / 32;
+  const n = Number(word(out, off));
+  const list: Hex[] = [];
+  for (let i = 0; i < n; i++)
+    list.push(`0x${out.subarray((off + 1 + i) * 32 + 12, (off + 2 + i) * 32).toString('hex')}` as Hex);
+  return list;
+}
+
+async function poolValidator(ctx: RestContext, height: bigint, operator: Hex): Promise<PoolValidator> {
+  const out = await callPool(ctx, height, SEL.validator + addrArg(operator));
+  const strOff = Number(word(out, 1));
+  const len = Number(BigInt(`0x${out.subarray(strOff, strOff + 32).toString('hex')}`));
+  return {
+    operator,
+    pubKey: out.subarray(0, 32),
+    moniker: out.subarray(strOff + 32, strOff + 32 + len).toString('utf8'),
+    bonded: word(out, 2),
+    power: word(out, 3),
+    jailed: word(out, 4) !== 0n,
+    commissionBps: word(out, 5),
+  };
+}
+
+/** A Cosmos sdk.Dec string (18 decimals) of parts per 10^18. */
+function dec(partsPer1e18: bigint): string {
+  return `${partsPer1e18 / DEC_ONE}.${(partsPer1e18 % DEC_ONE).toString().padStart(18, '0')}`;
+}
+
+function validatorJson(v: PoolValidator, minSelfBond: bigint, display: (a: Hex) => string): JsonObject {
+  const rate = dec(v.commissionBps * 10n ** 14n);
+  return {
+    operator_address: display(v.operator),
+    consensus_pubkey: { '@type': '/cosmos.crypto.ed25519.PubKey', key: v.pubKey.toString('base64') },
+    jailed: v.jailed,
+    status: v.power > 0n ? 'BOND_STATUS_BONDED' : 'BOND_STATUS_UNBONDED',
+    tokens: v.bonded.toString(),
+    delegator_shares: dec(v.bonded * DEC_ONE),
+    description: { moniker: v.moniker, identity: '', website: '', security_contact: '', details: '' },
+    unbonding_height: '0',
+    unbonding_time: ZERO_TIME,
+    commission: {
+      commission_rates: { rate, max_rate: dec(DEC_ONE), max_change_rate: dec(DEC_ONE) },
+      update_time: ZERO_TIME,
+    },
+    min_self_delegation: minSelfBond.toString(),
+  };
+}
+
+async function params(ctx: RestContext, height: bigint): Promise<bigint[]> {
+  const out = await callPool(ctx, height, SEL.params);
+  return Array.from({ length: 9 }, (_, i) => word(out, i));
+}
+
+const STATUSES = [
+  'BOND_STATUS_BONDED',
+  'BOND_STATUS_UNBONDED',
+  'BOND_STATUS_UNBONDING',
+  'BOND_STATUS_UNSPECIFIED',
+];
+
+/**
+ * The staking routes. `helpers` are routes.ts' address parsing and display, height and paging, so
+ * that these answer exactly like the other routes.
+ */
+export function stakingRoutes(helpers: {
+  parseAddress: (ctx: RestContext, text: string) => Hex;
+  displayAddress: (ctx: RestContext, addr: Hex) => string;
+  queryHeight: (ctx: RestContext, req: RestRequest) => bigint;
+  invalidArgument: (msg: string) => GatewayError;
+}): RestRoute[] {
+  const { parseAddress, displayAddress, queryHeight, invalidArgument } = helpers;
+  return [
+    {
+      path: '/cosmos/staking/v1beta1/validators',
+      summary: 'Every validator of the validator pool (?status=BOND_STATUS_BONDED|BOND_STATUS_UNBONDED).',
+      handler: async (ctx, req) => {
+        const status = req.query.get('status') ?? '';
+        if (status !== '' && !STATUSES.includes(status))
+          throw invalidArgument(
+            `invalid validator status ${JSON.stringify(status)}: expected one of ${STATUSES.join(', ')}`,
+          );
+        const h = queryHeight(ctx, req);
+        const [p, ops] = [await params(ctx, h), await operators(ctx, h)];
+        const all: JsonObject[] = [];
+        for (const op of ops) {
+          const v = validatorJson(await poolValidator(ctx, h, op), p[0]!, (a) => displayAddress(ctx, a));
+          if (status === '' || status === 'BOND_STATUS_UNSPECIFIED' || v.status === status) all.push(v);
+        }
+        return { validators: all, pagination: { next_key: null, total: String(all.length) } };
+      },
+    },
+    {
+      path: '/cosmos/staking/v1beta1/validators/{validator_addr}',
+      summary: 'One validator of the pool, by its operator address.',
+      handler: async (ctx, req) => {
+        const op = parseAddress(ctx, req.params.validator_addr);
+        const h = queryHeight(ctx, req);
+        const p = await params(ctx, h);
+        return {
+          validator: validatorJson(await poolValidator(ctx, h, op), p[0]!, (a) => displayAddress(ctx, a)),
+        };
+      },
+    },
+    {
+      path: '/cosmos/staking/v1beta1/delegations/{delegator_addr}',
+      summary: "A delegator's bonded delegations, one per validator, in abtc.",
+      handler: async (ctx, req) => {
+        const who = parseAddress(ctx, req.params.delegator_addr);
+        const h = queryHeight(ctx, req);
+        const out: JsonObject[] = [];
+        for (const op of await operators(ctx, h)) {
+          const amount = word(await callPool(ctx, h, SEL.delegation + addrArg(who) + addrArg(op)), 0);
+          if (amount === 0n) continue;
+          out.push({
+            delegation: {
+              delegator_address: displayAddress(ctx, who),
+              validator_address: displayAddress(ctx, op),
+              shares: dec(amount * DEC_ONE),
+            },
+            balance: { denom: 'abtc', amount: amount.toString() },
+          });
+        }
+        return { delegation_responses: out, pagination: { next_key: null, total: String(out.length) } };
+      },
+    },
+    {
+      path: '/cosmos/staking/v1beta1/params',
+      summary: 'The staking parameters (genesis app_state.staking.params).',
+      handler: async (ctx, req) => {
+        const p = await params(ctx, queryHeight(ctx, req));
+        return {
+          params: {
+            unbonding_time: `${p[1]}s`,
+            max_validators: Number(p[2]),
+            max_entries: 16,
+            historical_entries: 0,
+            bond_denom: 'abtc',
+            min_commission_rate: dec(0n),
+          },
+        };
+      },
+    },
+    {
+      path: '/cosmos/staking/v1beta1/pool',
+      summary: 'Bonded tokens (of active validators) and not-bonded tokens (the rest the pool holds).',
+      handler: async (ctx, req) => {
+        const h = queryHeight(ctx, req);
+        let bonded = 0n;
+        for (const op of await operators(ctx, h)) {
+          const v = await poolValidator(ctx, h, op);
+          if (v.power > 0n) bonded += v.bonded;
+        }
+        const held = await ctx.chain.getBalance(STAKING_POOL_ADDRESS, h);
+        return { pool: { not_bonded_tokens: (held - bonded).toString(), bonded_tokens: bonded.toString() } };
+      },
+    },
+  ];
+}
