@@ -4,6 +4,7 @@
 // and the crash safety). Snapshots do not survive a restart; an interrupted revert does complete.
 import {
   BlockStore,
+  ConsensusError,
   type ConsensusRuntime,
   type DevSnapshot,
   finishRollback,
@@ -75,6 +76,9 @@ export class DevSnapshots {
    */
   revert(id: bigint): Promise<boolean> {
     return this.serial(async () => {
+      // Refused on a node without dev controls even for an id it never gave (no false answer).
+      const refusal = this.deps.consensus.devControlsRefusal();
+      if (refusal !== null) throw new ConsensusError('DEV_CONTROLS_REFUSED', refusal);
       const snap = this.taken.get(id);
       if (snap === undefined) return false;
       for (const k of [...this.taken.keys()]) if (k >= id) this.taken.delete(k);
