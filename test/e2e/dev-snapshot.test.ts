@@ -4,7 +4,8 @@
 // ids follow Hardhat (increasing, a revert uses up its id and every later one); new blocks are made
 // at the reverted-to heights; a restart after a revert (also a kill -9) comes back at the same place.
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Contract, ContractFactory, type InterfaceAbi, JsonRpcProvider, Wallet } from 'ethers';
 import { compile, TOKEN_SOURCE } from './contracts.js';
@@ -242,5 +243,59 @@ describe('evm_snapshot / evm_revert on a chain-local node', { timeout: 300_000 }
     connect();
     assert.equal((await provider.getBlock(r!.blockNumber))!.hash, r!.blockHash);
     assert.equal((await provider.getBlock(base.number))!.hash, base.hash);
+  });
+
+  it('kill -9 during a revert: the node restarts before it or after it, never between', async () => {
+    const outcomes: string[] = [];
+    for (const delayMs of [0, 30, 90]) {
+      const snap = (await ok(url, 'evm_snapshot')) as string;
+      const base = await view();
+      const held = (await token.getFunction('balanceOf')(DEV_ADDRESSES[2]!)) as bigint;
+      const removed = [];
+      for (let i = 0; i < 2; i++)
+        removed.push((await (await token.getFunction('transfer')(DEV_ADDRESSES[2], 9n)).wait())!);
+      const top = (await provider.getBlock('latest'))!;
+      const reverting = rpc(url, 'evm_revert', [snap]).catch(() => undefined);
+      await new Promise((r) => setTimeout(r, delayMs));
+      await node.stop('SIGKILL');
+      await reverting;
+      node = await startNode(home, ports, [], 0n);
+      connect();
+      assert.equal((await provider.getBlock(base.number))!.hash, base.hash, 'the snapshot height is intact');
+      const before = (await provider.getBlock(top.number))?.hash === top.hash;
+      for (const r of removed) {
+        const receipt = await provider.getTransactionReceipt(r.hash);
+        const indexed = await getJson(`${node.cometUrl}/tx?hash=0x${r.hash.slice(2)}`);
+        if (before) {
+          assert.equal(
+            receipt?.blockHash,
+            r.blockHash,
+            `${delayMs} ms: before the revert, ${r.hash} is kept`,
+          );
+          assert.ok(indexed.result, `${delayMs} ms: before the revert, :26657 has ${r.hash}`);
+        } else {
+          assert.equal(receipt, null, `${delayMs} ms: after the revert, ${r.hash} is gone`);
+          assert.ok(indexed.error, `${delayMs} ms: after the revert, :26657 lost ${r.hash}`);
+        }
+      }
+      assert.equal(
+        (await token.getFunction('balanceOf')(DEV_ADDRESSES[2]!)) as bigint,
+        before ? held + 18n : held,
+      );
+      // Blocks are made again (WAL and double-sign guard consistent), on :8545 and :26657 alike.
+      const next = (await (await token.getFunction('transfer')(DEV_ADDRESSES[2], 1n)).wait())!;
+      const status = (await getJson(`${node.cometUrl}/status`)).result as {
+        sync_info: { latest_block_height: string };
+      };
+      assert.ok(Number(status.sync_info.latest_block_height) >= next.blockNumber);
+      outcomes.push(`${delayMs} ms: ${before ? 'before' : 'after'}`);
+    }
+    // Which side each kill landed on depends on the machine; both are correct.
+    const finished =
+      readFileSync(join(home, 'logs', 'noded.log'), 'utf8').split('finishing an interrupted evm_revert')
+        .length - 1;
+    process.stdout.write(
+      `# kill -9 during evm_revert: ${outcomes.join(', ')}; interrupted reverts finished at start: ${finished}\n`,
+    );
   });
 });
