@@ -16,14 +16,30 @@ interface RpcReply {
   error?: { code: number; message: string };
 }
 
+/**
+ * A pooled keep-alive connection that the server closes as the next request goes out fails with
+ * "fetch failed" (undici's UND_ERR_SOCKET) before the request reached the node: sent once more then.
+ * A request that did reach it is never repeated (that would show: a used snapshot id answers false).
+ */
+async function post(url: string, body: string): Promise<Response> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+        signal: AbortSignal.timeout(30_000),
+      });
+    } catch (err) {
+      const code = (err as { cause?: { code?: string } }).cause?.code;
+      if (attempt > 0 || code !== 'UND_ERR_SOCKET') throw err;
+    }
+  }
+}
+
 async function rpc(url: string, method: string, params: unknown[] = []): Promise<RpcReply> {
   try {
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-      signal: AbortSignal.timeout(30_000),
-    });
+    const res = await post(url, JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }));
     return (await res.json()) as RpcReply;
   } catch (err) {
     throw new Error(
