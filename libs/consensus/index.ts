@@ -128,8 +128,12 @@ export {
   type Scheduler,
   systemNow,
 } from './src/runtime/options.js';
+// The dev chain's revert across the stores (evm_revert), and its completion at startup.
+export { finishRollback, type RollbackTarget } from './src/runtime/rollback.js';
 // The live runtime the node constructs (ConsensusRuntime.create(opts), start, stop, NodeReader reads).
-export { ConsensusRuntime } from './src/runtime/runtime.js';
+export { ConsensusRuntime, type DevSnapshot } from './src/runtime/runtime.js';
+// The stores over their KVStores, for finishing an interrupted revert before the runtime opens them.
+export { BlockStore, StateStore } from './src/runtime/stores.js';
 // The deterministic simulator (npm run sim) and its deterministic test application, for tests.
 export { isValidTestTx, TestApp, type TestAppOptions } from './src/sim/app.js';
 export { runSweep, type SweepOptions, type SweepSummary, summaryLine } from './src/sim/runner.js';

@@ -390,6 +390,10 @@ async function assertRefused(url: string): Promise<void> {
     ['hardhat_stopImpersonatingAccount', [who]],
     ['anvil_nodeInfo', []],
     ['hardhat_metadata', []],
+    ['evm_snapshot', []],
+    ['anvil_snapshot', []],
+    ['evm_revert', ['0x1']],
+    ['anvil_revert', ['0x1']],
   ];
   for (const [method, params] of calls) {
     const r = await rpc(url, method, params);

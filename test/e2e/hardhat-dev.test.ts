@@ -3,23 +3,13 @@
 // (evm_setNextBlockTimestamp + hardhat_mine, hardhat_mine with a count and an interval), and
 // evm_increaseTime + evm_mine, through its own provider; a signer's transfer is mined on demand.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { DEV_KEYS, initLocalHome, type RunningNode, repoRoot, startNode } from './harness.js';
+import { runHardhat, writeHardhatProject } from './hardhat-project.js';
+import { initLocalHome, type RunningNode, repoRoot, startNode } from './harness.js';
 
 const REPO = repoRoot();
-
-const CONFIG = (url: string) => `
-require('@nomicfoundation/hardhat-ethers');
-module.exports = {
-  solidity: '0.8.20',
-  defaultNetwork: 'noded',
-  networks: { noded: { url: ${JSON.stringify(url)}, chainId: 31337, accounts: ${JSON.stringify(DEV_KEYS.slice(0, 2))} } },
-  mocha: { timeout: 120000 },
-};
-`;
 
 // The helpers' own sequences (hardhat-network-helpers 1.x): time.increase(n) = setNextBlockTimestamp
 // (latest + n) then mine(); time.increaseTo(t) the same with t; mine(blocks, {interval}) =
@@ -68,29 +58,6 @@ describe('time and mining on noded', function () {
 });
 `;
 
-function runHardhat(cwd: string, args: string[]): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const cli = join(REPO, 'node_modules', 'hardhat', 'internal', 'cli', 'cli.js');
-    const p = spawn(process.execPath, [cli, ...args], {
-      cwd,
-      env: { ...process.env, HARDHAT_DISABLE_TELEMETRY_PROMPT: 'true', CI: 'true' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    p.stdout.on('data', (d) => {
-      out += d;
-    });
-    p.stderr.on('data', (d) => {
-      out += d;
-    });
-    const timer = setTimeout(() => p.kill('SIGKILL'), 150_000);
-    p.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out });
-    });
-  });
-}
-
 describe('Hardhat 2: time and mining helpers against chain-local', { timeout: 300_000 }, () => {
   let home: string;
   let node: RunningNode | undefined;
@@ -100,10 +67,7 @@ describe('Hardhat 2: time and mining helpers against chain-local', { timeout: 30
     const init = await initLocalHome(); // the chain-local defaults: blocks on demand
     home = init.home;
     node = await startNode(home, init.ports);
-    mkdirSync(join(project, 'test'), { recursive: true });
-    writeFileSync(join(project, 'hardhat.config.cjs'), CONFIG(node.ethUrl));
-    writeFileSync(join(project, 'package.json'), '{"name":"hh-dev-e2e","private":true}');
-    writeFileSync(join(project, 'test', 'time.cjs'), TEST);
+    writeHardhatProject(project, node.ethUrl, { 'test/time.cjs': TEST });
   });
 
   after(async () => {

@@ -189,3 +189,52 @@ describe('TxIndexer', () => {
     await indexer.close();
   });
 });
+
+describe('TxIndexer.rollbackTo (the dev chain evm_revert)', () => {
+  async function dump(path: string): Promise<Map<string, string>> {
+    const kv = await RocksKV.open(path);
+    const out = new Map<string, string>();
+    for await (const [k, v] of kv.iterate({}))
+      out.set(Buffer.from(k).toString('hex'), Buffer.from(v).toString('hex'));
+    await kv.close();
+    return out;
+  }
+
+  it('on the indexer thread: tx_index.db holds exactly what it held at the height', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'noded-txindex-rollback-'));
+    const path = join(dir, 'tx_index.db');
+    const open = async (bus: FakeChain['bus']) =>
+      new TxIndexer({
+        backend: await IndexerThread.open({ path, onFatal: (err) => assert.fail(err) }),
+        bus,
+        logger: silentLogger,
+      });
+    try {
+      const chain = await FakeChain.create({ txsPerBlock: [] });
+      let indexer = await open(chain.bus);
+      const a = await chain.signTransfer(0, 1500n);
+      chain.commitBlock([a]);
+      await indexer.idle();
+      await indexer.close();
+      const at1 = await dump(path);
+      indexer = await open(chain.bus);
+      const b = await chain.signTransfer(0, 20n);
+      const c = await chain.signTransfer(1, 30n);
+      chain.commitBlock([b, c]);
+      chain.commitBlock([await chain.signTransfer(0, 40n)]);
+      await indexer.idle();
+      assert.deepEqual(heightsOf(await indexer.search('transfer.amount >= 1')), ['1/0', '2/0', '2/1', '3/0']);
+      await indexer.rollbackTo(1);
+      assert.equal(await indexer.indexedHeight(), 1);
+      assert.equal(await indexer.get(sha256(b)), undefined);
+      assert.equal(await indexer.get(keccak256(c)), undefined, 'the Ethereum-hash alias too');
+      assert.deepEqual(heightsOf(await indexer.search('transfer.amount >= 1')), ['1/0']);
+      assert.deepEqual(await indexer.searchBlocks('block.height >= 1'), [1]);
+      await indexer.rollbackTo(1); // idempotent
+      await indexer.close();
+      assert.deepEqual(await dump(path), at1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -28,6 +28,8 @@ export interface HomePaths {
   txIndexDb: string;
   /** The light client's verified headers (mode = "light"). */
   lightDb: string;
+  /** A dev chain revert in progress (evm_revert; finished at the next start if the process stopped). */
+  rollbackIntent: string;
   /** Default log file; `noded start --log-file` overrides it. */
   logFile: string;
 }
@@ -63,6 +65,7 @@ export function homePaths(home: string): HomePaths {
     applicationDb: join(data, 'application.db'),
     txIndexDb: join(data, 'tx_index.db'),
     lightDb: join(data, 'light.db'),
+    rollbackIntent: join(data, 'rollback.json'),
     logFile: join(logs, 'noded.log'),
   };
 }

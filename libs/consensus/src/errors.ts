@@ -19,7 +19,9 @@ export type ConsensusErrorCode =
   /** A dev chain control (mine, time) asked of a node that does not allow them. */
   | 'DEV_CONTROLS_REFUSED'
   /** A dev block time that is not after the last block's. */
-  | 'INVALID_TIME';
+  | 'INVALID_TIME'
+  /** A dev chain revert that cannot be done or finished (evm_revert). */
+  | 'ROLLBACK';
 
 export class ConsensusError extends Error {
   constructor(

@@ -138,9 +138,11 @@ export class NodeFs implements DurableFs {
     await fsyncDir(dirname(to));
   }
 
+  /** Deletes the file durably (the directory is synced: a removed revert intent stays removed). */
   async remove(path: string): Promise<void> {
     await this.closeHandle(path);
     await rm(path, { force: true });
+    await fsyncDir(dirname(path));
   }
 
   async size(path: string): Promise<number | undefined> {

@@ -114,6 +114,31 @@ export class FilePV {
     return new FilePV(key.seed, key.publicKey, stateFile, fs, state);
   }
 
+  /**
+   * Moves the double-sign guard back to `height` (nothing signed after it), written atomically:
+   * ONLY for the dev chain's evm_revert, where this node is the single validator and the heights
+   * above `height` are deleted from every store before they are signed again. The runtime calls it
+   * only when its dev controls are available; nothing else may.
+   */
+  async rewindForDevChain(height: number): Promise<void> {
+    await this.serial(async () => {
+      this.state = await FilePV.rewindStateFile(this.fs, this.stateFile, height);
+    });
+  }
+
+  /** rewindForDevChain on the state file alone (finishing an interrupted revert at startup). */
+  static async rewindStateFile(fs: DurableFs, stateFile: string, height: number): Promise<LastSignState> {
+    const state: LastSignState = {
+      height,
+      round: 0,
+      step: 0,
+      signature: new Uint8Array(0),
+      signBytes: new Uint8Array(0),
+    };
+    await fs.writeAtomic(stateFile, new TextEncoder().encode(lastSignStateJson(state)));
+    return state;
+  }
+
   lastSignState(): Readonly<LastSignState> {
     return this.state;
   }

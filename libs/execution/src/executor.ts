@@ -147,6 +147,13 @@ const AHEAD_SLICE_MS = 5;
  * in the order a proposal takes them, on the state the block will start from. FinalizeBlock keeps
  * the longest prefix the proposed block shares with them and runs only the rest.
  */
+/** A committed height of the application and its meta records, for rollbackTo(). */
+export interface AppRollbackPoint {
+  height: number;
+  /** META name -> stored text, as at that height. */
+  meta: Record<string, string>;
+}
+
 interface Ahead {
   /** The height it runs for, on the state committed at height - 1. */
   height: number;
@@ -304,7 +311,12 @@ export class Executor implements Application, EthChain {
 
   private constructor(private readonly opts: ExecutorOptions) {
     this.common = chainCommon(opts.evmChainId);
-    this.db = new StateDb(opts.kv, { mode: opts.mode, keepRecent: opts.keepRecent });
+    // The dev chain journals every block's changes, so that evm_revert can undo them (rollbackTo).
+    this.db = new StateDb(opts.kv, {
+      mode: opts.mode,
+      keepRecent: opts.keepRecent,
+      journal: opts.devControls === true,
+    });
     this.chain = new ChainStore(opts.kv);
     this.pool = new Mempool(opts.mempool);
     this.baseFee = opts.gas.baseFee;
@@ -981,6 +993,67 @@ export class Executor implements Application, EthChain {
     this.lastProposer = proposer;
     this.startAhead(true);
     return { retainHeight: 0 };
+  }
+
+  // ------------------------------------------------------------ rollback (dev chain evm_revert)
+
+  /**
+   * Where rollbackTo() can bring the application back to: the committed height and its meta
+   * records (app hash, base fee, supply, state root, ...), read between blocks (consensus calls it
+   * from its input queue). Only with dev controls, whose blocks journal their changes.
+   */
+  async rollbackPoint(): Promise<AppRollbackPoint> {
+    this.assertInitialized();
+    if (this.opts.devControls !== true)
+      throw new ExecutionError('BAD_OPTIONS', 'a rollback point needs the dev controls (chain-local)');
+    if (this.pending) throw new ExecutionError('NO_PENDING_BLOCK', 'a block is being committed');
+    const meta: Record<string, string> = {};
+    for (const name of Object.values(META)) {
+      const v = await this.meta(name);
+      if (v !== undefined) meta[name] = v;
+    }
+    return { height: this.db.latest, meta };
+  }
+
+  /**
+   * Brings data/application.db back to `point` in one synced batch: the versioned state from the
+   * journals, the blocks, transactions, receipts, tx-hash and log indexes of later heights deleted,
+   * the meta records of the point. Then every cache is dropped and the mempool rechecked against
+   * the older state. Idempotent: at the point's height only the meta and caches are rewritten (the
+   * node finishes an interrupted revert at startup this way).
+   */
+  async rollbackTo(point: AppRollbackPoint): Promise<void> {
+    this.assertInitialized();
+    if (this.opts.devControls !== true)
+      throw new ExecutionError('BAD_OPTIONS', 'rollback needs the dev controls (chain-local)');
+    const target = point.height;
+    const top = this.db.latest;
+    if (!Number.isSafeInteger(target) || target < 0 || target > top)
+      throw new ExecutionError(
+        'BAD_OPTIONS',
+        `rollback target ${target} is not a committed height (latest ${top})`,
+      );
+    await this.dropAhead();
+    this.pending = undefined;
+    const ops = await this.db.rollbackOps(target);
+    for (let h = BigInt(target) + 1n; h <= BigInt(top); h++) ops.push(...(await this.chain.dropOps(h)));
+    const oldest = Math.max(Number(point.meta[META.oldestState] ?? this.db.oldest), this.db.oldest);
+    const meta: Record<string, string> = { ...point.meta, [META.oldestState]: String(oldest) };
+    for (const [k, v] of Object.entries(meta)) ops.push({ type: 'put', key: metaKey(k), value: enc(v) });
+    await this.opts.kv.write(ops, { sync: true });
+    this.chain.clearCaches();
+    this.callBlock = undefined;
+    this.recentTips = [];
+    this.lastProposer = undefined;
+    this.aheadCoinbase = undefined;
+    this.lastBlockHeight = Number(meta[META.lastBlockHeight] ?? 0);
+    this.appHash = fromHex(meta[META.appHash] ?? '0x');
+    this.baseFee = BigInt(meta[META.nextBaseFee] ?? this.opts.gas.baseFee);
+    this.supply = BigInt(meta[META.totalSupply] ?? 0);
+    const root = fromHex(meta[META.stateRoot] ?? toHex(EMPTY_TRIE_ROOT));
+    this.db.reset(Number(meta[META.height] ?? target), oldest, root);
+    await this.recheckMempool();
+    this.opts.logger.info({ height: target, from: top }, 'application rolled back');
   }
 
   // ------------------------------------------------------------ execution ahead of the proposal

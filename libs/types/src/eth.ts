@@ -312,4 +312,8 @@ export interface EthDevControl {
   /** Moves the clock forward; resolves to the total offset in seconds. */
   increaseTime(seconds: bigint): Promise<bigint>;
   setNextBlockTimestamp(seconds: bigint): Promise<void>;
+  /** evm_snapshot: the id of a snapshot of the whole chain as it is now. */
+  snapshot(): Promise<bigint>;
+  /** evm_revert: brings the chain back to snapshot `id`; false for an unknown or used id. */
+  revert(id: bigint): Promise<boolean>;
 }

@@ -13,7 +13,12 @@ export type NodeEvent =
   | { kind: 'ValidatorSetUpdates'; updates: ValidatorUpdate[] }
   /** Emitted by execution after a block is committed: the Ethereum head and its logs. */
   | { kind: 'EthNewHead'; block: EthBlock; logs: EthLog[] }
-  | { kind: 'EthPendingTx'; hash: Hex };
+  | { kind: 'EthPendingTx'; hash: Hex }
+  /**
+   * Dev chain evm_revert: every store is back at `height` and the next block is height + 1 again;
+   * caches of later heights (eth_call results, block snapshots, filters) must be dropped.
+   */
+  | { kind: 'ChainRewound'; height: number };
 
 export type NodeEventKind = NodeEvent['kind'];
 export type Listener = (event: NodeEvent) => void;

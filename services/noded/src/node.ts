@@ -31,6 +31,7 @@ import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetry/index.js';
 import { type EthDevControl, EventBus, type Logger } from '../../../libs/types/index.js';
 import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
+import { DevSnapshots, finishInterruptedRevert } from './dev-snapshots.js';
 import { IndexerThread } from './indexer-thread/thread.js';
 import { dialHost, hostPort, NodeLifecycle, p2pHostFor } from './lifecycle.js';
 import { LocalNodeReader } from './node-reader.js';
@@ -57,8 +58,10 @@ function devAccountKeys(file: string, logger: Logger): string[] {
 const NS_PER_S = 1_000_000_000n;
 
 /** The JSON-RPC's mining and time controls, served by consensus (which refuses them unless single-validator). */
-function devControlOf(consensus: ConsensusRuntime): EthDevControl {
+function devControlOf(consensus: ConsensusRuntime, snapshots: DevSnapshots): EthDevControl {
   return {
+    snapshot: () => snapshots.snapshot(),
+    revert: (id) => snapshots.revert(id),
     mine: (count, intervalSec, timestampSec) =>
       consensus.mineBlocks(count, {
         firstTimeNs: timestampSec === undefined ? undefined : timestampSec * NS_PER_S,
@@ -162,6 +165,20 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       logger.child({ module: 'mempool' }),
     );
     life.add('mempool gossip', () => mempoolNet.close());
+
+    // A revert (evm_revert) that a stopped process began is finished before consensus opens.
+    const reverted = await finishInterruptedRevert({
+      devControls,
+      intentFile: paths.rollbackIntent,
+      blockStore,
+      stateStore,
+      walDir: paths.csWal,
+      privValidatorStateFile: paths.privValidatorState,
+      executor,
+      indexer,
+      logger: log,
+    });
+    if (reverted !== undefined) log.info({ height: reverted }, 'interrupted evm_revert finished');
 
     const timeouts = toConsensusTimeouts(config);
     const consensus = await ConsensusRuntime.create({
@@ -281,7 +298,13 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     const eth = ethServed
       ? new EthRpcThread({
           chain: executor,
-          dev: genesis.chainId === 'chain-local' ? devControlOf(consensus) : undefined,
+          dev:
+            genesis.chainId === 'chain-local'
+              ? devControlOf(
+                  consensus,
+                  new DevSnapshots({ consensus, executor, indexer, intentFile: paths.rollbackIntent }),
+                )
+              : undefined,
           bus,
           logger: logger.child({ module: 'json-rpc' }),
           options: ethOptions,

@@ -48,6 +48,7 @@ import {
   type Scheduler,
   systemNow,
 } from './options.js';
+import { type RollbackTarget, rollbackConsensusStores, writeRollbackIntent } from './rollback.js';
 import { BlockStore, StateStore } from './stores.js';
 
 type Input =
@@ -55,6 +56,14 @@ type Input =
   | { kind: 'net'; peer: string; message: ConsensusMessage }
   | { kind: 'gossip' }
   | { kind: 'call'; fn: () => Promise<void> };
+
+/** What evm_snapshot keeps (devSnapshot) and evm_revert brings back (devRewind). */
+export interface DevSnapshot<A> {
+  target: RollbackTarget<A>;
+  clockOffsetNs: bigint;
+  nextBlockTimeNs: bigint | null;
+  timeMoved: boolean;
+}
 
 interface BlockRef {
   hash: Uint8Array;
@@ -170,19 +179,24 @@ export class ConsensusRuntime {
       rt.chain.lastBlockHeight >= rt.chain.initialHeight
         ? await blockStore.loadSeenCommit(rt.chain.lastBlockHeight)
         : undefined;
-    rt.engine = createEngine(
-      {
-        ownAddress: privval ? privval.address() : null,
-        timeouts: opts.timeouts,
-        // With an interval the runtime does the waiting for transactions (in NewHeight).
-        createEmptyBlocks: opts.createEmptyBlocks || (opts.createEmptyBlocksIntervalMs ?? 0) > 0,
-        verify: rt.verify,
-      },
-      rt.chain,
-      seen ?? null,
-    );
+    rt.engine = rt.newEngine(seen ?? null);
     await rt.refreshRefs();
     return rt;
+  }
+
+  /** A fresh engine at the height after the current chain state (start-up, and after a revert). */
+  private newEngine(seen: Commit | null): EngineState {
+    return createEngine(
+      {
+        ownAddress: this.privval ? this.privval.address() : null,
+        timeouts: this.opts.timeouts,
+        // With an interval the runtime does the waiting for transactions (in NewHeight).
+        createEmptyBlocks: this.opts.createEmptyBlocks || (this.opts.createEmptyBlocksIntervalMs ?? 0) > 0,
+        verify: this.verify,
+      },
+      this.chain,
+      seen,
+    );
   }
 
   // -------------------------------------------------------------------------------------------
@@ -1009,6 +1023,106 @@ export class ConsensusRuntime {
       this.nextBlockTimeNs = timeNs;
       this.clockOffsetNs = timeNs - this.baseNow();
     });
+  }
+
+  /**
+   * evm_snapshot: what devRewind() brings the chain back to, taken between blocks: the chain
+   * state, the application's point (`appPoint`, read in the same queue turn) and the dev clock.
+   */
+  devSnapshot<A>(appPoint: () => Promise<A>): Promise<DevSnapshot<A>> {
+    return this.devCall(async () => ({
+      target: { chainState: this.chain, app: await appPoint() },
+      clockOffsetNs: this.clockOffsetNs,
+      nextBlockTimeNs: this.nextBlockTimeNs,
+      timeMoved: this.timeMoved,
+    }));
+  }
+
+  /**
+   * evm_revert: brings every store back to the snapshot's height (rollback.ts: intent, the
+   * application through `rollbackApp`, block and state stores, WAL, double-sign guard), then
+   * continues from there as after a restart at that height, with the snapshot's dev clock.
+   * Refused unless this node is chain-local's single validator (the guard moves back only here).
+   */
+  devRewind<A>(
+    snap: DevSnapshot<A>,
+    io: { intentFile: string; rollbackApp: (app: A, height: number) => Promise<void> },
+  ): Promise<void> {
+    return this.devCall(async () => {
+      const height = snap.target.chainState.lastBlockHeight;
+      if (height > this.chain.lastBlockHeight)
+        throw new ConsensusError(
+          'ROLLBACK',
+          `cannot revert to height ${height}: the chain is at ${this.chain.lastBlockHeight}`,
+        );
+      // Quiet: no timer fires and no queued engine event of the removed heights runs later.
+      for (const t of this.timers) this.scheduler.clearTimer(t);
+      this.timers.clear();
+      this.heightWait = null;
+      for (let i = this.queue.length - 1; i >= 0; i--) {
+        const k = this.queue[i]!.kind;
+        if (k === 'engine' || k === 'gossip') this.queue.splice(i, 1);
+      }
+      await this.wal?.close();
+      this.wal = null;
+      await writeRollbackIntent(this.fs, io.intentFile, snap.target);
+      try {
+        await this.rewindStores(snap, io, height);
+      } catch (err) {
+        // Stores between two heights: stop here; the next start finishes the revert (intent file).
+        const e = new ConsensusError(
+          'ROLLBACK',
+          `evm_revert to height ${height} failed: ${(err as Error).message}`,
+        );
+        this.fail(e);
+        throw e;
+      }
+      this.chain = snap.target.chainState;
+      const seen =
+        height >= this.chain.initialHeight ? await this.blockStore.loadSeenCommit(height) : undefined;
+      this.engine = this.newEngine(seen ?? null);
+      this.latest = null;
+      await this.refreshRefs();
+      this.clockOffsetNs = snap.clockOffsetNs;
+      this.nextBlockTimeNs = snap.nextBlockTimeNs;
+      this.timeMoved = snap.timeMoved;
+      this.txsWaiting = false;
+      this.lastBlockTxs = 0;
+      for (const w of this.waiters) {
+        this.scheduler.clearTimer(w.timer);
+        w.reject(new ConsensusError('ROLLBACK', `reverted to height ${height} before height ${w.height}`));
+      }
+      this.waiters = [];
+      this.wal = await Wal.open(this.fs, this.opts.walDir, this.logger, this.opts.walRotateBytes);
+      this.wal.releaseReplayData();
+      if (this.network) this.scheduleGossip();
+      this.logger.info({ height }, 'reverted to a snapshot');
+      this.opts.bus.publish({ kind: 'ChainRewound', height });
+      // As after a commit (not as at start-up, which begins round 0 at once): the next block comes
+      // when the pacing says so (a transaction, evm_mine, the empty-block interval).
+      this.startHeightWait(this.engine.height, 0, 0);
+    });
+  }
+
+  /** devRewind's steps after the intent: the application, the consensus stores, the intent removed. */
+  private async rewindStores<A>(
+    snap: DevSnapshot<A>,
+    io: { intentFile: string; rollbackApp: (app: A, height: number) => Promise<void> },
+    height: number,
+  ): Promise<void> {
+    await io.rollbackApp(snap.target.app, height);
+    await rollbackConsensusStores(
+      {
+        fs: this.fs,
+        blockStore: this.blockStore,
+        stateStore: this.stateStore,
+        walDir: this.opts.walDir,
+        privValidatorStateFile: undefined,
+        privval: this.privval,
+      },
+      snap.target.chainState,
+    );
+    await this.fs.remove(io.intentFile);
   }
 
   /** The pacing and clock state the dev controls set (anvil_nodeInfo-like reads, tests). */

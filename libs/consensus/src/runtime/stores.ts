@@ -10,7 +10,7 @@
 //   "st:v:" h            validator set of height h;  "st:p:" h  consensus params of height h
 //   "st:r:" h            FinalizeBlockResponse of height h (block results)
 //   "st:ev:p:" hash      pending evidence;  "st:ev:c:" hash  height it was committed at
-import type { KVStore } from '../../../storage/index.js';
+import type { BatchOp, KVStore } from '../../../storage/index.js';
 import type {
   Block,
   BlockId,
@@ -92,6 +92,24 @@ export class BlockStore {
     this.height = Math.max(h, this.height);
   }
 
+  /**
+   * Deletes every block above `height` (block, seen commit, meta, hash index) and moves the top to
+   * `height`, in one synced batch (the dev chain's evm_revert). Idempotent.
+   */
+  async rollbackTo(height: number): Promise<void> {
+    const ops: BatchOp[] = [];
+    for (let h = height + 1; h <= this.height; h++) {
+      const m = await this.loadBlockMeta(h);
+      if (m) ops.push({ type: 'del', key: keyBytes('bs:h:', m.blockId.hash) });
+      for (const p of ['bs:b:', 'bs:c:', 'bs:m:']) ops.push({ type: 'del', key: key(p, h) });
+    }
+    const base = height < this.base || height === 0 ? 0 : this.base;
+    ops.push({ type: 'put', key: key('bs:meta'), value: encodeTagged({ base, height }) });
+    await this.kv.write(ops, { sync: true });
+    this.base = base;
+    this.height = height;
+  }
+
   async loadBlock(height: number): Promise<Block | undefined> {
     const b = await this.kv.get(key('bs:b:', height));
     return b ? decodeBlock(b) : undefined;
@@ -141,6 +159,39 @@ export class StateStore {
       { type: 'put', key: key('st:v:', h + 2), value: encodeTagged(storeValidatorSet(s.nextValidators)) },
       { type: 'put', key: key('st:p:', h + 1), value: encodeTagged(s.consensusParams) },
     ];
+    if (h >= s.initialHeight)
+      ops.push({
+        type: 'put',
+        key: key('st:v:', h),
+        value: encodeTagged(storeValidatorSet(s.lastValidators)),
+      });
+    await this.kv.write(ops, { sync: true });
+  }
+
+  /**
+   * Makes `s` (a state saved at its height earlier) the current state again: block results above
+   * its height and the validator sets and params past what it determines are deleted, in the same
+   * synced batch as the state (the dev chain's evm_revert). Idempotent.
+   */
+  async rollbackTo(s: ChainState): Promise<void> {
+    const h = s.lastBlockHeight;
+    const ops: BatchOp[] = [];
+    const above = async (prefix: string, from: number) => {
+      for await (const [k] of this.kv.iterate({
+        gte: key(prefix, from),
+        lt: enc.encode(`${prefix.slice(0, -1)};`),
+      }))
+        ops.push({ type: 'del', key: k.slice() });
+    };
+    await above('st:r:', h + 1);
+    await above('st:v:', h + 3);
+    await above('st:p:', h + 2);
+    ops.push(
+      { type: 'put', key: key('st:state'), value: encodeTagged(storeChainState(s)) },
+      { type: 'put', key: key('st:v:', h + 1), value: encodeTagged(storeValidatorSet(s.validators)) },
+      { type: 'put', key: key('st:v:', h + 2), value: encodeTagged(storeValidatorSet(s.nextValidators)) },
+      { type: 'put', key: key('st:p:', h + 1), value: encodeTagged(s.consensusParams) },
+    );
     if (h >= s.initialHeight)
       ops.push({
         type: 'put',

@@ -133,6 +133,9 @@ class Lru<K, V> {
     }
     return v;
   }
+  clear(): void {
+    this.m.clear();
+  }
   set(k: K, v: V): void {
     this.m.delete(k);
     this.m.set(k, v);
@@ -199,6 +202,38 @@ export class ChainStore {
     this.txCache.set(n, txs);
     this.receiptCache.set(n, receipts);
     return ops;
+  }
+
+  /**
+   * Batch operations deleting block `n`'s Ethereum view: its record, hash, transactions, receipts,
+   * tx-hash entries and log index entries (dev chain rollback). Nothing when it is not stored.
+   */
+  async dropOps(n: bigint): Promise<BatchOp[]> {
+    const b = await this.block(n);
+    if (!b) return [];
+    const ops: BatchOp[] = [
+      { type: 'del', key: heightKey(P.block, n) },
+      { type: 'del', key: concat(Uint8Array.of(P.blockHash), b.hash) },
+      { type: 'del', key: heightKey(P.blockTxs, n) },
+      { type: 'del', key: heightKey(P.receipts, n) },
+    ];
+    for (const h of b.txHashes) ops.push({ type: 'del', key: concat(Uint8Array.of(P.txIndex), h) });
+    const keys = new Set<string>();
+    for (const r of await this.receipts(n)) {
+      for (const l of r.logs) {
+        keys.add(`${P.logAddress.toString(16)}${toKey(l.address)}`);
+        for (const t of l.topics) keys.add(`${P.logTopic.toString(16)}${toKey(t)}`);
+      }
+    }
+    for (const k of keys) ops.push({ type: 'del', key: concat(Buffer.from(k, 'hex'), be64(n)) });
+    return ops;
+  }
+
+  /** Forgets the cached blocks, transactions and receipts (after a rollback). */
+  clearCaches(): void {
+    this.blocks.clear();
+    this.receiptCache.clear();
+    this.txCache.clear();
   }
 
   async block(n: bigint): Promise<StoredBlock | undefined> {

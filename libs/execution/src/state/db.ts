@@ -72,6 +72,11 @@ export interface StateDbOptions {
   keepRecent: number;
   /** Entries kept in the account and slot caches. */
   cacheEntries?: number;
+  /**
+   * Also journal each block's history keys in archive mode (full mode always does, for pruning):
+   * the dev chain's evm_revert undoes blocks from the journals (rollbackOps).
+   */
+  journal?: boolean;
 }
 
 const RECENT_DIFFS = 8;
@@ -87,6 +92,13 @@ function encodeHist(v: Uint8Array | undefined): Uint8Array {
 
 function decodeHist(b: Uint8Array): Uint8Array | undefined {
   return b[0] === 0 ? undefined : b.slice(1);
+}
+
+/** The latest-value prefix of a history prefix. */
+function latestPrefixOf(histPrefix: number): number {
+  for (const t of ['account', 'storage', 'node'] as const)
+    if (HIST_PREFIX[t] === histPrefix) return LATEST_PREFIX[t];
+  throw new ChainError(-32000, `state rollback: ${histPrefix} is not a history table prefix`);
 }
 
 function sameBytes(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean {
@@ -406,7 +418,7 @@ export class StateDb {
    */
   async commitOps(built: BuiltState): Promise<{ ops: BatchOp[]; newOldest: number }> {
     const ops: BatchOp[] = [];
-    const full = this.opts.mode === 'full';
+    const full = this.opts.mode === 'full' || this.opts.journal === true;
     const journal: Uint8Array[] = [];
     let journalBytes = 0;
     const height = BigInt(built.height);
@@ -484,6 +496,59 @@ export class StateDb {
     while (this.diffs.length > RECENT_DIFFS) this.diffs.shift();
     if (this.accountTrie.loadedNodes > 500_000) this.accountTrie.unload();
     for (const [addr, t] of this.storageTries) if (t.loadedNodes > 50_000) this.storageTries.delete(addr);
+  }
+
+  // ---------------------------------------------------------------- rollback (dev chain)
+
+  /**
+   * The batch operations that bring the versioned tables back to their values at `height` (below
+   * latest): every history record of a later block, newest first, gives the latest key its value
+   * from before that block, and is deleted with its journal. Needs the journals (full mode, or the
+   * `journal` option) of every block above `height`; a block without one changed nothing.
+   */
+  async rollbackOps(height: number): Promise<BatchOp[]> {
+    if (this.opts.mode !== 'full' && this.opts.journal !== true)
+      throw new ChainError(
+        -32000,
+        'state rollback needs the change journals (full mode or the journal option)',
+      );
+    if (height < this.oldest) throw new PrunedStateError(height, this.opts.keepRecent);
+    const ops: BatchOp[] = [];
+    for (let h = this.latest; h > height; h--) {
+      const jk = heightKey(P.pruneJournal, h);
+      const list = await this.kv.get(jk);
+      if (!list) continue;
+      const hks: Uint8Array[] = [];
+      for (let o = 0; o < list.length; ) {
+        const len = list[o];
+        hks.push(list.slice(o + 1, o + 1 + len));
+        o += 1 + len;
+      }
+      const olds = await this.kv.getMany(hks);
+      hks.forEach((hk, i) => {
+        const raw = olds[i];
+        if (raw === undefined)
+          throw new ChainError(-32000, `state rollback: history record of block ${h} is missing`);
+        const lk = hk.slice(0, hk.length - 8);
+        lk[0] = latestPrefixOf(hk[0]);
+        const old = decodeHist(raw);
+        if (old === undefined) ops.push({ type: 'del', key: lk });
+        else ops.push({ type: 'put', key: lk, value: old });
+        ops.push({ type: 'del', key: hk });
+      });
+      ops.push({ type: 'del', key: jk });
+    }
+    return ops;
+  }
+
+  /** After a rollback's batch is on disk: forgets every cache, diff and trie, then init(). */
+  reset(latest: number, oldest: number, stateRoot: Uint8Array): void {
+    this.acctCache.clear();
+    this.slotCache.clear();
+    this.codeCache.clear();
+    this.diffs = [];
+    this.epoch++;
+    this.init(latest, oldest, stateRoot);
   }
 
   /** Genesis: writes the initial state directly (no history before it). */

@@ -10,7 +10,7 @@
 //   F <tag> 0x00 <value> 0x00 <height 8>          -> "" (indexed attribute of a FinalizeBlock event)
 //   M last                                        -> height 8 (highest block indexed)
 import { keccak256 } from '../../../crypto/index.js';
-import type { KVStore } from '../../../storage/index.js';
+import type { BatchOp, KVStore } from '../../../storage/index.js';
 import type {
   AbciEvent,
   Block,
@@ -179,6 +179,8 @@ export interface TxIndexBackend {
   search(query: Query): Promise<IndexedTx[]>;
   searchBlocks(query: Query): Promise<number[]>;
   indexedHeight(): Promise<number>;
+  /** Deletes everything indexed above `height` (the dev chain's evm_revert). */
+  rollbackTo(height: number): Promise<void>;
   /** Releases what the backend holds (a thread); a TxIndexStore leaves its KVStore to its owner. */
   close?(): Promise<void>;
 }
@@ -259,6 +261,15 @@ export class TxIndexer {
   /** Highest indexed height (0 when nothing was indexed or indexing is off). */
   async indexedHeight(): Promise<number> {
     return this.backend ? this.backend.indexedHeight() : 0;
+  }
+
+  /**
+   * Deletes what is indexed above `height` (the dev chain's evm_revert), after the writes already
+   * queued. Nothing to do when indexing is off.
+   */
+  async rollbackTo(height: number): Promise<void> {
+    await this.idle();
+    await this.backend?.rollbackTo(height);
   }
 
   /**
@@ -366,6 +377,45 @@ export class TxIndexStore implements TxIndexBackend {
     const last = await this.indexedHeight();
     if (height > last) put(LAST_KEY, h8);
     await this.kv.write(ops);
+  }
+
+  /**
+   * Deletes every entry of the blocks above `height` in one batch: their transactions (records,
+   * Ethereum-hash aliases, positions, event attributes), block heights and FinalizeBlock event
+   * attributes; the last indexed height becomes at most `height`. Idempotent.
+   */
+  async rollbackTo(height: number): Promise<void> {
+    const ops: BatchOp[] = [];
+    const del = (key: Uint8Array) => ops.push({ type: 'del', key });
+    const from = u64(height + 1);
+    for await (const [key, hash] of this.kv.iterate({
+      gte: cat('H', from),
+      lt: prefixEnd(enc.encode('H')),
+    })) {
+      del(key.slice());
+      const raw = await this.kv.get(cat('T', hash));
+      if (!raw) continue;
+      const rec = decodeRecord(hash, raw);
+      // A record kept from an earlier block (a failed re-execution does not replace it) stays.
+      if (rec.height <= height) continue;
+      del(cat('T', hash));
+      del(cat('A', keccak256(rec.tx)));
+      const pos = cat(u64(rec.height), u32(rec.index));
+      for (const e of rec.result.events) {
+        if (e.type === '') continue;
+        for (const a of e.attributes) {
+          if (a.key === '' || !a.index) continue;
+          del(cat('E', `${e.type}.${a.key}`, SEP, a.value, SEP, pos));
+        }
+      }
+    }
+    for await (const [key] of this.kv.iterate({ gte: cat('B', from), lt: prefixEnd(enc.encode('B')) }))
+      del(key.slice());
+    for await (const [key] of this.kv.iterate({ gte: enc.encode('F'), lt: prefixEnd(enc.encode('F')) })) {
+      if (readU64(key, key.length - 8) > height) del(key.slice());
+    }
+    if ((await this.indexedHeight()) > height) ops.push({ type: 'put', key: LAST_KEY, value: u64(height) });
+    await this.kv.write(ops, { sync: true });
   }
 
   /** Looks a transaction up by its CometBFT hash (sha256) or its Ethereum hash (keccak256). */

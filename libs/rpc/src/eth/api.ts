@@ -194,6 +194,11 @@ export class EthApi {
     registerDevMining((name, specs, fn) => this.def(name, specs, fn), deps.devControl ?? null);
   }
 
+  /** The dev chain reverted (evm_revert): cached eth_call results of the removed heights go. */
+  onRewound(): void {
+    this.calls.reset();
+  }
+
   private def<const S extends readonly ArgSpec<unknown>[]>(
     name: string,
     specs: S,

@@ -51,6 +51,12 @@ export class CallCache<T> {
    * The result of `run()` for `key` at `height`: computed once while `height` is the newest height
    * asked, and shared by calls that arrive while it runs. A newer height empties the cache.
    */
+  /** Forgets every result and the height (the chain went back: a height may come again). */
+  reset(): void {
+    this.entries = new Map();
+    this.height = -1n;
+  }
+
   get(height: bigint, key: string, run: () => Promise<T>): Promise<T> {
     if (height < this.height || key.length > CALL_CACHE_MAX_KEY) return run();
     if (height > this.height) {

@@ -1,5 +1,6 @@
-// Mining and time test-control methods of Hardhat and anvil (evm_mine, anvil_mine / hardhat_mine,
-// evm_setAutomine, evm_setIntervalMining, evm_increaseTime, evm_setNextBlockTimestamp), answered
+// Mining, time and snapshot test-control methods of Hardhat and anvil (evm_mine, anvil_mine /
+// hardhat_mine, evm_setAutomine, evm_setIntervalMining, evm_increaseTime, evm_setNextBlockTimestamp,
+// evm_snapshot / evm_revert and their anvil_ names), answered
 // through the EthDevControl port. Only a single-validator chain-local node has them; every block
 // they make still goes through consensus (docs/json-rpc.md, "Dev chain: mining and time").
 import type { EthDevControl } from '../../../types/index.js';
@@ -48,7 +49,8 @@ async function run<T>(method: string, fn: () => Promise<T>): Promise<T> {
   } catch (err) {
     const code = (err as { code?: unknown }).code;
     if (code === 'DEV_CONTROLS_REFUSED') throw refusedHere(method);
-    if (code === 'INVALID_TIME') throw serverError(`${method}: ${(err as Error).message}`);
+    if (code === 'INVALID_TIME' || code === 'ROLLBACK')
+      throw serverError(`${method}: ${(err as Error).message}`);
     throw err;
   }
 }
@@ -112,6 +114,18 @@ export function registerDevMining(def: DefineMethod, dev: EthDevControl | null):
     const total = await run('evm_increaseTime', () => port('evm_increaseTime').increaseTime(by));
     return quantity(total > 0n ? total : 0n);
   });
+
+  // evm_snapshot / anvil_snapshot: an id (hex quantity, from 0x1, increasing) of the chain as it is.
+  for (const name of ['evm_snapshot', 'anvil_snapshot']) {
+    def(name, [], async () => quantity(await run(name, () => port(name).snapshot())));
+  }
+
+  // evm_revert / anvil_revert id: the chain back at that snapshot (blocks, state, receipts, logs,
+  // indexes, the dev clock), which and every later snapshot are then used up. false for an unknown
+  // or used id, as Hardhat and anvil answer.
+  for (const name of ['evm_revert', 'anvil_revert']) {
+    def(name, [req(hexOrDecimal64)], async ([id]) => run(name, () => port(name).revert(id)));
+  }
 
   def('evm_setNextBlockTimestamp', [req(hexOrDecimal64)], async ([ts]) => {
     const t = seconds('evm_setNextBlockTimestamp', 'timestamp', ts);

@@ -81,6 +81,7 @@ type HostToEdge =
   | { t: 'snap'; s: ChainSnapshot }
   | { t: 'head'; block: EthBlock; logs: EthLog[] }
   | { t: 'pending'; hashes: Hex[] }
+  | { t: 'rewound'; height: number }
   | { t: 'cmd'; id: number; c: CommandName; a: [string, number] | [] };
 
 type EdgeToHost =
@@ -125,6 +126,8 @@ const DEV_CALLS = [
   'setIntervalMining',
   'increaseTime',
   'setNextBlockTimestamp',
+  'snapshot',
+  'revert',
 ] as const;
 type DevCall = (typeof DEV_CALLS)[number];
 const DEV_CALL_SET: ReadonlySet<string> = new Set(DEV_CALLS);
@@ -368,6 +371,10 @@ export class EthEdgeHost {
     } else if (ev.kind === 'EthPendingTx') {
       this.pending.push(ev.hash);
       this.out.schedule();
+    } else if (ev.kind === 'ChainRewound') {
+      // The next batch carries a fresh snapshot even if the height is the same number again.
+      this.sentHeight = -1n;
+      this.out.push({ t: 'rewound', height: ev.height });
     }
   }
 
@@ -552,6 +559,8 @@ export class EthEdgeClient {
       setIntervalMining: (ms) => d<void>('setIntervalMining', ms),
       increaseTime: (seconds) => d<bigint>('increaseTime', seconds),
       setNextBlockTimestamp: (seconds) => d<void>('setNextBlockTimestamp', seconds),
+      snapshot: () => d<bigint>('snapshot'),
+      revert: (id) => d<boolean>('revert', id),
     };
     channel.on('message', (batch) => {
       for (const m of batch as HostToEdge[]) this.onMessage(m);
@@ -615,6 +624,9 @@ export class EthEdgeClient {
         return;
       case 'pending':
         for (const hash of m.hashes) this.bus.publish({ kind: 'EthPendingTx', hash });
+        return;
+      case 'rewound':
+        this.bus.publish({ kind: 'ChainRewound', height: m.height });
         return;
       case 'cmd':
         void this.runCommand(m.id, m.c, m.a);

@@ -54,8 +54,13 @@ export interface FilterManagerOptions {
   maxItems: number;
 }
 
+/** Heads whose number onRewound can look up by hash. */
+const HEAD_NUMBERS_KEPT = 4096;
+
 export class FilterManager {
   private readonly filters = new Map<string, Filter>();
+  /** Recent heads: hash -> number. */
+  private readonly headNumbers = new Map<Hex, bigint>();
   private readonly sweeper: NodeJS.Timeout | undefined;
 
   constructor(
@@ -112,6 +117,9 @@ export class FilterManager {
   }
 
   onHead(block: EthBlock, logs: EthLog[]): void {
+    this.headNumbers.set(block.hash, block.number);
+    if (this.headNumbers.size > HEAD_NUMBERS_KEPT)
+      this.headNumbers.delete(this.headNumbers.keys().next().value!);
     for (const f of this.filters.values()) {
       if (f.kind === 'blocks') this.push(f, block.hash);
       else if (f.kind === 'logs') {
@@ -121,6 +129,19 @@ export class FilterManager {
         for (const log of logs) if (logMatches(log, f.spec)) this.push(f, log);
       }
     }
+  }
+
+  /**
+   * The dev chain reverted to `height` (evm_revert): items not yet polled that belong to a removed
+   * block (its hash, its logs) are dropped; a block hash of unknown height is dropped too.
+   */
+  onRewound(height: number): void {
+    const h = BigInt(height);
+    for (const f of this.filters.values()) {
+      if (f.kind === 'logs') f.items = f.items.filter((l) => l.blockNumber <= h);
+      else if (f.kind === 'blocks') f.items = f.items.filter((x) => (this.headNumbers.get(x) ?? h + 1n) <= h);
+    }
+    for (const [hash, n] of this.headNumbers) if (n > h) this.headNumbers.delete(hash);
   }
 
   onPendingTx(hash: Hex): void {

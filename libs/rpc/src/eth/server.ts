@@ -553,6 +553,9 @@ export class EthRpcServer {
     } else if (ev.kind === 'EthPendingTx') {
       this.filters.onPendingTx(ev.hash);
       this.fanOutPending(ev.hash);
+    } else if (ev.kind === 'ChainRewound') {
+      this.filters.onRewound(ev.height);
+      this.api.onRewound();
     }
   }
 

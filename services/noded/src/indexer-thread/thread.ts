@@ -25,6 +25,7 @@ export type IndexerCommand =
   | { op: 'get'; hash: Uint8Array }
   | { op: 'search' | 'searchBlocks'; query: string }
   | { op: 'indexedHeight' }
+  | { op: 'rollbackTo'; height: number }
   | { op: 'close' };
 
 /** A command as sent; every one is answered with an IndexerReply carrying its id. */
@@ -123,6 +124,10 @@ export class IndexerThread implements TxIndexBackend {
 
   indexedHeight(): Promise<number> {
     return this.request({ op: 'indexedHeight' });
+  }
+
+  rollbackTo(height: number): Promise<void> {
+    return this.request({ op: 'rollbackTo', height });
   }
 
   /** Waits for the requests in flight, closes the database, stops the thread. */

@@ -33,6 +33,8 @@ async function serve(): Promise<void> {
         return store.searchBlocks(Query.parse(req.query));
       case 'indexedHeight':
         return store.indexedHeight();
+      case 'rollbackTo':
+        return store.rollbackTo(req.height);
       case 'close':
         closing = true;
         await Promise.allSettled([...inFlight]);

@@ -1,0 +1,125 @@
+// Hardhat 2 runs a test file whose `it` blocks each start from a fixture through loadFixture, as
+// @nomicfoundation/hardhat-network-helpers 1.x does it (evm_snapshot after the fixture's first run;
+// later calls evm_revert to it, which must answer true, then evm_snapshot again), against a
+// chain-local node (blocks on demand). The helpers package itself is not a dependency of this
+// repository, so the test file carries its loadFixture sequence.
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { compile, TOKEN_SOURCE } from './contracts.js';
+import { runHardhat, writeHardhatProject } from './hardhat-project.js';
+import { initLocalHome, type RunningNode, repoRoot, startNode } from './harness.js';
+
+// loadFixture and takeSnapshot of hardhat-network-helpers 1.x (loadFixture.ts, takeSnapshot.ts).
+const TEST = `
+const { network, ethers } = require('hardhat');
+const assert = require('node:assert/strict');
+const TOKEN = require('./token.json');
+
+const p = network.provider;
+const snapshots = [];
+async function takeSnapshot() {
+  let snapshotId = await p.request({ method: 'evm_snapshot' });
+  return {
+    restore: async () => {
+      const reverted = await p.request({ method: 'evm_revert', params: [snapshotId] });
+      if (typeof reverted !== 'boolean') throw new Error('evm_revert answered ' + JSON.stringify(reverted));
+      if (!reverted) throw new Error('InvalidSnapshotError: evm_revert(' + snapshotId + ') = false');
+      snapshotId = await p.request({ method: 'evm_snapshot' });
+    },
+    get id() { return snapshotId; },
+  };
+}
+async function loadFixture(fixture) {
+  const found = snapshots.find((s) => s.fixture === fixture);
+  if (found) {
+    await found.restorer.restore();
+    snapshots.splice(0, snapshots.length, ...snapshots.filter((s) => Number(s.restorer.id) <= Number(found.restorer.id)));
+    return found.data;
+  }
+  const data = await fixture();
+  snapshots.push({ restorer: await takeSnapshot(), fixture, data });
+  return data;
+}
+
+async function deployToken() {
+  const [owner, other] = await ethers.getSigners();
+  const factory = new ethers.ContractFactory(TOKEN.abi, TOKEN.bytecode, owner);
+  const token = await factory.deploy('Fixture', 'FIX', 1000000n);
+  await token.waitForDeployment();
+  const height = await ethers.provider.getBlockNumber();
+  const time = (await ethers.provider.getBlock('latest')).timestamp;
+  return { token, owner, other, height, time };
+}
+
+describe('loadFixture on noded', function () {
+  it('the fixture deploys; a transfer moves tokens', async function () {
+    const { token, other } = await loadFixture(deployToken);
+    await (await token.transfer(other.address, 100n)).wait();
+    assert.equal(await token.balanceOf(other.address), 100n);
+  });
+
+  it('the next test starts from the fixture again', async function () {
+    const { token, owner, other, height } = await loadFixture(deployToken);
+    assert.equal(await ethers.provider.getBlockNumber(), height);
+    assert.equal(await token.balanceOf(other.address), 0n);
+    assert.equal(await token.balanceOf(owner.address), 1000000n);
+    await (await token.transfer(other.address, 7n)).wait();
+    await p.send('hardhat_mine', ['0x3']);
+    assert.equal(await token.balanceOf(other.address), 7n);
+  });
+
+  it('time moved in a test is back at the fixture in the next', async function () {
+    const { time } = await loadFixture(deployToken);
+    await p.send('evm_increaseTime', [86400]);
+    await p.send('evm_mine', []);
+    const moved = (await ethers.provider.getBlock('latest')).timestamp;
+    assert.ok(moved >= time + 86400, 'moved ' + moved);
+  });
+
+  it('after it, a block is made at the fixture height + 1 at the restored time', async function () {
+    const { token, other, height, time } = await loadFixture(deployToken);
+    const receipt = await (await token.transfer(other.address, 1n)).wait();
+    assert.equal(receipt.blockNumber, height + 1);
+    const t = (await ethers.provider.getBlock(receipt.blockNumber)).timestamp;
+    assert.ok(t < time + 86400, 'the day added in the previous test is gone: ' + t + ' vs ' + time);
+    assert.equal(await ethers.provider.getTransactionCount(other.address), 0);
+  });
+});
+`;
+
+describe('Hardhat 2: loadFixture against chain-local', { timeout: 300_000 }, () => {
+  let home: string;
+  let node: RunningNode | undefined;
+  const project = join(repoRoot(), '.tmp', `hardhat-fixture-${process.pid}`);
+
+  before(async () => {
+    // Blocks on demand as chain-local's default; the empty block once an hour instead of every second,
+    // so that the heights asserted do not move between two reads.
+    const init = await initLocalHome({
+      extra: (config) => {
+        if (config.consensus) config.consensus.create_empty_blocks_interval = '3600s';
+      },
+    });
+    home = init.home;
+    node = await startNode(home, init.ports);
+    const { abi, bytecode } = compile(TOKEN_SOURCE).TestToken!;
+    writeHardhatProject(project, node.ethUrl, {
+      'test/fixture.cjs': TEST,
+      'test/token.json': JSON.stringify({ abi, bytecode }),
+    });
+  });
+
+  after(async () => {
+    await node?.stop();
+    rmSync(project, { recursive: true, force: true });
+    if (home) rmSync(home, { recursive: true, force: true });
+  });
+
+  it('hardhat test passes with loadFixture over four it blocks', async () => {
+    const r = await runHardhat(project, ['test', '--no-compile']);
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /4 passing/);
+  });
+});
