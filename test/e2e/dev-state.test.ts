@@ -167,7 +167,8 @@ describe('dev-chain state methods on a chain-local node', { timeout: 300_000 }, 
     assert.equal(meta['chainId'], 31337);
     assert.equal(meta['latestBlockHash'], block?.hash);
     assert.match(String(meta['instanceId']), /^0x[0-9a-f]{64}$/);
-    assert.match(String(meta['clientVersion']), /^noded\//);
+    assert.match(String(meta['clientVersion']), /^anvil\/noded-v/);
+    assert.equal(await ok(url, 'web3_clientVersion'), meta['clientVersion']);
     assert.equal(meta['forkedNetwork'], undefined);
     const info = (await ok(url, 'anvil_nodeInfo')) as Record<string, unknown> & {
       environment: Record<string, unknown>;

@@ -1,8 +1,7 @@
-// Hardhat 2 runs a test file whose `it` blocks each start from a fixture through loadFixture, as
-// @nomicfoundation/hardhat-network-helpers 1.x does it (evm_snapshot after the fixture's first run;
-// later calls evm_revert to it, which must answer true, then evm_snapshot again), against a
-// chain-local node (blocks on demand). The helpers package itself is not a dependency of this
-// repository, so the test file carries its loadFixture sequence.
+// Hardhat 2 runs a test file whose `it` blocks each start from a fixture through the real loadFixture
+// of @nomicfoundation/hardhat-network-helpers 1.x (evm_snapshot after the fixture's first run; later
+// calls evm_revert to it, which must answer true, then evm_snapshot again), against a chain-local
+// node (blocks on demand).
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,37 +10,14 @@ import { compile, TOKEN_SOURCE } from './contracts.js';
 import { runHardhat, writeHardhatProject } from './hardhat-project.js';
 import { initLocalHome, type RunningNode, repoRoot, startNode } from './harness.js';
 
-// loadFixture and takeSnapshot of hardhat-network-helpers 1.x (loadFixture.ts, takeSnapshot.ts).
+// The real loadFixture of @nomicfoundation/hardhat-network-helpers 1.x (a dev dependency): it checks
+// web3_clientVersion, takes evm_snapshot after the fixture's first run, then evm_revert + evm_snapshot.
 const TEST = `
-const { network, ethers } = require('hardhat');
+const { ethers } = require('hardhat');
+const { loadFixture, mine, time: clock } = require('@nomicfoundation/hardhat-network-helpers');
 const assert = require('node:assert/strict');
 const TOKEN = require('./token.json');
 
-const p = network.provider;
-const snapshots = [];
-async function takeSnapshot() {
-  let snapshotId = await p.request({ method: 'evm_snapshot' });
-  return {
-    restore: async () => {
-      const reverted = await p.request({ method: 'evm_revert', params: [snapshotId] });
-      if (typeof reverted !== 'boolean') throw new Error('evm_revert answered ' + JSON.stringify(reverted));
-      if (!reverted) throw new Error('InvalidSnapshotError: evm_revert(' + snapshotId + ') = false');
-      snapshotId = await p.request({ method: 'evm_snapshot' });
-    },
-    get id() { return snapshotId; },
-  };
-}
-async function loadFixture(fixture) {
-  const found = snapshots.find((s) => s.fixture === fixture);
-  if (found) {
-    await found.restorer.restore();
-    snapshots.splice(0, snapshots.length, ...snapshots.filter((s) => Number(s.restorer.id) <= Number(found.restorer.id)));
-    return found.data;
-  }
-  const data = await fixture();
-  snapshots.push({ restorer: await takeSnapshot(), fixture, data });
-  return data;
-}
 
 async function deployToken() {
   const [owner, other] = await ethers.getSigners();
@@ -66,14 +42,13 @@ describe('loadFixture on noded', function () {
     assert.equal(await token.balanceOf(other.address), 0n);
     assert.equal(await token.balanceOf(owner.address), 1000000n);
     await (await token.transfer(other.address, 7n)).wait();
-    await p.send('hardhat_mine', ['0x3']);
+    await mine(3);
     assert.equal(await token.balanceOf(other.address), 7n);
   });
 
   it('time moved in a test is back at the fixture in the next', async function () {
     const { time } = await loadFixture(deployToken);
-    await p.send('evm_increaseTime', [86400]);
-    await p.send('evm_mine', []);
+    await clock.increase(86400);
     const moved = (await ethers.provider.getBlock('latest')).timestamp;
     assert.ok(moved >= time + 86400, 'moved ' + moved);
   });

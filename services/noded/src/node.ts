@@ -308,7 +308,10 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
           bus,
           logger: logger.child({ module: 'json-rpc' }),
           options: ethOptions,
-          clientVersion: `noded/v${NODED_VERSION}/${platform()}-${arch()}/node${process.versions.node}`,
+          // A dev chain names itself anvil-compatible: Hardhat's network helpers (loadFixture, time,
+          // mine, impersonation) only run against a web3_clientVersion that starts "anvil" or
+          // "HardhatNetwork", and chain-local serves anvil's dev methods.
+          clientVersion: `${devControls ? 'anvil/noded-' : 'noded/'}v${NODED_VERSION}/${platform()}-${arch()}/node${process.versions.node}`,
           devKeys,
           devChain: devControls ? { hardfork: HARDFORK } : undefined,
           onRequest: (method, ms, ok) => metrics.observeRpc(method, ms, ok),
