@@ -91,11 +91,11 @@ import {
 import { makeTracer, TraceTimeoutError } from './evm/tracers.js';
 import { nextBaseFee } from './feeMarket.js';
 import { cmpPrice, Mempool, protoTxSize, type SenderState } from './mempool.js';
-import type { ExecutorOptions } from './options.js';
+import type { CommittedRecord, ExecutorOptions } from './options.js';
 import { type AccountData, EMPTY_CODE_HASH, newAccount } from './state/account.js';
 import { ACCOUNT_TRIE_OWNER, type BuiltState, StateDb, storageOwner } from './state/db.js';
 import { JournaledState, type StateSource } from './state/journaled.js';
-import { META, metaKey, P } from './store/keys.js';
+import { heightKey, META, metaKey, P } from './store/keys.js';
 import { EMPTY_TRIE_ROOT, orderedTrieRoot } from './trie/mpt.js';
 import {
   checkStateless,
@@ -922,6 +922,11 @@ export class Executor implements Application, EthChain {
       [META.stateRoot]: toHex(p.built.stateRoot),
     };
     for (const [k, v] of Object.entries(metaOps)) ops.push({ type: 'put', key: metaKey(k), value: enc(v) });
+    if (this.opts.outbox) {
+      // In the same write as the block: a crash cannot commit a height without its outbox record.
+      const value = this.opts.outbox.encode(this.committedRecord(p));
+      ops.push({ type: 'put', key: heightKey(P.outbox, p.height), value });
+    }
     this.db.beginCommit(p.built, newOldest);
     const tWrite = performance.now();
     await this.opts.kv.write(ops, { sync: true });
@@ -963,6 +968,52 @@ export class Executor implements Application, EthChain {
     this.lastProposer = proposer;
     this.startAhead(true);
     return { retainHeight: 0 };
+  }
+
+  private committedRecord(p: PendingBlock): CommittedRecord {
+    const stateChanges: CommittedRecord['stateChanges'] = [];
+    for (const c of p.built.changes) {
+      if (c.table === 'node') continue; // trie nodes: a replica keeps flat state, checked by the header
+      stateChanges.push({ kind: c.table, key: fromHex(c.k), value: c.value });
+    }
+    return {
+      chainId: this.opts.chainId,
+      height: p.height,
+      blockHash: p.block.hash,
+      parentHash: p.block.header.parentHash,
+      headerRlp: p.block.headerEnc,
+      blockSize: p.block.size,
+      appHash: p.appHash,
+      txs: p.txs.map((t, i) => ({ raw: t.raw, sender: t.sender, hash: p.block.txHashes[i]! })),
+      receipts: p.receipts,
+      stateChanges,
+      codes: p.built.code.map(([hash, code]) => ({ codeHash: fromHex(hash), code })),
+    };
+  }
+
+  /** Up to `limit` outbox records in height order (ExecutorOptions.outbox): what is not published yet. */
+  async outboxEntries(limit: number): Promise<Array<{ height: number; record: Uint8Array }>> {
+    const out: Array<{ height: number; record: Uint8Array }> = [];
+    const range = { gte: heightKey(P.outbox, 0), lt: Uint8Array.of(P.outbox + 1), limit };
+    for await (const [k, v] of this.opts.kv.iterate(range)) {
+      out.push({
+        height: Number(new DataView(k.buffer, k.byteOffset + 1, 8).getBigUint64(0)),
+        record: v.slice(),
+      });
+    }
+    return out;
+  }
+
+  /** Removes the outbox records up to `height` (published and acknowledged). */
+  async clearOutbox(height: number): Promise<void> {
+    const ops: BatchOp[] = [];
+    for await (const [k] of this.opts.kv.iterate({
+      gte: heightKey(P.outbox, 0),
+      lte: heightKey(P.outbox, height),
+    })) {
+      ops.push({ type: 'del', key: k.slice() });
+    }
+    if (ops.length > 0) await this.opts.kv.write(ops);
   }
 
   // ------------------------------------------------------------ execution ahead of the proposal
