@@ -6,6 +6,7 @@ import { type AbciServer, serveApplication } from '../../../libs/abci-grpc/index
 import { homePaths, toExecutorSettings } from '../../../libs/config/index.js';
 import { Executor } from '../../../libs/execution/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
+import { encodeCommitted } from '../../../libs/stream/index.js';
 import { EventBus, type Logger } from '../../../libs/types/index.js';
 import {
   Closers,
@@ -14,6 +15,7 @@ import {
   type ServiceModuleFactory,
 } from '../../shared/src/bootstrap.js';
 import type { ServiceSettings } from '../../shared/src/settings.js';
+import { BlockPublisher } from './publisher.js';
 
 export const APPLICATION_DB = Symbol('application.db');
 export const EXECUTOR_BUS = Symbol('EventBus');
@@ -77,6 +79,8 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
           txFeeCap: x.txFeeCap,
           // anvil_* and evm_* need the JSON-RPC beside consensus: not in the cluster yet.
           devControls: false,
+          // Every committed height also goes to the outbox the publisher drains into JetStream.
+          outbox: { encode: encodeCommitted },
           bus,
           logger: logger.child({ module: 'execution' }),
         });
@@ -85,8 +89,31 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
       },
     },
     {
+      provide: BlockPublisher,
+      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, Executor, EXECUTOR_BUS],
+      useFactory: (
+        s: ServiceSettings,
+        logger: Logger,
+        closers: Closers,
+        executor: Executor,
+        bus: EventBus,
+      ) => {
+        const publisher = new BlockPublisher({
+          executor,
+          bus,
+          chainId: s.genesis.runtime.chainId,
+          servers: s.cluster.natsUrls,
+          logger,
+        });
+        // Closed after the gRPC server (no more commits) and before the executor it reads.
+        closers.add('publisher', () => publisher.close());
+        return publisher;
+      },
+    },
+    {
       provide: ABCI_SERVER,
-      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, Executor],
+      // After the publisher: it is listening for commits before the first FinalizeBlock arrives.
+      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, Executor, BlockPublisher],
       useFactory: async (
         s: ServiceSettings,
         logger: Logger,

@@ -12,6 +12,7 @@ import {
   loadGenesis,
   loadNodeConfig,
 } from '../../../libs/config/index.js';
+import { checkSubjectToken } from '../../../libs/stream/index.js';
 
 /** The services `noded service <name>` runs today. */
 export const SERVICE_NAMES = ['executor', 'consensus'] as const;
@@ -147,6 +148,8 @@ export function loadServiceSettings(
   const g = loadGenesis(paths.genesis);
   problems.push(...g.problems.map(formatProblem));
   const cluster = clusterSettingsOf(env, problems);
+  const token = g.genesis ? checkSubjectToken(g.genesis.runtime.chainId) : undefined;
+  if (token) problems.push(`genesis.json: chain_id: ${token}`);
   if (problems.length > 0 || !g.genesis) throw new ServiceSettingsError(name, problems);
   return {
     name,
