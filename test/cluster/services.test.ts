@@ -1,15 +1,19 @@
-// `noded service executor` and `noded service consensus` as separate processes on one chain-local
-// home: blocks are made through the ABCI gRPC contract, a transaction broadcast on consensus' :26657
-// is committed by the executor, the executor answers grpc.health.v1, and kill -9 of the executor
-// followed by its restart loses nothing (consensus waits, then replays what the executor lacks).
-// Bad arguments and variables are refused with the name of what is wrong.
+// nats-server (JetStream), `noded service executor` and `noded service consensus` as separate
+// processes on one chain-local home: blocks are made through the ABCI gRPC contract, a transaction
+// broadcast on consensus' :26657 is committed by the executor, the executor answers grpc.health.v1
+// and publishes one JetStream message per height, and kill -9 of the executor followed by its
+// restart loses nothing (consensus waits, then replays what the executor lacks; the stream has
+// every height once). Bad arguments and variables are refused with the name of what is wrong.
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { Wallet } from 'ethers';
+import { connect } from 'nats';
 import { ABCI_SERVICE_NAME, healthProto } from '../../libs/abci-grpc/index.js';
+import { blocksStreamName, decodeCommitted } from '../../libs/stream/index.js';
 import { DEV_ADDRESSES, DEV_KEYS, freePort, initLocalHome, runCli } from '../e2e/harness.js';
+import { startNatsServer } from './nats.js';
 import { comet, type ServiceProcess, spawnService, until, waitForService } from './processes.js';
 
 const cleanups: Array<() => unknown> = [];
@@ -63,8 +67,10 @@ describe('noded service executor + consensus', () => {
   it('make blocks over gRPC, commit a broadcast transaction, and survive kill -9 of the executor', async () => {
     const { home, ports } = await initLocalHome({ timeoutCommit: '300ms' });
     cleanups.push(() => rmSync(home, { recursive: true, force: true }));
+    const nats = await startNatsServer();
+    cleanups.push(() => nats.stop());
     const grpcAt = `127.0.0.1:${await freePort()}`;
-    const env = { NODED_EXECUTOR_GRPC_ADDRESS: grpcAt, NODED_EXECUTOR_WAIT: '60s' };
+    const env = { NODED_EXECUTOR_GRPC_ADDRESS: grpcAt, NODED_EXECUTOR_WAIT: '60s', NODED_NATS_URL: nats.url };
     const rpc = `http://127.0.0.1:${ports.rpc}`;
     const running: ServiceProcess[] = [];
     cleanups.push(async () => {
@@ -88,7 +94,8 @@ describe('noded service executor + consensus', () => {
     );
 
     // A transfer through :26657 is checked by the executor over gRPC and committed.
-    const first = await comet<TxCommit>(rpc, `broadcast_tx_commit?tx=${await transfer(0, 7n * GWEI)}`);
+    const firstRaw = await transfer(0, 7n * GWEI);
+    const first = await comet<TxCommit>(rpc, `broadcast_tx_commit?tx=${firstRaw}`);
     assert.equal(first.check_tx.code, 0, first.check_tx.log);
     assert.equal(first.tx_result.code, 0, first.tx_result.log);
     const txHeight = Number(first.height);
@@ -138,6 +145,32 @@ describe('noded service executor + consensus', () => {
     const tx = await comet<{ height: string; tx_result: { code: number } }>(rpc, `tx?hash=0x${first.hash}`);
     assert.equal(Number(tx.height), txHeight);
     assert.equal(tx.tx_result.code, 0);
+
+    // JetStream holds every height the executor committed, once, in order, with the transfer.
+    const nc = await connect({ servers: nats.url });
+    cleanups.push(() => nc.close());
+    const jsm = await nc.jetstreamManager();
+    const stream = blocksStreamName('chain-local');
+    const executorTop = Number(after.response.last_block_height);
+    const messages = await until('the stream reaches the executor height', 30_000, async () => {
+      const n = (await jsm.streams.info(stream)).state.messages;
+      return n >= executorTop ? n : undefined;
+    });
+    const seen: number[] = [];
+    let withTx = 0;
+    for (let seq = 1; seq <= messages; seq++) {
+      const m = await jsm.streams.getMessage(stream, { seq });
+      const r = decodeCommitted(m.data);
+      assert.equal(m.header?.get('Nats-Msg-Id'), String(r.height));
+      seen.push(r.height);
+      if (r.txs.some((t) => `0x${Buffer.from(t.raw).toString('hex')}` === firstRaw)) withTx = r.height;
+    }
+    assert.deepEqual(
+      seen,
+      Array.from({ length: messages }, (_, i) => i + 1),
+      'every height once, in order',
+    );
+    assert.equal(withTx, txHeight, "the transfer is in its height's message");
 
     // SIGTERM stops both cleanly (exit 0).
     assert.equal(await consensus.stop(), 0, consensus.output().slice(-2000));
