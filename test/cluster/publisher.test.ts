@@ -121,8 +121,8 @@ describe('executor outbox -> NATS JetStream', () => {
     let heights = await streamHeights(watcher, 'chain-local');
     assert.deepEqual(
       heights.map((h) => h.height),
-      Array.from({ length: top }, (_, i) => i + 1),
-      'one message per height, in order',
+      Array.from({ length: top + 1 }, (_, i) => i),
+      'the genesis record, then one message per height, in order',
     );
     assert.deepEqual(
       heights.map((h) => h.id),
@@ -139,7 +139,7 @@ describe('executor outbox -> NATS JetStream', () => {
     let found = false;
     for (const h of heights) {
       const r = decodeCommitted(
-        (await jsm.streams.getMessage(blocksStreamName('chain-local'), { seq: h.height })).data,
+        (await jsm.streams.getMessage(blocksStreamName('chain-local'), { seq: h.height + 1 })).data,
       );
       if (!r.txs.some((t) => hex(t.hash) === txHash)) continue;
       found = true;
@@ -155,11 +155,11 @@ describe('executor outbox -> NATS JetStream', () => {
     }
     assert.ok(found, 'a height carries the transfer');
     await until('a head for every height on core NATS', 10_000, async () =>
-      heads.length >= top ? true : undefined,
+      heads.length >= top + 1 ? true : undefined,
     );
     assert.deepEqual(
-      heads.slice(0, top),
-      Array.from({ length: top }, (_, i) => i + 1),
+      heads.slice(0, top + 1),
+      Array.from({ length: top + 1 }, (_, i) => i),
     );
 
     // nats-server down: blocks keep being committed, the outbox keeps them; back up: all published.
@@ -174,14 +174,14 @@ describe('executor outbox -> NATS JetStream', () => {
     heights = await streamHeights(watcher, 'chain-local');
     assert.deepEqual(
       heights.map((h) => h.height),
-      Array.from({ length: top2 }, (_, i) => i + 1),
+      Array.from({ length: top2 + 1 }, (_, i) => i),
       'no height lost or repeated',
     );
 
     // A height already in the stream (a crash after the ack, before the outbox record was removed)
     // is not appended again by a new publisher, even past the duplicate window.
     await publisher.close();
-    const stale = (await jsm.streams.getMessage(blocksStreamName('chain-local'), { seq: 2 })).data;
+    const stale = (await jsm.streams.getMessage(blocksStreamName('chain-local'), { seq: 3 })).data;
     await kv.write([{ type: 'put', key: Uint8Array.from([0x50, 0, 0, 0, 0, 0, 0, 0, 2]), value: stale }]);
     assert.equal((await executor.outboxEntries(10)).length, 1);
     publisher = new BlockPublisher({
@@ -195,7 +195,7 @@ describe('executor outbox -> NATS JetStream', () => {
     await until('the stale record is dropped', 10_000, async () =>
       (await executor.outboxEntries(10)).length === 0 ? true : undefined,
     );
-    assert.equal((await jsm.streams.info(blocksStreamName('chain-local'))).state.messages, top2);
+    assert.equal((await jsm.streams.info(blocksStreamName('chain-local'))).state.messages, top2 + 1);
     await publisher.close();
   });
 
@@ -225,7 +225,10 @@ describe('executor outbox -> NATS JetStream', () => {
           return true;
         },
       );
-    refused(bad({ height: 0n }), 'CommittedHeight.height: must be 1..2^53-1, got 0');
+    refused(
+      bad({ height: 2n ** 53n }),
+      'CommittedHeight.height: must be at most 2^53-1, got 9007199254740992',
+    );
     refused(bad({ blockHash: new Uint8Array(31) }), 'CommittedHeight.block_hash: must be 32 bytes, got 31');
     refused(bad({ chainId: '' }), 'CommittedHeight.chain_id: must not be empty');
     refused(

@@ -488,6 +488,11 @@ export class Executor implements Application, EthChain {
       [META.evmChainId]: this.opts.evmChainId.toString(),
     };
     for (const [k, v] of Object.entries(metaOps)) ops.push({ type: 'put', key: metaKey(k), value: enc(v) });
+    if (this.opts.outbox) {
+      // The genesis state is the outbox's first record: a replica starts from it.
+      const record = genesisRecord(req.chainId, height, block, g.ops, appHashOf(g.stateRoot, this.baseFee));
+      ops.push({ type: 'put', key: heightKey(P.outbox, height), value: this.opts.outbox.encode(record) });
+    }
     await this.opts.kv.write(ops, { sync: true });
     this.genesisHeight = height;
     this.appHash = appHashOf(g.stateRoot, this.baseFee);
@@ -2101,4 +2106,37 @@ function parseGenesisAccounts(appState: unknown, evmChainId: bigint): GenesisAcc
     out.push({ addr, data, code, storage });
   });
   return out;
+}
+
+/** The genesis height's outbox record: the genesis block and every account, slot and code it writes. */
+function genesisRecord(
+  chainId: string,
+  height: number,
+  block: StoredBlock,
+  ops: BatchOp[],
+  appHash: Uint8Array,
+): CommittedRecord {
+  const stateChanges: CommittedRecord['stateChanges'] = [];
+  const codes: CommittedRecord['codes'] = [];
+  for (const op of ops) {
+    if (op.type !== 'put') continue;
+    const prefix = op.key[0];
+    if (prefix === P.account) stateChanges.push({ kind: 'account', key: op.key.slice(1), value: op.value });
+    else if (prefix === P.storage)
+      stateChanges.push({ kind: 'storage', key: op.key.slice(1), value: op.value });
+    else if (prefix === P.code) codes.push({ codeHash: op.key.slice(1), code: op.value });
+  }
+  return {
+    chainId,
+    height,
+    blockHash: block.hash,
+    parentHash: block.header.parentHash,
+    headerRlp: block.headerEnc,
+    blockSize: block.size,
+    appHash,
+    txs: [],
+    receipts: [],
+    stateChanges,
+    codes,
+  };
 }

@@ -67,8 +67,9 @@ export function decodeCommitted(bytes: Uint8Array): CommittedRecord {
   }
   const f = (name: string) => `CommittedHeight.${name}`;
   if (m.chainId === '') throw new StreamFieldError(f('chain_id'), 'must not be empty');
-  if (m.height < 1n || m.height > MAX_HEIGHT)
-    throw new StreamFieldError(f('height'), `must be 1..2^53-1, got ${m.height}`);
+  // 0 (or initial_height - 1): the genesis state, the stream's first record.
+  if (m.height > MAX_HEIGHT)
+    throw new StreamFieldError(f('height'), `must be at most 2^53-1, got ${m.height}`);
   if (m.headerRlp.length === 0) throw new StreamFieldError(f('header_rlp'), 'must not be empty');
   if (m.receipts.length !== m.txs.length) {
     throw new StreamFieldError(
@@ -157,8 +158,9 @@ export function encodeHead(h: Head): Uint8Array {
 
 export function decodeHead(bytes: Uint8Array): Head {
   const m = NewHead.decode(bytes);
-  if (m.height < 1n || m.height > MAX_HEIGHT)
-    throw new StreamFieldError('NewHead.height', `must be 1..2^53-1, got ${m.height}`);
+  if (m.height > MAX_HEIGHT) {
+    throw new StreamFieldError('NewHead.height', `must be at most 2^53-1, got ${m.height}`);
+  }
   return {
     chainId: m.chainId,
     height: Number(m.height),

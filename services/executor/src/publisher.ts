@@ -40,8 +40,8 @@ const DUPLICATE_WINDOW_MS = 10 * 60_000;
 export class BlockPublisher {
   private nc: NatsConnection | undefined;
   private js: JetStreamClient | undefined;
-  /** The highest height in the stream (from its last message at connect, then each ack). */
-  private published = 0;
+  /** The highest height in the stream (from its last message at connect, then each ack); -1: empty. */
+  private published = -1;
   private running: Promise<void> | undefined;
   private again = false;
   private closed = false;
@@ -61,7 +61,7 @@ export class BlockPublisher {
     this.kick();
   }
 
-  /** The highest height the stream acknowledged. */
+  /** The highest height the stream acknowledged (-1: none yet). */
   get publishedHeight(): number {
     return this.published;
   }
@@ -143,7 +143,7 @@ export class BlockPublisher {
     this.log.info({ stream: name, subject: blocksSubject(this.o.chainId) }, 'JetStream stream created');
   }
 
-  /** The height of the stream's last message (0 when empty): never published twice past the window. */
+  /** The height of the stream's last message (-1 when empty): never published twice past the window. */
   private async lastPublishedHeight(jsm: JetStreamManager): Promise<number> {
     try {
       const m = await jsm.streams.getMessage(blocksStreamName(this.o.chainId), {
@@ -151,7 +151,7 @@ export class BlockPublisher {
       });
       return decodeCommitted(m.data).height;
     } catch (err) {
-      if (/no message found/i.test((err as Error).message)) return 0;
+      if (/no message found/i.test((err as Error).message)) return -1;
       throw err;
     }
   }
@@ -165,7 +165,7 @@ export class BlockPublisher {
       let last = 0;
       for (const e of entries) {
         if (e.height > this.published) {
-          if (this.published > 0 && e.height !== this.published + 1) {
+          if (this.published >= 0 && e.height !== this.published + 1) {
             // A gap would make every replica stop at it: refuse to publish past it.
             throw new Error(`outbox holds height ${e.height} but the stream ends at ${this.published}`);
           }

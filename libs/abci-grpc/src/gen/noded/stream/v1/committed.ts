@@ -27,7 +27,11 @@ export const protobufFileName = "noded/stream/v1/committed.proto";
 export interface CommittedHeight {
   /** Consensus chain id (chain-local, chain-testnet, chain-mainnet); a replica refuses another chain's. */
   chainId: string;
-  /** The height (the Ethereum block number), at least 1. */
+  /**
+   * The height (the Ethereum block number). The stream's first record is the genesis height
+   * (initial_height - 1, so 0 by default): the genesis block and every genesis account as state
+   * changes, without transactions.
+   */
   height: bigint;
   /** keccak256 of header_rlp (32 bytes): the Ethereum block hash. */
   blockHash: Uint8Array;
