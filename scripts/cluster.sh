@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make cluster`: the chain-local cluster on one machine without Docker (docs/cluster.md):
-# nats-server with JetStream, `noded service executor` and `noded service consensus`, each a
+# nats-server with JetStream, `noded service executor`, `consensus` and `state-store`, each a
 # background job whose lines are prefixed "[name] ". A service that exits on its own is restarted
 # after a second (as a container runtime would); Ctrl-C (SIGINT) or SIGTERM stops them all.
 # Usage: scripts/cluster.sh HOME  (initialise HOME first: noded init full --chain-id chain-local)
@@ -64,13 +64,15 @@ start_job nats "$nats_server" -js -a 127.0.0.1 -p "$nats_port" -sd "$home/data/n
 start_job executor node "$cli" service executor --home "$home"
 # consensus waits for the executor ($NODED_EXECUTOR_WAIT, 60 s by default).
 start_job consensus node "$cli" service consensus --home "$home"
+# a read replica following the stream into <home>/data/state-store.db (NODED_STATE_STORE_DB)
+start_job state-store node "$cli" service state-store --home "$home"
 
 stopping=0
 stop_all() {
   if [ "$stopping" -eq 1 ]; then
     echo "[cluster] stopping again: the services exit without waiting" >&2
   else
-    echo "[cluster] stopping consensus, executor and nats-server" >&2
+    echo "[cluster] stopping state-store, consensus, executor and nats-server" >&2
   fi
   stopping=1
   # Reverse order of start: consensus stops driving the executor first; NATS last, so the

@@ -1,14 +1,16 @@
 // scripts/cluster.sh (what `make cluster` runs after initialising the home): nats-server with
-// JetStream and the executor and consensus services as processes with prefixed output; blocks are
-// made and published; a service killed with -9 is restarted by the script; SIGTERM (what Ctrl-C
-// does at a terminal) stops every process it started, and the script exits 0.
+// JetStream and the executor, consensus and state-store services as processes with prefixed
+// output; blocks are made and published; a service killed with -9 is restarted by the script;
+// SIGTERM (what Ctrl-C does at a terminal) stops every process it started, and the script exits 0;
+// the state-store's own RocksDB then holds every height, chained.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { connect } from 'nats';
-import { blocksStreamName } from '../../libs/stream/index.js';
+import { RocksKV } from '../../libs/storage/index.js';
+import { blocksStreamName, ReplicaStore } from '../../libs/stream/index.js';
 import { freePort, initLocalHome, repoRoot } from '../e2e/harness.js';
 import { comet, until } from './processes.js';
 
@@ -73,6 +75,9 @@ describe('make cluster (scripts/cluster.sh)', () => {
     assert.match(out, /^\[nats\] .*Server is ready/m);
     assert.match(out, /^\[executor\] noded service executor is running/m);
     assert.match(out, /^\[consensus\] noded service consensus is running/m);
+    await until('the state-store runs', 60_000, async () =>
+      /^\[state-store\] noded service state-store is running/m.test(out) ? true : undefined,
+    );
     const natsPid = (await pidOf('nats', /^\[nats\] \[(\d+)\]/gm))[0]!;
     const [executorPid] = await pidOf(
       'executor',
@@ -82,7 +87,11 @@ describe('make cluster (scripts/cluster.sh)', () => {
       'consensus',
       /^\[consensus\] noded service consensus is running \(pid (\d+)\)/gm,
     );
-    for (const p of [natsPid, executorPid!, consensusPid!]) pids.add(p);
+    const [storePid] = await pidOf(
+      'state-store',
+      /^\[state-store\] noded service state-store is running \(pid (\d+)\)/gm,
+    );
+    for (const p of [natsPid, executorPid!, consensusPid!, storePid!]) pids.add(p);
 
     // kill -9 of the executor: the script starts a new one, and blocks continue.
     process.kill(executorPid!, 'SIGKILL');
@@ -116,5 +125,17 @@ describe('make cluster (scripts/cluster.sh)', () => {
     assert.match(out, /^\[consensus\] noded: SIGTERM received, stopping service consensus/m);
     assert.match(out, /^\[executor\] noded: SIGTERM received, stopping service executor/m);
     for (const p of pids) assert.equal(alive(p), false, `pid ${p} still runs after the script exited`);
+
+    // the state-store followed the stream into its own RocksDB: every height, chained
+    const kv = await RocksKV.open(join(home, 'data', 'state-store.db'));
+    try {
+      const replica = await ReplicaStore.open(kv, 'chain-local');
+      assert.ok(replica.height >= before, `state-store at ${replica.height}, the chain passed ${before}`);
+      for (let h = 1; h <= replica.height; h++) {
+        assert.deepEqual((await replica.record(h))?.parentHash, (await replica.record(h - 1))?.blockHash);
+      }
+    } finally {
+      await kv.close();
+    }
   });
 });

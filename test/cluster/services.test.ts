@@ -183,7 +183,7 @@ describe('noded service executor + consensus', () => {
     cleanups.push(() => rmSync(home, { recursive: true, force: true }));
     const unknown = runCli(['service', 'rpc-edge', '--home', home]);
     assert.equal(unknown.code, 1);
-    assert.match(unknown.stderr, /<name>: must be one of executor, consensus, got "rpc-edge"/);
+    assert.match(unknown.stderr, /<name>: must be one of executor, consensus, state-store, got "rpc-edge"/);
 
     const bad = runCli(['service', 'executor', '--home', home], {
       NODED_EXECUTOR_GRPC_ADDRESS: 'localhost',

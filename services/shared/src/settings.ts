@@ -2,6 +2,7 @@
 // NODED_<KEY> overrides, genesis.json, and the cluster's own variables (docs/cluster.md
 // "Configuration"). Every problem is collected and reported at once, each naming the file or variable.
 import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import {
   type ConfigProblem,
   type Env,
@@ -15,7 +16,7 @@ import {
 import { checkSubjectToken } from '../../../libs/stream/index.js';
 
 /** The services `noded service <name>` runs today. */
-export const SERVICE_NAMES = ['executor', 'consensus'] as const;
+export const SERVICE_NAMES = ['executor', 'consensus', 'state-store'] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
 /** Where the executor serves noded.abci.v1.Application (and grpc.health.v1) unless told otherwise. */
@@ -30,6 +31,8 @@ export interface ClusterSettings {
   natsUrls: string[];
   /** NODED_EXECUTOR_WAIT: how long consensus waits for the executor at start and after a loss (ms). */
   executorWaitMs: number;
+  /** NODED_STATE_STORE_DB: the state-store's own RocksDB directory (default <home>/data/state-store.db). */
+  stateStoreDb: string;
 }
 
 export interface ServiceSettings {
@@ -96,7 +99,7 @@ function natsUrlsOf(value: string, problems: string[]): string[] {
 }
 
 /** The cluster's own variables, checked; defaults when unset. */
-export function clusterSettingsOf(env: Env, problems: string[]): ClusterSettings {
+export function clusterSettingsOf(env: Env, problems: string[], home = '.'): ClusterSettings {
   const executorGrpcAddress = env.NODED_EXECUTOR_GRPC_ADDRESS ?? DEFAULT_EXECUTOR_GRPC_ADDRESS;
   checkHostPort('NODED_EXECUTOR_GRPC_ADDRESS', executorGrpcAddress, problems);
   const natsUrls = natsUrlsOf(env.NODED_NATS_URL ?? DEFAULT_NATS_URL, problems);
@@ -114,7 +117,17 @@ export function clusterSettingsOf(env: Env, problems: string[]): ClusterSettings
         problems.push(`$NODED_EXECUTOR_WAIT: must be between 100ms and 3600s, got ${JSON.stringify(wait)}`);
     }
   }
-  return { executorGrpcAddress, natsUrls, executorWaitMs };
+  const db = env.NODED_STATE_STORE_DB;
+  if (db !== undefined && db.trim() === '')
+    problems.push('$NODED_STATE_STORE_DB: must be a directory path, got ""');
+  const stateStoreDb =
+    db !== undefined && db.trim() !== '' ? resolve(db) : join(homePaths(home).data, 'state-store.db');
+  for (const own of ['application.db', 'blockstore.db', 'state.db', 'tx_index.db']) {
+    if (stateStoreDb === join(homePaths(home).data, own)) {
+      problems.push(`$NODED_STATE_STORE_DB: must not be the node's own ${own}, got ${JSON.stringify(db)}`);
+    }
+  }
+  return { executorGrpcAddress, natsUrls, executorWaitMs, stateStoreDb };
 }
 
 const formatProblem = (p: ConfigProblem) =>
@@ -147,7 +160,7 @@ export function loadServiceSettings(
   problems.push(...loaded.problems.map(formatProblem));
   const g = loadGenesis(paths.genesis);
   problems.push(...g.problems.map(formatProblem));
-  const cluster = clusterSettingsOf(env, problems);
+  const cluster = clusterSettingsOf(env, problems, home);
   const token = g.genesis ? checkSubjectToken(g.genesis.runtime.chainId) : undefined;
   if (token) problems.push(`genesis.json: chain_id: ${token}`);
   if (problems.length > 0 || !g.genesis) throw new ServiceSettingsError(name, problems);
