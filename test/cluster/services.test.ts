@@ -6,6 +6,7 @@
 // every height once). Bad arguments and variables are refused with the name of what is wrong.
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { Wallet } from 'ethers';
@@ -189,6 +190,7 @@ describe('noded service executor + consensus', () => {
       NODED_EXECUTOR_GRPC_ADDRESS: 'localhost',
       NODED_NATS_URL: 'http://127.0.0.1:4222',
       NODED_API_ADDRESS: 'nowhere',
+      NODED_STATE_STORE_DB: join(home, 'data', 'application.db'),
     });
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /\$NODED_EXECUTOR_GRPC_ADDRESS: must be host:port .*got "localhost"/);
@@ -197,6 +199,7 @@ describe('noded service executor + consensus', () => {
       /\$NODED_NATS_URL: each URL must be nats:\/\/host:port or tls:\/\/host:port, got "http:\/\/127\.0\.0\.1:4222"/,
     );
     assert.match(bad.stderr, /app\.toml: api\.address: .*\(set by \$NODED_API_ADDRESS\)/);
+    assert.match(bad.stderr, /\$NODED_STATE_STORE_DB: must not be the node's own application\.db/);
 
     const nobody = `127.0.0.1:${await freePort()}`;
     const lonely = runCli(['service', 'consensus', '--home', home], {
