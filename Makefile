@@ -2,7 +2,7 @@
 HOME_DIR ?= $(or $(NODED_HOME),$(HOME)/.noded)
 LOCALNET_DIR ?= ./.localnet
 
-.PHONY: setup build test lint typecheck local localnet sim bench clean
+.PHONY: setup build test lint typecheck local localnet cluster sim bench clean
 
 setup:
 	npm ci
@@ -34,6 +34,13 @@ local: setup build
 localnet: build
 	@test -d "$(LOCALNET_DIR)/node0" || node bin/noded.js testnet --validators 4 --output "$(LOCALNET_DIR)" --starting-ip 127.0.0.2 --overwrite
 	bash scripts/localnet.sh "$(LOCALNET_DIR)"
+
+# The chain-local cluster without Docker (docs/cluster.md): initialises HOME_DIR like `local`, then
+# runs nats-server (JetStream, store in HOME_DIR/data/nats), the executor and consensus services with
+# their output prefixed "[name]"; a service that exits is restarted; Ctrl-C stops them all.
+cluster: setup build
+	@test -f "$(HOME_DIR)/config/genesis.json" || node bin/noded.js init full --chain-id chain-local --home "$(HOME_DIR)"
+	bash scripts/cluster.sh "$(HOME_DIR)"
 
 sim: build
 	npm run sim -- --seeds 300

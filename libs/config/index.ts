@@ -7,6 +7,8 @@ export { checkEthAddress, toChecksumAddress } from './src/address.js';
 export * from './src/constants.js';
 // chain-local development accounts from a mnemonic.
 export * from './src/dev-accounts.js';
+// NODED_<KEY> environment overrides of config.toml and app.toml keys (the cluster's services).
+export { ENV_PREFIX, type Env, envNameOf } from './src/env.js';
 // genesis.json: shape, validation, the runtime form and the chain-local builder.
 export * from './src/genesis.js';
 // Home layout and the lock that keeps two nodes (or a reset and a node) off one home.

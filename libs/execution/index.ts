@@ -25,6 +25,7 @@ export {
 export type { MempoolOptions } from './src/mempool.js';
 // Its options, with the seed's defaults for [evm.gas] and config.toml [mempool].
 export {
+  type CommittedRecord,
   DEFAULT_KEEP_RECENT,
   defaultGasOptions,
   defaultMempoolOptions,

@@ -287,6 +287,7 @@ describe('--help', () => {
     const commands = [
       ['init'],
       ['start'],
+      ['service'],
       ['status'],
       ['logs'],
       ['config', 'validate'],

@@ -38,7 +38,22 @@ export const DEV_ADDRESSES = [
   '0x90F79bf6EB2c4f870365E785982E1f101E93b906',
 ] as const;
 
+/** Ports this process handed out: a port is free again once released, so the OS may offer it twice. */
+const handedOut = new Set<number>();
+
+/** A loopback port nothing listens on, never one this process already handed out. */
 export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = await probePort();
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  throw new Error('freePort: the OS offered only ports already handed out (50 attempts)');
+}
+
+function probePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);

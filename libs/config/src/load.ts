@@ -3,6 +3,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { parse, TomlError } from 'smol-toml';
+import { applyEnvOverrides, type Env, markEnvProblems } from './env.js';
 import { homePaths } from './home.js';
 import { type ConfigProblem, describeValue } from './problems.js';
 import { type AppToml, AppTomlFile, toAppToml } from './schema/app-toml.js';
@@ -23,6 +24,8 @@ interface ParsedFile<F> {
   file: F;
   /** Dotted keys whose values were bad (replaced by defaults). */
   bad: Set<string>;
+  /** Keys set by NODED_<KEY> environment variables, with the variable's name. */
+  applied?: Map<string, string>;
 }
 
 function errnoText(err: unknown): string {
@@ -53,6 +56,7 @@ function parseTomlInto<F extends TomlSection>(
   text: string | undefined,
   make: () => F,
   problems: ConfigProblem[],
+  env?: Env,
 ): ParsedFile<F> {
   const file = make();
   // '*' marks a file that could not be read or parsed: cross-checks then skip it entirely.
@@ -71,16 +75,33 @@ function parseTomlInto<F extends TomlSection>(
     } else problems.push({ file: label, key: '', message: `not valid TOML: ${(err as Error).message}` });
     return { file, bad: new Set(['*']) };
   }
+  const from = problems.length;
+  const applied =
+    env === undefined
+      ? new Map<string, string>()
+      : applyEnvOverrides(label, raw as Record<string, unknown>, make(), env, problems);
   fillSection(label, '', file, raw, problems);
-  return { file, bad: validateTree(label, '', file, make(), problems) };
+  const bad = validateTree(label, '', file, make(), problems);
+  markEnvProblems(label, applied, problems, from);
+  return { file, bad, applied };
 }
 
-/** Parses and checks config.toml (undefined text: the file could not be read, defaults are used). */
-export function parseConfigToml(text: string | undefined, problems: ConfigProblem[], label = 'config.toml') {
-  const parsed = parseTomlInto(label, text, () => new ConfigTomlFile(), problems);
+/**
+ * Parses and checks config.toml (undefined text: the file could not be read, defaults are used);
+ * with `env`, NODED_<KEY> variables override the file's keys (env.ts).
+ */
+export function parseConfigToml(
+  text: string | undefined,
+  problems: ConfigProblem[],
+  label = 'config.toml',
+  env?: Env,
+) {
+  const parsed = parseTomlInto(label, text, () => new ConfigTomlFile(), problems, env);
   const config = toConfigToml(parsed.file);
+  const from = problems.length;
   checkConfigToml(label, config, parsed.bad, problems);
-  return { config, file: parsed.file, bad: parsed.bad };
+  markEnvProblems(label, parsed.applied ?? new Map(), problems, from);
+  return { config, file: parsed.file, bad: parsed.bad, applied: parsed.applied };
 }
 
 /** Parses and checks app.toml; relative TLS paths resolve against `configDir`. */
@@ -89,11 +110,14 @@ export function parseAppToml(
   problems: ConfigProblem[],
   configDir = '.',
   label = 'app.toml',
+  env?: Env,
 ) {
-  const parsed = parseTomlInto(label, text, () => new AppTomlFile(), problems);
+  const parsed = parseTomlInto(label, text, () => new AppTomlFile(), problems, env);
   const app = toAppToml(parsed.file, (p) => (isAbsolute(p) ? p : resolve(configDir, p)));
+  const from = problems.length;
   checkAppToml(label, app, parsed.file, parsed.bad, problems);
-  return { app, file: parsed.file, bad: parsed.bad };
+  markEnvProblems(label, parsed.applied ?? new Map(), problems, from);
+  return { app, file: parsed.file, bad: parsed.bad, applied: parsed.applied };
 }
 
 export function parseClientToml(text: string | undefined, problems: ConfigProblem[], label = 'client.toml') {
@@ -101,16 +125,23 @@ export function parseClientToml(text: string | undefined, problems: ConfigProble
   return { client: toClientToml(parsed.file), file: parsed.file, bad: parsed.bad };
 }
 
-/** The one loader the node and the CLI call: <home>/config/{config,app,client}.toml, all checked. */
-export function loadNodeConfig(home: string): LoadedNodeConfig {
+/**
+ * The one loader the node and the CLI call: <home>/config/{config,app,client}.toml, all checked.
+ * With `env` (the cluster's services pass process.env), NODED_<KEY> variables override
+ * config.toml and app.toml keys; `noded start` passes none.
+ */
+export function loadNodeConfig(home: string, env?: Env): LoadedNodeConfig {
   const paths = homePaths(home);
   const problems: ConfigProblem[] = [];
   const read = (label: string, path: string) =>
     readTextFile(label, path, problems, ' (run "noded init" to create the home)');
-  const c = parseConfigToml(read('config.toml', paths.configToml), problems);
-  const a = parseAppToml(read('app.toml', paths.appToml), problems, paths.config);
+  const c = parseConfigToml(read('config.toml', paths.configToml), problems, 'config.toml', env);
+  const a = parseAppToml(read('app.toml', paths.appToml), problems, paths.config, 'app.toml', env);
   const k = parseClientToml(read('client.toml', paths.clientToml), problems);
+  const from = problems.length;
   checkPortConflicts(c.config, a.app, c.bad, a.bad, problems);
+  markEnvProblems('config.toml', c.applied ?? new Map(), problems, from);
+  markEnvProblems('app.toml', a.applied ?? new Map(), problems, from);
   return { config: c.config, app: a.app, client: k.client, problems };
 }
 

@@ -92,7 +92,7 @@ import {
 import { makeTracer, TraceTimeoutError } from './evm/tracers.js';
 import { nextBaseFee } from './feeMarket.js';
 import { cmpPrice, Mempool, protoTxSize, type SenderState } from './mempool.js';
-import type { ExecutorOptions } from './options.js';
+import type { CommittedRecord, ExecutorOptions } from './options.js';
 import {
   endBlockValidatorUpdates,
   genesisPoolStorage,
@@ -102,7 +102,7 @@ import {
 import { type AccountData, EMPTY_CODE_HASH, newAccount } from './state/account.js';
 import { ACCOUNT_TRIE_OWNER, type BuiltState, StateDb, storageOwner } from './state/db.js';
 import { JournaledState, type StateSource } from './state/journaled.js';
-import { META, metaKey, P } from './store/keys.js';
+import { heightKey, META, metaKey, P } from './store/keys.js';
 import { EMPTY_TRIE_ROOT, orderedTrieRoot } from './trie/mpt.js';
 import {
   checkStateless,
@@ -516,6 +516,11 @@ export class Executor implements Application, EthChain {
       [META.evmChainId]: this.opts.evmChainId.toString(),
     };
     for (const [k, v] of Object.entries(metaOps)) ops.push({ type: 'put', key: metaKey(k), value: enc(v) });
+    if (this.opts.outbox) {
+      // The genesis state is the outbox's first record: a replica starts from it.
+      const record = genesisRecord(req.chainId, height, block, g.ops, appHashOf(g.stateRoot, this.baseFee));
+      ops.push({ type: 'put', key: heightKey(P.outbox, height), value: this.opts.outbox.encode(record) });
+    }
     await this.opts.kv.write(ops, { sync: true });
     this.genesisHeight = height;
     this.appHash = appHashOf(g.stateRoot, this.baseFee);
@@ -952,6 +957,11 @@ export class Executor implements Application, EthChain {
       [META.stateRoot]: toHex(p.built.stateRoot),
     };
     for (const [k, v] of Object.entries(metaOps)) ops.push({ type: 'put', key: metaKey(k), value: enc(v) });
+    if (this.opts.outbox) {
+      // In the same write as the block: a crash cannot commit a height without its outbox record.
+      const value = this.opts.outbox.encode(this.committedRecord(p));
+      ops.push({ type: 'put', key: heightKey(P.outbox, p.height), value });
+    }
     this.db.beginCommit(p.built, newOldest);
     const tWrite = performance.now();
     await this.opts.kv.write(ops, { sync: true });
@@ -1054,6 +1064,52 @@ export class Executor implements Application, EthChain {
     this.db.reset(Number(meta[META.height] ?? target), oldest, root);
     await this.recheckMempool();
     this.opts.logger.info({ height: target, from: top }, 'application rolled back');
+  }
+
+  private committedRecord(p: PendingBlock): CommittedRecord {
+    const stateChanges: CommittedRecord['stateChanges'] = [];
+    for (const c of p.built.changes) {
+      if (c.table === 'node') continue; // trie nodes: a replica keeps flat state, checked by the header
+      stateChanges.push({ kind: c.table, key: fromHex(c.k), value: c.value });
+    }
+    return {
+      chainId: this.opts.chainId,
+      height: p.height,
+      blockHash: p.block.hash,
+      parentHash: p.block.header.parentHash,
+      headerRlp: p.block.headerEnc,
+      blockSize: p.block.size,
+      appHash: p.appHash,
+      txs: p.txs.map((t, i) => ({ raw: t.raw, sender: t.sender, hash: p.block.txHashes[i]! })),
+      receipts: p.receipts,
+      stateChanges,
+      codes: p.built.code.map(([hash, code]) => ({ codeHash: fromHex(hash), code })),
+    };
+  }
+
+  /** Up to `limit` outbox records in height order (ExecutorOptions.outbox): what is not published yet. */
+  async outboxEntries(limit: number): Promise<Array<{ height: number; record: Uint8Array }>> {
+    const out: Array<{ height: number; record: Uint8Array }> = [];
+    const range = { gte: heightKey(P.outbox, 0), lt: Uint8Array.of(P.outbox + 1), limit };
+    for await (const [k, v] of this.opts.kv.iterate(range)) {
+      out.push({
+        height: Number(new DataView(k.buffer, k.byteOffset + 1, 8).getBigUint64(0)),
+        record: v.slice(),
+      });
+    }
+    return out;
+  }
+
+  /** Removes the outbox records up to `height` (published and acknowledged). */
+  async clearOutbox(height: number): Promise<void> {
+    const ops: BatchOp[] = [];
+    for await (const [k] of this.opts.kv.iterate({
+      gte: heightKey(P.outbox, 0),
+      lte: heightKey(P.outbox, height),
+    })) {
+      ops.push({ type: 'del', key: k.slice() });
+    }
+    if (ops.length > 0) await this.opts.kv.write(ops);
   }
 
   // ------------------------------------------------------------ execution ahead of the proposal
@@ -2179,4 +2235,37 @@ function parseGenesisAccounts(appState: unknown, evmChainId: bigint): GenesisAcc
     out.push({ addr, data, code, storage });
   });
   return out;
+}
+
+/** The genesis height's outbox record: the genesis block and every account, slot and code it writes. */
+function genesisRecord(
+  chainId: string,
+  height: number,
+  block: StoredBlock,
+  ops: BatchOp[],
+  appHash: Uint8Array,
+): CommittedRecord {
+  const stateChanges: CommittedRecord['stateChanges'] = [];
+  const codes: CommittedRecord['codes'] = [];
+  for (const op of ops) {
+    if (op.type !== 'put') continue;
+    const prefix = op.key[0];
+    if (prefix === P.account) stateChanges.push({ kind: 'account', key: op.key.slice(1), value: op.value });
+    else if (prefix === P.storage)
+      stateChanges.push({ kind: 'storage', key: op.key.slice(1), value: op.value });
+    else if (prefix === P.code) codes.push({ codeHash: op.key.slice(1), code: op.value });
+  }
+  return {
+    chainId,
+    height,
+    blockHash: block.hash,
+    parentHash: block.header.parentHash,
+    headerRlp: block.headerEnc,
+    blockSize: block.size,
+    appHash,
+    txs: [],
+    receipts: [],
+    stateChanges,
+    codes,
+  };
 }

@@ -57,6 +57,38 @@ export interface ExecutorOptions {
   devControls?: boolean;
   /** Where kv lives, for error messages (e.g. "<home>/data/application.db"). */
   location?: string;
+  /**
+   * The outbox of committed heights (the cluster's executor service): each commit also writes
+   * `encode(height record)` under the outbox prefix in the same atomic write, so a publisher that
+   * drains it (outboxEntries, clearOutbox) loses no height to a crash. Off in the all-in-one node.
+   */
+  outbox?: { encode(record: CommittedRecord): Uint8Array };
+}
+
+/** What the executor committed at one height, as the outbox records it (docs/cluster.md). */
+export interface CommittedRecord {
+  chainId: string;
+  height: number;
+  blockHash: Uint8Array;
+  parentHash: Uint8Array;
+  headerRlp: Uint8Array;
+  blockSize: bigint;
+  appHash: Uint8Array;
+  txs: Array<{ raw: Uint8Array; sender: Uint8Array; hash: Uint8Array }>;
+  receipts: Array<{
+    type: number;
+    status: 0 | 1;
+    cumulativeGasUsed: bigint;
+    gasUsed: bigint;
+    effectiveGasPrice: bigint;
+    from: Uint8Array;
+    to: Uint8Array | null;
+    contractAddress: Uint8Array | null;
+    logs: Array<{ address: Uint8Array; topics: Uint8Array[]; data: Uint8Array }>;
+  }>;
+  /** Account (key: address) and storage (key: address + slot) values after the height; undefined: deleted. */
+  stateChanges: Array<{ kind: 'account' | 'storage'; key: Uint8Array; value: Uint8Array | undefined }>;
+  codes: Array<{ codeHash: Uint8Array; code: Uint8Array }>;
 }
 
 export { defaultMempoolOptions };

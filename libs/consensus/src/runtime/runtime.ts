@@ -94,6 +94,8 @@ export class ConsensusRuntime {
   private fatalError: Error | null = null;
   private readonly timers = new Set<unknown>();
   private wal: Wal | null = null;
+  /** stop() closed the WAL and the file system. */
+  private released = false;
   private unsubscribe: (() => void) | null = null;
   private readonly lastCatchup = new Map<string, number>();
   /** The peer whose message is being processed (engine rejections are reported against it). */
@@ -340,13 +342,15 @@ export class ConsensusRuntime {
 
   /** Stops timers and the network, waiting for any block being committed. */
   async stop(): Promise<void> {
-    if (this.stopped) {
-      await this.idle();
-      return;
+    if (!this.stopped) {
+      this.stopped = true;
+      this.shutdownIo();
     }
-    this.stopped = true;
-    this.shutdownIo();
     await this.idle();
+    // Once, also after a fatal error (which stops the runtime but leaves the WAL open): a service
+    // that recovers from a lost executor creates a new runtime on the same WAL directory.
+    if (this.released) return;
+    this.released = true;
     await this.wal?.close();
     if (this.ownsFs) await this.fs.close();
     for (const w of this.waiters)

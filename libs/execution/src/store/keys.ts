@@ -22,6 +22,8 @@ export const P = {
   blockTxs: 0x44, // + number(8) -> raw transactions and senders
   logAddress: 0x45, // + address(20) + number(8) -> (empty)
   logTopic: 0x46, // + topic(32) + number(8) -> (empty)
+  /** Committed heights not yet published (the cluster's executor; ExecutorOptions.outbox). */
+  outbox: 0x50, // + number(8) -> encoded CommittedRecord
 } as const;
 
 /** Versioned tables: the latest prefix and the history prefix. */

@@ -6,6 +6,7 @@ import { registerInit } from './commands/init.js';
 import { registerLogs } from './commands/logs.js';
 import { registerQueries } from './commands/query.js';
 import { registerReset } from './commands/reset.js';
+import { registerService } from './commands/service.js';
 import { registerStart } from './commands/start.js';
 import { registerTestnet } from './commands/testnet.js';
 import { CliError } from './util.js';
@@ -21,6 +22,7 @@ export function buildProgram(): Command {
   registerInit(program);
   registerTestnet(program);
   registerStart(program);
+  registerService(program);
   registerQueries(program, tendermint);
   registerLogs(program);
   registerFileCommands(program, tendermint);

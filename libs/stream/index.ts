@@ -1,0 +1,16 @@
+// libs/stream: the executor's stream of committed heights (proto/noded/stream/v1), framework- and
+// transport-free: subject names and the message codec. The NATS client lives in services/.
+
+// CommittedRecord <-> CommittedHeight bytes, NewHead, and the error naming a bad field.
+export {
+  decodeCommitted,
+  decodeHead,
+  encodeCommitted,
+  encodeHead,
+  type Head,
+  StreamFieldError,
+} from './src/codec.js';
+// A read replica's store: heights applied in order, parent hash checked, idempotent by height.
+export { ReplicaError, type ReplicaErrorCode, ReplicaStore } from './src/replica.js';
+// Subjects and the JetStream stream name, per chain.
+export { blocksStreamName, blocksSubject, checkSubjectToken, headsSubject } from './src/subjects.js';

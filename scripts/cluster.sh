@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# `make cluster`: the chain-local cluster on one machine without Docker (docs/cluster.md):
+# nats-server with JetStream, `noded service executor`, `consensus` and `state-store`, each a
+# background job whose lines are prefixed "[name] ". A service that exits on its own is restarted
+# after a second (as a container runtime would); Ctrl-C (SIGINT) or SIGTERM stops them all.
+# Usage: scripts/cluster.sh HOME  (initialise HOME first: noded init full --chain-id chain-local)
+# Environment: NATS_PORT (4222), NATS_SERVER (nats-server), and every NODED_* variable of the
+# services (NODED_EXECUTOR_GRPC_ADDRESS, NODED_RPC_LADDR, ...), passed through.
+set -uo pipefail
+
+home="${1:?usage: scripts/cluster.sh HOME}"
+cli="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/bin/noded.js"
+nats_port="${NATS_PORT:-4222}"
+nats_server="${NATS_SERVER:-nats-server}"
+
+if [ ! -f "$home/config/genesis.json" ]; then
+  echo "cluster: no $home/config/genesis.json; initialise the home first (make cluster does: noded init full --chain-id chain-local --home $home)" >&2
+  exit 1
+fi
+if ! command -v "$nats_server" >/dev/null 2>&1; then
+  echo "cluster: $nats_server not found; install it (Debian: apt-get install nats-server; scripts/test-deps.sh does)" >&2
+  exit 1
+fi
+mkdir -p "$home/data/nats"
+export NODED_NATS_URL="${NODED_NATS_URL:-nats://127.0.0.1:$nats_port}"
+
+# Each service runs as its own job, in its own process group (job control on): a Ctrl-C at the
+# terminal reaches this script only, and stop_all sends each group exactly one signal.
+set -m
+
+prefix() {
+  trap '' INT TERM
+  local line
+  while IFS= read -r line || [ -n "$line" ]; do
+    printf '[%s] %s\n' "$1" "$line"
+  done
+}
+
+# Runs "$@" until it is told to stop: a process that exits on its own is restarted after a second.
+supervise() {
+  local name="$1"
+  shift
+  local stop=0
+  trap 'stop=1' INT TERM
+  while :; do
+    "$@" </dev/null
+    local code=$?
+    [ "$stop" -eq 1 ] && break
+    echo "exited with code $code; restarting in 1 s"
+    sleep 1
+    [ "$stop" -eq 1 ] && break
+  done
+}
+
+groups=()
+start_job() {
+  local name="$1"
+  shift
+  supervise "$name" "$@" 2>&1 | prefix "$name" &
+  groups+=("$(ps -o pgid= -p "$!" | tr -d ' ')")
+}
+
+start_job nats "$nats_server" -js -a 127.0.0.1 -p "$nats_port" -sd "$home/data/nats"
+start_job executor node "$cli" service executor --home "$home"
+# consensus waits for the executor ($NODED_EXECUTOR_WAIT, 60 s by default).
+start_job consensus node "$cli" service consensus --home "$home"
+# a read replica following the stream into <home>/data/state-store.db (NODED_STATE_STORE_DB)
+start_job state-store node "$cli" service state-store --home "$home"
+
+stopping=0
+stop_all() {
+  if [ "$stopping" -eq 1 ]; then
+    echo "[cluster] stopping again: the services exit without waiting" >&2
+  else
+    echo "[cluster] stopping state-store, consensus, executor and nats-server" >&2
+  fi
+  stopping=1
+  # Reverse order of start: consensus stops driving the executor first; NATS last, so the
+  # executor's final publish round can still reach it.
+  for ((i = ${#groups[@]} - 1; i >= 0; i--)); do
+    g="${groups[$i]}"
+    [ -n "$g" ] && kill -TERM -- "-$g" 2>/dev/null
+    [ "$i" -gt 0 ] && sleep 0.5
+  done
+}
+trap stop_all INT TERM
+
+echo "[cluster] nats-server (JetStream) ${NODED_NATS_URL}, executor gRPC ${NODED_EXECUTOR_GRPC_ADDRESS:-127.0.0.1:26670}, consensus RPC ${NODED_RPC_LADDR:-(config.toml [rpc] laddr)}; Ctrl-C stops them all" >&2
+
+while [ -n "$(jobs -pr)" ]; do
+  wait
+done
+echo "[cluster] all services stopped" >&2

@@ -1,0 +1,302 @@
+// The consensus service (docs/cluster.md): the engine, the WAL and the validator key on the home's
+// block store and state store, driving the executor service through GrpcApplication, and the
+// CometBFT RPC on [rpc] laddr. When the executor is lost (a failed FinalizeBlock or Commit, or it is
+// unreachable), the runtime stops as CometBFT stops on a failed ABCI connection; the service then
+// waits for the executor and starts a new runtime on the same stores, whose handshake replays the
+// blocks the executor lacks.
+import {
+  Inject,
+  Injectable,
+  Module,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import { AbciClientError, GrpcApplication } from '../../../libs/abci-grpc/index.js';
+import {
+  homePaths,
+  loadNodeKey,
+  loadValidatorKey,
+  toCometRpcOptions,
+  toConsensusTimeouts,
+} from '../../../libs/config/index.js';
+import { ConsensusRuntime } from '../../../libs/consensus/index.js';
+import { CometRpcServer, TxIndexer } from '../../../libs/rpc/index.js';
+import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
+import { EventBus, type Logger } from '../../../libs/types/index.js';
+import { IndexerThread } from '../../noded/src/indexer-thread/thread.js';
+import { dialHost, hostPort } from '../../noded/src/lifecycle.js';
+import { NODED_VERSION } from '../../noded/src/version.js';
+import {
+  Closers,
+  SERVICE_FATAL,
+  SERVICE_LOGGER,
+  SERVICE_SETTINGS,
+  type ServiceFatal,
+  type ServiceModuleFactory,
+} from '../../shared/src/bootstrap.js';
+import type { ServiceSettings } from '../../shared/src/settings.js';
+import { ClusterNodeReader } from './reader.js';
+
+export const BLOCKSTORE_DB = Symbol('blockstore.db');
+export const STATE_DB = Symbol('state.db');
+export const CONSENSUS_BUS = Symbol('EventBus');
+
+/** Pause between attempts to reach a lost executor (each attempt waits up to this long too). */
+const RECONNECT_STEP_MS = 1_000;
+
+/**
+ * The consensus runtime of this service. `current` is the runtime running now; after the executor is
+ * lost and back, it is a new runtime on the same stores.
+ */
+@Injectable()
+export class ConsensusHost implements OnApplicationBootstrap, OnApplicationShutdown {
+  private runtime: ConsensusRuntime | undefined;
+  private recovering: Promise<void> | undefined;
+  private stopping = false;
+  private readonly log: Logger;
+  private started: () => void = () => {};
+  /** Resolves once the first runtime runs (the RPC starts after it). */
+  readonly ready = new Promise<void>((resolve) => {
+    this.started = resolve;
+  });
+
+  constructor(
+    @Inject(SERVICE_SETTINGS) private readonly settings: ServiceSettings,
+    @Inject(SERVICE_LOGGER) private readonly logger: Logger,
+    @Inject(SERVICE_FATAL) private readonly fatal: ServiceFatal,
+    @Inject(Closers) private readonly closers: Closers,
+    @Inject(GrpcApplication) private readonly app: GrpcApplication,
+    @Inject(BLOCKSTORE_DB) private readonly blockStore: KVStore,
+    @Inject(STATE_DB) private readonly stateStore: KVStore,
+    @Inject(CONSENSUS_BUS) private readonly bus: EventBus,
+  ) {
+    this.log = logger.child({ module: 'service' });
+  }
+
+  get current(): ConsensusRuntime {
+    if (!this.runtime) throw new Error('consensus is not running');
+    return this.runtime;
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.closers.add('consensus', () => this.stop());
+    await this.waitForExecutor(this.settings.cluster.executorWaitMs);
+    this.runtime = await this.create();
+    await this.runtime.start();
+    this.started();
+    this.log.info(
+      { height: this.runtime.blockStoreHeight(), executor: this.app.address },
+      'consensus started',
+    );
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.closers.closeAll();
+  }
+
+  private async stop(): Promise<void> {
+    this.stopping = true;
+    await this.recovering?.catch(() => {});
+    await this.runtime?.stop();
+  }
+
+  private async waitForExecutor(totalMs: number): Promise<void> {
+    const until = Date.now() + totalMs;
+    let last: Error | undefined;
+    while (!this.stopping) {
+      try {
+        await this.app.waitReady(Math.max(100, Math.min(RECONNECT_STEP_MS * 5, until - Date.now())));
+        return;
+      } catch (err) {
+        last = err as Error;
+      }
+      if (Date.now() >= until) break;
+      await new Promise((r) => setTimeout(r, RECONNECT_STEP_MS));
+    }
+    if (this.stopping) throw new Error('stopped while waiting for the executor');
+    throw new Error(
+      `the executor at ${this.app.address} did not answer within ${totalMs} ms ($NODED_EXECUTOR_WAIT): ${last?.message ?? 'no answer'}`,
+    );
+  }
+
+  private async create(): Promise<ConsensusRuntime> {
+    const s = this.settings;
+    const genesis = s.genesis.runtime;
+    const paths = homePaths(s.home);
+    const timeouts = toConsensusTimeouts(s.loaded.config);
+    return ConsensusRuntime.create({
+      chainId: genesis.chainId,
+      genesis: {
+        time: genesis.time,
+        initialHeight: genesis.initialHeight,
+        validators: genesis.validators,
+        consensusParams: genesis.consensusParams,
+        appState: genesis.appState,
+      },
+      timeouts: timeouts.timeouts,
+      createEmptyBlocks: timeouts.createEmptyBlocks,
+      createEmptyBlocksIntervalMs: timeouts.createEmptyBlocksIntervalMs,
+      skipTimeoutCommit: timeouts.skipTimeoutCommit,
+      devControls: false,
+      doubleSignCheckHeight: timeouts.doubleSignCheckHeight,
+      privValidator: { keyFile: paths.privValidatorKey, stateFile: paths.privValidatorState },
+      walDir: paths.csWal,
+      blockStore: this.blockStore,
+      stateStore: this.stateStore,
+      app: this.app,
+      bus: this.bus,
+      logger: this.logger.child({ module: 'consensus' }),
+      onFatal: (err) => this.onFatal(err),
+    });
+  }
+
+  /** A lost executor is waited for; anything else stops the service. */
+  private onFatal(err: Error): void {
+    if (this.stopping) return;
+    if (!(err instanceof AbciClientError) || !RECOVERABLE.has(err.code)) {
+      this.fatal(err);
+      return;
+    }
+    this.log.warn(
+      { err: err.message, executor: this.app.address },
+      'executor lost; waiting for it to come back',
+    );
+    this.recovering = (async () => {
+      // The stopped runtime still answers reads of its stores until the new one replaces it.
+      await this.runtime?.stop();
+      await this.waitForExecutor(this.settings.cluster.executorWaitMs);
+      const rt = await this.create();
+      this.runtime = rt;
+      await rt.start();
+      this.log.info({ height: rt.blockStoreHeight() }, 'executor back; consensus restarted');
+    })().catch((e: Error) => {
+      if (!this.stopping)
+        this.fatal(new Error(`executor at ${this.app.address} not recovered: ${e.message}`));
+    });
+  }
+}
+
+/** Failures of the connection, not of the application: the executor may come back. */
+const RECOVERABLE = new Set(['UNREACHABLE', 'TIMEOUT', 'RPC']);
+
+/** The CometBFT RPC on [rpc] laddr, with the tx indexer when tx_index.indexer = "kv". */
+@Injectable()
+export class CometRpcHost implements OnApplicationBootstrap {
+  private readonly log: Logger;
+
+  constructor(
+    @Inject(SERVICE_SETTINGS) private readonly settings: ServiceSettings,
+    @Inject(SERVICE_LOGGER) private readonly logger: Logger,
+    @Inject(SERVICE_FATAL) private readonly fatal: ServiceFatal,
+    @Inject(Closers) private readonly closers: Closers,
+    @Inject(GrpcApplication) private readonly app: GrpcApplication,
+    @Inject(CONSENSUS_BUS) private readonly bus: EventBus,
+    @Inject(ConsensusHost) private readonly consensus: ConsensusHost,
+  ) {
+    this.log = logger.child({ module: 'service' });
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    // Nest runs a module's bootstrap hooks concurrently: the RPC reads a running runtime.
+    await this.consensus.ready;
+    const s = this.settings;
+    const { config } = s.loaded;
+    const paths = homePaths(s.home);
+    const options = toCometRpcOptions(config);
+    const indexer =
+      config.txIndex.indexer === 'kv'
+        ? new TxIndexer({
+            backend: await IndexerThread.open({ path: paths.txIndexDb, onFatal: (err) => this.fatal(err) }),
+            bus: this.bus,
+            logger: this.logger,
+          })
+        : new TxIndexer({ disabled: true, bus: this.bus, logger: this.logger });
+    this.closers.add('indexer', () => indexer.close());
+    const reader = new ClusterNodeReader({
+      consensus: () => this.consensus.current,
+      app: this.app,
+      nodeId: loadNodeKey(paths.nodeKey).nodeId,
+      moniker: config.moniker,
+      chainId: s.genesis.runtime.chainId,
+      rpcAddress: options.laddr,
+      genesisText: s.genesis.text,
+      version: NODED_VERSION,
+      txIndex: indexer.enabled,
+    });
+    const reindexed = await indexer.catchUp(reader);
+    if (reindexed > 0) this.log.info({ blocks: reindexed }, 'tx index caught up with the block store');
+    const comet = new CometRpcServer({
+      node: reader,
+      bus: this.bus,
+      indexer,
+      logger: this.logger.child({ module: 'rpc' }),
+      options,
+    });
+    this.closers.add('rpc', () => comet.close());
+    const at = hostPort(options.laddr);
+    const port = await comet.listen(at.host, at.port);
+    this.log.info({ url: `http://${dialHost(at.host)}:${port}` }, 'consensus RPC listening');
+  }
+}
+
+/** The cluster has no p2p-gateway yet: consensus alone can only run a chain this home validates alone. */
+function checkSingleValidator(s: ServiceSettings): void {
+  const validators = s.genesis.runtime.validators;
+  if (validators.length !== 1) {
+    throw new Error(
+      `genesis.json has ${validators.length} validators: without a p2p-gateway (not built yet) the consensus service runs a single-validator chain only`,
+    );
+  }
+  const key = loadValidatorKey(homePaths(s.home).privValidatorKey);
+  if (!Buffer.from(key.publicKey).equals(Buffer.from(validators[0]!.pubKey))) {
+    throw new Error(
+      `${homePaths(s.home).privValidatorKey} is not the key of genesis.json's only validator: without a p2p-gateway (not built yet) this node could never receive a block`,
+    );
+  }
+}
+
+export const consensusModule: ServiceModuleFactory = (settings, shared) => {
+  checkSingleValidator(settings);
+  return {
+    module: ConsensusModule,
+    providers: [
+      { provide: SERVICE_SETTINGS, useValue: settings },
+      { provide: SERVICE_LOGGER, useValue: shared.logger },
+      { provide: SERVICE_FATAL, useValue: shared.fatal },
+      { provide: Closers, useValue: shared.closers },
+      { provide: CONSENSUS_BUS, useValue: new EventBus() },
+      {
+        provide: GrpcApplication,
+        inject: [SERVICE_SETTINGS, Closers],
+        useFactory: (s: ServiceSettings, closers: Closers) => {
+          const app = new GrpcApplication(s.cluster.executorGrpcAddress);
+          closers.add('executor client', () => app.close());
+          return app;
+        },
+      },
+      {
+        provide: BLOCKSTORE_DB,
+        inject: [SERVICE_SETTINGS, Closers],
+        useFactory: async (s: ServiceSettings, closers: Closers) => {
+          const kv = await RocksKV.open(homePaths(s.home).blockstoreDb);
+          closers.add('blockstore.db', () => kv.close());
+          return kv;
+        },
+      },
+      {
+        provide: STATE_DB,
+        inject: [SERVICE_SETTINGS, Closers],
+        useFactory: async (s: ServiceSettings, closers: Closers) => {
+          const kv = await RocksKV.open(homePaths(s.home).stateDb);
+          closers.add('state.db', () => kv.close());
+          return kv;
+        },
+      },
+      ConsensusHost,
+      CometRpcHost,
+    ],
+  };
+};
+
+@Module({})
+export class ConsensusModule {}

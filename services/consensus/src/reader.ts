@@ -1,0 +1,161 @@
+// NodeReader of the consensus service: the CometBFT RPC on :26657 reads the block store and round
+// state of the (current) consensus runtime, and reaches the remote executor only through the ABCI
+// contract: check_tx and broadcast_tx_* are CheckTx over gRPC, abci_info is Info. What the contract
+// does not carry yet (the mempool's contents, abci_query) answers with the reason.
+import type { GrpcApplication } from '../../../libs/abci-grpc/index.js';
+import type { ConsensusRuntime } from '../../../libs/consensus/index.js';
+import type {
+  AppInfo,
+  Block,
+  BlockId,
+  BlockMeta,
+  CheckTxResult,
+  Commit,
+  ConsensusParams,
+  Evidence,
+  NodeIdentity,
+  NodeReader,
+  PeerInfo,
+  RoundStateSummary,
+  StoredBlockResults,
+  SyncInfo,
+  Validator,
+} from '../../../libs/types/index.js';
+
+export interface ClusterNodeReaderDeps {
+  /** The runtime now running (a new one after the executor was lost and came back). */
+  consensus: () => ConsensusRuntime;
+  app: GrpcApplication;
+  nodeId: string;
+  moniker: string;
+  chainId: string;
+  rpcAddress: string;
+  genesisText: string;
+  version: string;
+  txIndex: boolean;
+}
+
+export class ClusterNodeReader implements NodeReader {
+  constructor(private readonly deps: ClusterNodeReaderDeps) {}
+
+  private get rt(): ConsensusRuntime {
+    return this.deps.consensus();
+  }
+
+  identity(): NodeIdentity & { other?: Record<string, string> } {
+    const d = this.deps;
+    return {
+      nodeId: d.nodeId,
+      // No p2p-gateway yet: the service listens for no peers.
+      listenAddr: '',
+      network: d.chainId,
+      version: d.version,
+      moniker: d.moniker,
+      channels: '40202122233038606100',
+      txIndex: d.txIndex ? 'on' : 'off',
+      rpcAddress: d.rpcAddress,
+      other: { tx_index: d.txIndex ? 'on' : 'off', rpc_address: d.rpcAddress, mode: 'cluster' },
+    };
+  }
+
+  syncInfo(): SyncInfo {
+    return this.rt.syncInfo();
+  }
+
+  validatorInfo(): { address: Uint8Array; pubKey: Uint8Array; votingPower: bigint } {
+    return this.rt.validatorInfo();
+  }
+
+  peers(): PeerInfo[] {
+    return [];
+  }
+
+  genesisJson(): string {
+    return this.deps.genesisText;
+  }
+
+  blockStoreBase(): number {
+    return this.rt.blockStoreBase();
+  }
+
+  blockStoreHeight(): number {
+    return this.rt.blockStoreHeight();
+  }
+
+  loadBlock(height: number): Promise<Block | undefined> {
+    return this.rt.loadBlock(height);
+  }
+
+  loadBlockByHash(hash: Uint8Array): Promise<{ block: Block; blockId: BlockId } | undefined> {
+    return this.rt.loadBlockByHash(hash);
+  }
+
+  loadBlockMeta(height: number): Promise<BlockMeta | undefined> {
+    return this.rt.loadBlockMeta(height);
+  }
+
+  loadCommit(height: number): Promise<{ commit: Commit; canonical: boolean } | undefined> {
+    return this.rt.loadCommit(height);
+  }
+
+  loadBlockResults(height: number): Promise<StoredBlockResults | undefined> {
+    return this.rt.loadBlockResults(height);
+  }
+
+  validators(height: number): Promise<Validator[] | undefined> {
+    return this.rt.validators(height);
+  }
+
+  consensusParams(height: number): Promise<ConsensusParams | undefined> {
+    return this.rt.consensusParams(height);
+  }
+
+  roundState(): RoundStateSummary {
+    return this.rt.roundState();
+  }
+
+  /** CometBFT's check_tx: the executor's checks without adding to its mempool. */
+  checkTx(tx: Uint8Array): Promise<CheckTxResult> {
+    return this.deps.app.checkTx(tx, 'recheck');
+  }
+
+  async broadcastTx(tx: Uint8Array): Promise<CheckTxResult> {
+    const res = await this.deps.app.checkTx(tx, 'new');
+    if (res.code === 0) this.rt.txsAvailable();
+    return res;
+  }
+
+  /** The executor's mempool is not on the ABCI contract: unconfirmed_txs sees none (docs/cluster.md). */
+  unconfirmedTxs(_limit: number): { txs: Uint8Array[]; total: number; totalBytes: number } {
+    return { txs: [], total: 0, totalBytes: 0 };
+  }
+
+  flushMempool(): void {
+    throw new Error(
+      'unsafe_flush_mempool: the mempool is in the executor service, which the ABCI contract cannot flush',
+    );
+  }
+
+  submitEvidence(evidence: Evidence): Promise<Uint8Array> {
+    return this.rt.submitEvidence(evidence);
+  }
+
+  abciInfo(): Promise<AppInfo> {
+    return this.deps.app.info();
+  }
+
+  async abciQuery(
+    path: string,
+    _data: Uint8Array,
+    height: number,
+    _prove: boolean,
+  ): Promise<{ code: number; log: string; key: Uint8Array; value: Uint8Array; height: number }> {
+    return {
+      code: 1,
+      log: `abci_query ${JSON.stringify(path)}: queries are not served by the cluster's consensus service yet (the executor's query contract is not built; see docs/cluster.md)`,
+      key: new Uint8Array(),
+      value: new Uint8Array(),
+      height,
+    };
+  }
+}

@@ -1,0 +1,142 @@
+// The executor service (docs/cluster.md): the EVM executor on the home's application.db, served to
+// consensus as noded.abci.v1.Application over gRPC with grpc.health.v1 on the same port. It is the
+// only writer of committed data.
+import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { type AbciServer, serveApplication } from '../../../libs/abci-grpc/index.js';
+import { homePaths, toExecutorSettings } from '../../../libs/config/index.js';
+import { Executor } from '../../../libs/execution/index.js';
+import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
+import { encodeCommitted } from '../../../libs/stream/index.js';
+import { EventBus, type Logger } from '../../../libs/types/index.js';
+import {
+  Closers,
+  SERVICE_LOGGER,
+  SERVICE_SETTINGS,
+  type ServiceModuleFactory,
+} from '../../shared/src/bootstrap.js';
+import type { ServiceSettings } from '../../shared/src/settings.js';
+import { BlockPublisher } from './publisher.js';
+
+export const APPLICATION_DB = Symbol('application.db');
+export const EXECUTOR_BUS = Symbol('EventBus');
+export const ABCI_SERVER = Symbol('AbciServer');
+
+/** Grace for calls in flight when the gRPC server stops (a FinalizeBlock or Commit finishes). */
+const DRAIN_MS = 5_000;
+
+/** Closes what the providers opened, in reverse order, when Nest shuts the context down. */
+@Injectable()
+export class ExecutorLifecycle implements OnApplicationShutdown {
+  constructor(@Inject(Closers) private readonly closers: Closers) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.closers.closeAll();
+  }
+}
+
+export const executorModule: ServiceModuleFactory = (settings, shared) => ({
+  module: ExecutorModule,
+  providers: [
+    { provide: SERVICE_SETTINGS, useValue: settings },
+    { provide: SERVICE_LOGGER, useValue: shared.logger },
+    { provide: Closers, useValue: shared.closers },
+    { provide: EXECUTOR_BUS, useValue: new EventBus() },
+    {
+      provide: APPLICATION_DB,
+      inject: [SERVICE_SETTINGS, Closers],
+      useFactory: async (s: ServiceSettings, closers: Closers): Promise<KVStore> => {
+        const kv = await RocksKV.open(homePaths(s.home).applicationDb);
+        closers.add('application.db', () => kv.close());
+        return kv;
+      },
+    },
+    {
+      provide: Executor,
+      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, APPLICATION_DB, EXECUTOR_BUS],
+      useFactory: async (
+        s: ServiceSettings,
+        logger: Logger,
+        closers: Closers,
+        kv: KVStore,
+        bus: EventBus,
+      ): Promise<Executor> => {
+        const x = toExecutorSettings(
+          s.loaded.config,
+          s.loaded.app,
+          s.loaded.app.mode === 'archive' ? 'archive' : 'full',
+        );
+        const genesis = s.genesis.runtime;
+        const executor = await Executor.open({
+          kv,
+          location: homePaths(s.home).applicationDb,
+          chainId: genesis.chainId,
+          evmChainId: genesis.evmChainId,
+          mode: x.mode,
+          keepRecent: x.keepRecent,
+          gas: x.gas,
+          mempool: x.mempool,
+          allowUnprotectedTxs: x.allowUnprotectedTxs,
+          txFeeCap: x.txFeeCap,
+          // anvil_* and evm_* need the JSON-RPC beside consensus: not in the cluster yet.
+          devControls: false,
+          // Every committed height also goes to the outbox the publisher drains into JetStream.
+          outbox: { encode: encodeCommitted },
+          bus,
+          logger: logger.child({ module: 'execution' }),
+        });
+        closers.add('executor', () => executor.close());
+        return executor;
+      },
+    },
+    {
+      provide: BlockPublisher,
+      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, Executor, EXECUTOR_BUS],
+      useFactory: (
+        s: ServiceSettings,
+        logger: Logger,
+        closers: Closers,
+        executor: Executor,
+        bus: EventBus,
+      ) => {
+        const publisher = new BlockPublisher({
+          executor,
+          bus,
+          chainId: s.genesis.runtime.chainId,
+          servers: s.cluster.natsUrls,
+          logger,
+        });
+        // Closed after the gRPC server (no more commits) and before the executor it reads.
+        closers.add('publisher', () => publisher.close());
+        return publisher;
+      },
+    },
+    {
+      provide: ABCI_SERVER,
+      // After the publisher: it is listening for commits before the first FinalizeBlock arrives.
+      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, Executor, BlockPublisher],
+      useFactory: async (
+        s: ServiceSettings,
+        logger: Logger,
+        closers: Closers,
+        executor: Executor,
+      ): Promise<AbciServer> => {
+        const server = await serveApplication(executor, s.cluster.executorGrpcAddress, {
+          logger: logger.child({ module: 'abci-grpc' }),
+        });
+        // Closed first: no FinalizeBlock or Commit reaches an executor that is closing.
+        closers.add('abci gRPC server', () => server.close(DRAIN_MS));
+        logger
+          .child({ module: 'service' })
+          .info(
+            { address: server.address, height: executor.latestHeight().toString() },
+            'serving noded.abci.v1.Application and grpc.health.v1',
+          );
+        return server;
+      },
+    },
+    ExecutorLifecycle,
+  ],
+});
+
+@Module({})
+export class ExecutorModule {}

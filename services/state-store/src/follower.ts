@@ -1,0 +1,146 @@
+// The state-store's follower (docs/cluster.md "state-store"): reads the executor's JetStream stream
+// `noded.<chain_id>.blocks` with an ordered consumer from the message after its own height, and
+// applies each height to its ReplicaStore (its own RocksDB) in order. A height already applied is
+// skipped; one that does not chain (wrong chain, gap, parent hash) or does not decode stops the
+// follower with the reason (onFatal), and nothing of it is written.
+import { connect, DeliverPolicy, type JsMsg, type NatsConnection } from 'nats';
+import { blocksStreamName, decodeCommitted, type ReplicaStore } from '../../../libs/stream/index.js';
+import type { Logger } from '../../../libs/types/index.js';
+
+export interface FollowerOptions {
+  replica: ReplicaStore;
+  servers: string[];
+  logger: Logger;
+  onFatal: (err: Error) => void;
+  /** Wait between attempts while NATS or the stream is not there (ms). */
+  retryMs?: number;
+}
+
+export class StreamFollower {
+  private nc: NatsConnection | undefined;
+  private stopped = false;
+  private loop: Promise<void> | undefined;
+  private readonly log: Logger;
+  private stopIter: (() => void) | undefined;
+  private waiters: Array<{ height: number; resolve: () => void }> = [];
+
+  constructor(private readonly o: FollowerOptions) {
+    this.log = o.logger.child({ module: 'follower' });
+  }
+
+  start(): void {
+    this.loop = this.run();
+  }
+
+  /** Resolves once the replica is at `height` or above. */
+  waitForHeight(height: number): Promise<void> {
+    if (this.o.replica.height >= height) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ height, resolve }));
+  }
+
+  private async run(): Promise<void> {
+    const stream = blocksStreamName(this.o.replica.chainId);
+    let lastError = '';
+    while (!this.stopped) {
+      try {
+        this.nc ??= await connect({
+          servers: this.o.servers,
+          name: `noded-state-store-${this.o.replica.chainId}`,
+          maxReconnectAttempts: -1,
+          reconnectTimeWait: 500,
+        });
+        const js = this.nc.jetstream();
+        const jsm = await this.nc.jetstreamManager();
+        const info = await jsm.streams.info(stream);
+        const startSeq = await this.startSequence(info.state.first_seq, info.state.last_seq, stream, jsm);
+        if (startSeq === undefined) {
+          await this.pause();
+          continue;
+        }
+        const consumer = await js.consumers.get(stream, {
+          deliver_policy: DeliverPolicy.StartSequence,
+          opt_start_seq: startSeq,
+        });
+        const iter = await consumer.consume();
+        this.stopIter = () => iter.stop();
+        if (lastError !== '') this.log.info({ height: this.o.replica.height }, 'following the stream again');
+        lastError = '';
+        this.log.info({ stream, fromSeq: startSeq, height: this.o.replica.height }, 'following the stream');
+        for await (const m of iter) {
+          if (this.stopped) break;
+          await this.applyMessage(m);
+        }
+      } catch (err) {
+        if (this.stopped) return;
+        if (err instanceof FatalApply) {
+          this.stopped = true;
+          this.o.onFatal(err.cause);
+          return;
+        }
+        const msg = (err as Error).message;
+        if (msg !== lastError)
+          this.log.warn({ err: msg, height: this.o.replica.height }, 'cannot follow the stream; retrying');
+        lastError = msg;
+        await this.pause();
+      }
+    }
+  }
+
+  /**
+   * The sequence of the height after the replica's: heights are contiguous in the stream from its
+   * first message (the publisher refuses gaps), so it is first_seq + (height + 1 - first height).
+   */
+  private async startSequence(
+    firstSeq: number,
+    lastSeq: number,
+    stream: string,
+    jsm: Awaited<ReturnType<NatsConnection['jetstreamManager']>>,
+  ): Promise<number | undefined> {
+    if (lastSeq < firstSeq || lastSeq === 0) return undefined; // empty yet
+    if (this.o.replica.height < 0) return firstSeq;
+    const first = decodeCommitted((await jsm.streams.getMessage(stream, { seq: firstSeq })).data);
+    const seq = firstSeq + (this.o.replica.height + 1 - first.height);
+    if (seq < firstSeq) {
+      throw new FatalApply(
+        new Error(
+          `the stream starts at height ${first.height}, after this replica's height ${this.o.replica.height}: heights ${this.o.replica.height + 1}..${first.height - 1} are no longer retained`,
+        ),
+      );
+    }
+    return seq;
+  }
+
+  private async applyMessage(m: JsMsg): Promise<void> {
+    let applied: boolean;
+    try {
+      const r = decodeCommitted(m.data);
+      applied = await this.o.replica.apply(r);
+    } catch (err) {
+      throw new FatalApply(new Error(`stream message ${m.seq}: ${(err as Error).message}`));
+    }
+    if (applied) {
+      this.log.debug({ height: this.o.replica.height }, 'height applied');
+      const ready = this.waiters.filter((w) => w.height <= this.o.replica.height);
+      this.waiters = this.waiters.filter((w) => w.height > this.o.replica.height);
+      for (const w of ready) w.resolve();
+    }
+  }
+
+  private pause(): Promise<void> {
+    return new Promise((r) => setTimeout(r, this.o.retryMs ?? 1_000));
+  }
+
+  async close(): Promise<void> {
+    this.stopped = true;
+    this.stopIter?.();
+    await this.nc?.close().catch(() => {});
+    await this.loop;
+  }
+}
+
+/** An error that stops the follower for good (the replica would not chain). */
+class FatalApply extends Error {
+  constructor(override readonly cause: Error) {
+    super(cause.message);
+  }
+}

@@ -1,0 +1,141 @@
+// scripts/cluster.sh (what `make cluster` runs after initialising the home): nats-server with
+// JetStream and the executor, consensus and state-store services as processes with prefixed
+// output; blocks are made and published; a service killed with -9 is restarted by the script;
+// SIGTERM (what Ctrl-C does at a terminal) stops every process it started, and the script exits 0;
+// the state-store's own RocksDB then holds every height, chained.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { connect } from 'nats';
+import { RocksKV } from '../../libs/storage/index.js';
+import { blocksStreamName, ReplicaStore } from '../../libs/stream/index.js';
+import { freePort, initLocalHome, repoRoot } from '../e2e/harness.js';
+import { comet, until } from './processes.js';
+
+const cleanups: Array<() => unknown> = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('make cluster (scripts/cluster.sh)', () => {
+  it('runs nats-server, executor and consensus, restarts a killed service, and stops them all on SIGTERM', async () => {
+    const { home, ports } = await initLocalHome({ timeoutCommit: '300ms' });
+    cleanups.push(() => rmSync(home, { recursive: true, force: true }));
+    const natsPort = await freePort();
+    const rpc = `http://127.0.0.1:${ports.rpc}`;
+    let out = '';
+    const script = spawn('bash', [join(repoRoot(), 'scripts', 'cluster.sh'), home], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        ...process.env,
+        NATS_PORT: String(natsPort),
+        NODED_EXECUTOR_GRPC_ADDRESS: `127.0.0.1:${await freePort()}`,
+      },
+    });
+    script.stdout.on('data', (d) => {
+      out += d;
+    });
+    script.stderr.on('data', (d) => {
+      out += d;
+    });
+    const exited = new Promise<number | null>((r) => script.once('exit', (code) => r(code)));
+    const pids = new Set<number>();
+    cleanups.push(async () => {
+      if (script.exitCode === null) {
+        script.kill('SIGTERM');
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000))]);
+      }
+      for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    });
+    const pidOf = (name: string, re: RegExp) =>
+      until(`${name}'s pid in the output`, 60_000, async () => {
+        const all = [...out.matchAll(re)].map((m) => Number(m[1]));
+        return all.length > 0 ? all : undefined;
+      });
+
+    const heightOf = async () =>
+      Number(
+        (await comet<{ sync_info: { latest_block_height: string } }>(rpc, 'status')).sync_info
+          .latest_block_height,
+      );
+    await until('blocks through the cluster', 90_000, async () =>
+      (await heightOf()) >= 3 ? true : undefined,
+    );
+    assert.match(out, /^\[nats\] .*Server is ready/m);
+    assert.match(out, /^\[executor\] noded service executor is running/m);
+    assert.match(out, /^\[consensus\] noded service consensus is running/m);
+    await until('the state-store runs', 60_000, async () =>
+      /^\[state-store\] noded service state-store is running/m.test(out) ? true : undefined,
+    );
+    const natsPid = (await pidOf('nats', /^\[nats\] \[(\d+)\]/gm))[0]!;
+    const [executorPid] = await pidOf(
+      'executor',
+      /^\[executor\] noded service executor is running \(pid (\d+)\)/gm,
+    );
+    const [consensusPid] = await pidOf(
+      'consensus',
+      /^\[consensus\] noded service consensus is running \(pid (\d+)\)/gm,
+    );
+    const [storePid] = await pidOf(
+      'state-store',
+      /^\[state-store\] noded service state-store is running \(pid (\d+)\)/gm,
+    );
+    for (const p of [natsPid, executorPid!, consensusPid!, storePid!]) pids.add(p);
+
+    // kill -9 of the executor: the script starts a new one, and blocks continue.
+    process.kill(executorPid!, 'SIGKILL');
+    const restarted = await until('a new executor', 60_000, async () => {
+      const all = [...out.matchAll(/^\[executor\] noded service executor is running \(pid (\d+)\)/gm)].map(
+        (m) => Number(m[1]),
+      );
+      return all.length >= 2 ? all[all.length - 1] : undefined;
+    });
+    pids.add(restarted);
+    assert.match(out, /^\[executor\] exited with code 137; restarting in 1 s/m);
+    const before = await heightOf();
+    await until('blocks after the executor restarted', 90_000, async () =>
+      (await heightOf()) >= before + 3 ? true : undefined,
+    );
+
+    // every height the executor committed is in the stream
+    const nc = await connect({ servers: `nats://127.0.0.1:${natsPort}` });
+    const info = await (await nc.jetstreamManager()).streams.info(blocksStreamName('chain-local'));
+    await nc.close();
+    assert.equal(info.state.first_seq, 1);
+    assert.ok(info.state.messages >= before, `${info.state.messages} messages for ${before} heights`);
+
+    script.kill('SIGTERM');
+    const code = await Promise.race([
+      exited,
+      new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 45_000)),
+    ]);
+    assert.equal(code, 0, out.slice(-3000));
+    assert.match(out, /\[cluster\] all services stopped/);
+    assert.match(out, /^\[consensus\] noded: SIGTERM received, stopping service consensus/m);
+    assert.match(out, /^\[executor\] noded: SIGTERM received, stopping service executor/m);
+    for (const p of pids) assert.equal(alive(p), false, `pid ${p} still runs after the script exited`);
+
+    // the state-store followed the stream into its own RocksDB: every height, chained
+    const kv = await RocksKV.open(join(home, 'data', 'state-store.db'));
+    try {
+      const replica = await ReplicaStore.open(kv, 'chain-local');
+      assert.ok(replica.height >= before, `state-store at ${replica.height}, the chain passed ${before}`);
+      for (let h = 1; h <= replica.height; h++) {
+        assert.deepEqual((await replica.record(h))?.parentHash, (await replica.record(h - 1))?.blockHash);
+      }
+    } finally {
+      await kv.close();
+    }
+  });
+});

@@ -1,0 +1,184 @@
+// The state-store's follower on a real nats-server: the executor (RocksDB, outbox) publishes, the
+// follower applies every height from the genesis record into its own RocksDB in order; a restart
+// resumes from its own height; the same height twice is skipped; and a message that does not chain
+// (wrong parent hash), published by something else on the subject, stops it with the reason and
+// changes nothing.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { RLP } from '@ethereumjs/rlp';
+import { connect } from 'nats';
+import { Executor } from '../../libs/execution/index.js';
+import { RocksKV } from '../../libs/storage/index.js';
+import { blocksSubject, encodeCommitted, ReplicaError, ReplicaStore } from '../../libs/stream/index.js';
+import { EventBus, silentLogger } from '../../libs/types/index.js';
+import { BlockPublisher } from '../../services/executor/src/publisher.js';
+import { StreamFollower } from '../../services/state-store/src/follower.js';
+import { validatorsOf } from '../consensus/helpers.js';
+import {
+  addr,
+  ETH,
+  executorOptions,
+  GENESIS_TIME,
+  genesisState,
+  key,
+  signTx,
+  TEST_CONSENSUS_PARAMS,
+} from '../execution/helpers.js';
+import { Chain, VALIDATOR_KEY } from './helpers.js';
+import { startNatsServer } from './nats.js';
+import { until } from './processes.js';
+
+const cleanups: Array<() => unknown> = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+const balanceOf = (accountRlp: Uint8Array | undefined) => {
+  if (!accountRlp) return undefined;
+  const [, balance] = RLP.decode(accountRlp) as Uint8Array[];
+  return BigInt(`0x${Buffer.from(balance!).toString('hex') || '0'}`);
+};
+const bytes = (hex: string) => Uint8Array.from(Buffer.from(hex.slice(2), 'hex'));
+
+describe('state-store: following the stream into its own RocksDB', () => {
+  it('applies every height from genesis in order, resumes from its own height, refuses a height that does not chain', async () => {
+    const nats = await startNatsServer();
+    cleanups.push(() => nats.stop());
+    const dir = mkdtempSync(join(tmpdir(), 'noded-replica-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const kv = await RocksKV.open(join(dir, 'application.db'));
+    cleanups.push(() => kv.close());
+    const bus = new EventBus();
+    const executor = await Executor.open(executorOptions(kv, bus, { outbox: { encode: encodeCommitted } }));
+    cleanups.push(() => executor.close());
+    const publisher = new BlockPublisher({
+      executor,
+      bus,
+      chainId: 'chain-local',
+      servers: [nats.url],
+      logger: silentLogger,
+      retryMs: 200,
+    });
+    cleanups.push(() => publisher.close());
+
+    const sender = key(1);
+    const idle = key(4);
+    const to = addr(key(2));
+    const chain = new Chain(executor, {
+      chainId: 'chain-local',
+      genesis: {
+        time: GENESIS_TIME,
+        initialHeight: 1,
+        validators: validatorsOf([VALIDATOR_KEY]),
+        consensusParams: TEST_CONSENSUS_PARAMS,
+        appState: genesisState([
+          { address: addr(sender), balance: 10n * ETH },
+          { address: addr(idle), balance: 5n * ETH },
+        ]),
+      },
+    });
+    cleanups.push(() => chain.remove());
+    await chain.runTo(1);
+    const checked = await executor.checkTx(signTx(sender, { nonce: 0n, to, value: 3n * ETH }), 'new');
+    assert.equal(checked.code, 0, checked.log);
+    await chain.runTo(Number(executor.latestHeight()) + 2);
+
+    const replicaKv = await RocksKV.open(join(dir, 'state-store.db'));
+    cleanups.push(() => replicaKv.close());
+    let replica = await ReplicaStore.open(replicaKv, 'chain-local');
+    assert.equal(replica.height, -1);
+    const fatal: Error[] = [];
+    let follower = new StreamFollower({
+      replica,
+      servers: [nats.url],
+      logger: silentLogger,
+      onFatal: (e) => fatal.push(e),
+      retryMs: 200,
+    });
+    cleanups.push(() => follower.close());
+    follower.start();
+    const top = Number(executor.latestHeight());
+    await Promise.race([
+      follower.waitForHeight(top),
+      new Promise((_, rej) =>
+        setTimeout(() => rej(new Error('replica did not reach the executor height')), 30_000),
+      ),
+    ]);
+
+    // the replica's state equals the executor's: the transfer's two accounts and an untouched genesis one
+    const at = executor.latestHeight();
+    assert.equal(balanceOf(await replica.account(bytes(to))), await executor.getBalance(to, at));
+    assert.equal(balanceOf(await replica.account(bytes(to))), 3n * ETH);
+    assert.equal(
+      balanceOf(await replica.account(bytes(addr(sender)))),
+      await executor.getBalance(addr(sender), at),
+    );
+    assert.equal(
+      balanceOf(await replica.account(bytes(addr(idle)))),
+      5n * ETH,
+      'genesis accounts come from the genesis record',
+    );
+    const loc = await replica.txLocation(checked.hash);
+    assert.ok(loc, 'the transfer is indexed');
+    assert.equal((await replica.record(loc.height))?.receipts[loc.index]?.status, 1);
+    for (let h = 1; h <= top; h++) {
+      const r = await replica.record(h);
+      assert.deepEqual(r?.parentHash, (await replica.record(h - 1))?.blockHash, `height ${h} chains`);
+    }
+    // the same height again is skipped
+    assert.equal(await replica.apply((await replica.record(top))!), false);
+
+    // restart: resumes from its own height
+    await follower.close();
+    await chain.runTo(top + 3);
+    const top2 = Number(executor.latestHeight());
+    replica = await ReplicaStore.open(replicaKv, 'chain-local');
+    assert.equal(replica.height, top, 'the replica kept its height across the restart');
+    follower = new StreamFollower({
+      replica,
+      servers: [nats.url],
+      logger: silentLogger,
+      onFatal: (e) => fatal.push(e),
+      retryMs: 200,
+    });
+    follower.start();
+    await Promise.race([
+      follower.waitForHeight(top2),
+      new Promise((_, rej) => setTimeout(() => rej(new Error('replica did not resume')), 30_000)),
+    ]);
+    assert.equal(replica.height, top2);
+    await until('the publisher caught up', 20_000, async () =>
+      publisher.publishedHeight >= top2 ? true : undefined,
+    );
+
+    // A height that names another parent, published by something else, stops it; nothing changes.
+    const forged = {
+      ...(await replica.record(top2))!,
+      height: top2 + 1,
+      parentHash: new Uint8Array(32).fill(7),
+      blockHash: new Uint8Array(32).fill(8),
+    };
+    const nc = await connect({ servers: nats.url });
+    await nc
+      .jetstream()
+      .publish(blocksSubject('chain-local'), encodeCommitted(forged), { msgID: `forged-${top2 + 1}` });
+    await nc.close();
+    await until('the follower stops on the forged height', 20_000, async () =>
+      fatal.length > 0 ? true : undefined,
+    );
+    assert.match(
+      fatal[0]!.message,
+      new RegExp(`height ${top2 + 1} names parent 0x(07){32}, but the block applied at ${top2} is 0x`),
+    );
+    assert.equal(replica.height, top2, 'nothing of the forged height is applied');
+    assert.equal(await replica.record(top2 + 1), undefined);
+    await assert.rejects(
+      replica.apply(forged),
+      (err: unknown) => err instanceof ReplicaError && err.code === 'PARENT_MISMATCH',
+    );
+    await follower.close();
+  });
+});
