@@ -50,6 +50,7 @@ import {
   minBig,
   normAddress,
   padLeft,
+  stripZeros,
   toHex,
   toKey,
 } from './bytes.js';
@@ -92,6 +93,8 @@ import { makeTracer, TraceTimeoutError } from './evm/tracers.js';
 import { nextBaseFee } from './feeMarket.js';
 import { cmpPrice, Mempool, protoTxSize, type SenderState } from './mempool.js';
 import type { ExecutorOptions } from './options.js';
+import { uintWord } from './precompiles/abi.js';
+import { BTC_TOKEN_ADDRESS, BTC_TOKEN_CODE, SUPPLY_SLOT } from './precompiles/btc-token.js';
 import { type AccountData, EMPTY_CODE_HASH, newAccount } from './state/account.js';
 import { ACCOUNT_TRIE_OWNER, type BuiltState, StateDb, storageOwner } from './state/db.js';
 import { JournaledState, type StateSource } from './state/journaled.js';
@@ -456,6 +459,7 @@ export class Executor implements Application, EthChain {
       };
     }
     const accounts = parseGenesisAccounts(req.appState, this.opts.evmChainId);
+    accounts.push(btcTokenGenesisAccount(accounts.reduce((sum, a) => sum + a.data.balance, 0n)));
     const height = Math.max(0, req.initialHeight - 1);
     const g = await this.db.buildGenesis(accounts, height);
     const header: EthHeader = {
@@ -843,9 +847,13 @@ export class Executor implements Application, EthChain {
     if (baseFees > 0n) await state.addBalance(toKey(coinbase), baseFees);
     const tExec = performance.now();
 
+    const expectedDelta = devMinted - state.burned;
+    // The BTC token's totalSupply() reads the supply from its storage (see btc-token.ts).
+    if (expectedDelta !== 0n) {
+      state.writeSlot(toKey(BTC_TOKEN_ADDRESS), SUPPLY_SLOT, uintWord(this.supply + expectedDelta));
+    }
     const built = await this.db.build(state.overlay());
     const tRoot = performance.now();
-    const expectedDelta = devMinted - state.burned;
     if (built.balanceDelta !== expectedDelta) {
       throw new SupplyInvariantError(height, expectedDelta, built.balanceDelta);
     }
@@ -2013,6 +2021,9 @@ function parseGenesisAccounts(appState: unknown, evmChainId: bigint): GenesisAcc
     }
     const addr = (raw.address as string).slice(2).toLowerCase();
     if (seen.has(addr)) fail(`${where}.address 0x${addr} appears twice`);
+    if (addr === toKey(BTC_TOKEN_ADDRESS)) {
+      fail(`${where}.address 0x${addr} is reserved for the BTC token precompile (docs/btc-token.md)`);
+    }
     seen.add(addr);
     const int = (v: unknown, field: string): bigint => {
       if (v === undefined) return 0n;
@@ -2050,4 +2061,13 @@ function parseGenesisAccounts(appState: unknown, evmChainId: bigint): GenesisAcc
     out.push({ addr, data, code, storage });
   });
   return out;
+}
+
+/** The BTC token precompile's account at genesis: its marker code and the supply in slot 0. */
+function btcTokenGenesisAccount(supply: bigint): GenesisAccount {
+  const data = newAccount();
+  data.codeHash = keccak256(BTC_TOKEN_CODE);
+  const storage = new Map<string, Uint8Array>();
+  if (supply > 0n) storage.set(SUPPLY_SLOT, stripZeros(uintWord(supply)));
+  return { addr: toKey(BTC_TOKEN_ADDRESS), data, code: BTC_TOKEN_CODE, storage };
 }

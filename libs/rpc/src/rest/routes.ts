@@ -219,6 +219,12 @@ function nodeInfo(ctx: RestContext): JsonObject {
   };
 }
 
+/**
+ * The chain's own precompiles (libs/execution/src/precompiles; the REST tests check the list
+ * against the executor's constants): the BTC token.
+ */
+const STATIC_PRECOMPILES = ['0x7b7c000000000000000000000000000000000000'];
+
 function evmParams(ctx: RestContext): JsonObject {
   return {
     params: {
@@ -226,7 +232,7 @@ function evmParams(ctx: RestContext): JsonObject {
       chain_id: ctx.evmChainId.toString(),
       allow_unprotected_txs: ctx.gas.allowUnprotectedTxs ?? false,
       extra_eips: [],
-      active_static_precompiles: [],
+      active_static_precompiles: [...STATIC_PRECOMPILES],
       block_gas_limit: (ctx.gas.blockGasLimit ?? 0n).toString(),
     },
   };
