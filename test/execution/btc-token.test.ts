@@ -216,6 +216,26 @@ describe('BTC token precompile in the executor', () => {
       'BTC: calldata for transfer(address,uint256) is 36 bytes, want at least 68',
     );
     assert.equal(await direct('0xdeadbeef'), 'BTC: unknown function selector 0xdeadbeef');
+    const permit = new Interface([
+      'function permit(address,address,uint256,uint256,uint8,bytes32,bytes32)',
+    ]).encodeFunctionData('permit', [
+      carol,
+      carol,
+      1n,
+      1n << 40n,
+      27,
+      `0x${'11'.repeat(32)}`,
+      `0x${'22'.repeat(32)}`,
+    ]);
+    const v300 = `${permit.slice(0, 10 + 64 * 4)}${(300).toString(16).padStart(64, '0')}${permit.slice(10 + 64 * 5)}`;
+    assert.equal(
+      await direct(v300),
+      'BTC: argument v of permit(address,address,uint256,uint256,uint8,bytes32,bytes32) is 300, which does not fit uint8',
+    );
+    assert.match(
+      await direct(permit),
+      /^BTC: invalid permit signature: it is not 0x[0-9a-f]{40}'s signature/,
+    );
     assert.equal(await direct('0x01'), 'BTC: calldata of 1 bytes has no function selector');
     const dirty = `0xa9059cbb${'ff'.repeat(12)}${carol.slice(2)}${'00'.repeat(31)}01`;
     assert.match(await direct(dirty), /^BTC: argument to of transfer\(address,uint256\) is not an address/);
