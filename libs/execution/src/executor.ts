@@ -94,6 +94,13 @@ import { nextBaseFee } from './feeMarket.js';
 import { cmpPrice, Mempool, protoTxSize, type SenderState } from './mempool.js';
 import type { ExecutorOptions } from './options.js';
 import { uintWord } from './precompiles/abi.js';
+import {
+  BRIDGE_OUT_ADDRESS,
+  BRIDGE_OUT_CODE,
+  type BridgeParams,
+  bridgeOutGenesisStorage,
+  parseBridgeParams,
+} from './precompiles/bridge-out.js';
 import { BTC_TOKEN_ADDRESS, BTC_TOKEN_CODE, SUPPLY_SLOT } from './precompiles/btc-token.js';
 import { type AccountData, EMPTY_CODE_HASH, newAccount } from './state/account.js';
 import { ACCOUNT_TRIE_OWNER, type BuiltState, StateDb, storageOwner } from './state/db.js';
@@ -460,6 +467,7 @@ export class Executor implements Application, EthChain {
     }
     const accounts = parseGenesisAccounts(req.appState, this.opts.evmChainId);
     accounts.push(btcTokenGenesisAccount(accounts.reduce((sum, a) => sum + a.data.balance, 0n)));
+    accounts.push(bridgeOutGenesisAccount(parseBridgeParams(req.appState)));
     const height = Math.max(0, req.initialHeight - 1);
     const g = await this.db.buildGenesis(accounts, height);
     const header: EthHeader = {
@@ -2024,6 +2032,9 @@ function parseGenesisAccounts(appState: unknown, evmChainId: bigint): GenesisAcc
     if (addr === toKey(BTC_TOKEN_ADDRESS)) {
       fail(`${where}.address 0x${addr} is reserved for the BTC token precompile (docs/btc-token.md)`);
     }
+    if (addr === toKey(BRIDGE_OUT_ADDRESS)) {
+      fail(`${where}.address 0x${addr} is reserved for the bridge-out precompile (docs/bridge.md)`);
+    }
     seen.add(addr);
     const int = (v: unknown, field: string): bigint => {
       if (v === undefined) return 0n;
@@ -2070,4 +2081,12 @@ function btcTokenGenesisAccount(supply: bigint): GenesisAccount {
   const storage = new Map<string, Uint8Array>();
   if (supply > 0n) storage.set(SUPPLY_SLOT, stripZeros(uintWord(supply)));
   return { addr: toKey(BTC_TOKEN_ADDRESS), data, code: BTC_TOKEN_CODE, storage };
+}
+
+/** The bridge-out precompile's account at genesis: marker code and app_state.bridge's parameters. */
+function bridgeOutGenesisAccount(params: BridgeParams | undefined): GenesisAccount {
+  const data = newAccount();
+  data.codeHash = keccak256(BRIDGE_OUT_CODE);
+  const storage = bridgeOutGenesisStorage(params);
+  return { addr: toKey(BRIDGE_OUT_ADDRESS), data, code: BRIDGE_OUT_CODE, storage };
 }

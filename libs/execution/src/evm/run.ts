@@ -19,6 +19,7 @@ import { Account, Address } from '@ethereumjs/util';
 import { createVM, paramsVM, type RunTxResult, runTx, type VM } from '@ethereumjs/vm';
 import { type AccessListEntry, ChainError, type Hex } from '../../../types/index.js';
 import { bytesToBigInt, equal, fromHex, toHex, toKey } from '../bytes.js';
+import { BRIDGE_OUT_ADDRESS, bridgeOutPrecompile } from '../precompiles/bridge-out.js';
 import { BTC_TOKEN_ADDRESS, btcTokenPrecompile } from '../precompiles/btc-token.js';
 import { trackCallFrames } from '../precompiles/call-frame.js';
 import { hasCode } from '../state/account.js';
@@ -146,6 +147,7 @@ export async function makeVm(
       customPrecompiles: [
         { address: new Address(fromHex('0x000000000000000000000000000000000000000a')), function: noKzg },
         { address: new Address(BTC_TOKEN_ADDRESS), function: btcTokenPrecompile },
+        { address: new Address(BRIDGE_OUT_ADDRESS), function: bridgeOutPrecompile },
       ],
     },
   });

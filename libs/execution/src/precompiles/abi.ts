@@ -113,3 +113,33 @@ export function stringReturn(s: string): Uint8Array {
 export function errorData(reason: string): Uint8Array {
   return concat(Uint8Array.of(0x08, 0xc3, 0x79, 0xa0), stringReturn(reason));
 }
+
+/** A value of `encodeValues`: a static word, or a dynamic `bytes` or `uint256[]`. */
+export type AbiValue = { word: Uint8Array } | { bytes: Uint8Array } | { uints: bigint[] };
+
+function padded(b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(Math.ceil(b.length / 32) * 32);
+  out.set(b);
+  return out;
+}
+
+/** abi.encode of a list of values (heads, then the dynamic tails in order). */
+export function encodeValues(values: AbiValue[]): Uint8Array {
+  const heads: Uint8Array[] = [];
+  const tails: Uint8Array[] = [];
+  let offset = 32 * values.length;
+  for (const v of values) {
+    if ('word' in v) {
+      heads.push(v.word);
+      continue;
+    }
+    const tail =
+      'bytes' in v
+        ? concat(uintWord(BigInt(v.bytes.length)), padded(v.bytes))
+        : concat(uintWord(BigInt(v.uints.length)), ...v.uints.map(uintWord));
+    heads.push(uintWord(BigInt(offset)));
+    tails.push(tail);
+    offset += tail.length;
+  }
+  return concat(...heads, ...tails);
+}

@@ -2,6 +2,7 @@
 // accounts and transactions, plus the chain's EVM and fee-market parameters.
 import { keccak256, sha256 } from '../../../crypto/index.js';
 import type { EthChain, Hex, Logger, NodeReader } from '../../../types/index.js';
+import { BRIDGE_OUT_ADDRESS, BridgeReader, BTC_TOKEN_ADDRESS } from '../bridge.js';
 import type { JsonObject } from '../comet/encode.js';
 import type { TxIndexer } from '../comet/indexer.js';
 import { hexUpper } from '../comet/wire.js';
@@ -221,9 +222,14 @@ function nodeInfo(ctx: RestContext): JsonObject {
 
 /**
  * The chain's own precompiles (libs/execution/src/precompiles; the REST tests check the list
- * against the executor's constants): the BTC token.
+ * against the executor's constants): the BTC token and bridge-out.
  */
-const STATIC_PRECOMPILES = ['0x7b7c000000000000000000000000000000000000'];
+const STATIC_PRECOMPILES = [BTC_TOKEN_ADDRESS, BRIDGE_OUT_ADDRESS];
+
+/** Bridge reads are view calls on the precompile, bounded like a JSON-RPC eth_call. */
+function bridgeReader(ctx: RestContext): BridgeReader {
+  return new BridgeReader(ctx.chain, { gasCap: 50_000_000n, timeoutMs: 5_000 });
+}
 
 function evmParams(ctx: RestContext): JsonObject {
   return {
@@ -433,6 +439,40 @@ export const REST_ROUTES: RestRoute[] = [
     path: '/cosmos/tx/v1beta1/txs/{hash}',
     summary: 'A committed transaction by its Ethereum hash (keccak256) or CometBFT hash (sha256).',
     handler: async (ctx, req) => txByHash(ctx, req.params.hash),
+  },
+  {
+    path: '/noded/bridge/v1/params',
+    summary: 'Bridge-out parameters from genesis, the pause switch and the current outflow window.',
+    handler: async (ctx, req) => ({ params: { ...(await bridgeReader(ctx).params(queryHeight(ctx, req))) } }),
+  },
+  {
+    path: '/noded/bridge/v1/outbound',
+    summary: 'Outbound bridge entries paid to ?recipient=0x<bytes on the destination chain>, oldest first.',
+    handler: async (ctx, req) => {
+      const text = req.query.get('recipient');
+      if (text === null) throw invalidArgument('recipient is required: ?recipient=0x<1 to 64 bytes>');
+      if (!/^0x([0-9a-fA-F]{2}){1,64}$/.test(text)) {
+        throw invalidArgument(
+          `invalid recipient ${JSON.stringify(text)}: expected 0x-prefixed hex of 1 to 64 bytes`,
+        );
+      }
+      const recipient = Uint8Array.from(Buffer.from(text.slice(2), 'hex'));
+      const entries = await bridgeReader(ctx).outboundByRecipient(recipient, queryHeight(ctx, req));
+      return { entries: entries.map((e) => ({ ...e })) };
+    },
+  },
+  {
+    path: '/noded/bridge/v1/outbound/{sequence}',
+    summary: 'The outbound bridge entry with this sequence number (1, 2, 3, …).',
+    handler: async (ctx, req) => {
+      const text = req.params.sequence;
+      if (!/^[1-9][0-9]{0,18}$/.test(text)) {
+        throw invalidArgument(`invalid sequence ${JSON.stringify(text)}: expected a positive integer`);
+      }
+      const entry = await bridgeReader(ctx).outbound(BigInt(text), queryHeight(ctx, req));
+      if (!entry) throw notFound(`outbound entry ${text} not found`);
+      return { entry: { ...entry } };
+    },
   },
   {
     path: '/evm/v1/params',
