@@ -1,8 +1,9 @@
 // EthereumJS hands a precompile only its calldata and gas: not who called it, with what value, or
-// whether the call is static. A precompile that moves coins needs all three, so the EVM's message
-// entry (_executeCall, which every CALL-family opcode and top-level call goes through) is wrapped to
-// keep the messages being run on a stack; a precompile reads the innermost one, which is its own
-// (a precompile makes no calls, so nothing is pushed above it while it runs).
+// whether the call is static. A precompile that moves coins needs all three. Every message call
+// (each CALL-family opcode and each top-level call) loads its code through the EVM's _loadCode just
+// before it runs a precompile, with nothing else run on that EVM in between (one EVM runs one call
+// at a time), so a synchronous wrapper that notes the message being loaded tells the precompile its
+// own message: no extra promise per call, only an assignment.
 import type { Address } from '@ethereumjs/util';
 
 /** What a precompile knows of the call it runs in. */
@@ -28,32 +29,27 @@ interface Message {
 }
 
 interface EvmInternals {
-  _executeCall: (message: Message) => Promise<unknown>;
+  _loadCode: (message: Message) => Promise<void>;
 }
 
-const frames = new WeakMap<object, Message[]>();
+const loading = new WeakMap<object, { message: Message | undefined }>();
 
-/** Wraps the EVM's message entry once so `currentFrame` can answer for precompiles run on it. */
+/** Wraps the EVM's code loading once so `currentFrame` can answer for precompiles run on it. */
 export function trackCallFrames(evm: object): void {
-  if (frames.has(evm)) return;
-  const stack: Message[] = [];
-  frames.set(evm, stack);
+  if (loading.has(evm)) return;
+  const last: { message: Message | undefined } = { message: undefined };
+  loading.set(evm, last);
   const inner = evm as EvmInternals;
-  const orig = inner._executeCall.bind(evm);
-  inner._executeCall = async (message: Message) => {
-    stack.push(message);
-    try {
-      return await orig(message);
-    } finally {
-      stack.pop();
-    }
+  const orig = inner._loadCode.bind(evm);
+  inner._loadCode = (message: Message) => {
+    last.message = message;
+    return orig(message);
   };
 }
 
 /** The call a precompile runs in, or undefined when the EVM was not set up with trackCallFrames. */
 export function currentFrame(evm: object): CallFrame | undefined {
-  const stack = frames.get(evm);
-  const m = stack?.[stack.length - 1];
+  const m = loading.get(evm)?.message;
   if (!m?.to) return undefined;
   return {
     caller: m.caller,
