@@ -180,6 +180,64 @@ describe('genesis', () => {
     ]);
   });
 
+  it('app_state.bridge: optional; admin, positive amounts and window, distinct uint8 chains; reserved addresses', () => {
+    const bridge = {
+      admin: HARDHAT0,
+      min_amount: '1000',
+      window_seconds: '3600',
+      max_outflow_per_window: '5000',
+      chains: [1, 2],
+    };
+    assert.deepEqual(
+      edit((g) => {
+        g.app_state.bridge = { ...bridge };
+      }),
+      [],
+    );
+    assert.deepEqual(
+      edit((g) => {
+        g.app_state.bridge = {
+          ...bridge,
+          admin: '0x1234',
+          paused: 'yes' as never,
+          min_amount: '0',
+          window_seconds: '-5',
+          chains: [1, 256, 1],
+          fee: '1',
+        } as never;
+      }),
+      [
+        'genesis.json: app_state.bridge.fee: unknown key',
+        'genesis.json: app_state.bridge.admin: must be 0x followed by 40 hex digits, got "0x1234"',
+        'genesis.json: app_state.bridge.paused: must be true or false, got "yes"',
+        'genesis.json: app_state.bridge.min_amount: must be > 0, got "0"',
+        'genesis.json: app_state.bridge.window_seconds: must be a string holding an integer, got "-5"',
+        'genesis.json: app_state.bridge.chains[1]: must be an integer 0-255, got 256',
+        'genesis.json: app_state.bridge.chains[2]: duplicate of chains[0], got 1',
+      ],
+    );
+    assert.deepEqual(
+      edit((g) => {
+        g.app_state.bridge = { ...bridge, max_outflow_per_window: '999', chains: [] };
+      }),
+      [
+        'genesis.json: app_state.bridge.max_outflow_per_window: must be >= min_amount (1000), got "999"',
+        'genesis.json: app_state.bridge.chains: must be a non-empty list of destination chain ids 0-255, got []',
+      ],
+    );
+    assert.deepEqual(
+      edit((g) => {
+        g.app_state.evm.accounts.push({
+          address: '0x7b7c000000000000000000000000000000000012',
+          balance: '1',
+        });
+      }),
+      [
+        'genesis.json: app_state.evm.accounts[1].address: is reserved for the bridge-out precompile, got "0x7b7c000000000000000000000000000000000012"',
+      ],
+    );
+  });
+
   it('loadGenesis names the file and reports unreadable or non-JSON files', () => {
     assert.deepEqual(loadGenesis('/nonexistent/dir/gen.json').problems.map(formatProblem), [
       'gen.json: cannot read /nonexistent/dir/gen.json: no such file',

@@ -11,6 +11,8 @@ import {
 } from 'ethers';
 import { keccak256, secp256k1Sign } from '../../libs/crypto/index.js';
 import { chainCommon } from '../../libs/execution/src/evm/common.js';
+import { BRIDGE_OUT_ADDRESS, BRIDGE_OUT_CODE } from '../../libs/execution/src/precompiles/bridge-out.js';
+import { BTC_TOKEN_ADDRESS, BTC_TOKEN_CODE } from '../../libs/execution/src/precompiles/btc-token.js';
 import { ChainError, type Hex } from '../../libs/types/index.js';
 import { LAB_SOL, TOKEN_SOL } from './contracts.js';
 import {
@@ -340,6 +342,17 @@ describe('state root', () => {
         );
       }
     }
+    // Every genesis also holds the BTC token precompile's account: its marker code and, in slot 0,
+    // the supply (the sum of the balances).
+    const btc = new Address(BTC_TOKEN_ADDRESS);
+    await sm.putAccount(btc, new Account(0n, 0n));
+    await sm.putCode(btc, BTC_TOKEN_CODE);
+    const supply = accounts.reduce((sum, a) => sum + a.balance, 0n);
+    await sm.putStorage(btc, new Uint8Array(32), Buffer.from(supply.toString(16).padStart(64, '0'), 'hex'));
+    // And the bridge-out precompile's, with its marker code (no app_state.bridge: no storage).
+    const bridge = new Address(BRIDGE_OUT_ADDRESS);
+    await sm.putAccount(bridge, new Account(0n, 0n));
+    await sm.putCode(bridge, BRIDGE_OUT_CODE);
     const genesis = await n.ex.getBlockByNumber(0n);
     assert.equal(genesis!.stateRoot, hexOf(await sm.getStateRoot()));
     void solidityPackedKeccak256;

@@ -61,6 +61,9 @@ const queryString = fc
   )
   .map((kv) => (kv.length === 0 ? '' : `?${kv.map(([k, v]) => `${k}=${v}`).join('&')}`));
 
+/** Routes answered by a chain module's precompile (view calls through eth_call). */
+const MODULE_ROUTE = /^\/(noded\/bridge|cosmos\/staking)\//;
+
 let chain: FakeChain;
 let ctx: RestContext;
 
@@ -89,7 +92,7 @@ describe('fuzz: REST path and query parsing', () => {
         (t, fill) => {
           let i = 0;
           const values: string[] = [];
-          const path = t.replace(/\{[a-z]+\}/g, () => {
+          const path = t.replace(/\{[a-z_]+\}/g, () => {
             values.push(fill[i]!);
             return encodeURIComponent(fill[i++]!);
           });
@@ -100,7 +103,7 @@ describe('fuzz: REST path and query parsing', () => {
             assert.ok(!m.route.path.includes('{'), `${path} matched ${m.route.path}, not ${t}`);
             return;
           }
-          const names = [...t.matchAll(/\{([a-z]+)\}/g)].map((x) => x[1]!);
+          const names = [...t.matchAll(/\{([a-z_]+)\}/g)].map((x) => x[1]!);
           assert.deepStrictEqual(m.params, Object.fromEntries(names.map((n, k) => [n, values[k]])));
         },
       ),
@@ -131,7 +134,10 @@ describe('fuzz: REST path and query parsing', () => {
         queryString,
         fc.option(fc.oneof(piece, fc.array(piece, { maxLength: 2 })), { nil: undefined }),
         async (route, values, qs, height) => {
-          const params = Object.fromEntries(names.map((n, i) => [n, values[i]!]));
+          // The route's own parameters (a router always fills them), plus the usual names.
+          const own = [...route.path.matchAll(/\{([a-z_]+)\}/g)].map((x) => x[1]!);
+          const all = [...new Set([...own, ...names])];
+          const params = Object.fromEntries(all.map((n, i) => [n, values[i % values.length]!]));
           const r = await onlyRejects(
             () =>
               route.handler(ctx, {
@@ -141,7 +147,10 @@ describe('fuzz: REST path and query parsing', () => {
               }),
             GatewayError,
           );
-          if (!r.ok) assert.ok([400, 404].includes((r.error as GatewayError).httpStatus));
+          const status = r.ok ? 200 : (r.error as GatewayError).httpStatus;
+          // A module route may also answer 500 or 501 on the fake chain (see MODULE_ROUTE).
+          if (!r.ok && MODULE_ROUTE.test(route.path)) assert.ok([400, 404, 500, 501].includes(status));
+          else if (!r.ok) assert.ok([400, 404].includes(status), `${route.path} -> ${status}`);
           else JSON.stringify(r.value);
         },
       ),
@@ -249,6 +258,13 @@ describe('fuzz: REST server with arbitrary URLs', () => {
     await checkAsync(
       fc.asyncProperty(path, async (p) => {
         const { status, body } = await get(p);
+        // The chain modules' routes read their precompile through eth_call, which the fake chain
+        // answers as a chain without contracts: a 500 naming the short answer, never a crash.
+        // Their real answers are tested against a node (test/e2e/bridge-out, test/e2e/staking).
+        if (status === 500 && MODULE_ROUTE.test(p)) {
+          assert.match(body, /precompile answered|validator pool/, `${JSON.stringify(p)} -> ${body}`);
+          return;
+        }
         assert.ok(status >= 200 && status < 500, `${JSON.stringify(p)} -> ${status} ${body}`);
       }),
       4,

@@ -8,6 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { keccak256, sha256 } from '../../libs/crypto/index.js';
+import { toHex } from '../../libs/execution/src/bytes.js';
+import { BRIDGE_OUT_ADDRESS } from '../../libs/execution/src/precompiles/bridge-out.js';
+import { BTC_TOKEN_ADDRESS } from '../../libs/execution/src/precompiles/btc-token.js';
 import { TxIndexer } from '../../libs/rpc/src/comet/index.js';
 import {
   ApiConfigError,
@@ -322,6 +325,10 @@ describe('REST API routes', () => {
     assert.equal(evm.json.params.evm_denom, 'abtc');
     assert.equal(evm.json.params.chain_id, '31337');
     assert.equal(evm.json.params.block_gas_limit, '30000000');
+    assert.deepEqual(evm.json.params.active_static_precompiles, [
+      toHex(BTC_TOKEN_ADDRESS),
+      toHex(BRIDGE_OUT_ADDRESS),
+    ]);
     const fm = await http(`${rest.url}/feemarket/v1/params`);
     assert.deepEqual(fm.json.params, {
       no_base_fee: false,

@@ -8,6 +8,7 @@ import {
   type Block,
   type BlockId,
   type BlockMeta,
+  type CallResult,
   type CheckTxResult,
   type Commit,
   type ConsensusParams,
@@ -593,7 +594,8 @@ export class FakeChain implements NodeReader, EthChain {
   getLogs = async () => this.unused();
   getStorageAt = async (): Promise<Hex> => this.unused();
   getProof = async () => this.unused();
-  call = async () => this.unused();
+  /** A chain with no contracts: every call succeeds with nothing returned, as a call to an empty account. */
+  call = async (): Promise<CallResult> => ({ returnData: '0x', gasUsed: 21_000n, logs: [] });
   estimateGas = async (): Promise<bigint> => this.unused();
   createAccessList = async () => this.unused();
   feeHistory = async () => this.unused();

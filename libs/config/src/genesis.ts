@@ -48,7 +48,30 @@ export interface AppStateJson {
   };
   /** The validator pool (issue 25); without it the validator set stays the genesis one. */
   staking?: StakingGenesisJson;
+  /** The bridge-out precompile's parameters (docs/bridge.md); without it bridge-out refuses. */
+  bridge?: BridgeGenesisJson;
 }
+
+export interface BridgeGenesisJson {
+  /** 0x address holding the pause switch. */
+  admin: string;
+  /** Start paused (default false). */
+  paused?: boolean;
+  /** Least amount of one bridgeOut, base units (decimal string). */
+  min_amount: string;
+  /** Length of an outflow window in seconds of block time (decimal string). */
+  window_seconds: string;
+  /** Most BTC bridged out per window, base units (decimal string). */
+  max_outflow_per_window: string;
+  /** Destination chain ids (uint8) bridgeOut accepts. */
+  chains: number[];
+}
+
+/** Addresses of the chain's own precompiles, which genesis may not allocate (docs/btc-token.md, docs/bridge.md). */
+export const RESERVED_GENESIS_ADDRESSES: Record<string, string> = {
+  '0x7b7c000000000000000000000000000000000000': 'the BTC token precompile',
+  '0x7b7c000000000000000000000000000000000012': 'the bridge-out precompile',
+};
 
 export interface GenesisJson {
   genesis_time: string; // ISO 8601 UTC
@@ -384,6 +407,8 @@ export function validateGenesis(json: unknown, label = 'genesis.json'): ConfigPr
         if (why) p(`${key}.address`, `${why}, ${got(a.address)}`);
         else {
           const lower = (a.address as string).toLowerCase();
+          const reserved = RESERVED_GENESIS_ADDRESSES[lower];
+          if (reserved) p(`${key}.address`, `is reserved for ${reserved}, ${got(a.address)}`);
           const dup = seen.get(lower);
           if (dup !== undefined)
             p(`${key}.address`, `duplicate of app_state.evm.accounts[${dup}], ${got(a.address)}`);
@@ -408,6 +433,48 @@ export function validateGenesis(json: unknown, label = 'genesis.json'): ConfigPr
             }
         }
       });
+    }
+  }
+
+  // app_state.bridge (optional): the bridge-out parameters every node must share.
+  const bridge = appState?.bridge;
+  if (appState && bridge !== undefined) {
+    const b = table('app_state.bridge', bridge);
+    if (b) {
+      const key = 'app_state.bridge';
+      unknownKeys(b, key, [
+        'admin',
+        'paused',
+        'min_amount',
+        'window_seconds',
+        'max_outflow_per_window',
+        'chains',
+      ]);
+      const why = typeof b.admin === 'string' ? checkEthAddress(b.admin) : 'must be a string';
+      if (why) p(`${key}.admin`, `${why}, ${got(b.admin)}`);
+      if (b.paused !== undefined && typeof b.paused !== 'boolean')
+        p(`${key}.paused`, `must be true or false, ${got(b.paused)}`);
+      const positive = { width: 'uint256' as const, ok: (n: bigint) => n > 0n, rule: '> 0' };
+      const min = intString(`${key}.min_amount`, b.min_amount, positive);
+      intString(`${key}.window_seconds`, b.window_seconds, positive);
+      const max = intString(`${key}.max_outflow_per_window`, b.max_outflow_per_window, positive);
+      if (min !== undefined && max !== undefined && max < min) {
+        p(
+          `${key}.max_outflow_per_window`,
+          `must be >= min_amount (${min}), ${got(b.max_outflow_per_window)}`,
+        );
+      }
+      const chains = b.chains;
+      if (!Array.isArray(chains) || chains.length === 0) {
+        p(`${key}.chains`, `must be a non-empty list of destination chain ids 0-255, ${got(chains)}`);
+      } else {
+        chains.forEach((c, i) => {
+          if (!Number.isInteger(c) || (c as number) < 0 || (c as number) > 255) {
+            p(`${key}.chains[${i}]`, `must be an integer 0-255, ${got(c)}`);
+          } else if (chains.indexOf(c) !== i)
+            p(`${key}.chains[${i}]`, `duplicate of chains[${chains.indexOf(c)}], ${got(c)}`);
+        });
+      }
     }
   }
   return problems;

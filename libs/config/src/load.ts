@@ -3,6 +3,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { parse, TomlError } from 'smol-toml';
+import { checkEthAddress } from './address.js';
 import { applyEnvOverrides, type Env, markEnvProblems } from './env.js';
 import { homePaths } from './home.js';
 import { type ConfigProblem, describeValue } from './problems.js';
@@ -229,6 +230,9 @@ function checkAppToml(
   }
 
   if (ok('api.tls_cert_file', 'api.tls_key_file')) checkTls(app, file, push);
+  if (ok('bridge.enable', 'bridge.ethereum_rpc_url', 'bridge.bridge_address', 'bridge.btc_token_address')) {
+    checkBridge(app, file, push);
+  }
 
   // A header trusted by hash needs both its height and its hash.
   if (ok('light.trust_height', 'light.trust_hash')) {
@@ -247,6 +251,25 @@ function checkAppToml(
         `must be a comma-separated list of "http://host:port", "https://host" or "tcp://host:port" URLs, got ${JSON.stringify(bad)} in ${describeValue(file.light.rpc_servers)}`,
       );
     }
+  }
+}
+
+/** [bridge]: checksummed addresses, and all three endpoints once enabled. */
+function checkBridge(app: AppToml, file: AppTomlFile, push: (key: string, message: string) => void) {
+  for (const key of ['bridge_address', 'btc_token_address'] as const) {
+    const v = file.bridge[key];
+    const why = v === '' ? undefined : checkEthAddress(v);
+    if (why) push(`bridge.${key}`, `${why}, got ${describeValue(v)}`);
+  }
+  if (!app.bridge.enable) return;
+  for (const key of ['ethereum_rpc_url', 'bridge_address', 'btc_token_address'] as const) {
+    if (file.bridge[key] === '') push(`bridge.${key}`, 'must be set when bridge.enable is true, got ""');
+  }
+  if (app.bridge.bridgeAddress !== '' && app.bridge.bridgeAddress === app.bridge.btcTokenAddress) {
+    push(
+      'bridge.btc_token_address',
+      `must differ from bridge.bridge_address, got ${describeValue(file.bridge.btc_token_address)}`,
+    );
   }
 }
 

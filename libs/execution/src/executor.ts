@@ -51,6 +51,7 @@ import {
   minBig,
   normAddress,
   padLeft,
+  stripZeros,
   toHex,
   toKey,
 } from './bytes.js';
@@ -93,6 +94,15 @@ import { makeTracer, TraceTimeoutError } from './evm/tracers.js';
 import { nextBaseFee } from './feeMarket.js';
 import { cmpPrice, Mempool, protoTxSize, type SenderState } from './mempool.js';
 import type { CommittedRecord, ExecutorOptions } from './options.js';
+import { uintWord } from './precompiles/abi.js';
+import {
+  BRIDGE_OUT_ADDRESS,
+  BRIDGE_OUT_CODE,
+  type BridgeParams,
+  bridgeOutGenesisStorage,
+  parseBridgeParams,
+} from './precompiles/bridge-out.js';
+import { BTC_TOKEN_ADDRESS, BTC_TOKEN_CODE, SUPPLY_SLOT } from './precompiles/btc-token.js';
 import {
   endBlockValidatorUpdates,
   genesisPoolStorage,
@@ -484,6 +494,9 @@ export class Executor implements Application, EthChain {
         );
       accounts.push(pool);
     }
+    // After the pool: the token's supply counts every genesis balance, bonds included.
+    accounts.push(btcTokenGenesisAccount(accounts.reduce((sum, a) => sum + a.data.balance, 0n)));
+    accounts.push(bridgeOutGenesisAccount(parseBridgeParams(req.appState)));
     const height = Math.max(0, req.initialHeight - 1);
     const g = await this.db.buildGenesis(accounts, height);
     const header: EthHeader = {
@@ -878,9 +891,13 @@ export class Executor implements Application, EthChain {
     const validatorUpdates = await endBlockValidatorUpdates(state);
     const tExec = performance.now();
 
+    const expectedDelta = devMinted - state.burned;
+    // The BTC token's totalSupply() reads the supply from its storage (see btc-token.ts).
+    if (expectedDelta !== 0n) {
+      state.writeSlot(toKey(BTC_TOKEN_ADDRESS), SUPPLY_SLOT, uintWord(this.supply + expectedDelta));
+    }
     const built = await this.db.build(state.overlay());
     const tRoot = performance.now();
-    const expectedDelta = devMinted - state.burned;
     if (built.balanceDelta !== expectedDelta) {
       throw new SupplyInvariantError(height, expectedDelta, built.balanceDelta);
     }
@@ -2198,6 +2215,12 @@ function parseGenesisAccounts(appState: unknown, evmChainId: bigint): GenesisAcc
     }
     const addr = (raw.address as string).slice(2).toLowerCase();
     if (seen.has(addr)) fail(`${where}.address 0x${addr} appears twice`);
+    if (addr === toKey(BTC_TOKEN_ADDRESS)) {
+      fail(`${where}.address 0x${addr} is reserved for the BTC token precompile (docs/btc-token.md)`);
+    }
+    if (addr === toKey(BRIDGE_OUT_ADDRESS)) {
+      fail(`${where}.address 0x${addr} is reserved for the bridge-out precompile (docs/bridge.md)`);
+    }
     seen.add(addr);
     const int = (v: unknown, field: string): bigint => {
       if (v === undefined) return 0n;
@@ -2268,4 +2291,21 @@ function genesisRecord(
     stateChanges,
     codes,
   };
+}
+
+/** The BTC token precompile's account at genesis: its marker code and the supply in slot 0. */
+function btcTokenGenesisAccount(supply: bigint): GenesisAccount {
+  const data = newAccount();
+  data.codeHash = keccak256(BTC_TOKEN_CODE);
+  const storage = new Map<string, Uint8Array>();
+  if (supply > 0n) storage.set(SUPPLY_SLOT, stripZeros(uintWord(supply)));
+  return { addr: toKey(BTC_TOKEN_ADDRESS), data, code: BTC_TOKEN_CODE, storage };
+}
+
+/** The bridge-out precompile's account at genesis: marker code and app_state.bridge's parameters. */
+function bridgeOutGenesisAccount(params: BridgeParams | undefined): GenesisAccount {
+  const data = newAccount();
+  data.codeHash = keccak256(BRIDGE_OUT_CODE);
+  const storage = bridgeOutGenesisStorage(params);
+  return { addr: toKey(BRIDGE_OUT_ADDRESS), data, code: BRIDGE_OUT_CODE, storage };
 }

@@ -96,6 +96,22 @@ export class LightSection extends TomlSection {
   @IsText() rpc_servers = '';
 }
 
+/**
+ * [bridge]: reading bridge-in deposits from the source chain (docs/bridge.md). Validated now; the
+ * deposit watcher that uses it is not built yet, so `enable = true` only checks the keys.
+ */
+export class BridgeSection extends TomlSection {
+  @IsBool() enable = false;
+  @IsText({ pattern: /^(https?:\/\/\S+)?$/, patternText: 'an http:// or https:// URL, or ""' })
+  ethereum_rpc_url = '';
+  @IsText({ pattern: /^(0x[0-9a-fA-F]{40})?$/, patternText: '0x followed by 40 hex digits, or ""' })
+  bridge_address = '';
+  @IsText({ pattern: /^(0x[0-9a-fA-F]{40})?$/, patternText: '0x followed by 40 hex digits, or ""' })
+  btc_token_address = '';
+  @IsInt(0, 10_000) confirmations = 12;
+  @IsDuration(100) poll_interval = '5s';
+}
+
 export class AppTomlFile extends TomlSection {
   @IsOneOf(NODE_MODES) mode = 'full';
   @IsOneOf(['default', 'nothing']) pruning = 'default';
@@ -103,6 +119,7 @@ export class AppTomlFile extends TomlSection {
   api = new ApiSection();
   evm = new EvmSection();
   light = new LightSection();
+  bridge = new BridgeSection();
 }
 
 export const APP_TOML_DOCS: Record<string, string> = {
@@ -173,6 +190,18 @@ export const APP_TOML_DOCS: Record<string, string> = {
   'light.rpc_servers':
     'CometBFT RPC servers to follow besides the P2P peers, comma-separated\n' +
     '("http://host:26657,https://rpc.example.com"); what they send is verified like a peer\'s.',
+  bridge:
+    'Bridge in (docs/bridge.md): the source EVM chain whose AssetsLocked events validators attest.\n' +
+    'The parameters every node must share are in genesis.json app_state.bridge, not here.',
+  'bridge.enable':
+    'Watch the source chain for deposits (needs the three addresses below). The watcher is not built\n' +
+    'yet: enabling it only checks these keys.',
+  'bridge.ethereum_rpc_url': "The source chain's JSON-RPC, http:// or https://.",
+  'bridge.bridge_address':
+    'The source-chain contract that emits AssetsLocked (contracts/BTCBridgeSource.sol).',
+  'bridge.btc_token_address': 'The wrapped-BTC ERC-20 on the source chain that maps to native BTC.',
+  'bridge.confirmations': 'Blocks a deposit must be buried under on the source chain before it is attested.',
+  'bridge.poll_interval': 'How often the source chain is read for new deposits.',
 };
 
 /** app.toml after validation: camelCase, durations in ms, integer strings as bigint. */
@@ -213,6 +242,16 @@ export interface AppToml {
     trustHash: string;
     /** http(s) base URLs (tcp:// read as http://), no trailing slash. */
     rpcServers: string[];
+  };
+  bridge: {
+    enable: boolean;
+    /** "" when unset. */
+    ethereumRpcUrl: string;
+    /** Lower-case 0x hex, "" when unset. */
+    bridgeAddress: string;
+    btcTokenAddress: string;
+    confirmations: number;
+    pollIntervalMs: number;
   };
 }
 
@@ -280,6 +319,14 @@ export function toAppToml(f: AppTomlFile, resolve: (path: string) => string = (p
       trustHeight: f.light.trust_height,
       trustHash: f.light.trust_hash.toUpperCase(),
       rpcServers: splitList(f.light.rpc_servers).map((u) => nodeHttpUrl(u) ?? u),
+    },
+    bridge: {
+      enable: f.bridge.enable,
+      ethereumRpcUrl: f.bridge.ethereum_rpc_url,
+      bridgeAddress: f.bridge.bridge_address.toLowerCase(),
+      btcTokenAddress: f.bridge.btc_token_address.toLowerCase(),
+      confirmations: f.bridge.confirmations,
+      pollIntervalMs: ms(f.bridge.poll_interval),
     },
   };
 }

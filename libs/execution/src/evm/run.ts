@@ -19,7 +19,10 @@ import { Account, Address } from '@ethereumjs/util';
 import { createVM, paramsVM, type RunTxResult, runTx, type VM } from '@ethereumjs/vm';
 import { type AccessListEntry, ChainError, type Hex } from '../../../types/index.js';
 import { bytesToBigInt, equal, fromHex, toHex, toKey } from '../bytes.js';
-import { STAKING_PRECOMPILE, trackStakingFrames } from '../precompiles/staking.js';
+import { BRIDGE_OUT_ADDRESS, bridgeOutPrecompile } from '../precompiles/bridge-out.js';
+import { BTC_TOKEN_ADDRESS, btcTokenPrecompile } from '../precompiles/btc-token.js';
+import { trackCallFrames } from '../precompiles/call-frame.js';
+import { STAKING_PRECOMPILE } from '../precompiles/staking.js';
 import { hasCode } from '../state/account.js';
 import type { JournaledState } from '../state/journaled.js';
 import type { DecodedTx } from '../txs.js';
@@ -144,12 +147,14 @@ export async function makeVm(
     evmOpts: {
       customPrecompiles: [
         { address: new Address(fromHex('0x000000000000000000000000000000000000000a')), function: noKzg },
+        { address: new Address(BTC_TOKEN_ADDRESS), function: btcTokenPrecompile },
+        { address: new Address(BRIDGE_OUT_ADDRESS), function: bridgeOutPrecompile },
         STAKING_PRECOMPILE,
       ],
     },
   });
   trackSelfdestructBurns(vm.evm);
-  trackStakingFrames(vm.evm);
+  trackCallFrames(vm.evm);
   return vm;
 }
 

@@ -2,15 +2,15 @@
 // Ethereum wallet. The ABI is contracts/IValidatorPool.sol; the state is staking-state.ts.
 //
 // EthereumJS hands a precompile only its calldata and gas, not the frame's caller, value or static
-// flag; trackStakingFrames keeps the message of each call into the pool for the precompile to read.
-// A delegatecall or callcode into the pool has no such frame and is refused: it would run the
-// pool's logic with another account's balance.
+// flag; call-frame.ts tells it (trackCallFrames on every VM). A delegatecall or callcode into the
+// pool is refused: it would run the pool's logic with another account's balance.
 
 import { EVMError, type ExecResult, type PrecompileInput } from '@ethereumjs/evm';
 import { Address } from '@ethereumjs/util';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bigIntToFixed, concat, equal, toHex, toKey } from '../bytes.js';
 import type { JournaledState } from '../state/journaled.js';
+import { type CallFrame, currentFrame } from './call-frame.js';
 import {
   AbiDecodeError,
   type AbiValue,
@@ -33,41 +33,13 @@ export { STAKING_ADDRESS, STAKING_ADDRESS_HEX } from './staking-state.js';
 const MAX_MONIKER_BYTES = 70;
 const MAX_COMMISSION_BPS = 10_000n;
 
-interface Frame {
-  caller: Address;
-  to?: Address;
-  value: bigint;
-  isStatic: boolean;
-  delegatecall: boolean;
-}
-
-const frames = new WeakMap<object, Frame[]>();
-
-/** Records the message of every call whose target is the pool, for the precompile to read. */
-export function trackStakingFrames(evm: unknown): void {
-  const e = evm as { _executeCall: (m: Frame) => Promise<unknown> };
-  const orig = e._executeCall;
-  const stack: Frame[] = [];
-  frames.set(evm as object, stack);
-  e._executeCall = async function (this: unknown, message: Frame) {
-    if (message.to === undefined || !equal(message.to.bytes, STAKING_ADDRESS))
-      return orig.call(this, message);
-    stack.push(message);
-    try {
-      return await orig.call(this, message);
-    } finally {
-      stack.pop();
-    }
-  };
-}
-
 /** Gas of each function: flat, above the cost of the slots it touches in EVM terms. */
 const GAS = { write: 60_000n, create: 120_000n, view: 4_000n, perItem: 2_500n } as const;
 
 type Ctx = {
   store: StakingStore;
   state: JournaledState;
-  frame: Frame;
+  frame: CallFrame;
   args: ArgReader;
   /** The block time in seconds (read lazily: a run ahead of the proposal does not know it yet). */
   now: () => bigint;
@@ -311,7 +283,8 @@ function outOfGas(gasLimit: bigint): ExecResult {
 export async function stakingPrecompile(input: PrecompileInput): Promise<ExecResult> {
   const base = GAS.view;
   if (input.gasLimit < base) return outOfGas(input.gasLimit);
-  const frame = frames.get(input._EVM)?.at(-1);
+  const f = currentFrame(input._EVM as object);
+  const frame = f && !f.delegatecall && equal(f.to.bytes, STAKING_ADDRESS) ? f : undefined;
   if (!frame) return revert('the validator pool cannot be reached by delegatecall or callcode', base);
   const state = (input._EVM as unknown as { stateManager: JournaledState }).stateManager;
   const store = new StakingStore(state);

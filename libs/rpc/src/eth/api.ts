@@ -15,6 +15,7 @@ import type {
   StateOverrides,
   TracerConfig,
 } from '../../../types/index.js';
+import { BridgeReader } from '../bridge.js';
 import { CallCache, callKey } from './call-cache.js';
 import type { DevAccounts } from './dev-accounts.js';
 import { registerDevMining } from './dev-mining.js';
@@ -190,6 +191,7 @@ export class EthApi {
     this.registerFilters();
     this.registerSubscriptions();
     this.registerOthers();
+    this.registerBridge();
     this.devState.register(this.methods);
     registerDevMining((name, specs, fn) => this.def(name, specs, fn), deps.devControl ?? null);
   }
@@ -789,6 +791,24 @@ export class EthApi {
     if (b === undefined) throw serverError(`block ${label} not found`);
     const results = await this.chain.traceBlock(b.number, this.tracer(cfg));
     return results.map((r) => ({ txHash: r.txHash, result: jsonSafe(r.result) as Json }));
+  }
+
+  /** The bridge-out precompile's outbound entries and parameters (docs/bridge.md). */
+  private registerBridge(): void {
+    const reader = () => new BridgeReader(this.chain, this.callOptions);
+    this.def('bridge_getOutbound', [req(hexOrDecimal64), opt(blockRef)], async ([seq, ref]) => {
+      return (await reader().outbound(seq, await this.stateHeight(ref))) ?? null;
+    });
+    this.def('bridge_getOutboundByRecipient', [req(bytes), opt(blockRef)], async ([recipient, ref]) => {
+      const b = hexToBytes(recipient);
+      if (b.length === 0 || b.length > 64) {
+        throw invalidParams(
+          `recipient must be 1 to 64 bytes (its bytes on the destination chain), got ${b.length}`,
+        );
+      }
+      return reader().outboundByRecipient(b, await this.stateHeight(ref));
+    });
+    this.def('bridge_params', [opt(blockRef)], async ([ref]) => reader().params(await this.stateHeight(ref)));
   }
 
   private registerOthers(): void {

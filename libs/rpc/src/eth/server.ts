@@ -56,9 +56,10 @@ const MAX_METHOD_NAME_LENGTH = 2048;
 /**
  * Namespaces always served besides [evm.rpc] apis. The dev chain's test controls (evm_, anvil_,
  * hardhat_: dev-mining.ts, dev-state.ts) answer everywhere: a node that does not allow them refuses
- * them by name (-32000 saying where they work) rather than -32601 as if they did not exist.
+ * them by name (-32000 saying where they work) rather than -32601 as if they did not exist. The
+ * bridge_ reads (outbound entries a relayer needs, docs/bridge.md) are chain data every node serves.
  */
-const ALWAYS_ON = new Set(['rpc', 'evm', 'anvil', 'hardhat']);
+const ALWAYS_ON = new Set(['rpc', 'evm', 'anvil', 'hardhat', 'bridge']);
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v);

@@ -2,6 +2,7 @@
 // accounts and transactions, plus the chain's EVM and fee-market parameters.
 import { keccak256, sha256 } from '../../../crypto/index.js';
 import type { EthChain, Hex, Logger, NodeReader } from '../../../types/index.js';
+import { BRIDGE_OUT_ADDRESS, BridgeReadError, BridgeReader, BTC_TOKEN_ADDRESS } from '../bridge.js';
 import type { JsonObject } from '../comet/encode.js';
 import type { TxIndexer } from '../comet/indexer.js';
 import { hexUpper } from '../comet/wire.js';
@@ -220,6 +221,25 @@ function nodeInfo(ctx: RestContext): JsonObject {
   };
 }
 
+/**
+ * The chain's own precompiles (libs/execution/src/precompiles; the REST tests check the list
+ * against the executor's constants): the BTC token and bridge-out.
+ */
+const STATIC_PRECOMPILES = [BTC_TOKEN_ADDRESS, BRIDGE_OUT_ADDRESS];
+
+/**
+ * Bridge reads are view calls on the precompile, bounded like a JSON-RPC eth_call; an answer that
+ * is not the precompile's (a node whose state lacks it) is a 500 naming what came back.
+ */
+async function bridgeRead<T>(ctx: RestContext, read: (r: BridgeReader) => Promise<T>): Promise<T> {
+  try {
+    return await read(new BridgeReader(ctx.chain, { gasCap: 50_000_000n, timeoutMs: 5_000 }));
+  } catch (err) {
+    if (err instanceof BridgeReadError) throw new GatewayError(13, 500, err.message);
+    throw err;
+  }
+}
+
 function evmParams(ctx: RestContext): JsonObject {
   return {
     params: {
@@ -227,7 +247,7 @@ function evmParams(ctx: RestContext): JsonObject {
       chain_id: ctx.evmChainId.toString(),
       allow_unprotected_txs: ctx.gas.allowUnprotectedTxs ?? false,
       extra_eips: [],
-      active_static_precompiles: [],
+      active_static_precompiles: [...STATIC_PRECOMPILES],
       block_gas_limit: (ctx.gas.blockGasLimit ?? 0n).toString(),
     },
   };
@@ -428,6 +448,45 @@ export const REST_ROUTES: RestRoute[] = [
     path: '/cosmos/tx/v1beta1/txs/{hash}',
     summary: 'A committed transaction by its Ethereum hash (keccak256) or CometBFT hash (sha256).',
     handler: async (ctx, req) => txByHash(ctx, req.params.hash),
+  },
+  {
+    path: '/noded/bridge/v1/params',
+    summary: 'Bridge-out parameters from genesis, the pause switch and the current outflow window.',
+    handler: async (ctx, req) => {
+      const h = queryHeight(ctx, req);
+      return { params: { ...(await bridgeRead(ctx, (r) => r.params(h))) } };
+    },
+  },
+  {
+    path: '/noded/bridge/v1/outbound',
+    summary: 'Outbound bridge entries paid to ?recipient=0x<bytes on the destination chain>, oldest first.',
+    handler: async (ctx, req) => {
+      const text = req.query.get('recipient');
+      if (text === null) throw invalidArgument('recipient is required: ?recipient=0x<1 to 64 bytes>');
+      if (!/^0x([0-9a-fA-F]{2}){1,64}$/.test(text)) {
+        throw invalidArgument(
+          `invalid recipient ${JSON.stringify(text)}: expected 0x-prefixed hex of 1 to 64 bytes`,
+        );
+      }
+      const recipient = Uint8Array.from(Buffer.from(text.slice(2), 'hex'));
+      const h = queryHeight(ctx, req);
+      const entries = await bridgeRead(ctx, (r) => r.outboundByRecipient(recipient, h));
+      return { entries: entries.map((e) => ({ ...e })) };
+    },
+  },
+  {
+    path: '/noded/bridge/v1/outbound/{sequence}',
+    summary: 'The outbound bridge entry with this sequence number (1, 2, 3, …).',
+    handler: async (ctx, req) => {
+      const text = req.params.sequence;
+      if (!/^[1-9][0-9]{0,18}$/.test(text)) {
+        throw invalidArgument(`invalid sequence ${JSON.stringify(text)}: expected a positive integer`);
+      }
+      const h = queryHeight(ctx, req);
+      const entry = await bridgeRead(ctx, (r) => r.outbound(BigInt(text), h));
+      if (!entry) throw notFound(`outbound entry ${text} not found`);
+      return { entry: { ...entry } };
+    },
   },
   {
     path: '/evm/v1/params',

@@ -30,8 +30,18 @@ interface PoolValidator {
   commissionBps: bigint;
 }
 
-const word = (data: Buffer, i: number) =>
-  BigInt(`0x${data.subarray(i * 32, i * 32 + 32).toString('hex') || '0'}`);
+/** The 32-byte word at byte `at` of the pool's answer; a shorter answer than that is a 500. */
+function wordAt(data: Buffer, at: number): bigint {
+  if (!Number.isSafeInteger(at) || at < 0 || data.length < at + 32) {
+    throw new GatewayError(
+      13,
+      500,
+      `validator pool: answered ${data.length} bytes; a word at byte ${at} was expected`,
+    );
+  }
+  return BigInt(`0x${data.subarray(at, at + 32).toString('hex')}`);
+}
+const word = (data: Buffer, i: number) => wordAt(data, i * 32);
 const addrArg = (a: Hex) => a.slice(2).padStart(64, '0');
 
 async function callPool(ctx: RestContext, height: bigint, data: string): Promise<Buffer> {
@@ -58,6 +68,7 @@ async function operators(ctx: RestContext, height: bigint): Promise<Hex[]> {
   const off = Number(word(out, 0)) / 32;
   const n = Number(word(out, off));
   const list: Hex[] = [];
+  if (n > 0) wordAt(out, (off + n) * 32);
   for (let i = 0; i < n; i++)
     list.push(`0x${out.subarray((off + 1 + i) * 32 + 12, (off + 2 + i) * 32).toString('hex')}` as Hex);
   return list;
@@ -66,7 +77,7 @@ async function operators(ctx: RestContext, height: bigint): Promise<Hex[]> {
 async function poolValidator(ctx: RestContext, height: bigint, operator: Hex): Promise<PoolValidator> {
   const out = await callPool(ctx, height, SEL.validator + addrArg(operator));
   const strOff = Number(word(out, 1));
-  const len = Number(BigInt(`0x${out.subarray(strOff, strOff + 32).toString('hex')}`));
+  const len = Number(wordAt(out, strOff));
   return {
     operator,
     pubKey: out.subarray(0, 32),
