@@ -1,5 +1,6 @@
 // Runs after `npm ci` / `npm install` (package.json "postinstall"). Performance rewrites of the
-// installed JavaScript of @ethereumjs/evm and @ethereumjs/util; none changes what they compute.
+// installed JavaScript of @ethereumjs/evm and @ethereumjs/util, none of which changes what they
+// compute, and one correctness fix of @chainsafe/libp2p-yamux (5).
 //
 // 1. evm.js: three object literals in the call path go from spread-then-properties form
 //    ({ ...a, b: 1 }) to Object.assign with the same sources in the same order, which builds the
@@ -21,6 +22,10 @@
 //    `runStep`.
 // 3. opcodes/gas.js: see desyncGasHandlers below.
 // 4. @ethereumjs/util bytes.js: see UTIL_REWRITES below.
+// 5. @chainsafe/libp2p-yamux muxer.js: a new outbound stream sends its opening window update from
+//    a microtask; when the connection closed in between (a peer hanging up as a stream is opened
+//    to it) the send throws StreamStateError out of the microtask, an uncaught exception that
+//    killed the node (seen in test/e2e/evidence). The rewrite fails that stream instead.
 //    With 2-4, an in-process eth_call went from about 8,400 to 12,000-14,000 calls/s (noisy
 //    machine; A/B pairs in docs/benchmarks.md), 171 -> 115 KB allocated per call.
 //
@@ -188,10 +193,34 @@ const UTIL_REWRITES = [
   },
 ];
 
+const YAMUX_REWRITES = [
+  {
+    what: 'newStream: the opening window update of a stream whose connection closed',
+    from: `        queueMicrotask(() => {
+            stream.sendWindowUpdate();
+        });`,
+    to: `        queueMicrotask(() => {
+            try {
+                stream.sendWindowUpdate();
+            }
+            catch (err) {
+                stream.abort(err);
+            }
+        });`,
+  },
+];
+
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const esm = join(root, 'node_modules', '@ethereumjs', 'evm', 'dist', 'esm');
 
 const patches = [
+  {
+    file: join(root, 'node_modules', '@chainsafe', 'libp2p-yamux', 'dist', 'src', 'muxer.js'),
+    marker: '/* noded: a stream opened on a closing connection fails alone (scripts/patch-deps.mjs) */',
+    pkg: '@chainsafe/libp2p-yamux',
+    what: 'stream opening',
+    rewrites: YAMUX_REWRITES,
+  },
   {
     file: join(root, 'node_modules', '@ethereumjs', 'util', 'dist', 'esm', 'bytes.js'),
     marker: '/* noded: direct byte padding and hex (scripts/patch-deps.mjs) */',

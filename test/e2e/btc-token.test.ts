@@ -64,9 +64,15 @@ describe('BTC token precompile against noded chain-local', { timeout: 240_000 },
       cacheTimeout: -1,
     });
     const genesis = JSON.parse(readFileSync(join(env.node.home, 'config', 'genesis.json'), 'utf8')) as {
-      app_state: { evm: { accounts: Array<{ balance?: string }> } };
+      app_state: {
+        evm: { accounts: Array<{ balance?: string }> };
+        staking?: { validators: Array<{ self_bond: string }> };
+      };
     };
-    genesisSupply = genesis.app_state.evm.accounts.reduce((s, a) => s + BigInt(a.balance ?? '0'), 0n);
+    // The supply is every genesis balance plus the validators' bonds (held by the pool's account).
+    genesisSupply =
+      genesis.app_state.evm.accounts.reduce((s, a) => s + BigInt(a.balance ?? '0'), 0n) +
+      (genesis.app_state.staking?.validators ?? []).reduce((s, v) => s + BigInt(v.self_bond), 0n);
   });
 
   after(async () => {

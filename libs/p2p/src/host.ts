@@ -879,6 +879,8 @@ export class P2PHost {
       p.stat(protocol).sent += bytes.length;
       return;
     }
+    // A connection that is closing takes no new stream: the peer is going away (its 'down' follows).
+    if (p.conn.status !== 'open') return;
     slot.queue.push(bytes);
     slot.queuedBytes += bytes.length;
     if (slot.opening) return;
