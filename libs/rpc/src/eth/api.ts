@@ -15,7 +15,7 @@ import type {
   StateOverrides,
   TracerConfig,
 } from '../../../types/index.js';
-import { BridgeReader } from '../bridge.js';
+import { BridgeReadError, BridgeReader } from '../bridge.js';
 import { CallCache, callKey } from './call-cache.js';
 import type { DevAccounts } from './dev-accounts.js';
 import { registerDevMining } from './dev-mining.js';
@@ -795,9 +795,18 @@ export class EthApi {
 
   /** The bridge-out precompile's outbound entries and parameters (docs/bridge.md). */
   private registerBridge(): void {
-    const reader = () => new BridgeReader(this.chain, this.callOptions);
+    // An answer that is not the precompile's (a state without it) is a -32000 naming what came back.
+    const read = async <T>(fn: (r: BridgeReader) => Promise<T>): Promise<T> => {
+      try {
+        return await fn(new BridgeReader(this.chain, this.callOptions));
+      } catch (err) {
+        if (err instanceof BridgeReadError) throw serverError(err.message);
+        throw err;
+      }
+    };
     this.def('bridge_getOutbound', [req(hexOrDecimal64), opt(blockRef)], async ([seq, ref]) => {
-      return (await reader().outbound(seq, await this.stateHeight(ref))) ?? null;
+      const h = await this.stateHeight(ref);
+      return (await read((r) => r.outbound(seq, h))) ?? null;
     });
     this.def('bridge_getOutboundByRecipient', [req(bytes), opt(blockRef)], async ([recipient, ref]) => {
       const b = hexToBytes(recipient);
@@ -806,9 +815,13 @@ export class EthApi {
           `recipient must be 1 to 64 bytes (its bytes on the destination chain), got ${b.length}`,
         );
       }
-      return reader().outboundByRecipient(b, await this.stateHeight(ref));
+      const h = await this.stateHeight(ref);
+      return read((r) => r.outboundByRecipient(b, h));
     });
-    this.def('bridge_params', [opt(blockRef)], async ([ref]) => reader().params(await this.stateHeight(ref)));
+    this.def('bridge_params', [opt(blockRef)], async ([ref]) => {
+      const h = await this.stateHeight(ref);
+      return read((r) => r.params(h));
+    });
   }
 
   private registerOthers(): void {
