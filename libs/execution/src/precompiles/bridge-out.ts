@@ -18,13 +18,12 @@ import {
   addressWord,
   boolWord,
   encodeValues,
-  errorData,
   eventTopic,
   selectorOf,
   uintWord,
 } from './abi.js';
 import { BTC_TOKEN_ADDRESS } from './btc-token.js';
-import { type CallFrame, currentFrame } from './call-frame.js';
+import { type CallFrame, haltResult, openCall, revertResult } from './call-frame.js';
 
 export const BRIDGE_OUT_ADDRESS = fromHex('0x7b7c000000000000000000000000000000000012');
 const SELF = toKey(BRIDGE_OUT_ADDRESS);
@@ -358,44 +357,23 @@ const METHODS: Method[] = [
 const BY_SELECTOR = new Map(METHODS.map((m) => [selectorOf(m.signature), m]));
 
 function revert(gas: bigint, reason: string): ExecResult {
-  return {
-    returnValue: errorData(`bridge: ${reason}`),
-    executionGasUsed: gas,
-    exceptionError: new EVMError(EVMError.errorMessages.REVERT),
-  };
-}
-
-function halt(gasLimit: bigint, error: string): ExecResult {
-  return {
-    returnValue: new Uint8Array(0),
-    executionGasUsed: gasLimit,
-    exceptionError: new EVMError(error as never),
-  };
+  return revertResult(gas, `bridge: ${reason}`);
 }
 
 /** The precompile function registered at BRIDGE_OUT_ADDRESS (run.ts makeVm). */
 export async function bridgeOutPrecompile(input: PrecompileInput): Promise<ExecResult> {
   const evm = input._EVM as object;
-  const frame = currentFrame(evm);
-  if (!frame) throw new Error('the bridge-out precompile needs trackCallFrames on its EVM');
-  const sel = input.data.length >= 4 ? toKey(input.data.subarray(0, 4)) : '';
-  const method = BY_SELECTOR.get(sel);
-  let gas = method?.gas ?? BRIDGE_OUT_GAS.unknown;
-  if (input.gasLimit < gas) return halt(input.gasLimit, EVMError.errorMessages.OUT_OF_GAS);
-  if (!method) {
-    return revert(
-      gas,
-      input.data.length < 4
-        ? `calldata of ${input.data.length} bytes has no function selector`
-        : `unknown function selector 0x${sel}`,
-    );
-  }
-  if (frame.delegatecall || !equal(frame.to.bytes, BRIDGE_OUT_ADDRESS)) {
-    return revert(gas, 'the bridge must be called directly, not through DELEGATECALL or CALLCODE');
-  }
-  if (frame.value > 0n) return revert(gas, `${method.signature} is not payable (${frame.value} sent)`);
-  if (method.writes && frame.isStatic)
-    return halt(input.gasLimit, EVMError.errorMessages.STATIC_STATE_CHANGE);
+  const open = openCall(input, {
+    what: 'the bridge-out precompile',
+    name: 'bridge',
+    prefix: 'bridge: ',
+    address: BRIDGE_OUT_ADDRESS,
+    methods: BY_SELECTOR,
+    unknownGas: BRIDGE_OUT_GAS.unknown,
+  });
+  if ('result' in open) return open.result;
+  const { frame, method } = open;
+  let gas = open.gas;
   const logs: Log[] = [];
   try {
     const args = new Args(input.data, method.signature, method.words);
@@ -404,7 +382,7 @@ export async function bridgeOutPrecompile(input: PrecompileInput): Promise<ExecR
     if (method.signature === 'outboundByRecipient(bytes)') {
       // 2,200 per entry read, beyond the base.
       gas += 2_200n * bytesToBigInt(returnValue.subarray(32, 64));
-      if (input.gasLimit < gas) return halt(input.gasLimit, EVMError.errorMessages.OUT_OF_GAS);
+      if (input.gasLimit < gas) return haltResult(input.gasLimit, EVMError.errorMessages.OUT_OF_GAS);
     }
     return { returnValue, executionGasUsed: gas, logs };
   } catch (err) {

@@ -4,7 +4,7 @@
 // precompile's own account (Solidity's layout, see docs/btc-token.md), so they are in the state
 // root, reverted with the frame that wrote them and kept across restarts like any contract's.
 import type { Common } from '@ethereumjs/common';
-import { EVMError, type ExecResult, type Log, type PrecompileInput } from '@ethereumjs/evm';
+import { type ExecResult, type Log, type PrecompileInput } from '@ethereumjs/evm';
 import { Address } from '@ethereumjs/util';
 import { ethAddressFromPublicKey, keccak256, secp256k1Recover } from '../../../crypto/index.js';
 import { bytesToBigInt, concat, equal, fromHex, toHex, toKey } from '../bytes.js';
@@ -14,13 +14,12 @@ import {
   Args,
   addressWord,
   boolWord,
-  errorData,
   eventTopic,
   selectorOf,
   stringReturn,
   uintWord,
 } from './abi.js';
-import { type CallFrame, currentFrame } from './call-frame.js';
+import { type CallFrame, openCall, revertResult } from './call-frame.js';
 
 export const BTC_TOKEN_ADDRESS = fromHex('0x7b7c000000000000000000000000000000000000');
 const SELF = toKey(BTC_TOKEN_ADDRESS);
@@ -332,45 +331,22 @@ function recoverSigner(digest: Uint8Array, v: bigint, r: Uint8Array, s: Uint8Arr
 const BY_SELECTOR = new Map(METHODS.map((m) => [selectorOf(m.signature), m]));
 
 function revert(gas: bigint, reason: string): ExecResult {
-  return {
-    returnValue: errorData(`BTC: ${reason}`),
-    executionGasUsed: gas,
-    exceptionError: new EVMError(EVMError.errorMessages.REVERT),
-  };
-}
-
-function halt(gasLimit: bigint, error: string): ExecResult {
-  return {
-    returnValue: new Uint8Array(0),
-    executionGasUsed: gasLimit,
-    exceptionError: new EVMError(error as never),
-  };
+  return revertResult(gas, `BTC: ${reason}`);
 }
 
 /** The precompile function registered at BTC_TOKEN_ADDRESS (run.ts makeVm). */
 export async function btcTokenPrecompile(input: PrecompileInput): Promise<ExecResult> {
   const evm = input._EVM as object;
-  const frame = currentFrame(evm);
-  if (!frame) throw new Error('the BTC token precompile needs trackCallFrames on its EVM');
-  const sel = input.data.length >= 4 ? toKey(input.data.subarray(0, 4)) : '';
-  const method = BY_SELECTOR.get(sel);
-  const gas = method?.gas ?? BTC_TOKEN_GAS.unknown;
-  if (input.gasLimit < gas) return halt(input.gasLimit, EVMError.errorMessages.OUT_OF_GAS);
-  if (!method) {
-    return revert(
-      gas,
-      input.data.length < 4
-        ? `calldata of ${input.data.length} bytes has no function selector`
-        : `unknown function selector 0x${sel}`,
-    );
-  }
-  if (frame.delegatecall || !equal(frame.to.bytes, BTC_TOKEN_ADDRESS)) {
-    return revert(gas, 'the token must be called directly, not through DELEGATECALL or CALLCODE');
-  }
-  if (frame.value > 0n) return revert(gas, `${method.signature} is not payable (${frame.value} sent)`);
-  // A static context may not write, as SSTORE in a STATICCALL (all gas is consumed).
-  if (method.writes && frame.isStatic)
-    return halt(input.gasLimit, EVMError.errorMessages.STATIC_STATE_CHANGE);
+  const open = openCall(input, {
+    what: 'the BTC token precompile',
+    name: 'token',
+    prefix: 'BTC: ',
+    address: BTC_TOKEN_ADDRESS,
+    methods: BY_SELECTOR,
+    unknownGas: BTC_TOKEN_GAS.unknown,
+  });
+  if ('result' in open) return open.result;
+  const { frame, method, gas } = open;
   const logs: Log[] = [];
   try {
     const args = new Args(input.data, method.signature, method.words);
