@@ -17,10 +17,12 @@ import {
   compile,
   ETH,
   executorOptions,
+  GENESIS_TIME,
   GWEI,
   key,
   produceBlock,
   signTx,
+  TEST_CONSENSUS_PARAMS,
   type TestNode,
 } from '../execution/helpers.js';
 import { E1, E2, EMITTER_SOL, hex, PAIR, type RpcLog, word } from './emitter.js';
@@ -133,16 +135,10 @@ describe('logs through the real executor and the JSON-RPC', { timeout: 120_000 }
     const ex = await Executor.open(executorOptions(kv, bus));
     await ex.initChain({
       chainId: 'chain-local',
-      time: 1_700_000_000_000_000_000n,
+      time: GENESIS_TIME,
       initialHeight: 1,
       validators: [],
-      consensusParams: {
-        block: { maxBytes: 22020096n, maxGas: -1n },
-        evidence: { maxAgeNumBlocks: 100000n, maxAgeDuration: 172800000000000n, maxBytes: 1048576n },
-        validator: { pubKeyTypes: ['ed25519'] },
-        version: { app: 1n },
-        abci: { voteExtensionsEnableHeight: 0n },
-      },
+      consensusParams: TEST_CONSENSUS_PARAMS,
       appState: {
         evm: {
           chain_id: '31337',
