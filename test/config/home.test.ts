@@ -26,6 +26,7 @@ describe('home', () => {
     assert.equal(p.configToml, '/h/config/config.toml');
     assert.equal(p.genesis, '/h/config/genesis.json');
     assert.equal(p.privValidatorKey, '/h/config/priv_validator_key.json');
+    assert.equal(p.addrBook, '/h/config/addrbook.json');
     assert.equal(p.privValidatorState, '/h/data/priv_validator_state.json');
     assert.equal(p.pidFile, '/h/data/noded.pid');
     assert.equal(p.csWal, '/h/data/cs.wal');

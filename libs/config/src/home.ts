@@ -14,6 +14,8 @@ export interface HomePaths {
   clientToml: string;
   genesis: string;
   nodeKey: string;
+  /** config/addrbook.json: peer exchange's address book (CometBFT's file). */
+  addrBook: string;
   privValidatorKey: string;
   /** Optional operator override of the network presets (see docs/networks.md). */
   networks: string;
@@ -54,6 +56,7 @@ export function homePaths(home: string): HomePaths {
     clientToml: join(config, 'client.toml'),
     genesis: join(config, 'genesis.json'),
     nodeKey: join(config, 'node_key.json'),
+    addrBook: join(config, 'addrbook.json'),
     privValidatorKey: join(config, 'priv_validator_key.json'),
     networks: join(config, 'networks.json'),
     devAccounts: join(config, 'dev_accounts.json'),

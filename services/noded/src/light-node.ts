@@ -6,7 +6,6 @@
 // header-only subset of the Ethereum JSON-RPC (:8545/:8546). docs/light-client.md.
 
 import { arch, platform } from 'node:os';
-import { dirname, join } from 'node:path';
 import {
   formatDuration,
   homePaths,
@@ -71,7 +70,7 @@ export async function runLightNode(opts: LightNodeOptions): Promise<RunningNode>
       listen: p2pAt,
     } = p2pHostFor({
       config,
-      addrBookFile: join(dirname(paths.nodeKey), 'addrbook.json'),
+      addrBookFile: paths.addrBook,
       chainId: genesis.chainId,
       nodeKey,
       rpcAddress: cometOptions.laddr,

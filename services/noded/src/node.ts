@@ -4,7 +4,6 @@
 
 import { existsSync, readFileSync } from 'node:fs';
 import { arch, platform } from 'node:os';
-import { dirname, join } from 'node:path';
 import {
   deriveDevAccounts,
   homePaths,
@@ -150,7 +149,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       listen: p2pAt,
     } = p2pHostFor({
       config,
-      addrBookFile: join(dirname(paths.nodeKey), 'addrbook.json'),
+      addrBookFile: paths.addrBook,
       chainId: genesis.chainId,
       nodeKey,
       rpcAddress: cometOptions.laddr,
