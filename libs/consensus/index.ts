@@ -129,7 +129,12 @@ export {
   systemNow,
 } from './src/runtime/options.js';
 // The dev chain's revert across the stores (evm_revert), and its completion at startup.
-export { finishRollback, type RollbackTarget } from './src/runtime/rollback.js';
+export {
+  finishRollback,
+  type RollbackTarget,
+  readRollbackIntent,
+  writeRollbackIntent,
+} from './src/runtime/rollback.js';
 // The live runtime the node constructs (ConsensusRuntime.create(opts), start, stop, NodeReader reads).
 export { ConsensusRuntime, type DevSnapshot } from './src/runtime/runtime.js';
 // The stores over their KVStores, for finishing an interrupted revert before the runtime opens them.

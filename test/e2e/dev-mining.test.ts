@@ -273,6 +273,8 @@ describe('dev mining methods outside a single-validator chain-local node', { tim
       ['evm_setIntervalMining', [1000]],
       ['evm_increaseTime', [60]],
       ['evm_setNextBlockTimestamp', [4_000_000_000]],
+      ['anvil_reset', []],
+      ['hardhat_reset', []],
     ];
     for (const [method, params] of calls) {
       const a = await rpc(node!.ethUrl, method, params);

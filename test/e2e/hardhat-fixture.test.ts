@@ -14,7 +14,7 @@ import { initLocalHome, type RunningNode, repoRoot, startNode } from './harness.
 // web3_clientVersion, takes evm_snapshot after the fixture's first run, then evm_revert + evm_snapshot.
 const TEST = `
 const { ethers } = require('hardhat');
-const { loadFixture, mine, time: clock } = require('@nomicfoundation/hardhat-network-helpers');
+const { loadFixture, mine, reset, time: clock } = require('@nomicfoundation/hardhat-network-helpers');
 const assert = require('node:assert/strict');
 const TOKEN = require('./token.json');
 
@@ -61,6 +61,17 @@ describe('loadFixture on noded', function () {
     assert.ok(t < time + 86400, 'the day added in the previous test is gone: ' + t + ' vs ' + time);
     assert.equal(await ethers.provider.getTransactionCount(other.address), 0);
   });
+
+  it('reset() brings the chain back to its genesis; the fixture runs again after it', async function () {
+    const { token } = await loadFixture(deployToken);
+    const address = await token.getAddress();
+    await reset();
+    assert.equal(await ethers.provider.getBlockNumber(), 0);
+    assert.equal(await ethers.provider.getCode(address), '0x');
+    const again = await loadFixture(deployToken);
+    assert.equal(await again.token.getAddress(), address, 'same deployer nonce 0, same address');
+    assert.equal(again.height, 1);
+  });
 });
 `;
 
@@ -92,9 +103,9 @@ describe('Hardhat 2: loadFixture against chain-local', { timeout: 300_000 }, () 
     if (home) rmSync(home, { recursive: true, force: true });
   });
 
-  it('hardhat test passes with loadFixture over four it blocks', async () => {
+  it('hardhat test passes with loadFixture over five it blocks (reset() included)', async () => {
     const r = await runHardhat(project, ['test', '--no-compile']);
     assert.equal(r.code, 0, r.out);
-    assert.match(r.out, /4 passing/);
+    assert.match(r.out, /5 passing/);
   });
 });

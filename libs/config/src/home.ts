@@ -32,6 +32,8 @@ export interface HomePaths {
   lightDb: string;
   /** A dev chain revert in progress (evm_revert; finished at the next start if the process stopped). */
   rollbackIntent: string;
+  /** The dev chain's genesis point, for anvil_reset (chain-local). */
+  devGenesis: string;
   /** Default log file; `noded start --log-file` overrides it. */
   logFile: string;
 }
@@ -69,6 +71,7 @@ export function homePaths(home: string): HomePaths {
     txIndexDb: join(data, 'tx_index.db'),
     lightDb: join(data, 'light.db'),
     rollbackIntent: join(data, 'rollback.json'),
+    devGenesis: join(data, 'dev-genesis.json'),
     logFile: join(logs, 'noded.log'),
   };
 }

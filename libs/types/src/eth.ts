@@ -316,4 +316,9 @@ export interface EthDevControl {
   snapshot(): Promise<bigint>;
   /** evm_revert: brings the chain back to snapshot `id`; false for an unknown or used id. */
   revert(id: bigint): Promise<boolean>;
+  /**
+   * anvil_reset / hardhat_reset: brings the chain back to its genesis (height 0: no blocks, the
+   * genesis state, the dev clock at zero) and forgets every snapshot.
+   */
+  reset(): Promise<void>;
 }

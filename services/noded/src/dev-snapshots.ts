@@ -2,6 +2,8 @@
 // snapshots a session took, in memory (as Hardhat and anvil keep them), and the revert that brings
 // every store of the node back to one of them (libs/consensus runtime/rollback.ts for the order
 // and the crash safety). Snapshots do not survive a restart; an interrupted revert does complete.
+// anvil_reset is a revert to the genesis point, the one snapshot kept on disk (data/dev-genesis.json),
+// written before the chain's first block.
 import {
   BlockStore,
   ConsensusError,
@@ -9,7 +11,10 @@ import {
   type DevSnapshot,
   finishRollback,
   NodeFs,
+  type RollbackTarget,
+  readRollbackIntent,
   StateStore,
+  writeRollbackIntent,
 } from '../../../libs/consensus/index.js';
 import type { AppRollbackPoint, Executor } from '../../../libs/execution/index.js';
 import type { TxIndexer } from '../../../libs/rpc/index.js';
@@ -51,6 +56,8 @@ export class DevSnapshots {
       executor: Executor;
       indexer: TxIndexer;
       intentFile: string;
+      /** data/dev-genesis.json: the genesis point that anvil_reset goes back to. */
+      genesisFile: string;
     },
   ) {}
 
@@ -89,6 +96,65 @@ export class DevSnapshots {
       });
       return true;
     });
+  }
+
+  /**
+   * anvil_reset: the chain back at its genesis point (no blocks, the genesis state, the dev clock
+   * at zero); every snapshot is forgotten. Refused, naming the file, on a home whose first block
+   * was made before the genesis point was recorded.
+   */
+  reset(): Promise<void> {
+    return this.serial(async () => {
+      const refusal = this.deps.consensus.devControlsRefusal();
+      if (refusal !== null) throw new ConsensusError('DEV_CONTROLS_REFUSED', refusal);
+      const target = await readGenesisPoint(this.deps.genesisFile);
+      const { executor, indexer } = this.deps;
+      await this.deps.consensus.devRewind(
+        { target, clockOffsetNs: 0n, nextBlockTimeNs: null, timeMoved: false },
+        { intentFile: this.deps.intentFile, rollbackApp: rollbackApp(executor, indexer) },
+      );
+      this.taken.clear();
+    });
+  }
+}
+
+async function readGenesisPoint(file: string): Promise<RollbackTarget<AppRollbackPoint>> {
+  const fs = new NodeFs();
+  try {
+    const t = await readRollbackIntent(fs, file);
+    if (t === undefined)
+      throw new ConsensusError(
+        'ROLLBACK',
+        `${file} is missing: this home made its first block before noded recorded a genesis point; \`noded tendermint unsafe-reset-all\` starts it over with one`,
+      );
+    return { chainState: t.chainState, app: asAppPoint(t.app, t.chainState.lastBlockHeight) };
+  } finally {
+    await fs.close();
+  }
+}
+
+/**
+ * Before a dev chain's first block: records its genesis point (the chain state after InitChain and
+ * the application's point at that height) in `file`, atomically, for anvil_reset. Does nothing once
+ * the chain has a block or the file exists. Returns whether it wrote the file.
+ */
+export async function recordGenesisPoint(parts: {
+  consensus: ConsensusRuntime;
+  executor: Executor;
+  file: string;
+}): Promise<boolean> {
+  if (parts.consensus.blockStoreHeight() > 0) return false;
+  const fs = new NodeFs();
+  try {
+    if ((await fs.readFile(parts.file)) !== undefined) return false;
+    const target: RollbackTarget<AppRollbackPoint> = {
+      chainState: parts.consensus.chainState(),
+      app: await parts.executor.rollbackPoint(),
+    };
+    await writeRollbackIntent(fs, parts.file, target);
+    return true;
+  } finally {
+    await fs.close();
   }
 }
 

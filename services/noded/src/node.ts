@@ -30,7 +30,7 @@ import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetry/index.js';
 import { type EthDevControl, EventBus, type Logger } from '../../../libs/types/index.js';
 import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
-import { DevSnapshots, finishInterruptedRevert } from './dev-snapshots.js';
+import { DevSnapshots, finishInterruptedRevert, recordGenesisPoint } from './dev-snapshots.js';
 import { IndexerThread } from './indexer-thread/thread.js';
 import { dialHost, hostPort, NodeLifecycle, p2pHostFor } from './lifecycle.js';
 import { LocalNodeReader } from './node-reader.js';
@@ -61,6 +61,7 @@ function devControlOf(consensus: ConsensusRuntime, snapshots: DevSnapshots): Eth
   return {
     snapshot: () => snapshots.snapshot(),
     revert: (id) => snapshots.revert(id),
+    reset: () => snapshots.reset(),
     mine: (count, intervalSec, timestampSec) =>
       consensus.mineBlocks(count, {
         firstTimeNs: timestampSec === undefined ? undefined : timestampSec * NS_PER_S,
@@ -209,6 +210,9 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       },
     });
     life.add('consensus', () => consensus.stop());
+    // The point anvil_reset goes back to, recorded before the dev chain's first block.
+    if (devControls && (await recordGenesisPoint({ consensus, executor, file: paths.devGenesis })))
+      log.info({ file: paths.devGenesis }, 'genesis point recorded (anvil_reset)');
     // Light nodes ask for signed headers and validator sets (docs/light-client.md).
     const lightNet = new LightChannel(p2p, {
       source: lightBlockSourceOf(consensus),
@@ -301,7 +305,13 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
             genesis.chainId === 'chain-local'
               ? devControlOf(
                   consensus,
-                  new DevSnapshots({ consensus, executor, indexer, intentFile: paths.rollbackIntent }),
+                  new DevSnapshots({
+                    consensus,
+                    executor,
+                    indexer,
+                    intentFile: paths.rollbackIntent,
+                    genesisFile: paths.devGenesis,
+                  }),
                 )
               : undefined,
           bus,

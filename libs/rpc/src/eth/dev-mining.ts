@@ -1,12 +1,12 @@
 // Mining, time and snapshot test-control methods of Hardhat and anvil (evm_mine, anvil_mine /
 // hardhat_mine, evm_setAutomine, evm_setIntervalMining, evm_increaseTime, evm_setNextBlockTimestamp,
-// evm_snapshot / evm_revert and their anvil_ names), answered
+// evm_snapshot / evm_revert and their anvil_ names, anvil_reset / hardhat_reset), answered
 // through the EthDevControl port. Only a single-validator chain-local node has them; every block
 // they make still goes through consensus (docs/json-rpc.md, "Dev chain: mining and time").
 import type { EthDevControl } from '../../../types/index.js';
 import { invalidParams, serverError } from './errors.js';
 import { quantity } from './hex.js';
-import { type ArgSpec, type ArgsOf, bool, type Decoder, hexOrDecimal64, opt, req } from './params.js';
+import { type ArgSpec, type ArgsOf, bool, type Decoder, hexOrDecimal64, opt, raw, req } from './params.js';
 
 /** How the API registers a method (EthApi.def). */
 export type DefineMethod = <const S extends readonly ArgSpec<unknown>[]>(
@@ -52,6 +52,24 @@ async function run<T>(method: string, fn: () => Promise<T>): Promise<T> {
     if (code === 'INVALID_TIME' || code === 'ROLLBACK')
       throw serverError(`${method}: ${(err as Error).message}`);
     throw err;
+  }
+}
+
+/** anvil_reset's options: nothing, {} or forking options that fork nothing (no jsonRpcUrl). */
+function resetOptions(method: string, o: unknown): void {
+  if (o === undefined || o === null) return;
+  if (typeof o !== 'object' || Array.isArray(o))
+    throw invalidParams(
+      `${method}: options must be an object such as {"forking": {...}}, got ${JSON.stringify(o)}`,
+    );
+  for (const [k, v] of Object.entries(o as Record<string, unknown>)) {
+    if (k !== 'forking') throw invalidParams(`${method}: unknown option "${k}" (forking)`);
+    if (v === undefined || v === null) continue;
+    const url = typeof v === 'object' ? (v as Record<string, unknown>).jsonRpcUrl : undefined;
+    if (url !== undefined && url !== null && url !== '')
+      throw serverError(
+        `${method}: forking is not supported (noded cannot fork ${JSON.stringify(url)}); call it without options to reset chain-local to its genesis`,
+      );
   }
 }
 
@@ -125,6 +143,21 @@ export function registerDevMining(def: DefineMethod, dev: EthDevControl | null):
   // or used id, as Hardhat and anvil answer.
   for (const name of ['evm_revert', 'anvil_revert']) {
     def(name, [req(hexOrDecimal64)], async ([id]) => run(name, () => port(name).revert(id)));
+  }
+
+  // anvil_reset / hardhat_reset [options]: the chain back at its genesis. Both tools take an
+  // optional {forking: {jsonRpcUrl, blockNumber}} to fork another chain instead; noded forks
+  // nothing, so forking options are refused rather than ignored (a test would run on the wrong
+  // state). anvil answers null, Hardhat true.
+  for (const [name, answer] of [
+    ['anvil_reset', null],
+    ['hardhat_reset', true],
+  ] as const) {
+    def(name, [opt(raw)], async ([o]) => {
+      resetOptions(name, o);
+      await run(name, () => port(name).reset());
+      return answer;
+    });
   }
 
   def('evm_setNextBlockTimestamp', [req(hexOrDecimal64)], async ([ts]) => {

@@ -128,6 +128,7 @@ const DEV_CALLS = [
   'setNextBlockTimestamp',
   'snapshot',
   'revert',
+  'reset',
 ] as const;
 type DevCall = (typeof DEV_CALLS)[number];
 const DEV_CALL_SET: ReadonlySet<string> = new Set(DEV_CALLS);
@@ -561,6 +562,7 @@ export class EthEdgeClient {
       setNextBlockTimestamp: (seconds) => d<void>('setNextBlockTimestamp', seconds),
       snapshot: () => d<bigint>('snapshot'),
       revert: (id) => d<boolean>('revert', id),
+      reset: () => d<void>('reset'),
     };
     channel.on('message', (batch) => {
       for (const m of batch as HostToEdge[]) this.onMessage(m);
