@@ -10,11 +10,21 @@ export const REFERENCES: TargetName[] = ['anvil-1s', 'anvil', 'hardhat'];
  * ceiling: the load generator against a canned server (its own limit); load: value and ERC-20 transfer
  * bursts from 1/8/19 senders, sequential and pipelined; loop: one sender's send-receipt-next loop;
  * sustained: a fixed time of pipelined transfers; reads: closed-loop read load at 32 and 256 connections;
- * transfers/erc20: the earlier node:http bursts measured to block announcement (not run by default).
+ * transfers/erc20: the earlier node:http bursts measured to block announcement (not run by default);
+ * cast: the loop as a developer runs it, `cast send` after `cast send` (Foundry's CLI, from npm).
  */
-export const WORKLOADS = ['ceiling', 'load', 'loop', 'sustained', 'reads', 'transfers', 'erc20'] as const;
+export const WORKLOADS = [
+  'ceiling',
+  'load',
+  'loop',
+  'cast',
+  'sustained',
+  'reads',
+  'transfers',
+  'erc20',
+] as const;
 export type WorkloadName = (typeof WORKLOADS)[number];
-export const DEFAULT_WORKLOADS: WorkloadName[] = ['ceiling', 'load', 'loop', 'sustained', 'reads'];
+export const DEFAULT_WORKLOADS: WorkloadName[] = ['ceiling', 'load', 'loop', 'cast', 'sustained', 'reads'];
 export const TX_KINDS = ['transfer', 'erc20'] as const;
 export type TxKind = (typeof TX_KINDS)[number];
 export type LoaderChoice = 'auto' | 'wrk' | 'node';
@@ -91,15 +101,16 @@ figure divided by each other node's, and writes JSON + markdown under bench/resu
   --quick                    small counts for a smoke run (under 2 minutes)
   --targets LIST             comma list of noded,anvil-1s,anvil,hardhat (default: all)
   --only NAME                one node only (same as --targets NAME)
-  --workloads LIST           comma list of ceiling,load,loop,sustained,reads,transfers,erc20
-                             (default: ceiling,load,loop,sustained,reads)
+  --workloads LIST           comma list of ceiling,load,loop,cast,sustained,reads,transfers,erc20
+                             (default: ceiling,load,loop,cast,sustained,reads)
   --kinds LIST               transaction kinds: transfer,erc20 (default: both)
   --load-senders LIST        sender counts of the load bursts (default 1,8,19; quick 8)
   --inflight LIST            eth_sendRawTransaction requests in flight per sender (default 1,16)
   --per-sender N             transactions per sender in one load burst (default 100, quick 10)
   --max-pending N            accepted transactions per sender without a receipt, at most (default 250)
   --poll-ms MS               pause between receipt polls that brought nothing (default 20)
-  --loop N                   transfers of the sequential loop: send, wait for the receipt, next (default 200, quick 5)
+  --loop N                   transfers of the sequential loop: send, wait for the receipt, next (default 200, quick 5);
+                             also the number of \`cast send\` runs of the cast workload
   --sustained-seconds S      sending time of the sustained loads (default 60, quick 3)
   --sustained-rate R         most tx/s a sustained load can send (it pre-signs R x S; default 4000, quick 1000)
   --ceiling-seconds S        generator against the canned server (default 5, quick 2)

@@ -4,6 +4,7 @@
 import { cpus, loadavg, type as osType, release, totalmem } from 'node:os';
 import { type BenchOptions, REFERENCES, type TargetName } from './args.js';
 import type { LoadCase } from './cases.js';
+import type { CastLoopResult } from './cast.js';
 import type { LoadResult } from './loadgen.js';
 import { loadComplete } from './loadgen.js';
 import type { MemorySample } from './memory.js';
@@ -65,6 +66,8 @@ export interface TargetRun {
   setup?: { tokenAddress?: string; erc20GasLimit?: string; transferGasLimit?: string };
   transfers?: BurstResult;
   erc20?: BurstResult;
+  /** The cast workload: `cast send` after `cast send` (bench/cast.ts). */
+  castLoop?: CastLoopResult;
   /** Generator loads by case id (bench/cases.ts). */
   loads?: Record<string, LoadResult>;
   /** Loads not run, by case id, and why (an earlier load left transactions stuck in the pool). */
@@ -260,6 +263,19 @@ export function rows(report: BenchReport): Row[] {
   const o = report.options;
   const out: Row[] = [];
   for (const c of report.cases ?? []) if (c.workload !== 'ceiling') out.push(...loadRows(c));
+  if (o.workloads.includes('cast')) {
+    const label = `cast send loop of ${o.loop} transfers (a process each, receipt awaited)`;
+    out.push(
+      {
+        label: `${label}: total time`,
+        unit: 's',
+        digits: 2,
+        get: (r) => (r.castLoop ? r.castLoop.elapsedMs / 1000 : undefined),
+        target: ratioAtMost(3, 'anvil'),
+      },
+      { label: `${label}: p50 per send`, unit: 'ms', digits: 1, get: (r) => r.castLoop?.sendMs.p50 },
+    );
+  }
   if (o.workloads.includes('transfers')) out.push(...burstRows('transfers', 'value transfers'));
   if (o.workloads.includes('erc20')) out.push(...burstRows('erc20', 'ERC-20 transfers'));
   if (o.workloads.includes('reads')) {

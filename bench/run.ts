@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { getBytes } from 'ethers';
 import { type BenchOptions, parseBenchArgs, type TargetName, USAGE, UsageError } from './args.js';
 import { type LoadCase, loadCases, sendersNeeded } from './cases.js';
+import { castLoop } from './cast.js';
 import {
   compileToken,
   currentFees,
@@ -39,6 +40,7 @@ import {
 import { type HeadFeed, hexQty, JsonRpcClient, openHeadFeed } from './rpc.js';
 import {
   type BenchTarget,
+  castBinary,
   repoRoot,
   startAnvil,
   startHardhat,
@@ -451,6 +453,15 @@ async function benchTarget(
         const l = await generatorLoad(ctx, c, tokenAddress);
         run.loads![c.id] = l;
         if (l.missing > 0 || l.timedOut) stalled = c.label;
+      }
+      if (opts.workloads.includes('cast')) {
+        // The deployer's key: every load before this one has its receipts, so cast's nonce is right.
+        const key = ctx.deployer.key.privateKey;
+        const r = await castLoop(castBinary(), target.httpUrl, key, opts.loop);
+        run.castLoop = r;
+        log(
+          `cast send loop of ${r.sends}: ${(r.elapsedMs / 1000).toFixed(2)} s, per send p50 ${r.sendMs.p50.toFixed(1)} p99 ${r.sendMs.p99.toFixed(1)} ms`,
+        );
       }
       if (opts.workloads.includes('transfers')) {
         run.setup = { ...run.setup, transferGasLimit: '21000' };

@@ -193,19 +193,22 @@ export async function startHardhat(): Promise<BenchTarget> {
   return target;
 }
 
-/** The npm package that carries anvil's Linux x86-64 binary, and the version the bench installs. */
+/** The npm packages that carry Foundry's Linux x86-64 binaries, and the version the bench installs. */
 export const ANVIL_PACKAGE = '@foundry-rs/anvil-linux-amd64';
-export const ANVIL_VERSION = '1.7.1';
+export const CAST_PACKAGE = '@foundry-rs/cast-linux-amd64';
+export const FOUNDRY_VERSION = '1.7.1';
 
 /**
- * anvil's binary, installed on first use into <repo>/.tmp/anvil with npm's own client (`npm install
- * --prefix .tmp/anvil`), never into the shared node_modules: the bench is its only user, and a
- * 44 MB Rust binary has no place among the node's dependencies. BENCH_ANVIL names another binary.
+ * A Foundry binary (`anvil`, `cast`), installed on first use into <repo>/.tmp/<tool> with npm's own
+ * client (`npm install --prefix .tmp/<tool>`), never into the shared node_modules: the bench is its
+ * only user, and a 40 MB Rust binary has no place among the node's dependencies. `envVar` names
+ * another binary (BENCH_ANVIL, BENCH_CAST).
  */
-export function anvilBinary(): string {
-  if (process.env.BENCH_ANVIL) return process.env.BENCH_ANVIL;
-  const prefix = join(repoRoot(), '.tmp', 'anvil');
-  const bin = join(prefix, 'node_modules', ...ANVIL_PACKAGE.split('/'), 'bin', 'anvil');
+function foundryBinary(tool: 'anvil' | 'cast', pkg: string, envVar: string): string {
+  const given = process.env[envVar];
+  if (given) return given;
+  const prefix = join(repoRoot(), '.tmp', tool);
+  const bin = join(prefix, 'node_modules', ...pkg.split('/'), 'bin', tool);
   if (existsSync(bin)) return bin;
   mkdirSync(prefix, { recursive: true });
   const r = spawnSync(
@@ -218,17 +221,20 @@ export function anvilBinary(): string {
       '--no-package-lock',
       '--no-audit',
       '--no-fund',
-      `${ANVIL_PACKAGE}@${ANVIL_VERSION}`,
+      `${pkg}@${FOUNDRY_VERSION}`,
     ],
     { encoding: 'utf8', timeout: 300_000 },
   );
   if (r.status !== 0 || !existsSync(bin)) {
     throw new TargetError(
-      `could not install ${ANVIL_PACKAGE}@${ANVIL_VERSION} into ${prefix} (npm exit ${r.status ?? r.error?.message}): ${(r.stderr || r.stdout || '').slice(-1000)}`,
+      `could not install ${pkg}@${FOUNDRY_VERSION} into ${prefix} (npm exit ${r.status ?? r.error?.message}): ${(r.stderr || r.stdout || '').slice(-1000)}`,
     );
   }
   return bin;
 }
+
+export const anvilBinary = (): string => foundryBinary('anvil', ANVIL_PACKAGE, 'BENCH_ANVIL');
+export const castBinary = (): string => foundryBinary('cast', CAST_PACKAGE, 'BENCH_CAST');
 
 /**
  * anvil as a developer runs it: its defaults (chain id 31337, the test mnemonic's accounts with 10000

@@ -223,7 +223,7 @@ describe('bench arguments', () => {
   it('runs all four nodes and the generator workloads by default; --only and --targets pick nodes', () => {
     const o = parseBenchArgs([])!;
     assert.deepEqual(o.targets, ['noded', 'anvil-1s', 'anvil', 'hardhat']);
-    assert.deepEqual(o.workloads, ['ceiling', 'load', 'loop', 'sustained', 'reads']);
+    assert.deepEqual(o.workloads, ['ceiling', 'load', 'loop', 'cast', 'sustained', 'reads']);
     assert.deepEqual(o.readConcurrency, [32, 256]);
     assert.deepEqual(parseBenchArgs(['--only', 'anvil'])!.targets, ['anvil']);
     assert.deepEqual(parseBenchArgs(['--targets', 'hardhat,noded'])!.targets, ['noded', 'hardhat']);
