@@ -113,6 +113,55 @@ describe('scanLogs over a stored receipts record', () => {
     assert.deepEqual(seen, [0, 1, 2]);
   });
 
+  it('with the receipts the log index lists, visits just those, with their logIndex from the index', () => {
+    const hex = (b: Uint8Array) => `0x${Buffer.from(b).toString('hex')}` as Hex;
+    const only = (m: Map<number, number>, topics?: Array<Hex | Hex[] | null>) => {
+      const out: Array<[number, number, Hex]> = [];
+      scanLogs(
+        enc,
+        compileLogFilter(undefined, topics),
+        (i, k, l) => {
+          out.push([i, k, hex(l.address)]);
+          return true;
+        },
+        m,
+      );
+      return out;
+    };
+    const everything = scan(enc, undefined, undefined).map(([i, k, a]) => [i, k, a]);
+    // Receipt 2 alone: its logs keep their block-wide indexes 2 and 3.
+    assert.deepEqual(only(new Map([[2, 2]])), everything.slice(2));
+    // Both receipts with logs, in any order of the map, twice over the same (cached-offset) record.
+    for (let round = 0; round < 2; round++) {
+      assert.deepEqual(
+        only(
+          new Map([
+            [2, 2],
+            [0, 0],
+          ]),
+        ),
+        everything,
+      );
+    }
+    // The filter still decides within the listed receipts.
+    assert.deepEqual(
+      only(
+        new Map([
+          [0, 0],
+          [2, 2],
+        ]),
+        [null, word(0xa)],
+      ),
+      [
+        [0, 0, E1],
+        [2, 3, E2],
+      ],
+    );
+    // A receipt without logs listed by mistake yields nothing; an index past the record ends the walk.
+    assert.deepEqual(only(new Map([[1, 2]])), []);
+    assert.deepEqual(only(new Map([[7, 9]])), []);
+  });
+
   it('a truncated record fails with the byte where it breaks', () => {
     assert.throws(
       () => scan(enc.subarray(0, enc.length - 10), undefined, undefined),

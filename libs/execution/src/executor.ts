@@ -68,6 +68,8 @@ import {
 import {
   ChainStore,
   encodeConsensusReceipt,
+  logIndexHas,
+  logIndexPairs,
   type StoredBlock,
   type StoredReceipt,
   type StoredTx,
@@ -188,6 +190,23 @@ interface Ahead {
 const VM_POOL = 8;
 /** eth_getLogs stops reading the log index once this few blocks remain candidates (see logCandidates). */
 const FEW_LOG_CANDIDATES = 32;
+/**
+ * eth_getLogs stops reading the log index once the candidate receipts, over all candidate blocks,
+ * are this few: comparing their logs' bytes costs less than reading another criterion's entries.
+ */
+const FEW_LOG_RECEIPTS = 64;
+
+/** Whether every candidate block names its receipts and they are FEW_LOG_RECEIPTS at most. */
+function fewReceipts(set: Map<bigint, Map<number, number> | null>): boolean {
+  let n = 0;
+  for (const r of set.values()) {
+    if (r === null) return false;
+    n += r.size;
+    if (n > FEW_LOG_RECEIPTS) return false;
+  }
+  return true;
+}
+
 /** eth_getLogs reads the headers and receipts records of this many candidate blocks at once. */
 const LOG_SCAN_CHUNK = 64;
 
@@ -1583,42 +1602,56 @@ export class Executor implements Application, EthChain {
     const candidates = await this.logCandidates(f, from, to);
     const count = candidates ? candidates.length : Number(to - from) + 1;
     for (let c = 0; c < count && out.length < limit; c += LOG_SCAN_CHUNK) {
-      const ns: bigint[] = [];
+      const picked: Array<{ n: bigint; only: Map<number, number> | null }> = [];
       for (let j = c; j < count && j < c + LOG_SCAN_CHUNK; j++)
-        ns.push(candidates ? candidates[j] : from + BigInt(j));
-      const blocks = (await Promise.all(ns.map((n) => this.chain.block(n)))).filter(
-        (b): b is StoredBlock =>
+        picked.push(candidates ? candidates[j]! : { n: from + BigInt(j), only: null });
+      const read = await Promise.all(picked.map((p) => this.chain.block(p.n)));
+      const blocks: Array<{ b: StoredBlock; only: Map<number, number> | null }> = [];
+      read.forEach((b, j) => {
+        if (
           b !== undefined &&
           bloomMayMatch(f, b.header.logsBloom) &&
-          !b.header.logsBloom.every((x) => x === 0),
-      );
+          !b.header.logsBloom.every((x) => x === 0)
+        )
+          blocks.push({ b, only: picked[j]!.only });
+      });
       if (blocks.length === 0) continue;
-      const records = await this.chain.receiptsEncoded(blocks.map((b) => b.number));
+      const records = await this.chain.receiptsEncoded(blocks.map((x) => x.b.number));
       for (let j = 0; j < blocks.length && out.length < limit; j++) {
-        const b = blocks[j];
+        const { b, only } = blocks[j]!;
         const enc = records[j];
         if (!enc) continue;
         const blockHash = toHex(b.hash);
-        scanLogs(enc, f, (i, logIndex, l) => {
-          out.push(renderLog(b, l, i, BigInt(logIndex), blockHash, toHex(b.txHashes[i])));
-          return out.length < limit;
-        });
+        scanLogs(
+          enc,
+          f,
+          (i, logIndex, l) => {
+            out.push(renderLog(b, l, i, BigInt(logIndex), blockHash, toHex(b.txHashes[i])));
+            return out.length < limit;
+          },
+          only ?? undefined,
+        );
       }
     }
     return out;
   }
 
   /**
-   * The blocks of [from, to] the log index says may hold a match, ascending; undefined when the
-   * filter names no address or topic. The index keys a block by each emitter and by each topic
-   * value whatever its position, so every named position narrows: positions past the first (indexed
-   * event arguments such as a Transfer's receiver) are read first, then the addresses, then the
-   * first topic (an event signature, which every emitter of the event shares). Once the candidates
-   * are few (at most an eighth of the range: reading a criterion's index costs about one entry per
-   * block of the range, a candidate block about as much as a dozen entries), the rest are left to
-   * the bloom and the byte comparison of each log.
+   * The blocks of [from, to] the log index says may hold a match, ascending, each with the receipts
+   * that may (null: any of the block's); undefined when the filter names no address or topic. The
+   * index keys a block by each emitter and by each topic value whatever its position, listing the
+   * receipts that hold it, so every named position narrows the blocks and the receipts: positions
+   * past the first (indexed event arguments such as a Transfer's receiver) are read first, then the
+   * addresses, then the first topic (an event signature, which every emitter of the event shares).
+   * Once the candidate blocks are few (at most an eighth of the range: reading a criterion's index
+   * costs about one entry per block of the range, a candidate block about as much as a dozen
+   * entries), the rest are left to the bloom and the byte comparison of each log.
    */
-  private async logCandidates(f: RawLogFilter, from: bigint, to: bigint): Promise<bigint[] | undefined> {
+  private async logCandidates(
+    f: RawLogFilter,
+    from: bigint,
+    to: bigint,
+  ): Promise<Array<{ n: bigint; only: Map<number, number> | null }> | undefined> {
     const criteria: Array<{ prefix: number; keys: Uint8Array[] }> = [];
     for (let i = 1; i < f.topics.length; i++) {
       const alts = f.topics[i];
@@ -1628,19 +1661,50 @@ export class Executor implements Application, EthChain {
     if (f.topics[0]) criteria.push({ prefix: P.logTopic, keys: f.topics[0] });
     if (criteria.length === 0) return undefined;
     const span = Number(to - from) + 1;
-    let set: Set<bigint> | undefined;
+    let set: Map<bigint, Map<number, number> | null> | undefined;
     for (const { prefix, keys } of criteria) {
       if (set && set.size <= Math.max(FEW_LOG_CANDIDATES, span / 8)) break;
-      const next = new Set<bigint>();
+      if (set && fewReceipts(set)) break;
+      // This criterion's blocks, each with its alternatives' entries (null: any receipt may hold it).
+      const hits = new Map<bigint, Uint8Array[] | null>();
       for (const k of keys) {
-        for (const n of await this.chain.indexedBlocks(prefix, k, from, to)) {
-          if (!set || set.has(n)) next.add(n);
+        for (const { number: n, receipts } of await this.chain.indexedReceipts(prefix, k, from, to)) {
+          if (set && !set.has(n)) continue;
+          const had = hits.get(n);
+          if (had === undefined) hits.set(n, receipts && [receipts]);
+          else if (had !== null) {
+            if (receipts === null) hits.set(n, null);
+            else had.push(receipts);
+          }
         }
+      }
+      // A log that matches holds every criterion, so its receipt is in each criterion's receipts:
+      // the candidates so far are looked up in this criterion's entries as stored (no copies of
+      // an event signature's or a busy contract's long lists).
+      const next = new Map<bigint, Map<number, number> | null>();
+      for (const [n, entries] of hits) {
+        const prev = set?.get(n) ?? null;
+        if (entries === null) {
+          next.set(n, prev);
+          continue;
+        }
+        if (prev === null) {
+          const all = logIndexPairs(entries[0]!);
+          for (let e = 1; e < entries.length; e++)
+            for (const [i, first] of logIndexPairs(entries[e]!)) all.set(i, first);
+          next.set(n, all);
+          continue;
+        }
+        const both = new Map<number, number>();
+        for (const [i, first] of prev) if (entries.some((v) => logIndexHas(v, i))) both.set(i, first);
+        if (both.size > 0) next.set(n, both);
       }
       set = next;
       if (set.size === 0) return [];
     }
-    return [...(set ?? [])].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return [...(set ?? [])]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([n, only]) => ({ n, only }));
   }
 
   // =================================================================== EthChain: state

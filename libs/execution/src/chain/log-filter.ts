@@ -146,16 +146,36 @@ function anySameAt(buf: Uint8Array, start: number, end: number, alts: Uint8Array
   return false;
 }
 
+/** Each receipts record's receipt offsets, found once (a cached record is the same buffer each time). */
+const startsOf = new WeakMap<Uint8Array, Uint32Array>();
+
+function receiptStarts(enc: Uint8Array, c: RlpCursor, receiptsEnd: number): Uint32Array {
+  const known = startsOf.get(enc);
+  if (known) return known;
+  const out: number[] = [];
+  c.expectList(0, enc.length);
+  for (let r = c.start; r < receiptsEnd; r = c.end) {
+    out.push(r);
+    c.expectList(r, receiptsEnd);
+  }
+  const starts = Uint32Array.from(out);
+  startsOf.set(enc, starts);
+  return starts;
+}
+
 /**
  * Walks a block's stored receipts record (RLP list of [type, status, cumulativeGasUsed, gasUsed,
  * effectiveGasPrice, from, to, contractAddress, logs]) and compares each log's address and topics
  * in place; only a matching log is cut out and passed to `visit` with its receipt index `i` and its
- * logIndex counted over the whole block. `visit` returns false to stop the walk.
+ * logIndex counted over the whole block. `visit` returns false to stop the walk. With `only`
+ * (receipt index -> logIndex of its first log, from the log index) the walk visits just those
+ * receipts, jumping to each by its offset in the record.
  */
 export function scanLogs(
   enc: Uint8Array,
   f: RawLogFilter,
   visit: (i: number, logIndex: number, log: StoredLog) => boolean,
+  only?: ReadonlyMap<number, number>,
 ): void {
   const c = new RlpCursor(enc);
   const want = f.topics.length;
@@ -165,10 +185,23 @@ export function scanLogs(
   const receiptsEnd = c.end;
   let r = c.start;
   let logIndex = 0;
-  for (let i = 0; r < receiptsEnd; i++) {
+  let left = only ? only.size : Number.POSITIVE_INFINITY;
+  // With `only`, the receipts' offsets (found once per record) let the walk jump to each one listed.
+  const starts = only ? receiptStarts(enc, c, receiptsEnd) : undefined;
+  const picked = only ? [...only.keys()].sort((a, b) => a - b) : undefined;
+  for (let i = 0, k = 0; r < receiptsEnd && left > 0; i++) {
+    if (picked && starts) {
+      i = picked[k++]!;
+      if (i >= starts.length) return;
+      r = starts[i]!;
+    }
     c.expectList(r, receiptsEnd);
     const receiptEnd = c.end;
     r = c.end;
+    if (only) {
+      logIndex = only.get(i)!;
+      left--;
+    }
     let p = c.start;
     for (let field = 0; field < 8; field++) p = c.read(p, receiptEnd).end;
     c.expectList(p, receiptEnd);

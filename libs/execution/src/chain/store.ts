@@ -143,9 +143,97 @@ class Lru<K, V> {
   }
 }
 
+/**
+ * The stored receipts records of recent blocks, as bytes, up to a total size: eth_getLogs walks them
+ * in place, and a history view asks the same recent blocks again and again. Reading a record from
+ * RocksDB copies it into a new buffer each time (tens of kB for a busy block), which under many
+ * concurrent queries is mostly garbage for the collector.
+ */
+class RecordCache {
+  private readonly m = new Map<bigint, Uint8Array>();
+  private bytes = 0;
+  constructor(private readonly maxBytes: number) {}
+  get(n: bigint): Uint8Array | undefined {
+    const v = this.m.get(n);
+    if (v !== undefined) {
+      this.m.delete(n);
+      this.m.set(n, v);
+    }
+    return v;
+  }
+  set(n: bigint, v: Uint8Array): void {
+    if (v.length > this.maxBytes / 8) return;
+    const old = this.m.get(n);
+    if (old !== undefined) {
+      this.bytes -= old.length;
+      this.m.delete(n);
+    }
+    this.m.set(n, v);
+    this.bytes += v.length;
+    for (const [k, x] of this.m) {
+      if (this.bytes <= this.maxBytes) break;
+      this.m.delete(k);
+      this.bytes -= x.length;
+    }
+  }
+  clear(): void {
+    this.m.clear();
+    this.bytes = 0;
+  }
+}
+
+/** Bytes of receipts records kept in memory (RecordCache). */
+const RECEIPT_RECORDS_CACHE_BYTES = 32 * 1024 * 1024;
+
+/**
+ * A block named by the log index, and which of its receipts hold the value: the entry's value as
+ * stored (logIndexValue: sorted by receipt index), or null where the entry does not say.
+ */
+export interface IndexedBlock {
+  number: bigint;
+  receipts: Uint8Array | null;
+}
+
+/** A log index entry's value: per receipt holding the value, u32 receipt index, u32 first logIndex. */
+function logIndexValue(pairs: number[]): Uint8Array {
+  const out = new Uint8Array(pairs.length * 4);
+  const v = new DataView(out.buffer);
+  for (let j = 0; j < pairs.length; j++) v.setUint32(j * 4, pairs[j]!);
+  return out;
+}
+
+/** An entry's receipts as stored, or null for an empty value (written before entries listed them) or a malformed one. */
+function receiptsOfEntry(value: Uint8Array): Uint8Array | null {
+  return value.length === 0 || value.length % 8 !== 0 ? null : value;
+}
+
+/** Every (receipt index -> first logIndex) of a log index entry's value. */
+export function logIndexPairs(value: Uint8Array): Map<number, number> {
+  const v = new DataView(value.buffer, value.byteOffset, value.byteLength);
+  const out = new Map<number, number>();
+  for (let at = 0; at < value.length; at += 8) out.set(v.getUint32(at), v.getUint32(at + 4));
+  return out;
+}
+
+/** Whether a log index entry's value lists receipt `i` (binary search: the value is sorted). */
+export function logIndexHas(value: Uint8Array, i: number): boolean {
+  const v = new DataView(value.buffer, value.byteOffset, value.byteLength);
+  let lo = 0;
+  let hi = value.length / 8 - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const at = v.getUint32(mid * 8);
+    if (at === i) return true;
+    if (at < i) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return false;
+}
+
 export class ChainStore {
   private readonly blocks = new Lru<bigint, StoredBlock>(256);
   private readonly receiptCache = new Lru<bigint, StoredReceipt[]>(64);
+  private readonly receiptRecords = new RecordCache(RECEIPT_RECORDS_CACHE_BYTES);
   private readonly txCache = new Lru<bigint, StoredTx[]>(64);
 
   constructor(private readonly kv: KVStore) {}
@@ -167,7 +255,9 @@ export class ChainStore {
         key: heightKey(P.blockTxs, n),
         value: rlpEncode(txs.map((t) => [t.raw, t.sender])),
       });
-      ops.push({ type: 'put', key: heightKey(P.receipts, n), value: encodeReceipts(receipts) });
+      const record = encodeReceipts(receipts);
+      ops.push({ type: 'put', key: heightKey(P.receipts, n), value: record });
+      this.receiptRecords.set(n, record);
     }
     block.txHashes.forEach((h, i) => {
       const loc = new Uint8Array(12);
@@ -175,27 +265,37 @@ export class ChainStore {
       new DataView(loc.buffer).setUint32(8, i);
       ops.push({ type: 'put', key: concat(Uint8Array.of(P.txIndex), h), value: loc });
     });
-    const addrs = new Set<string>();
-    const topics = new Set<string>();
-    for (const r of receipts) {
+    // Log index: an entry per emitter and per topic value (whatever its position) of the block,
+    // whose value lists the receipts holding it, each with the block-wide logIndex of its first
+    // log, so that eth_getLogs parses only those receipts (logIndexValue).
+    const addrs = new Map<string, number[]>();
+    const topics = new Map<string, number[]>();
+    const note = (m: Map<string, number[]>, k: string, i: number, first: number) => {
+      const at = m.get(k);
+      if (at === undefined) m.set(k, [i, first]);
+      else if (at[at.length - 2] !== i) at.push(i, first);
+    };
+    let logIndex = 0;
+    receipts.forEach((r, i) => {
+      const first = logIndex;
       for (const l of r.logs) {
-        addrs.add(toKey(l.address));
-        for (const t of l.topics) topics.add(toKey(t));
+        note(addrs, toKey(l.address), i, first);
+        for (const t of l.topics) note(topics, toKey(t), i, first);
+        logIndex++;
       }
-    }
-    const empty = new Uint8Array(0);
-    for (const a of addrs) {
+    });
+    for (const [a, at] of addrs) {
       ops.push({
         type: 'put',
         key: concat(Uint8Array.of(P.logAddress), Buffer.from(a, 'hex'), be64(n)),
-        value: empty,
+        value: logIndexValue(at),
       });
     }
-    for (const t of topics) {
+    for (const [t, at] of topics) {
       ops.push({
         type: 'put',
         key: concat(Uint8Array.of(P.logTopic), Buffer.from(t, 'hex'), be64(n)),
-        value: empty,
+        value: logIndexValue(at),
       });
     }
     this.blocks.set(n, block);
@@ -233,6 +333,7 @@ export class ChainStore {
   clearCaches(): void {
     this.blocks.clear();
     this.receiptCache.clear();
+    this.receiptRecords.clear();
     this.txCache.clear();
   }
 
@@ -285,8 +386,20 @@ export class ChainStore {
   }
 
   /** The receipts records of blocks `ns` as stored (RLP), read at once, for scanning their logs without decoding them. */
-  receiptsEncoded(ns: bigint[]): Promise<Array<Uint8Array | undefined>> {
-    return this.kv.getMany(ns.map((n) => heightKey(P.receipts, n)));
+  async receiptsEncoded(ns: bigint[]): Promise<Array<Uint8Array | undefined>> {
+    const out: Array<Uint8Array | undefined> = ns.map((n) => this.receiptRecords.get(n));
+    const missing: number[] = [];
+    out.forEach((r, j) => {
+      if (r === undefined) missing.push(j);
+    });
+    if (missing.length === 0) return out;
+    const read = await this.kv.getMany(missing.map((j) => heightKey(P.receipts, ns[j]!)));
+    missing.forEach((j, k) => {
+      const r = read[k];
+      out[j] = r;
+      if (r !== undefined) this.receiptRecords.set(ns[j]!, r);
+    });
+    return out;
   }
 
   async txLocation(hash: Uint8Array): Promise<{ number: bigint; index: number } | undefined> {
@@ -298,12 +411,19 @@ export class ChainStore {
     };
   }
 
-  /** Block numbers in [from, to] that have a log from `key` (an address or a topic). */
-  async indexedBlocks(prefix: number, key: Uint8Array, from: bigint, to: bigint): Promise<bigint[]> {
+  /**
+   * The blocks in [from, to] that have a log from `key` (an address or a topic), each with the
+   * receipts that hold it (logIndexPairs, logIndexHas), or null where the entry does not say
+   * (written before entries listed receipts): every receipt of that block may.
+   */
+  async indexedReceipts(prefix: number, key: Uint8Array, from: bigint, to: bigint): Promise<IndexedBlock[]> {
     const base = concat(Uint8Array.of(prefix), key);
-    const out: bigint[] = [];
-    for await (const [k] of this.kv.iterate({ gte: concat(base, be64(from)), lte: concat(base, be64(to)) })) {
-      out.push(BigInt(readBe64(k, base.length)));
+    const out: IndexedBlock[] = [];
+    for await (const [k, v] of this.kv.iterate({
+      gte: concat(base, be64(from)),
+      lte: concat(base, be64(to)),
+    })) {
+      out.push({ number: BigInt(readBe64(k, base.length)), receipts: receiptsOfEntry(v) });
     }
     return out;
   }
