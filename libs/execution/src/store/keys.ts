@@ -20,8 +20,8 @@ export const P = {
   receipts: 0x42, // + number(8) -> receipts of the block
   txIndex: 0x43, // + txHash(32) -> number(8) + index(4)
   blockTxs: 0x44, // + number(8) -> raw transactions and senders
-  logAddress: 0x45, // + address(20) + number(8) -> (empty)
-  logTopic: 0x46, // + topic(32) + number(8) -> (empty)
+  logAddress: 0x45, // + address(20) + number(8) -> per receipt holding it: u32 index, u32 first logIndex
+  logTopic: 0x46, // + topic(32) + number(8) -> per receipt holding it: u32 index, u32 first logIndex
   /** Committed heights not yet published (the cluster's executor; ExecutorOptions.outbox). */
   outbox: 0x50, // + number(8) -> encoded CommittedRecord
 } as const;
