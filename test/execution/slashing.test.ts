@@ -45,7 +45,6 @@ const pool = new Interface([
   'event Unjailed(address indexed operator)',
 ]);
 const opts = { gasCap: 50_000_000n, timeoutMs: 5000 };
-const ONE = 10n ** 18n;
 
 function consensusKey(i: number): Uint8Array {
   return ed25519.getPublicKey(new Uint8Array(32).fill(i + 1));
