@@ -145,9 +145,8 @@ export async function applySlashing(state: SlashState, block: SlashingBlock): Pr
   for (const vote of block.lastCommit.votes) {
     const op = await store.operatorOfAddress(vote.validatorAddress);
     if (!op) continue;
-    const v = await store.validator(op);
     // A jailed validator's missed blocks are not counted (it is leaving the set, or out of it).
-    if (!v || v.jailed) continue;
+    if (await store.jailed(op)) continue;
     const prev = await store.signingInfo(op);
     const info: SigningInfo = prev.seen
       ? { ...prev }
@@ -179,7 +178,7 @@ export async function applySlashing(state: SlashState, block: SlashingBlock): Pr
       info.indexOffset = 0n;
       store.clearMissed(op, window);
       events.push(
-        slashEvent(op, vote.validatorAddress, 'missing_signature', infraction, v.lastPower, r),
+        slashEvent(op, vote.validatorAddress, 'missing_signature', infraction, await store.lastPower(op), r),
         jailEvent(op, info.jailedUntil, false),
       );
     }
@@ -190,9 +189,9 @@ export async function applySlashing(state: SlashState, block: SlashingBlock): Pr
   for (const m of block.misbehavior) {
     const op = await store.operatorOfAddress(m.validatorAddress);
     if (!op) continue;
-    const v = (await store.validator(op))!;
     const prev = await store.signingInfo(op);
     if (prev.tombstoned) continue; // punished once for all its double signs
+    const power = await store.lastPower(op);
     const r = await slashValidator(state, store, op, p.slashFractionDoubleSign, BigInt(m.height));
     store.setJailed(op, true);
     const info: SigningInfo = {
@@ -204,7 +203,7 @@ export async function applySlashing(state: SlashState, block: SlashingBlock): Pr
     };
     store.setSigningInfo(op, info, prev);
     events.push(
-      slashEvent(op, m.validatorAddress, 'double_sign', BigInt(m.height), v.lastPower, r),
+      slashEvent(op, m.validatorAddress, 'double_sign', BigInt(m.height), power, r),
       jailEvent(op, JAILED_FOREVER, true),
     );
   }

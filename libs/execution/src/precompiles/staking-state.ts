@@ -252,6 +252,12 @@ export class StakingStore {
   setLastPower(operator: Uint8Array, v: bigint): void {
     this.put(slot('val', operator, F.lastPower), v);
   }
+  async jailed(operator: Uint8Array): Promise<boolean> {
+    return (await this.num(slot('val', operator, F.jailed))) !== 0n;
+  }
+  async lastPower(operator: Uint8Array): Promise<bigint> {
+    return this.num(slot('val', operator, F.lastPower));
+  }
   setJailed(operator: Uint8Array, jailed: boolean): void {
     this.put(slot('val', operator, F.jailed), jailed ? 1n : 0n);
   }
