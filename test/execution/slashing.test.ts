@@ -2,13 +2,16 @@
 // FinalizeBlock misbehavior and decided last commits as consensus hands them over, the pool's
 // views read with ethers' ABI coder, the amounts checked to the wei, and the coin supply.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { Interface } from 'ethers';
 import { DEFAULT_STAKING_PARAMS, type StakingParamsJson } from '../../libs/config/index.js';
 import { sha256 } from '../../libs/crypto/index.js';
 import { Executor } from '../../libs/execution/index.js';
-import { MemoryKV } from '../../libs/storage/index.js';
+import { type KVStore, MemoryKV, RocksKV } from '../../libs/storage/index.js';
 import {
   type CommitInfo,
   EventBus,
@@ -60,8 +63,8 @@ interface Net extends TestNode {
   nonces: Map<Uint8Array, bigint>;
 }
 
-async function start(params: Partial<StakingParamsJson> = {}): Promise<Net> {
-  const ex = await Executor.open(executorOptions(new MemoryKV(), new EventBus()));
+async function start(params: Partial<StakingParamsJson> = {}, kv: KVStore = new MemoryKV()): Promise<Net> {
+  const ex = await Executor.open(executorOptions(kv, new EventBus()));
   const validators: Validator[] = ops.map((_, i) => ({
     address: consAddr(i),
     pubKey: consensusKey(i),
@@ -358,6 +361,23 @@ describe('validator pool: double-sign slashing', () => {
     }
   });
 
+  it('every validator double-signing in one block: all are tombstoned, but the set is never handed over empty', async () => {
+    const n = await start();
+    try {
+      await block(n);
+      const res = await block(n, { misbehavior: [doubleSign(0, 1), doubleSign(1, 1), doubleSign(2, 1)] });
+      assert.equal(eventsOf(res, 'jail').length, 3);
+      assert.deepEqual(res.validatorUpdates, [], 'consensus cannot run without validators: the set is kept');
+      for (const o of ops) {
+        const v = await read(n, 'validator', [addr(o)]);
+        assert.equal(v.jailed, true);
+        assert.equal(v.votingPower, 10n, 'still the power consensus has');
+      }
+    } finally {
+      await n.ex.close();
+    }
+  });
+
   it('evidence against an address that is no validator of the pool changes nothing', async () => {
     const n = await start();
     try {
@@ -456,6 +476,37 @@ describe('validator pool: downtime jailing', () => {
       assert.equal(si.startHeight, BigInt(n.height));
     } finally {
       await n.ex.close();
+    }
+  });
+
+  it('the missed-blocks count survives a restart on RocksDB: the jail comes at the same height', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'noded-slashing-'));
+    try {
+      const kv = await RocksKV.open(dir);
+      const n = await start(params, kv);
+      await block(n);
+      for (let h = 2; h <= 9; h++) await block(n, { decidedLastCommit: commitOf([1]) });
+      await n.ex.close();
+      await kv.close();
+      const kv2 = await RocksKV.open(dir);
+      const ex = await Executor.open(executorOptions(kv2, new EventBus()));
+      const n2: Net = { ...n, ex, kv: kv2 };
+      try {
+        const si = await read(n2, 'signingInfo', [addr(ops[1]!)]);
+        assert.equal(si.startHeight, 2n);
+        assert.equal(si.missedBlocks, 8n);
+        let jailedAt = 0;
+        for (let h = 10; h <= 14; h++) {
+          const res = await block(n2, { decidedLastCommit: commitOf([1]) });
+          if (!jailedAt && eventsOf(res, 'jail').length > 0) jailedAt = h;
+        }
+        assert.equal(jailedAt, 13);
+      } finally {
+        await ex.close();
+        await kv2.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
