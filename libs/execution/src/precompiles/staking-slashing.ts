@@ -160,8 +160,9 @@ export async function applySlashing(state: SlashState, block: SlashingBlock): Pr
         };
     const index = info.indexOffset % window;
     info.indexOffset += 1n;
-    const wasMissed = await store.missedBit(op, index);
     const missed = !vote.signed;
+    // No missed block in the window: every bit is clear (the common case needs no bitmap read).
+    const wasMissed = info.missedBlocks > 0n && (await store.missedBit(op, index));
     if (!wasMissed && missed) {
       await store.setMissedBit(op, index, true);
       info.missedBlocks += 1n;
@@ -173,7 +174,9 @@ export async function applySlashing(state: SlashState, block: SlashingBlock): Pr
       const infraction = height > BigInt(UPDATE_DELAY) ? height - BigInt(UPDATE_DELAY) : 1n;
       const r = await slashValidator(state, store, op, p.slashFractionDowntime, infraction);
       store.setJailed(op, true);
-      info.jailedUntil = block.time + p.downtimeJailDuration;
+      // Capped below the tombstone's "for ever" (a genesis may set a duration up to 2^64 − 1 s).
+      const until = block.time + p.downtimeJailDuration;
+      info.jailedUntil = until < JAILED_FOREVER ? until : JAILED_FOREVER - 1n;
       info.missedBlocks = 0n;
       info.indexOffset = 0n;
       store.clearMissed(op, window);

@@ -76,15 +76,12 @@ const F = {
 
 const UBD = { operator: 0n, amount: 1n, completion: 2n, height: 3n } as const;
 
-/** Signing-info fields (downtime), each one slot of "si" ++ operator ++ field. */
-const SI = {
-  seen: 0n,
-  startHeight: 1n,
-  indexOffset: 2n,
-  missed: 3n,
-  jailedUntil: 4n,
-  tombstoned: 5n,
-} as const;
+/**
+ * A signing info is packed in one slot of "si" ++ operator (the liveness pass reads and writes it
+ * for every validator in every block): bits 0-63 start height, 64-127 index offset, 128-191 jail
+ * end (seconds), 192-223 missed blocks (the window is at most 100000), bit 224 seen, 225 tombstoned.
+ */
+const U64 = (1n << 64n) - 1n;
 
 /** Fractions (slash fractions, min_signed_per_window) are parts per 10^18. */
 export const FRACTION_ONE = 10n ** 18n;
@@ -306,28 +303,36 @@ export class StakingStore {
   }
 
   async signingInfo(operator: Uint8Array): Promise<SigningInfo> {
-    const f = (x: bigint) => this.num(slot('si', operator, x));
+    const w = await this.num(slot('si', operator));
     return {
-      seen: (await f(SI.seen)) !== 0n,
-      startHeight: await f(SI.startHeight),
-      indexOffset: await f(SI.indexOffset),
-      missedBlocks: await f(SI.missed),
-      jailedUntil: await f(SI.jailedUntil),
-      tombstoned: (await f(SI.tombstoned)) !== 0n,
+      startHeight: w & U64,
+      indexOffset: (w >> 64n) & U64,
+      jailedUntil: (w >> 128n) & U64,
+      missedBlocks: (w >> 192n) & 0xffffffffn,
+      seen: ((w >> 224n) & 1n) === 1n,
+      tombstoned: ((w >> 225n) & 1n) === 1n,
     };
   }
-  /** Writes the fields of `i` that differ from `prev` (all of them without `prev`). */
+  /** Writes the signing info, unless it equals `prev` (what was read). */
   setSigningInfo(operator: Uint8Array, i: SigningInfo, prev?: SigningInfo): void {
-    const put = (field: bigint, v: bigint, was: bigint | undefined) => {
-      if (v !== was) this.put(slot('si', operator, field), v);
-    };
-    const b = (x: boolean) => (x ? 1n : 0n);
-    put(SI.seen, b(i.seen), prev && b(prev.seen));
-    put(SI.startHeight, i.startHeight, prev?.startHeight);
-    put(SI.indexOffset, i.indexOffset, prev?.indexOffset);
-    put(SI.missed, i.missedBlocks, prev?.missedBlocks);
-    put(SI.jailedUntil, i.jailedUntil, prev?.jailedUntil);
-    put(SI.tombstoned, b(i.tombstoned), prev && b(prev.tombstoned));
+    if (
+      prev &&
+      prev.seen === i.seen &&
+      prev.startHeight === i.startHeight &&
+      prev.indexOffset === i.indexOffset &&
+      prev.missedBlocks === i.missedBlocks &&
+      prev.jailedUntil === i.jailedUntil &&
+      prev.tombstoned === i.tombstoned
+    )
+      return;
+    const w =
+      (i.startHeight & U64) |
+      ((i.indexOffset & U64) << 64n) |
+      ((i.jailedUntil & U64) << 128n) |
+      ((i.missedBlocks & 0xffffffffn) << 192n) |
+      ((i.seen ? 1n : 0n) << 224n) |
+      ((i.tombstoned ? 1n : 0n) << 225n);
+    this.put(slot('si', operator), w);
   }
 
   /** Bit `index` of the validator's missed-blocks bitmap (256 bits a slot). */
