@@ -150,8 +150,7 @@ fn('delegate(address)', async (c) => {
   const who = c.frame.caller.bytes;
   if (!(await c.store.exists(op))) throw new Refusal(`no validator is operated by ${addrHex(op)}`);
   if (c.frame.value === 0n) throw new Refusal('delegate needs a value (the BTC to bond)');
-  const v = await c.store.validator(op);
-  if (v?.jailed && (await c.store.signingInfo(op)).tombstoned)
+  if ((await c.store.jailed(op)) && (await c.store.signingInfo(op)).tombstoned)
     throw new Refusal(`validator ${addrHex(op)} is tombstoned (double-signed) and takes no delegation`);
   const tokens = await c.store.bonded(op);
   const total = await c.store.totalShares(op);
