@@ -153,6 +153,18 @@ describe('slashing and jailing on a 5-validator network', { timeout: 600_000 }, 
       .val_signing_info as Record<string, unknown>;
     assert.equal(si.tombstoned, true);
     assert.equal(si.jailed_until, '9999-12-31T23:59:59Z');
+    const all = (await rest(net, '/cosmos/slashing/v1beta1/signing_infos')).info as Array<
+      Record<string, unknown>
+    >;
+    assert.deepEqual(
+      all.map((i) => [i.address, i.tombstoned]),
+      addressOf.map((a, i) => [a, i === 4]),
+    );
+    const bad = await fetch(`http://${net.nodes[0]!.ip}:1317/cosmos/slashing/v1beta1/signing_infos/zz`, {
+      signal: AbortSignal.timeout(10_000),
+    });
+    assert.equal(bad.status, 400);
+    assert.match(((await bad.json()) as { message: string }).message, /invalid consensus address "zz"/);
     await assert.rejects(
       pool.unjail!.staticCall({ from: op4 }),
       /tombstoned \(double-signed\) and can never be unjailed/,
