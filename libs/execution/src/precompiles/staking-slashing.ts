@@ -133,6 +133,7 @@ function jailEvent(operator: Uint8Array, jailedUntil: bigint, tombstoned: boolea
  * block events (slash, jail). Does nothing on a chain without a pool.
  */
 export async function applySlashing(state: SlashState, block: SlashingBlock): Promise<AbciEvent[]> {
+  if (block.misbehavior.length === 0 && block.lastCommit.votes.length === 0) return [];
   const store = new StakingStore(state);
   if (!(await store.enabled())) return [];
   const p = await store.params();
