@@ -109,6 +109,7 @@ async function run(kind: 'transfer' | 'erc20', senders: number, blocks: number):
         hash: keccak256(Buffer.from(`block-${height}`)),
         txs,
         misbehavior: [],
+        decidedLastCommit: { round: 0, votes: [] },
       });
       phase.execute += performance.now() - t;
       t = performance.now();

@@ -81,6 +81,7 @@ try {
       hash: keccak256(Buffer.from(`block-${height}`)),
       txs,
       misbehavior: [],
+      decidedLastCommit: { round: 0, votes: [] },
     });
     await ex.commit();
     const failed = res.txResults.find((x) => x.code !== 0 || x.log);

@@ -16,6 +16,7 @@ interface IValidatorPool {
     event Delegated(address indexed delegator, address indexed operator, uint256 amount);
     event Undelegated(address indexed delegator, address indexed operator, uint256 amount, uint256 completionTime);
     event Withdrawn(address indexed delegator, uint256 amount);
+    event Unjailed(address indexed operator);
 
     /// @notice Makes the caller the operator of a new validator with consensus key `consensusPubKey`
     /// (ed25519, 32 bytes), self-bonding msg.value (at least minSelfBond).
@@ -34,7 +35,8 @@ interface IValidatorPool {
     /// @notice Pays the caller every unbonding entry that has matured; returns the amount.
     function withdrawUnbonded() external returns (uint256 amount);
 
-    /// @notice Returns a jailed validator to the active candidates (jailing is a later slice).
+    /// @notice Returns the caller's validator, jailed for downtime, to the active candidates once
+    /// its jail time has passed (refused before it, and for ever after a double sign).
     function unjail() external;
 
     /// @notice Operators of every validator ever created, active or not, in creation order.
@@ -53,8 +55,30 @@ interface IValidatorPool {
             uint16 commissionBps
         );
 
-    /// @notice The bonded amount of `delegator` with the validator operated by `operator`.
+    /// @notice What the shares of `delegator` with the validator operated by `operator` are worth
+    /// now, in base units (rounded down).
     function delegation(address delegator, address operator) external view returns (uint256);
+
+    /// @notice The shares of `delegator` with the validator operated by `operator`.
+    function delegationShares(address delegator, address operator) external view returns (uint256);
+
+    /// @notice A validator's bonded tokens and the total shares of its delegators (the exchange rate).
+    function validatorShares(address operator) external view returns (uint256 tokens, uint256 shares);
+
+    /// @notice A validator's liveness record: its consensus address, the height its window count
+    /// started, blocks counted, the time its jail ends (seconds; 2^64-1 when tombstoned), whether it
+    /// double-signed, and the blocks missed in the current window.
+    function signingInfo(address operator)
+        external
+        view
+        returns (
+            address consensusAddress,
+            uint256 startHeight,
+            uint256 indexOffset,
+            uint256 jailedUntil,
+            bool tombstoned,
+            uint256 missedBlocks
+        );
 
     /// @notice The delegator's unbonding entries.
     function unbondings(address delegator)

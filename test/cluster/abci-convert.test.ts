@@ -172,6 +172,13 @@ describe('ABCI gRPC conversions: round trips', () => {
           totalVotingPower: 40n,
         },
       ],
+      decidedLastCommit: {
+        round: 2,
+        votes: [
+          { validatorAddress: addr(3), power: 10n, signed: true },
+          { validatorAddress: addr(4), power: 30n, signed: false },
+        ],
+      },
     };
     assert.deepEqual(
       fromProto.finalizeBlockRequest(wire(pb.FinalizeBlockRequest, toProto.finalizeBlockRequest(req))),
@@ -257,6 +264,7 @@ describe('ABCI gRPC conversions: field rules', () => {
   const finalize = (over: Partial<pb.FinalizeBlockRequest>): pb.FinalizeBlockRequest => ({
     txs: [],
     misbehavior: [],
+    decidedLastCommit: { round: 0, votes: [] },
     hash: fill(32, 1),
     height: 2n,
     time,
@@ -389,6 +397,24 @@ describe('ABCI gRPC conversions: field rules', () => {
         ),
       'FinalizeBlockRequest.misbehavior[0].type',
       /MISBEHAVIOR_TYPE_DUPLICATE_VOTE/,
+    );
+    rejects(
+      () => fromProto.finalizeBlockRequest(finalize({ decidedLastCommit: undefined })),
+      'FinalizeBlockRequest.decided_last_commit',
+      /is required/,
+    );
+    rejects(
+      () =>
+        fromProto.finalizeBlockRequest(
+          finalize({
+            decidedLastCommit: {
+              round: 0,
+              votes: [{ validatorAddress: fill(19, 1), power: 1n, signed: true }],
+            },
+          }),
+        ),
+      'FinalizeBlockRequest.decided_last_commit.votes[0].validator_address',
+      /must be 20 bytes, got 19/,
     );
   });
 

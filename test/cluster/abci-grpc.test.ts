@@ -139,6 +139,7 @@ describe('ABCI over gRPC: malformed requests', () => {
       hash: new Uint8Array(32).fill(2),
       txs: [new TextEncoder().encode('a=b')],
       misbehavior: [],
+      decidedLastCommit: { round: 0, votes: [] },
     });
     const cases: Array<[string, string, Uint8Array, RegExp]> = [
       [
@@ -199,6 +200,7 @@ describe('ABCI over gRPC: malformed requests', () => {
       hash: new Uint8Array(32),
       txs: [],
       misbehavior: [],
+      decidedLastCommit: { round: 0, votes: [] },
     });
     assert.equal(res.appHash.length, 32);
   });

@@ -133,6 +133,7 @@ describe('ConsensusRuntime (single validator)', () => {
     const n = node();
     const seen: string[] = [];
     const prepared: PrepareProposalRequest[] = [];
+    const lastCommits: FinalizeBlockRequest['decidedLastCommit'][] = [];
     const app = n.app;
     const wrapped: Application = {
       info: () => app.info(),
@@ -146,6 +147,7 @@ describe('ConsensusRuntime (single validator)', () => {
       finalizeBlock: async (r: FinalizeBlockRequest) => {
         const stored = await n.blockKV.get(blockKey(r.height));
         seen.push(`finalize ${r.height} stored=${stored !== undefined}`);
+        lastCommits.push(r.decidedLastCommit);
         return app.finalizeBlock(r);
       },
       commit: async () => {
@@ -164,6 +166,10 @@ describe('ConsensusRuntime (single validator)', () => {
       'finalize 3 stored=true',
       'commit 3 results=true',
     ]);
+    // decided_last_commit: nothing at the first height, then the validator's precommit each block.
+    assert.deepEqual(lastCommits[0], { round: 0, votes: [] });
+    for (const c of lastCommits.slice(1, 3))
+      assert.deepEqual(c?.votes, [{ validatorAddress: key.address, power: 10n, signed: true }]);
     assert.equal(prepared[0]!.maxTxBytes, maxDataBytes(PARAMS, 0, 1));
     assert.equal(prepared[0]!.height, 1);
 
@@ -226,8 +232,18 @@ describe('ConsensusRuntime (single validator)', () => {
     n.app.rollback(1);
     assert.equal(n.app.height, top - 1);
     const before = newBlocks(n).length;
+    const replayed: FinalizeBlockRequest[] = [];
+    const finalize = n.app.finalizeBlock.bind(n.app);
+    n.app.finalizeBlock = (r) => {
+      replayed.push(r);
+      return finalize(r);
+    };
     const again = await ConsensusRuntime.create(n.opts);
     assert.equal(n.app.height, top, 'the missing block was replayed through finalizeBlock + commit');
+    // The saved state is past the replayed block: its signers come from the stored set of top - 1.
+    assert.deepEqual(replayed[0]?.decidedLastCommit.votes, [
+      { validatorAddress: key.address, power: 10n, signed: true },
+    ]);
     assert.deepEqual(n.app.appHash, hashAtTop);
     assert.equal(newBlocks(n).length, before, 'its events were published when it was committed, not again');
     await again.start();

@@ -21,6 +21,7 @@ import { type KVStore, MemoryKV } from '../../libs/storage/index.js';
 import {
   type ConsensusParams,
   EventBus,
+  type FinalizeBlockRequest,
   type FinalizeBlockResponse,
   type Hex,
   type NodeEvent,
@@ -252,6 +253,7 @@ export async function produceBlock(
   n: TestNode,
   txs?: Uint8Array[],
   proposer = PROPOSER,
+  consensus: Partial<Pick<FinalizeBlockRequest, 'misbehavior' | 'decidedLastCommit'>> = {},
 ): Promise<FinalizeBlockResponse> {
   n.height++;
   n.time += 1_000_000_000n;
@@ -270,7 +272,8 @@ export async function produceBlock(
     proposerAddress: proposer,
     hash,
     txs: list,
-    misbehavior: [],
+    misbehavior: consensus.misbehavior ?? [],
+    decidedLastCommit: consensus.decidedLastCommit ?? { round: 0, votes: [] },
   });
   await n.ex.commit();
   return res;

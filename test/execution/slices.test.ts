@@ -27,6 +27,7 @@ describe('block execution in slices', () => {
         hash: new Uint8Array(32).fill(1),
         txs,
         misbehavior: [],
+        decidedLastCommit: { round: 0, votes: [] },
       })
       .then((res) => {
         blockDone = true;

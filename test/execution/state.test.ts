@@ -166,6 +166,7 @@ describe('total supply invariant', () => {
           hash: new Uint8Array(32),
           txs: [signTx(a, { nonce: 1n, to: addr(key(2)), value: ETH })],
           misbehavior: [],
+          decidedLastCommit: { round: 0, votes: [] },
         }),
         (e: unknown) => {
           assert.ok(e instanceof SupplyInvariantError);

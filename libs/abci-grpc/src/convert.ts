@@ -7,6 +7,7 @@ import type {
   AbciEvent,
   AppInfo,
   CheckTxResult,
+  CommitInfo,
   ConsensusParams,
   ExecTxResult,
   FinalizeBlockRequest,
@@ -159,6 +160,31 @@ function validatorUpdateFromProto(v: pb.ValidatorUpdate, field: string): Validat
   };
 }
 
+function commitInfoToProto(c: CommitInfo): pb.CommitInfo {
+  return {
+    round: c.round,
+    votes: c.votes.map((v) => ({ validatorAddress: v.validatorAddress, power: v.power, signed: v.signed })),
+  };
+}
+
+function commitInfoFromProto(c: pb.CommitInfo | undefined, field: string): CommitInfo {
+  const m = required(c, field);
+  if (!Number.isInteger(m.round) || m.round < 0)
+    throw new AbciFieldError(`${field}.round`, `must be at least 0, got ${m.round}`);
+  return {
+    round: m.round,
+    votes: m.votes.map((v, i) => ({
+      validatorAddress: fixedBytes(
+        v.validatorAddress,
+        `${field}.votes[${i}].validator_address`,
+        ADDRESS_BYTES,
+      ),
+      power: BigInt(safeInt(v.power, `${field}.votes[${i}].power`, 1)),
+      signed: v.signed,
+    })),
+  };
+}
+
 function misbehaviorToProto(m: Misbehavior): pb.Misbehavior {
   return {
     type: pb.MisbehaviorType.MISBEHAVIOR_TYPE_DUPLICATE_VOTE,
@@ -288,6 +314,7 @@ export const toProto = {
     return {
       txs: r.txs,
       misbehavior: r.misbehavior.map(misbehaviorToProto),
+      decidedLastCommit: commitInfoToProto(r.decidedLastCommit),
       hash: r.hash,
       height: BigInt(r.height),
       time: timeToProto(r.time),
@@ -402,6 +429,7 @@ export const fromProto = {
       hash: fixedBytes(m.hash, `${f}.hash`, HASH_BYTES),
       txs: txsFromProto(m.txs),
       misbehavior: m.misbehavior.map((x, i) => misbehaviorFromProto(x, `${f}.misbehavior[${i}]`)),
+      decidedLastCommit: commitInfoFromProto(m.decidedLastCommit, `${f}.decided_last_commit`),
     };
   },
   finalizeBlockResponse(m: pb.FinalizeBlockResponse): FinalizeBlockResponse {

@@ -105,6 +105,8 @@ type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const UINT256_MAX = (1n << 256n) - 1n;
 const UINT64_MAX = (1n << 64n) - 1n;
+/** The longest liveness window (blocks): its missed-blocks bitmap is 391 storage slots. */
+export const MAX_SIGNED_BLOCKS_WINDOW = 100_000n;
 
 /**
  * Checks app_state.staking against the consensus validators of the same genesis: every consensus
@@ -247,7 +249,10 @@ function paramProblem(name: keyof StakingParamsJson, v: unknown): string | undef
     case 'max_validators':
       return n >= 1n && n <= 10_000n ? undefined : 'must be >= 1 and <= 10000';
     case 'signed_blocks_window':
-      return n >= 1n && n <= UINT64_MAX ? undefined : 'must be >= 1 and fit in a uint64';
+      // One bit a block in the pool's storage, cleared whole when a validator is jailed.
+      return n >= 1n && n <= MAX_SIGNED_BLOCKS_WINDOW
+        ? undefined
+        : `must be >= 1 and <= ${MAX_SIGNED_BLOCKS_WINDOW}`;
     default:
       // unbonding_time, downtime_jail_duration: seconds.
       return n <= UINT64_MAX ? undefined : 'must be a number of seconds that fits in a uint64';

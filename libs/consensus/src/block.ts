@@ -5,6 +5,7 @@ import type {
   Block,
   BlockId,
   Commit,
+  CommitInfo,
   ConsensusParams,
   DuplicateVoteEvidence,
   TimeNs,
@@ -102,6 +103,24 @@ export function commitSigVote(commit: Commit, index: number): Vote {
     validatorAddress: s.validatorAddress,
     validatorIndex: index,
     signature: s.signature,
+  };
+}
+
+/**
+ * FinalizeBlock's decided_last_commit: each validator of the last height's set (who signed
+ * `block.lastCommit`) with its power and whether its precommit for that block is in the commit.
+ * Empty at the first height, which has no last commit.
+ */
+export function lastCommitInfo(block: Block, lastValidators: ValidatorSet): CommitInfo {
+  const c = block.lastCommit;
+  if (!c) return { round: 0, votes: [] };
+  return {
+    round: c.round,
+    votes: lastValidators.validators.map((v, i) => ({
+      validatorAddress: v.address,
+      power: v.votingPower,
+      signed: c.signatures[i]?.blockIdFlag === 2,
+    })),
   };
 }
 

@@ -105,6 +105,7 @@ import {
   parseBridgeParams,
 } from './precompiles/bridge-out.js';
 import { BTC_TOKEN_ADDRESS, BTC_TOKEN_CODE, SUPPLY_SLOT } from './precompiles/btc-token.js';
+import { applySlashing } from './precompiles/staking-slashing.js';
 import {
   endBlockValidatorUpdates,
   genesisPoolStorage,
@@ -906,7 +907,16 @@ export class Executor implements Application, EthChain {
     // EIP-1559 burns the base fee; this chain pays it to the proposer instead (with the tips,
     // which runTx already credited), so fees never leave the supply.
     if (baseFees > 0n) await state.addBalance(toKey(coinbase), baseFees);
-    // The validator pool's end of block: powers that bonding changed go to consensus (H + 2).
+    // The validator pool's slashing (evidence, missed blocks), then its end of block: powers that
+    // bonding, slashing or jailing changed go to consensus (H + 2). Slashing runs after the
+    // transactions (the Cosmos SDK runs it before them): the block's transactions may already have
+    // run ahead of FinalizeBlock, before its evidence and last commit were known.
+    const slashEvents = await applySlashing(state, {
+      height,
+      time: ctx.timestamp,
+      misbehavior: req.misbehavior,
+      lastCommit: req.decidedLastCommit,
+    });
     const validatorUpdates = await endBlockValidatorUpdates(state);
     const tExec = performance.now();
 
@@ -969,6 +979,7 @@ export class Executor implements Application, EthChain {
           type: 'block_gas',
           attributes: [attr('height', String(height)), attr('amount', gasUsed.toString())],
         },
+        ...slashEvents,
       ],
       txResults,
       validatorUpdates,

@@ -87,6 +87,21 @@ export interface Misbehavior {
   totalVotingPower: bigint;
 }
 
+/** One validator of the last block's set and whether its precommit for that block is in the commit. */
+export interface VoteInfo {
+  validatorAddress: Uint8Array;
+  power: bigint;
+  /** A precommit for the decided block (CometBFT BLOCK_ID_FLAG_COMMIT); false: absent or nil. */
+  signed: boolean;
+}
+
+/** The commit of the previous block as it is in this block (CometBFT's decided_last_commit). */
+export interface CommitInfo {
+  round: number;
+  /** Every validator of the previous height's set, in set order; empty at the first height. */
+  votes: VoteInfo[];
+}
+
 export interface FinalizeBlockRequest {
   height: number;
   time: TimeNs;
@@ -95,6 +110,8 @@ export interface FinalizeBlockRequest {
   hash: Uint8Array;
   txs: Uint8Array[];
   misbehavior: Misbehavior[];
+  /** Who signed the previous block: the application counts missed blocks from it (downtime). */
+  decidedLastCommit: CommitInfo;
 }
 
 export interface FinalizeBlockResponse {

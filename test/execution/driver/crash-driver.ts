@@ -37,6 +37,7 @@ for (let h = info.lastBlockHeight + 1; h <= count; h++) {
     hash: keccak256(new TextEncoder().encode(`block-${h}`)),
     txs: blocks[h - 1],
     misbehavior: [],
+    decidedLastCommit: { round: 0, votes: [] },
   });
   await ex.commit();
   process.stdout.write(`committed ${h}\n`);

@@ -24,7 +24,7 @@ import type {
   Validator,
   Vote,
 } from '../../../types/index.js';
-import { evidenceBytes, maxDataBytes, proposerPicksTime } from '../block.js';
+import { evidenceBytes, lastCommitInfo, maxDataBytes, proposerPicksTime } from '../block.js';
 import { type ChainState, genesisChainState, nextChainState } from '../chainstate.js';
 import {
   createEngine,
@@ -619,6 +619,17 @@ export class ConsensusRuntime {
 
   private async finalize(block: Block, blockId: BlockId): Promise<FinalizeBlockResponse> {
     const h = block.header;
+    // The set that signed block.lastCommit: the state's last set, except when the handshake replays
+    // a block the saved state is already past (the application is one block behind).
+    let lastValidators = this.chain.lastValidators;
+    if (h.height !== this.chain.lastBlockHeight + 1 && block.lastCommit) {
+      const saved = await this.stateStore.loadValidators(h.height - 1);
+      if (!saved)
+        throw new HandshakeError(
+          `the validator set of height ${h.height - 1} is missing from the state store`,
+        );
+      lastValidators = saved;
+    }
     const res = await this.opts.app.finalizeBlock({
       height: h.height,
       time: h.time,
@@ -632,6 +643,7 @@ export class ConsensusRuntime {
         time: e.timestamp,
         totalVotingPower: e.totalVotingPower,
       })),
+      decidedLastCommit: lastCommitInfo(block, lastValidators),
     });
     if (res.txResults.length !== block.data.txs.length) {
       throw new ConsensusError(

@@ -5,9 +5,9 @@
 // coin supply invariant holds without a special case (docs/staking.md).
 //
 // Slots are keccak256("noded.staking/<name>" ++ key bytes): no two names or keys collide.
-import { keccak256 } from '../../../crypto/index.js';
+import { keccak256, sha256 } from '../../../crypto/index.js';
 import type { ValidatorUpdate } from '../../../types/index.js';
-import { bigIntToBytes, bytesToBigInt, concat, fromHex, toKey } from '../bytes.js';
+import { bigIntToBytes, bytesToBigInt, concat, equal, fromHex, toKey } from '../bytes.js';
 
 /** The pool's address: the validator pool precompile. */
 export const STAKING_ADDRESS_HEX = '0x7b7c000000000000000000000000000000000011';
@@ -70,10 +70,26 @@ const F = {
   monikerLen: 4n,
   lastPower: 5n,
   listIndex: 6n, // index + 1, 0 when there is no validator
+  shares: 7n, // total delegator shares; 0 with bonded > 0: a record from before shares (1:1)
   moniker0: 8n, // and up: 32-byte chunks
 } as const;
 
-const UBD = { operator: 0n, amount: 1n, completion: 2n } as const;
+const UBD = { operator: 0n, amount: 1n, completion: 2n, height: 3n } as const;
+
+/**
+ * A signing info is packed in one slot of "si" ++ operator (the liveness pass reads and writes it
+ * for every validator in every block): bits 0-63 start height, 64-127 index offset, 128-191 jail
+ * end (seconds), 192-223 missed blocks (the window is at most 100000), bit 224 seen, 225 tombstoned.
+ */
+const U64 = (1n << 64n) - 1n;
+
+/** Fractions (slash fractions, min_signed_per_window) are parts per 10^18. */
+export const FRACTION_ONE = 10n ** 18n;
+
+/** CometBFT's validator address: the first 20 bytes of sha256 of the ed25519 public key. */
+export function consensusAddressOf(pubKey: Uint8Array): Uint8Array {
+  return sha256(pubKey).slice(0, 20);
+}
 
 export interface ValidatorRecord {
   operator: Uint8Array;
@@ -90,6 +106,22 @@ export interface UnbondingEntry {
   operator: Uint8Array;
   amount: bigint;
   completionTime: bigint;
+  /** The block height of the undelegate (0 for entries made before heights were kept). */
+  height: bigint;
+}
+
+/** A validator's liveness record (the Cosmos SDK's ValidatorSigningInfo). */
+export interface SigningInfo {
+  /** Whether the record exists (it starts at the first block the validator is seen in a commit). */
+  seen: boolean;
+  startHeight: bigint;
+  /** Blocks counted so far in the current window (the bitmap index is indexOffset mod window). */
+  indexOffset: bigint;
+  missedBlocks: bigint;
+  /** Seconds; until then unjail() is refused. */
+  jailedUntil: bigint;
+  /** Double-signed: jailed for ever. */
+  tombstoned: boolean;
 }
 
 /** Typed access to the pool's slots over a state. */
@@ -153,7 +185,26 @@ export class StakingStore {
     this.put(slot('val', operator, F.listIndex), BigInt(n + 1));
     this.put(slot('val', operator, F.pubKey), pubKey);
     this.put(slot('key', pubKey), operator);
+    this.put(slot('caddr', consensusAddressOf(pubKey)), operator);
     await this.setDescription(operator, moniker, commissionBps);
+  }
+
+  /**
+   * The operator of the validator whose consensus address this is (the address in commits and
+   * evidence), or undefined. Pools written before the address index are searched key by key once,
+   * and the index is filled in then (every node does the same at the same block).
+   */
+  async operatorOfAddress(address: Uint8Array): Promise<Uint8Array | undefined> {
+    const v = await this.num(slot('caddr', address));
+    if (v !== 0n) return bigIntTo32(v).slice(12);
+    for (const op of await this.operators()) {
+      const pubKey = bigIntTo32(await this.num(slot('val', op, F.pubKey)));
+      if (equal(consensusAddressOf(pubKey), address)) {
+        this.put(slot('caddr', address), op);
+        return op;
+      }
+    }
+    return undefined;
   }
 
   async setDescription(operator: Uint8Array, moniker: string, commissionBps: number): Promise<void> {
@@ -198,12 +249,106 @@ export class StakingStore {
   setLastPower(operator: Uint8Array, v: bigint): void {
     this.put(slot('val', operator, F.lastPower), v);
   }
+  async jailed(operator: Uint8Array): Promise<boolean> {
+    return (await this.num(slot('val', operator, F.jailed))) !== 0n;
+  }
+  async lastPower(operator: Uint8Array): Promise<bigint> {
+    return this.num(slot('val', operator, F.lastPower));
+  }
+  setJailed(operator: Uint8Array, jailed: boolean): void {
+    this.put(slot('val', operator, F.jailed), jailed ? 1n : 0n);
+  }
 
-  async delegation(delegator: Uint8Array, operator: Uint8Array): Promise<bigint> {
+  /**
+   * The validator's total delegator shares. Before shares existed every delegation was recorded
+   * as its amount at a rate of one share per base unit and nothing was ever slashed, so a record
+   * without shares has as many shares as bonded base units.
+   */
+  async totalShares(operator: Uint8Array): Promise<bigint> {
+    const s = await this.num(slot('val', operator, F.shares));
+    return s === 0n ? this.bonded(operator) : s;
+  }
+  setTotalShares(operator: Uint8Array, v: bigint): void {
+    this.put(slot('val', operator, F.shares), v);
+  }
+
+  /** A delegator's shares of a validator (the slot held amounts at one share per unit before). */
+  async delegationShares(delegator: Uint8Array, operator: Uint8Array): Promise<bigint> {
     return this.num(slot('del', delegator, operator));
   }
-  setDelegation(delegator: Uint8Array, operator: Uint8Array, v: bigint): void {
+  setDelegationShares(delegator: Uint8Array, operator: Uint8Array, v: bigint): void {
     this.put(slot('del', delegator, operator), v);
+  }
+
+  /** What a delegator's shares are worth now, in base units (rounded down). */
+  async delegation(delegator: Uint8Array, operator: Uint8Array): Promise<bigint> {
+    const shares = await this.delegationShares(delegator, operator);
+    if (shares === 0n) return 0n;
+    return tokensOfShares(shares, await this.bonded(operator), await this.totalShares(operator));
+  }
+
+  /** Delegators that ever undelegated from a validator: where a slash looks for unbonding entries. */
+  async unbondingDelegators(operator: Uint8Array): Promise<Uint8Array[]> {
+    const n = await this.num(slot('ubdd.n', operator));
+    const out: Uint8Array[] = [];
+    for (let i = 0n; i < n; i++) out.push(bigIntTo32(await this.num(slot('ubdd', operator, i))).slice(12));
+    return out;
+  }
+  async noteUnbondingDelegator(operator: Uint8Array, delegator: Uint8Array): Promise<void> {
+    if ((await this.num(slot('ubdd.has', operator, delegator))) !== 0n) return;
+    const n = await this.num(slot('ubdd.n', operator));
+    this.put(slot('ubdd', operator, n), delegator);
+    this.put(slot('ubdd.n', operator), n + 1n);
+    this.put(slot('ubdd.has', operator, delegator), 1n);
+  }
+
+  async signingInfo(operator: Uint8Array): Promise<SigningInfo> {
+    const w = await this.num(slot('si', operator));
+    return {
+      startHeight: w & U64,
+      indexOffset: (w >> 64n) & U64,
+      jailedUntil: (w >> 128n) & U64,
+      missedBlocks: (w >> 192n) & 0xffffffffn,
+      seen: ((w >> 224n) & 1n) === 1n,
+      tombstoned: ((w >> 225n) & 1n) === 1n,
+    };
+  }
+  /** Writes the signing info, unless it equals `prev` (what was read). */
+  setSigningInfo(operator: Uint8Array, i: SigningInfo, prev?: SigningInfo): void {
+    if (
+      prev &&
+      prev.seen === i.seen &&
+      prev.startHeight === i.startHeight &&
+      prev.indexOffset === i.indexOffset &&
+      prev.missedBlocks === i.missedBlocks &&
+      prev.jailedUntil === i.jailedUntil &&
+      prev.tombstoned === i.tombstoned
+    )
+      return;
+    const w =
+      (i.startHeight & U64) |
+      ((i.indexOffset & U64) << 64n) |
+      ((i.jailedUntil & U64) << 128n) |
+      ((i.missedBlocks & 0xffffffffn) << 192n) |
+      ((i.seen ? 1n : 0n) << 224n) |
+      ((i.tombstoned ? 1n : 0n) << 225n);
+    this.put(slot('si', operator), w);
+  }
+
+  /** Bit `index` of the validator's missed-blocks bitmap (256 bits a slot). */
+  async missedBit(operator: Uint8Array, index: bigint): Promise<boolean> {
+    const chunk = await this.num(slot('miss', operator, index / 256n));
+    return ((chunk >> (index % 256n)) & 1n) === 1n;
+  }
+  async setMissedBit(operator: Uint8Array, index: bigint, missed: boolean): Promise<void> {
+    const s = slot('miss', operator, index / 256n);
+    const chunk = await this.num(s);
+    const bit = 1n << (index % 256n);
+    this.put(s, missed ? chunk | bit : chunk & ~bit);
+  }
+  /** Clears the bitmap of a window of `window` blocks. */
+  clearMissed(operator: Uint8Array, window: bigint): void {
+    for (let c = 0n; c * 256n < window; c++) this.put(slot('miss', operator, c), 0n);
   }
 
   /** Marks that some validator's power may have changed: the end of the block recomputes the set. */
@@ -224,6 +369,7 @@ export class StakingStore {
         operator: bigIntTo32(await this.num(slot('ubd', delegator, i, UBD.operator))).slice(12),
         amount: await this.num(slot('ubd', delegator, i, UBD.amount)),
         completionTime: await this.num(slot('ubd', delegator, i, UBD.completion)),
+        height: await this.num(slot('ubd', delegator, i, UBD.height)),
       });
     }
     return out;
@@ -236,6 +382,7 @@ export class StakingStore {
       this.put(slot('ubd', delegator, k, UBD.operator), e ? e.operator : new Uint8Array(0));
       this.put(slot('ubd', delegator, k, UBD.amount), e ? e.amount : 0n);
       this.put(slot('ubd', delegator, k, UBD.completion), e ? e.completionTime : 0n);
+      this.put(slot('ubd', delegator, k, UBD.height), e ? e.height : 0n);
     }
     this.put(slot('ubd.n', delegator), BigInt(entries.length));
   }
@@ -279,6 +426,11 @@ export async function endBlockValidatorUpdates(state: SlotStore): Promise<Valida
   return updates;
 }
 
+/** Base units that `shares` of a validator with `tokens` and `totalShares` are worth (rounded down). */
+export function tokensOfShares(shares: bigint, tokens: bigint, totalShares: bigint): bigint {
+  return totalShares === 0n ? 0n : (shares * tokens) / totalShares;
+}
+
 /** A map-backed SlotStore: the genesis storage of the pool account. */
 export class SlotMap implements SlotStore {
   readonly slots = new Map<string, Uint8Array>();
@@ -315,7 +467,8 @@ export async function genesisPoolStorage(
   for (const b of bonds) {
     await store.create(b.operator, b.pubKey, b.moniker, b.commissionBps);
     store.setBonded(b.operator, b.selfBond);
-    store.setDelegation(b.operator, b.operator, b.selfBond);
+    store.setTotalShares(b.operator, b.selfBond);
+    store.setDelegationShares(b.operator, b.operator, b.selfBond);
     store.setLastPower(b.operator, b.selfBond / params.powerReduction);
     balance += b.selfBond;
   }

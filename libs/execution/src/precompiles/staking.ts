@@ -21,6 +21,7 @@ import {
   topicOf,
 } from './staking-abi.js';
 import {
+  consensusAddressOf,
   MAX_UNBONDING_ENTRIES,
   PARAM_NAMES,
   STAKING_ADDRESS,
@@ -43,6 +44,8 @@ type Ctx = {
   args: ArgReader;
   /** The block time in seconds (read lazily: a run ahead of the proposal does not know it yet). */
   now: () => bigint;
+  /** The block height. */
+  blockNumber: () => bigint;
   logs: Array<[Uint8Array, Uint8Array[], Uint8Array]>;
 };
 type Handler = (c: Ctx) => Promise<{ out: Uint8Array; gas: bigint }>;
@@ -60,6 +63,7 @@ const EVENTS = {
   delegated: topicOf('Delegated(address,address,uint256)'),
   undelegated: topicOf('Undelegated(address,address,uint256,uint256)'),
   withdrawn: topicOf('Withdrawn(address,uint256)'),
+  unjailed: topicOf('Unjailed(address)'),
 };
 
 function requireWrite(c: Ctx, fn: string, payable: boolean): void {
@@ -105,7 +109,8 @@ fn('createValidator(bytes32,string,uint16)', async (c) => {
     throw new Refusal(`self-bond ${c.frame.value} is below min_self_bond ${p.minSelfBond}`);
   await c.store.create(op, pubKey, moniker, Number(commission));
   c.store.setBonded(op, c.frame.value);
-  c.store.setDelegation(op, op, c.frame.value);
+  c.store.setTotalShares(op, c.frame.value);
+  c.store.setDelegationShares(op, op, c.frame.value);
   c.store.markDirty();
   c.logs.push([
     STAKING_ADDRESS,
@@ -145,8 +150,21 @@ fn('delegate(address)', async (c) => {
   const who = c.frame.caller.bytes;
   if (!(await c.store.exists(op))) throw new Refusal(`no validator is operated by ${addrHex(op)}`);
   if (c.frame.value === 0n) throw new Refusal('delegate needs a value (the BTC to bond)');
-  c.store.setDelegation(who, op, (await c.store.delegation(who, op)) + c.frame.value);
-  c.store.setBonded(op, (await c.store.bonded(op)) + c.frame.value);
+  if ((await c.store.jailed(op)) && (await c.store.signingInfo(op)).tombstoned)
+    throw new Refusal(`validator ${addrHex(op)} is tombstoned (double-signed) and takes no delegation`);
+  const tokens = await c.store.bonded(op);
+  const total = await c.store.totalShares(op);
+  if (tokens === 0n && total > 0n)
+    throw new Refusal(
+      `validator ${addrHex(op)} has shares but no tokens left (slashed to 0); it takes no delegation`,
+    );
+  // Shares at the current rate, rounded down: the new delegation is never worth more than it paid.
+  const minted = total === 0n ? c.frame.value : (c.frame.value * total) / tokens;
+  if (minted === 0n)
+    throw new Refusal(`delegation of ${c.frame.value} base units buys less than one share of ${addrHex(op)}`);
+  c.store.setDelegationShares(who, op, (await c.store.delegationShares(who, op)) + minted);
+  c.store.setTotalShares(op, total + minted);
+  c.store.setBonded(op, tokens + c.frame.value);
   c.store.markDirty();
   c.logs.push([STAKING_ADDRESS, [EVENTS.delegated, addrTopic(who), addrTopic(op)], word(c.frame.value)]);
   return { out: new Uint8Array(0), gas: GAS.write };
@@ -163,6 +181,15 @@ fn('undelegate(address,uint256)', async (c) => {
     throw new Refusal(
       `undelegate amount ${amount} is more than the delegation of ${addrHex(who)} to ${addrHex(op)} (${have})`,
     );
+  const tokens = await c.store.bonded(op);
+  const total = await c.store.totalShares(op);
+  const owned = await c.store.delegationShares(who, op);
+  // Shares burned are rounded up, so the amount paid out is never worth more than they were: the
+  // remainder of the rounding stays with the validator's other shares. amount <= have keeps this
+  // at most the shares owned (have = floor(owned × tokens / total)).
+  const burned = (amount * total + tokens - 1n) / tokens;
+  // The last shares of a validator take every token left (the rounding dust included).
+  const paid = burned === total ? tokens : amount;
   const entries = await c.store.unbondings(who);
   if (entries.length >= MAX_UNBONDING_ENTRIES)
     throw new Refusal(
@@ -170,15 +197,17 @@ fn('undelegate(address,uint256)', async (c) => {
     );
   const p = await c.store.params();
   const completion = c.now() + p.unbondingTime;
-  c.store.setDelegation(who, op, have - amount);
-  c.store.setBonded(op, (await c.store.bonded(op)) - amount);
-  entries.push({ operator: op, amount, completionTime: completion });
+  c.store.setDelegationShares(who, op, owned - burned);
+  c.store.setTotalShares(op, total - burned);
+  c.store.setBonded(op, tokens - paid);
+  entries.push({ operator: op, amount: paid, completionTime: completion, height: c.blockNumber() });
   await c.store.setUnbondings(who, entries);
+  await c.store.noteUnbondingDelegator(op, who);
   c.store.markDirty();
   c.logs.push([
     STAKING_ADDRESS,
     [EVENTS.undelegated, addrTopic(who), addrTopic(op)],
-    concat(word(amount), word(completion)),
+    concat(word(paid), word(completion)),
   ]);
   return { out: word(completion), gas: GAS.write };
 });
@@ -216,9 +245,35 @@ fn('unjail()', async (c) => {
   const op = c.frame.caller.bytes;
   const v = await c.store.validator(op);
   if (!v) throw new Refusal(`${addrHex(op)} operates no validator`);
-  // Jailing (slashing slice of issue 25) is not implemented yet: no validator is ever jailed.
   if (!v.jailed) throw new Refusal(`validator ${addrHex(op)} is not jailed`);
-  throw new Refusal(`validator ${addrHex(op)} cannot be unjailed yet`);
+  const info = await c.store.signingInfo(op);
+  if (info.tombstoned)
+    throw new Refusal(`validator ${addrHex(op)} is tombstoned (double-signed) and can never be unjailed`);
+  const now = c.now();
+  if (now < info.jailedUntil)
+    throw new Refusal(
+      `validator ${addrHex(op)} is jailed until ${info.jailedUntil} (block time ${now}, ${info.jailedUntil - now} s left)`,
+    );
+  const p = await c.store.params();
+  const self = await c.store.delegation(op, op);
+  if (self < p.minSelfBond)
+    throw new Refusal(
+      `validator ${addrHex(op)} self-bond ${self} is below min_self_bond ${p.minSelfBond}; delegate to it first`,
+    );
+  c.store.setJailed(op, false);
+  // A fresh window: the blocks it missed while jailed (and the two heights before it is back in
+  // the set) do not count against it.
+  c.store.setSigningInfo(op, {
+    ...info,
+    seen: true,
+    startHeight: c.blockNumber(),
+    indexOffset: 0n,
+    missedBlocks: 0n,
+  });
+  c.store.clearMissed(op, p.signedBlocksWindow);
+  c.store.markDirty();
+  c.logs.push([STAKING_ADDRESS, [EVENTS.unjailed, addrTopic(op)], new Uint8Array(0)]);
+  return { out: new Uint8Array(0), gas: GAS.write };
 });
 
 fn('validators()', async (c) => {
@@ -244,6 +299,41 @@ fn('validator(address)', async (c) => {
 fn('delegation(address,address)', async (c) => {
   const v = await c.store.delegation(c.args.address(0), c.args.address(1));
   return { out: word(v), gas: GAS.view };
+});
+
+fn('validatorShares(address)', async (c) => {
+  const op = c.args.address(0);
+  if (!(await c.store.exists(op))) throw new Refusal(`no validator is operated by ${addrHex(op)}`);
+  return {
+    out: encodeAbi([
+      { t: 'uint', v: await c.store.bonded(op) },
+      { t: 'uint', v: await c.store.totalShares(op) },
+    ]),
+    gas: GAS.view,
+  };
+});
+
+fn('delegationShares(address,address)', async (c) => {
+  const v = await c.store.delegationShares(c.args.address(0), c.args.address(1));
+  return { out: word(v), gas: GAS.view };
+});
+
+fn('signingInfo(address)', async (c) => {
+  const op = c.args.address(0);
+  const v = await c.store.validator(op);
+  if (!v) throw new Refusal(`no validator is operated by ${addrHex(op)}`);
+  const i = await c.store.signingInfo(op);
+  return {
+    out: encodeAbi([
+      { t: 'address', v: consensusAddressOf(v.pubKey) },
+      { t: 'uint', v: i.startHeight },
+      { t: 'uint', v: i.indexOffset },
+      { t: 'uint', v: i.jailedUntil },
+      { t: 'bool', v: i.tombstoned },
+      { t: 'uint', v: i.missedBlocks },
+    ]),
+    gas: GAS.view,
+  };
 });
 
 fn('unbondings(address)', async (c) => {
@@ -294,13 +384,15 @@ export async function stakingPrecompile(input: PrecompileInput): Promise<ExecRes
   const sel = Buffer.from(input.data.subarray(0, 4)).toString('hex');
   const h = HANDLERS[sel];
   if (!h) return revert(`unknown function selector 0x${sel}`, base);
-  const header = (input._EVM as unknown as { _block?: { header: { timestamp: bigint } } })._block?.header;
+  const header = (input._EVM as unknown as { _block?: { header: { timestamp: bigint; number: bigint } } })
+    ._block?.header;
   const ctx: Ctx = {
     store,
     state,
     frame,
     args: new ArgReader(input.data, h.name),
     now: () => header?.timestamp ?? 0n,
+    blockNumber: () => header?.number ?? 0n,
     logs: [],
   };
   try {

@@ -520,7 +520,7 @@ export const REST_ROUTES: RestRoute[] = [
     handler: async (ctx) => ({ base_fee: ctx.chain.nextBaseFee().toString() }),
   },
   // x/staking shapes over the validator pool precompile (docs/staking.md).
-  ...stakingRoutes({ parseAddress, displayAddress, queryHeight, invalidArgument }),
+  ...stakingRoutes({ parseAddress, displayAddress, consensusAddress, queryHeight, invalidArgument }),
 ];
 
 /**

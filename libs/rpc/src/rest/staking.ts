@@ -4,6 +4,7 @@
 import { keccak256 } from '../../../crypto/index.js';
 import type { Hex } from '../../../types/index.js';
 import type { JsonObject } from '../comet/encode.js';
+import { bech32Decode } from './bech32.js';
 import { GatewayError, notFound, type RestContext, type RestRequest, type RestRoute } from './routes.js';
 
 /** The validator pool precompile. */
@@ -16,7 +17,13 @@ const SEL = {
   validator: selector('validator(address)'),
   delegation: selector('delegation(address,address)'),
   params: selector('params()'),
+  validatorShares: selector('validatorShares(address)'),
+  delegationShares: selector('delegationShares(address,address)'),
+  signingInfo: selector('signingInfo(address)'),
 };
+/** The pool's jail end of a tombstoned validator (2^64 − 1 s), shown as the Cosmos SDK's. */
+const JAILED_FOREVER = 2n ** 64n - 1n;
+const COSMOS_FOREVER = '9999-12-31T23:59:59Z';
 const ZERO_TIME = '1970-01-01T00:00:00Z';
 const DEC_ONE = 10n ** 18n;
 
@@ -28,6 +35,8 @@ interface PoolValidator {
   power: bigint;
   jailed: boolean;
   commissionBps: bigint;
+  /** Total delegator shares (one per base unit until a slash lowers the rate). */
+  shares: bigint;
 }
 
 /** The 32-byte word at byte `at` of the pool's answer; a shorter answer than that is a 500. */
@@ -86,7 +95,60 @@ async function poolValidator(ctx: RestContext, height: bigint, operator: Hex): P
     power: word(out, 3),
     jailed: word(out, 4) !== 0n,
     commissionBps: word(out, 5),
+    shares: word(await callPool(ctx, height, SEL.validatorShares + addrArg(operator)), 1),
   };
+}
+
+interface SigningInfo {
+  address: Uint8Array;
+  startHeight: bigint;
+  indexOffset: bigint;
+  jailedUntil: bigint;
+  tombstoned: boolean;
+  missed: bigint;
+}
+
+async function signingInfo(ctx: RestContext, height: bigint, operator: Hex): Promise<SigningInfo> {
+  const out = await callPool(ctx, height, SEL.signingInfo + addrArg(operator));
+  wordAt(out, 5 * 32);
+  return {
+    address: new Uint8Array(out.subarray(12, 32)),
+    startHeight: word(out, 1),
+    indexOffset: word(out, 2),
+    jailedUntil: word(out, 3),
+    tombstoned: word(out, 4) !== 0n,
+    missed: word(out, 5),
+  };
+}
+
+/** RFC 3339 of a time in seconds, as the gateway prints a Timestamp. */
+function secondsJson(s: bigint): string {
+  if (s === JAILED_FOREVER) return COSMOS_FOREVER;
+  if (s === 0n) return ZERO_TIME;
+  return new Date(Number(s) * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+function signingInfoJson(i: SigningInfo, display: (a: Uint8Array) => string): JsonObject {
+  return {
+    address: display(i.address),
+    start_height: i.startHeight.toString(),
+    index_offset: i.indexOffset.toString(),
+    jailed_until: secondsJson(i.jailedUntil),
+    tombstoned: i.tombstoned,
+    missed_blocks_counter: i.missed.toString(),
+  };
+}
+
+/** A consensus address: 40 hex digits (0x optional) or bech32 "<prefix>valcons1...". */
+function parseConsensusAddress(ctx: RestContext, text: string, bad: (m: string) => GatewayError): Uint8Array {
+  const hex = /^(?:0x)?([0-9a-fA-F]{40})$/.exec(text);
+  if (hex) return new Uint8Array(Buffer.from(hex[1]!, 'hex'));
+  if (ctx.bech32Prefix) {
+    const d = bech32Decode(text);
+    if (d && d.hrp === `${ctx.bech32Prefix}valcons` && d.bytes.length === 20) return d.bytes;
+  }
+  const accepted = ctx.bech32Prefix ? ` or bech32 "${ctx.bech32Prefix}valcons1..."` : '';
+  throw bad(`invalid consensus address ${JSON.stringify(text)}: expected 20-byte hex${accepted}`);
 }
 
 /** A Cosmos sdk.Dec string (18 decimals) of parts per 10^18. */
@@ -102,7 +164,7 @@ function validatorJson(v: PoolValidator, minSelfBond: bigint, display: (a: Hex) 
     jailed: v.jailed,
     status: v.power > 0n ? 'BOND_STATUS_BONDED' : 'BOND_STATUS_UNBONDED',
     tokens: v.bonded.toString(),
-    delegator_shares: dec(v.bonded * DEC_ONE),
+    delegator_shares: dec(v.shares * DEC_ONE),
     description: { moniker: v.moniker, identity: '', website: '', security_contact: '', details: '' },
     unbonding_height: '0',
     unbonding_time: ZERO_TIME,
@@ -133,10 +195,11 @@ const STATUSES = [
 export function stakingRoutes(helpers: {
   parseAddress: (ctx: RestContext, text: string) => Hex;
   displayAddress: (ctx: RestContext, addr: Hex) => string;
+  consensusAddress: (ctx: RestContext, address: Uint8Array) => string;
   queryHeight: (ctx: RestContext, req: RestRequest) => bigint;
   invalidArgument: (msg: string) => GatewayError;
 }): RestRoute[] {
-  const { parseAddress, displayAddress, queryHeight, invalidArgument } = helpers;
+  const { parseAddress, displayAddress, consensusAddress, queryHeight, invalidArgument } = helpers;
   return [
     {
       path: '/cosmos/staking/v1beta1/validators',
@@ -177,13 +240,14 @@ export function stakingRoutes(helpers: {
         const h = queryHeight(ctx, req);
         const out: JsonObject[] = [];
         for (const op of await operators(ctx, h)) {
+          const shares = word(await callPool(ctx, h, SEL.delegationShares + addrArg(who) + addrArg(op)), 0);
+          if (shares === 0n) continue;
           const amount = word(await callPool(ctx, h, SEL.delegation + addrArg(who) + addrArg(op)), 0);
-          if (amount === 0n) continue;
           out.push({
             delegation: {
               delegator_address: displayAddress(ctx, who),
               validator_address: displayAddress(ctx, op),
-              shares: dec(amount * DEC_ONE),
+              shares: dec(shares * DEC_ONE),
             },
             balance: { denom: 'abtc', amount: amount.toString() },
           });
@@ -206,6 +270,49 @@ export function stakingRoutes(helpers: {
             min_commission_rate: dec(0n),
           },
         };
+      },
+    },
+    {
+      path: '/cosmos/slashing/v1beta1/params',
+      summary: 'The slashing parameters (genesis app_state.staking.params).',
+      handler: async (ctx, req) => {
+        const p = await params(ctx, queryHeight(ctx, req));
+        return {
+          params: {
+            signed_blocks_window: p[6]!.toString(),
+            min_signed_per_window: dec(p[7]!),
+            downtime_jail_duration: `${p[8]}s`,
+            slash_fraction_double_sign: dec(p[4]!),
+            slash_fraction_downtime: dec(p[5]!),
+          },
+        };
+      },
+    },
+    {
+      path: '/cosmos/slashing/v1beta1/signing_infos',
+      summary: "Every validator's liveness record: missed blocks of the window, jail end, tombstone.",
+      handler: async (ctx, req) => {
+        const h = queryHeight(ctx, req);
+        const info: JsonObject[] = [];
+        for (const op of await operators(ctx, h))
+          info.push(signingInfoJson(await signingInfo(ctx, h, op), (a) => consensusAddress(ctx, a)));
+        return { info, pagination: { next_key: null, total: String(info.length) } };
+      },
+    },
+    {
+      path: '/cosmos/slashing/v1beta1/signing_infos/{cons_address}',
+      summary: "One validator's liveness record, by its consensus address (hex or bech32 valcons).",
+      handler: async (ctx, req) => {
+        const want = parseConsensusAddress(ctx, req.params.cons_address, invalidArgument);
+        const h = queryHeight(ctx, req);
+        for (const op of await operators(ctx, h)) {
+          const i = await signingInfo(ctx, h, op);
+          if (Buffer.from(i.address).equals(Buffer.from(want)))
+            return { val_signing_info: signingInfoJson(i, (a) => consensusAddress(ctx, a)) };
+        }
+        throw notFound(
+          `no validator of the pool has the consensus address ${Buffer.from(want).toString('hex').toUpperCase()}`,
+        );
       },
     },
     {

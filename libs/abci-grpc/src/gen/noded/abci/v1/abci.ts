@@ -206,6 +206,8 @@ export interface FinalizeBlockRequest {
     | undefined;
   /** The address of the validator that proposed the block, 20 bytes. */
   proposerAddress: Uint8Array;
+  /** Who signed the previous block (the application counts missed blocks from it). Required. */
+  decidedLastCommit?: CommitInfo | undefined;
 }
 
 export interface FinalizeBlockResponse {
@@ -275,6 +277,26 @@ export interface ValidatorUpdate {
   pubKey: Uint8Array;
   /** New voting power; 0 removes the validator. At least 0. */
   power: bigint;
+}
+
+/** The commit of the previous block as the decided block carries it. */
+export interface CommitInfo {
+  /** The round the previous block was decided in. At least 0. */
+  round: number;
+  /** Every validator of the previous height's set, in set order; empty at the first height. */
+  votes: VoteInfo[];
+}
+
+export interface VoteInfo {
+  /** The validator's address, 20 bytes (CometBFT sends a Validator message here). */
+  validatorAddress: Uint8Array;
+  /** Its voting power at the previous height. At least 1. */
+  power: bigint;
+  /**
+   * Its precommit for the previous block is in the commit (CometBFT's BLOCK_ID_FLAG_COMMIT); false
+   * when it is absent or for nil.
+   */
+  signed: boolean;
 }
 
 export interface Misbehavior {
@@ -1166,6 +1188,7 @@ function createBaseFinalizeBlockRequest(): FinalizeBlockRequest {
     height: 0n,
     time: undefined,
     proposerAddress: new Uint8Array(0),
+    decidedLastCommit: undefined,
   };
 }
 
@@ -1191,6 +1214,9 @@ export const FinalizeBlockRequest: MessageFns<FinalizeBlockRequest> = {
     }
     if (message.proposerAddress.length !== 0) {
       writer.uint32(66).bytes(message.proposerAddress);
+    }
+    if (message.decidedLastCommit !== undefined) {
+      CommitInfo.encode(message.decidedLastCommit, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -1256,6 +1282,14 @@ export const FinalizeBlockRequest: MessageFns<FinalizeBlockRequest> = {
             message.proposerAddress = reader.bytes();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.decidedLastCommit = CommitInfo.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1279,6 +1313,9 @@ export const FinalizeBlockRequest: MessageFns<FinalizeBlockRequest> = {
     message.height = (object.height !== undefined && object.height !== null) ? BigInt(object.height) : 0n;
     message.time = (object.time !== undefined && object.time !== null) ? Timestamp.fromPartial(object.time) : undefined;
     message.proposerAddress = object.proposerAddress ?? new Uint8Array(0);
+    message.decidedLastCommit = (object.decidedLastCommit !== undefined && object.decidedLastCommit !== null)
+      ? CommitInfo.fromPartial(object.decidedLastCommit)
+      : undefined;
     return message;
   },
 };
@@ -1954,6 +1991,155 @@ export const ValidatorUpdate: MessageFns<ValidatorUpdate> = {
     const message = createBaseValidatorUpdate();
     message.pubKey = object.pubKey ?? new Uint8Array(0);
     message.power = (object.power !== undefined && object.power !== null) ? BigInt(object.power) : 0n;
+    return message;
+  },
+};
+
+function createBaseCommitInfo(): CommitInfo {
+  return { round: 0, votes: [] };
+}
+
+export const CommitInfo: MessageFns<CommitInfo> = {
+  encode(message: CommitInfo, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.round !== 0) {
+      writer.uint32(8).int32(message.round);
+    }
+    for (const v of message.votes) {
+      VoteInfo.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CommitInfo {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCommitInfo();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.round = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.votes.push(VoteInfo.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<CommitInfo>, I>>(base?: I): CommitInfo {
+    return CommitInfo.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CommitInfo>, I>>(object: I): CommitInfo {
+    const message = createBaseCommitInfo();
+    message.round = object.round ?? 0;
+    message.votes = object.votes?.map((e) => VoteInfo.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseVoteInfo(): VoteInfo {
+  return { validatorAddress: new Uint8Array(0), power: 0n, signed: false };
+}
+
+export const VoteInfo: MessageFns<VoteInfo> = {
+  encode(message: VoteInfo, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.validatorAddress.length !== 0) {
+      writer.uint32(10).bytes(message.validatorAddress);
+    }
+    if (message.power !== 0n) {
+      if (BigInt.asIntN(64, message.power) !== message.power) {
+        throw new globalThis.Error("value provided for field message.power of type int64 too large");
+      }
+      writer.uint32(16).int64(message.power);
+    }
+    if (message.signed !== false) {
+      writer.uint32(24).bool(message.signed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): VoteInfo {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseVoteInfo();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.validatorAddress = reader.bytes();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.power = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.signed = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<VoteInfo>, I>>(base?: I): VoteInfo {
+    return VoteInfo.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<VoteInfo>, I>>(object: I): VoteInfo {
+    const message = createBaseVoteInfo();
+    message.validatorAddress = object.validatorAddress ?? new Uint8Array(0);
+    message.power = (object.power !== undefined && object.power !== null) ? BigInt(object.power) : 0n;
+    message.signed = object.signed ?? false;
     return message;
   },
 };

@@ -1,0 +1,215 @@
+// Slashing and jailing of the validator pool (issue 25; docs/staking.md "Slashing and jailing").
+// Runs once a block inside FinalizeBlock, after the transactions and before the end-of-block
+// validator updates, on the same journaled state:
+// - committed duplicate-vote evidence (FinalizeBlock misbehavior) slashes slash_fraction_double_sign
+//   of the validator's bonded tokens and of its unbonding entries that started at or after the
+//   infraction height, jails it and tombstones it (no unjail ever);
+// - the decided last commit feeds each validator's signing info over signed_blocks_window; more than
+//   window − round(window × min_signed_per_window) missed slashes slash_fraction_downtime and jails
+//   it until block time + downtime_jail_duration.
+// Slashed base units leave the pool account's balance and are recorded as burned, so the block's
+// supply check (executor.ts) sees them as destroyed and the BTC token's totalSupply() drops with them.
+import type { AbciEvent, CommitInfo, Misbehavior } from '../../../types/index.js';
+import { equal, toHex } from '../bytes.js';
+import {
+  FRACTION_ONE,
+  type SigningInfo,
+  type SlotStore,
+  STAKING_KEY,
+  StakingStore,
+} from './staking-state.js';
+
+/** What slashing needs of a state besides slots: the pool's balance and the burn record. */
+export interface SlashState extends SlotStore {
+  addBalance(addr: string, amount: bigint): Promise<void>;
+  recordBurn(amount: bigint): void;
+}
+
+export interface SlashingBlock {
+  height: number;
+  /** Block time in seconds. */
+  time: bigint;
+  misbehavior: Misbehavior[];
+  lastCommit: CommitInfo;
+}
+
+/** The jail end of a tombstoned validator: never (the largest uint64, as seconds). */
+export const JAILED_FOREVER = 2n ** 64n - 1n;
+
+/**
+ * CometBFT applies validator updates of height H from H + 2, so a validator's stake at an
+ * infraction of height H is still at risk from unbondings that started at H − 2 and later for a
+ * downtime found at H (as the Cosmos SDK's distribution height).
+ */
+const UPDATE_DELAY = 2;
+
+export interface SlashResult {
+  /** Burned from the validator's bonded tokens (every delegator's shares lose it pro rata). */
+  bonded: bigint;
+  /** Burned from unbonding entries that started at or after the infraction height. */
+  unbonding: bigint;
+}
+
+/**
+ * Burns `fraction` (parts per 10^18, rounded down) of the validator's bonded tokens and of each of
+ * its unbonding entries that started at or after `infractionHeight`.
+ */
+export async function slashValidator(
+  state: SlashState,
+  store: StakingStore,
+  operator: Uint8Array,
+  fraction: bigint,
+  infractionHeight: bigint,
+): Promise<SlashResult> {
+  const tokens = await store.bonded(operator);
+  const bonded = (tokens * fraction) / FRACTION_ONE;
+  if (bonded > 0n) store.setBonded(operator, tokens - bonded);
+  let unbonding = 0n;
+  for (const d of await store.unbondingDelegators(operator)) {
+    const entries = await store.unbondings(d);
+    let changed = false;
+    for (const e of entries) {
+      if (!equal(e.operator, operator) || e.height < infractionHeight || e.height === 0n) continue;
+      const cut = (e.amount * fraction) / FRACTION_ONE;
+      if (cut === 0n) continue;
+      e.amount -= cut;
+      unbonding += cut;
+      changed = true;
+    }
+    if (changed) await store.setUnbondings(d, entries);
+  }
+  const total = bonded + unbonding;
+  if (total > 0n) {
+    await state.addBalance(STAKING_KEY, -total);
+    state.recordBurn(total);
+  }
+  store.markDirty();
+  return { bonded, unbonding };
+}
+
+/** The most blocks of a window a validator may miss: window − round(window × min_signed_per_window). */
+export function maxMissedBlocks(window: bigint, minSignedPerWindow: bigint): bigint {
+  const minSigned = (window * minSignedPerWindow + FRACTION_ONE / 2n) / FRACTION_ONE;
+  return window - minSigned;
+}
+
+const attr = (key: string, value: string) => ({ key, value, index: true });
+
+function slashEvent(
+  operator: Uint8Array,
+  address: Uint8Array,
+  reason: 'double_sign' | 'missing_signature',
+  infractionHeight: bigint,
+  power: bigint,
+  r: SlashResult,
+): AbciEvent {
+  return {
+    type: 'slash',
+    attributes: [
+      attr('operator', toHex(operator)),
+      attr('address', Buffer.from(address).toString('hex').toUpperCase()),
+      attr('reason', reason),
+      attr('infraction_height', infractionHeight.toString()),
+      attr('power', power.toString()),
+      attr('burned_bonded', r.bonded.toString()),
+      attr('burned_unbonding', r.unbonding.toString()),
+    ],
+  };
+}
+
+function jailEvent(operator: Uint8Array, jailedUntil: bigint, tombstoned: boolean): AbciEvent {
+  return {
+    type: 'jail',
+    attributes: [
+      attr('operator', toHex(operator)),
+      attr('jailed_until', jailedUntil.toString()),
+      attr('tombstoned', String(tombstoned)),
+    ],
+  };
+}
+
+/**
+ * The block's slashing: liveness from the last commit, then the committed evidence. Returns the
+ * block events (slash, jail). Does nothing on a chain without a pool.
+ */
+export async function applySlashing(state: SlashState, block: SlashingBlock): Promise<AbciEvent[]> {
+  if (block.misbehavior.length === 0 && block.lastCommit.votes.length === 0) return [];
+  const store = new StakingStore(state);
+  if (!(await store.enabled())) return [];
+  const p = await store.params();
+  const events: AbciEvent[] = [];
+  const height = BigInt(block.height);
+
+  // Liveness (the Cosmos SDK's HandleValidatorSignature, run for every validator of the last set).
+  const window = p.signedBlocksWindow;
+  const maxMissed = maxMissedBlocks(window, p.minSignedPerWindow);
+  for (const vote of block.lastCommit.votes) {
+    const op = await store.operatorOfAddress(vote.validatorAddress);
+    if (!op) continue;
+    // A jailed validator's missed blocks are not counted (it is leaving the set, or out of it).
+    if (await store.jailed(op)) continue;
+    const prev = await store.signingInfo(op);
+    const info: SigningInfo = prev.seen
+      ? { ...prev }
+      : {
+          seen: true,
+          startHeight: height,
+          indexOffset: 0n,
+          missedBlocks: 0n,
+          jailedUntil: 0n,
+          tombstoned: false,
+        };
+    const index = info.indexOffset % window;
+    info.indexOffset += 1n;
+    const missed = !vote.signed;
+    // No missed block in the window: every bit is clear (the common case needs no bitmap read).
+    const wasMissed = info.missedBlocks > 0n && (await store.missedBit(op, index));
+    if (!wasMissed && missed) {
+      await store.setMissedBit(op, index, true);
+      info.missedBlocks += 1n;
+    } else if (wasMissed && !missed) {
+      await store.setMissedBit(op, index, false);
+      info.missedBlocks -= 1n;
+    }
+    if (height > info.startHeight + window && info.missedBlocks > maxMissed) {
+      const infraction = height > BigInt(UPDATE_DELAY) ? height - BigInt(UPDATE_DELAY) : 1n;
+      const r = await slashValidator(state, store, op, p.slashFractionDowntime, infraction);
+      store.setJailed(op, true);
+      // Capped below the tombstone's "for ever" (a genesis may set a duration up to 2^64 − 1 s).
+      const until = block.time + p.downtimeJailDuration;
+      info.jailedUntil = until < JAILED_FOREVER ? until : JAILED_FOREVER - 1n;
+      info.missedBlocks = 0n;
+      info.indexOffset = 0n;
+      store.clearMissed(op, window);
+      events.push(
+        slashEvent(op, vote.validatorAddress, 'missing_signature', infraction, await store.lastPower(op), r),
+        jailEvent(op, info.jailedUntil, false),
+      );
+    }
+    store.setSigningInfo(op, info, prev);
+  }
+
+  // Double signing (the Cosmos SDK's HandleEquivocationEvidence).
+  for (const m of block.misbehavior) {
+    const op = await store.operatorOfAddress(m.validatorAddress);
+    if (!op) continue;
+    const prev = await store.signingInfo(op);
+    if (prev.tombstoned) continue; // punished once for all its double signs
+    const power = await store.lastPower(op);
+    const r = await slashValidator(state, store, op, p.slashFractionDoubleSign, BigInt(m.height));
+    store.setJailed(op, true);
+    const info: SigningInfo = {
+      ...prev,
+      seen: true,
+      startHeight: prev.seen ? prev.startHeight : height,
+      jailedUntil: JAILED_FOREVER,
+      tombstoned: true,
+    };
+    store.setSigningInfo(op, info, prev);
+    events.push(
+      slashEvent(op, m.validatorAddress, 'double_sign', BigInt(m.height), power, r),
+      jailEvent(op, JAILED_FOREVER, true),
+    );
+  }
+  return events;
+}
