@@ -212,6 +212,7 @@ describe('executor outbox -> NATS JetStream', () => {
       receipts: [],
       stateChanges: [],
       codes: [],
+      kvOps: [],
     }).finish();
     assert.equal(decodeCommitted(good).height, 5);
     const bad = (over: Partial<Parameters<typeof CommittedHeight.encode>[0]>) =>
@@ -242,6 +243,14 @@ describe('executor outbox -> NATS JetStream', () => {
     refused(
       bad({ stateChanges: [{ kind: 0, key: new Uint8Array(20), value: Uint8Array.of(1), deleted: false }] }),
       'CommittedHeight.state_changes[0].kind: must be KIND_ACCOUNT or KIND_STORAGE, got 0',
+    );
+    refused(
+      bad({ kvOps: [{ key: Uint8Array.of(0x10), value: Uint8Array.of(1), delete: true }] }),
+      'CommittedHeight.kv_ops[0].value: must be empty when delete is set',
+    );
+    refused(
+      bad({ kvOps: [{ key: new Uint8Array(), value: Uint8Array.of(1), delete: false }] }),
+      'CommittedHeight.kv_ops[0].key: must not be empty',
     );
     assert.throws(
       () => decodeCommitted(Uint8Array.of(0xff, 0xff, 0xff)),

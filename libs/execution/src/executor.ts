@@ -532,6 +532,7 @@ export class Executor implements Application, EthChain {
     if (this.opts.outbox) {
       // The genesis state is the outbox's first record: a replica starts from it.
       const record = genesisRecord(req.chainId, height, block, g.ops, appHashOf(g.stateRoot, this.baseFee));
+      record.kvOps = kvOpsOf(ops);
       ops.push({ type: 'put', key: heightKey(P.outbox, height), value: this.opts.outbox.encode(record) });
     }
     await this.opts.kv.write(ops, { sync: true });
@@ -976,7 +977,7 @@ export class Executor implements Application, EthChain {
     for (const [k, v] of Object.entries(metaOps)) ops.push({ type: 'put', key: metaKey(k), value: enc(v) });
     if (this.opts.outbox) {
       // In the same write as the block: a crash cannot commit a height without its outbox record.
-      const value = this.opts.outbox.encode(this.committedRecord(p));
+      const value = this.opts.outbox.encode(this.committedRecord(p, ops));
       ops.push({ type: 'put', key: heightKey(P.outbox, p.height), value });
     }
     this.db.beginCommit(p.built, newOldest);
@@ -1083,7 +1084,7 @@ export class Executor implements Application, EthChain {
     this.opts.logger.info({ height: target, from: top }, 'application rolled back');
   }
 
-  private committedRecord(p: PendingBlock): CommittedRecord {
+  private committedRecord(p: PendingBlock, ops: BatchOp[]): CommittedRecord {
     const stateChanges: CommittedRecord['stateChanges'] = [];
     for (const c of p.built.changes) {
       if (c.table === 'node') continue; // trie nodes: a replica keeps flat state, checked by the header
@@ -1101,7 +1102,48 @@ export class Executor implements Application, EthChain {
       receipts: p.receipts,
       stateChanges,
       codes: p.built.code.map(([hash, code]) => ({ codeHash: fromHex(hash), code })),
+      kvOps: kvOpsOf(ops),
     };
+  }
+
+  // ------------------------------------------------------------ read replica (state-store)
+
+  /**
+   * For an executor opened on a read replica's copy of application.db (the state-store, whose
+   * database receives each committed height's write batch from the stream): re-reads the committed
+   * position from the meta table and forgets every cached state value, so that reads see the height
+   * just written; each new block's lowest tip (from its receipts) joins the recent tips as commit()
+   * adds it, for eth_maxPriorityFeePerGas. Call it between writes, with no read in flight.
+   */
+  async reloadCommitted(): Promise<void> {
+    this.assertOpen();
+    const height = await this.meta(META.height);
+    if (height === undefined) return;
+    const before = this.initialized ? this.db.latest : -1;
+    this.genesisHeight = Number(await this.meta(META.genesisHeight));
+    const oldest = Number((await this.meta(META.oldestState)) ?? this.genesisHeight);
+    this.lastBlockHeight = Number((await this.meta(META.lastBlockHeight)) ?? 0);
+    this.appHash = fromHex((await this.meta(META.appHash)) ?? '0x');
+    this.baseFee = BigInt((await this.meta(META.nextBaseFee)) ?? this.opts.gas.baseFee);
+    this.supply = BigInt((await this.meta(META.totalSupply)) ?? 0);
+    const root = fromHex((await this.meta(META.stateRoot)) ?? toHex(EMPTY_TRIE_ROOT));
+    this.db.reset(Number(height), oldest, root);
+    this.callBlock = undefined;
+    this.initialized = true;
+    // The lowest tip of each new block with transactions (commit() keeps the same from execution).
+    for (let n = Math.max(before + 1, this.genesisHeight + 1); n <= Number(height); n++) {
+      const b = await this.chain.block(BigInt(n));
+      if (!b) continue;
+      const rs = await this.chain.receipts(b.number);
+      let min: bigint | undefined;
+      for (const r of rs) {
+        const tip = r.effectiveGasPrice - b.header.baseFeePerGas;
+        if (min === undefined || tip < min) min = tip;
+      }
+      if (min === undefined) continue;
+      this.recentTips.push(min);
+      if (this.recentTips.length > TIP_HISTORY) this.recentTips.shift();
+    }
   }
 
   /** Up to `limit` outbox records in height order (ExecutorOptions.outbox): what is not published yet. */
@@ -2290,7 +2332,13 @@ function genesisRecord(
     receipts: [],
     stateChanges,
     codes,
+    kvOps: [],
   };
+}
+
+/** A write batch as a CommittedRecord carries it (a deletion has no value). */
+function kvOpsOf(ops: BatchOp[]): CommittedRecord['kvOps'] {
+  return ops.map((op) => ({ key: op.key, value: op.type === 'put' ? op.value : undefined }));
 }
 
 /** The BTC token precompile's account at genesis: its marker code and the supply in slot 0. */

@@ -49,6 +49,11 @@ export function encodeCommitted(r: CommittedRecord): Uint8Array {
       deleted: c.value === undefined,
     })),
     codes: r.codes.map((c) => ({ codeHash: c.codeHash, code: c.code })),
+    kvOps: r.kvOps.map((o) => ({
+      key: o.key,
+      value: o.value ?? new Uint8Array(),
+      delete: o.value === undefined,
+    })),
   }).finish();
 }
 
@@ -137,6 +142,11 @@ export function decodeCommitted(bytes: Uint8Array): CommittedRecord {
       codeHash: bytesOf(f(`codes[${i}].code_hash`), c.codeHash, 32),
       code: c.code,
     })),
+    kvOps: m.kvOps.map((o, i) => {
+      if (o.key.length === 0) fail(f(`kv_ops[${i}].key`), 'must not be empty');
+      if (o.delete && o.value.length > 0) fail(f(`kv_ops[${i}].value`), 'must be empty when delete is set');
+      return { key: o.key, value: o.delete ? undefined : o.value };
+    }),
   };
 }
 
