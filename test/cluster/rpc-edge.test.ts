@@ -12,7 +12,12 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { Contract, ContractFactory, JsonRpcProvider, Wallet, WebSocketProvider } from 'ethers';
-import { STATE_READER_SERVICE_NAME, stateProto } from '../../libs/abci-grpc/index.js';
+import {
+  MEMPOOL_SERVICE_NAME,
+  mempoolProto,
+  STATE_READER_SERVICE_NAME,
+  stateProto,
+} from '../../libs/abci-grpc/index.js';
 import { compile, TOKEN_SOURCE } from '../e2e/contracts.js';
 import { DEV_ADDRESSES, DEV_KEYS, freePort, initLocalHome } from '../e2e/harness.js';
 import { startNatsServer } from './nats.js';
@@ -191,6 +196,22 @@ describe('noded service rpc-edge', () => {
       await new Contract(tokenAddress, abi, provider2).getFunction('balanceOf')(DEV_ADDRESSES[1]),
       250n,
     );
+    // Back to back without waiting: the 'pending' nonce comes from the executor's mempool (ethers
+    // keeps a provider answer for 250 ms, so the second nonce is asked for here), and both are found
+    // by hash at once (waiting or mined).
+    const w2 = new Wallet(DEV_KEYS[3], provider2);
+    const a = await w2.sendTransaction({ to: DEV_ADDRESSES[2], value: 2n });
+    const pendingNonce = Number(await rpc(url2, 'eth_getTransactionCount', [DEV_ADDRESSES[3], 'pending']));
+    assert.equal(pendingNonce, a.nonce + 1);
+    const b = await w2.sendTransaction({ to: DEV_ADDRESSES[2], value: 3n, nonce: pendingNonce });
+    for (const t of [a, b])
+      assert.ok(await rpc(url2, 'eth_getTransactionByHash', [t.hash]), `${t.hash} found`);
+    assert.equal((await b.wait(1, 60_000))?.status, 1);
+    assert.equal((await a.wait(1, 60_000))?.status, 1);
+    assert.equal(await provider2.getTransactionCount(DEV_ADDRESSES[3], 'pending'), b.nonce + 1);
+    const status = (await rpc(url2, 'txpool_status')) as { pending: string; queued: string };
+    assert.match(status.pending, /^0x[0-9a-f]+$/);
+
     // A refused transaction answers with the executor's reason (the nonce is used).
     await assert.rejects(
       rpc(url2, 'eth_sendRawTransaction', [
@@ -206,6 +227,22 @@ describe('noded service rpc-edge', () => {
         }),
       ]),
       /nonce too low/,
+    );
+
+    // The JSON-RPC's own admission rules hold at the edge as on `noded start`: no transaction
+    // without replay protection unless app.toml allows it.
+    const unprotected = await new Wallet(DEV_KEYS[2]).signTransaction({
+      type: 0,
+      chainId: 0n,
+      nonce: 0,
+      to: DEV_ADDRESSES[1],
+      value: 1n,
+      gasLimit: 21_000,
+      gasPrice: 50_000_000_000n,
+    });
+    await assert.rejects(
+      rpc(url2, 'eth_sendRawTransaction', [unprotected]),
+      /only replay-protected \(EIP-155\) transactions allowed over RPC/,
     );
 
     // The state-store's gRPC boundary: malformed requests are refused with the reason; it keeps serving.
@@ -248,6 +285,17 @@ describe('noded service rpc-edge', () => {
       ),
     );
     assert.match(tooFew!.details, /ReadRequest\.args_json: call takes 4 argument\(s\), got 1/);
+    // ...and the executor's Mempool service the same way.
+    const shortAddress = await rawCall(
+      executorAt,
+      '/noded.mempool.v1.Mempool/PendingNonce',
+      Buffer.from(mempoolProto.PendingNonceRequest.encode({ address: new Uint8Array(19) }).finish()),
+    );
+    assert.equal(shortAddress?.code, grpc.status.INVALID_ARGUMENT);
+    assert.equal(
+      shortAddress!.details,
+      `${MEMPOOL_SERVICE_NAME}/PendingNonce: PendingNonceRequest.address: must be 20 bytes, got 19`,
+    );
     // Still serving: a good request answers.
     assert.equal(
       await rawCall(

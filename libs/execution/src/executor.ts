@@ -2116,6 +2116,22 @@ export class Executor implements Application, EthChain {
     return { pending: conv(pending), queued: conv(queued) };
   }
 
+  /** The mempool's transactions as the cluster's Mempool contract carries them (raw, sender, hash). */
+  pendingPool(): { pending: PoolTxRecord[]; queued: PoolTxRecord[] } {
+    const { pending, queued } = this.pool.summary();
+    const flat = (m: Map<string, Array<{ d: DecodedTx }>>) =>
+      [...m.values()].flat().map((e) => poolTxOf(e.d));
+    return { pending: flat(pending), queued: flat(queued) };
+  }
+
+  /** A transaction waiting in the mempool (or this node's dev queue), by hash. */
+  pendingTx(hash: Hex): PoolTxRecord | undefined {
+    const e = this.pool.get(hash.toLowerCase());
+    if (e) return poolTxOf(e.d);
+    const q = this.devQueue.find((x) => x.d?.hashHex === hash.toLowerCase());
+    return q?.d ? poolTxOf(q.d) : undefined;
+  }
+
   // =================================================================== EthChain: traces
 
   private async replayTo(n: bigint, until: number, tracer?: { index: number; cfg: TracerConfig }) {
@@ -2187,6 +2203,25 @@ export class Executor implements Application, EthChain {
 }
 
 const pendingPlacement = { blockHash: null, blockNumber: null, transactionIndex: null, baseFee: null };
+
+/** A mempool transaction as it leaves the executor (the cluster's Mempool contract). */
+export interface PoolTxRecord {
+  raw: Uint8Array;
+  /** 20 bytes. */
+  sender: Uint8Array;
+  /** 32 bytes. */
+  hash: Uint8Array;
+  nonce: bigint;
+}
+
+function poolTxOf(d: DecodedTx): PoolTxRecord {
+  return { raw: d.raw, sender: fromHex(d.sender), hash: d.hash, nonce: d.nonce };
+}
+
+/** A waiting transaction as eth_getTransactionByHash and txpool_content render it (no block yet). */
+export function renderPendingTx(t: PoolTxRecord): EthTx {
+  return renderTx(t.raw, toHex(t.hash), toHex(t.sender), pendingPlacement);
+}
 
 function receiptBloom(r: StoredReceipt): Uint8Array {
   const bloom = new Uint8Array(256);

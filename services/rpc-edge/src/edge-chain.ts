@@ -1,6 +1,8 @@
 // The EthChain an rpc-edge serves the Ethereum JSON-RPC from (docs/cluster.md "rpc-edge"): reads go
-// to one state-store over noded.state.v1.StateReader, transactions to the executor's CheckTx over
-// noded.abci.v1.Application. The edge keeps no chain state: its synchronous getters (eth_blockNumber,
+// to one state-store over noded.state.v1.StateReader; transactions and what only the mempool knows
+// (the 'pending' nonce, txpool_*, a transaction not yet in a block) to the executor's
+// noded.mempool.v1.Mempool, whose SendRawTransaction is CheckTx's admission plus the JSON-RPC's own
+// checks (allow_unprotected_txs, rpc_tx_fee_cap), as `noded start` applies them. The edge keeps no chain state: its synchronous getters (eth_blockNumber,
 // eth_gasPrice...) answer from the state-store's position as last reported, which every read's answer
 // and every Head call move forward.
 //
@@ -9,18 +11,14 @@
 // second, since core NATS delivers at most once) it asks the state-store for its position and
 // publishes every height it now holds that was not published yet, with the block and its logs as the
 // state-store answers them. So subscribers see the heights the state-store can answer reads at.
-import type {
-  GrpcApplication,
-  StateHead,
-  StateRead,
-  StateReaderClient,
-} from '../../../libs/abci-grpc/index.js';
-import { keccak256 } from '../../../libs/crypto/index.js';
+import type { GrpcMempool, StateHead, StateRead, StateReaderClient } from '../../../libs/abci-grpc/index.js';
+import { renderPendingTx } from '../../../libs/execution/index.js';
 import {
   ChainError,
   type EthBlock,
   type EthChain,
   type EthLog,
+  type EthTx,
   type EventBus,
   type Hex,
   type Logger,
@@ -34,7 +32,7 @@ export class EdgeChain {
 
   constructor(
     private readonly reader: StateReaderClient,
-    private readonly executor: GrpcApplication,
+    private readonly mempool: GrpcMempool,
     initial: StateHead,
   ) {
     this.head = initial;
@@ -71,12 +69,12 @@ export class EdgeChain {
       getBlockByHash: (h) => r('getBlockByHash', h),
       getBlockTransactions: (n) => r('getBlockTransactions', n),
       getBlockReceipts: (n) => r('getBlockReceipts', n),
-      getTransaction: (h) => r('getTransaction', h),
+      // In a block: the state-store; still waiting: the executor's mempool (as the node answers).
+      getTransaction: async (h) => (await r<EthTx | undefined>('getTransaction', h)) ?? this.pendingTx(h),
       getReceipt: (h) => r('getReceipt', h),
       getLogs: (f) => r('getLogs', f),
       getBalance: (a, h) => r('getBalance', a, h),
-      // 'pending' is answered from committed state: the state-store has no mempool (docs/cluster.md).
-      getNonce: (a, h) => r('getNonce', a, h),
+      getNonce: (a, h) => (h === 'pending' ? this.pendingNonce(a) : r('getNonce', a, h)),
       getCode: (a, h) => r('getCode', a, h),
       getStorageAt: (a, s, h) => r('getStorageAt', a, s, h),
       getProof: (a, s, h) => r('getProof', a, s, h),
@@ -87,27 +85,38 @@ export class EdgeChain {
       traceTransaction: (h, c) => r('traceTransaction', h, c),
       traceCall: (req, h, c) => r('traceCall', req, h, c),
       traceBlock: (n, c) => r('traceBlock', n, c),
-      sendRawTransaction: (raw) => this.send(raw),
-      txPool: (): Promise<PendingTxSummary> =>
-        Promise.reject(
-          new ChainError(
-            -32000,
-            'txpool_* is not served by an rpc-edge yet: the executor does not expose its mempool over the contract',
-          ),
-        ),
+      sendRawTransaction: (raw) => this.mempool.sendRawTransaction(raw),
+      txPool: () => this.txPool(),
     };
   }
 
-  /** eth_sendRawTransaction: the executor's CheckTx; a refusal answers with the executor's reason. */
-  private async send(raw: Uint8Array): Promise<Hex> {
-    let res: Awaited<ReturnType<GrpcApplication['checkTx']>>;
-    try {
-      res = await this.executor.checkTx(raw, 'new');
-    } catch (err) {
-      throw new ChainError(-32000, `transaction not accepted: ${(err as Error).message}`);
-    }
-    if (res.code !== 0) throw new ChainError(-32000, res.log);
-    return hex(res.hash.length === 32 ? res.hash : keccak256(raw));
+  private async pendingNonce(address: Hex): Promise<bigint> {
+    if (!/^0x[0-9a-fA-F]{40}$/.test(address)) throw new ChainError(-32602, `invalid address ${address}`);
+    return this.mempool.pendingNonce(Uint8Array.from(Buffer.from(address.slice(2), 'hex')));
+  }
+
+  private async pendingTx(hash: Hex): Promise<EthTx | undefined> {
+    if (!/^0x[0-9a-fA-F]{64}$/.test(hash)) return undefined;
+    const t = await this.mempool.pendingTransaction(Uint8Array.from(Buffer.from(hash.slice(2), 'hex')));
+    return t === undefined ? undefined : renderPendingTx(t);
+  }
+
+  private async txPool(): Promise<PendingTxSummary> {
+    const pool = await this.mempool.pendingTransactions();
+    const group = (list: typeof pool.pending) => {
+      const out = new Map<Hex, Map<bigint, EthTx>>();
+      for (const t of list) {
+        const sender = hex(t.sender);
+        let inner = out.get(sender);
+        if (!inner) {
+          inner = new Map();
+          out.set(sender, inner);
+        }
+        inner.set(t.nonce, renderPendingTx(t));
+      }
+      return out;
+    };
+    return { pending: group(pool.pending), queued: group(pool.queued) };
   }
 }
 

@@ -1,12 +1,13 @@
 // The rpc-edge service (docs/cluster.md "rpc-edge"): the Ethereum JSON-RPC (HTTP on [evm] rpc_address,
 // WebSocket on [evm] ws_address, every [evm]/[evm.rpc] limit of app.toml, as `noded start` applies
 // them) over an EdgeChain: reads from the state-store at NODED_STATE_STORE_GRPC_ADDRESS, transactions
-// to the executor's CheckTx at NODED_EXECUTOR_GRPC_ADDRESS, new heads from NATS. It holds no chain
+// and the mempool's answers from the executor's noded.mempool.v1.Mempool at
+// NODED_EXECUTOR_GRPC_ADDRESS, new heads from NATS. It holds no chain
 // state; run as many as needed, each on its own ports.
 import { arch, platform } from 'node:os';
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { connect, type NatsConnection } from 'nats';
-import { GrpcApplication, StateReaderClient } from '../../../libs/abci-grpc/index.js';
+import { GrpcMempool, StateReaderClient } from '../../../libs/abci-grpc/index.js';
 import { homePaths, toEthRpcOptions } from '../../../libs/config/index.js';
 import { DevAccounts, EthRpcServer } from '../../../libs/rpc/index.js';
 import { headsSubject } from '../../../libs/stream/index.js';
@@ -54,8 +55,8 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
         }
         const reader = new StateReaderClient(s.cluster.stateStoreGrpcAddress);
         closers.add('state-store client', () => reader.close());
-        const executor = new GrpcApplication(s.cluster.executorGrpcAddress);
-        closers.add('executor client', () => executor.close());
+        const mempool = new GrpcMempool(s.cluster.executorGrpcAddress);
+        closers.add('mempool client', () => mempool.close());
         log.info({ stateStore: s.cluster.stateStoreGrpcAddress }, 'waiting for the state-store');
         await reader.waitReady(STATE_STORE_WAIT_MS);
         const head = await reader.head();
@@ -64,7 +65,7 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
             `the state-store at ${s.cluster.stateStoreGrpcAddress} serves chain ${head.chainId}, this home is ${s.genesis.runtime.chainId}`,
           );
         }
-        const edge = new EdgeChain(reader, executor, head);
+        const edge = new EdgeChain(reader, mempool, head);
         const chain = edge.chain();
         const bus = new EventBus();
         const devKeys =
