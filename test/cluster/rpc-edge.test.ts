@@ -3,7 +3,7 @@
 // the second on ports given by NODED_EVM_* overrides) as processes on one chain-local home. ethers
 // deploys a contract and sends transfers through an edge (transactions reach the executor's CheckTx,
 // reads come from a state-store), reads receipts, logs, eth_call at the latest and at an older height,
-// and a newHeads subscription over WebSocket; both edges give identical answers at the same height;
+// a newHeads and a newPendingTransactions subscription over WebSocket; both edges give identical answers at the same height;
 // one edge killed, the other keeps serving; a malformed request at the state-store's gRPC boundary
 // gets INVALID_ARGUMENT naming what is wrong and the state-store keeps serving.
 import assert from 'node:assert/strict';
@@ -199,6 +199,11 @@ describe('noded service rpc-edge', () => {
     // Back to back without waiting: the 'pending' nonce comes from the executor's mempool (ethers
     // keeps a provider answer for 250 ms, so the second nonce is asked for here), and both are found
     // by hash at once (waiting or mined).
+    const ws2 = new WebSocketProvider(`ws://127.0.0.1:${edge2Ws}`, 31337, { staticNetwork: true });
+    cleanups.push(() => ws2.destroy());
+    const pendingSeen: string[] = [];
+    await ws2.on('pending', (hash: string) => pendingSeen.push(hash));
+    await new Promise((r) => setTimeout(r, 500)); // the eth_subscribe round trip
     const w2 = new Wallet(DEV_KEYS[3], provider2);
     const a = await w2.sendTransaction({ to: DEV_ADDRESSES[2], value: 2n });
     const pendingNonce = Number(await rpc(url2, 'eth_getTransactionCount', [DEV_ADDRESSES[3], 'pending']));
@@ -206,6 +211,10 @@ describe('noded service rpc-edge', () => {
     const b = await w2.sendTransaction({ to: DEV_ADDRESSES[2], value: 3n, nonce: pendingNonce });
     for (const t of [a, b])
       assert.ok(await rpc(url2, 'eth_getTransactionByHash', [t.hash]), `${t.hash} found`);
+    // newPendingTransactions, fed by the executor's txs.pending subject on NATS.
+    await until('both hashes on the pending subscription', 20_000, async () =>
+      pendingSeen.includes(a.hash) && pendingSeen.includes(b.hash) ? true : undefined,
+    );
     assert.equal((await b.wait(1, 60_000))?.status, 1);
     assert.equal((await a.wait(1, 60_000))?.status, 1);
     assert.equal(await provider2.getTransactionCount(DEV_ADDRESSES[3], 'pending'), b.nonce + 1);

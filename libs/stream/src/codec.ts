@@ -4,6 +4,7 @@
 import {
   CommittedHeight,
   NewHead,
+  PendingTransactions,
   StateChange_Kind,
 } from '../../abci-grpc/src/gen/noded/stream/v1/committed.js';
 import type { CommittedRecord } from '../../execution/index.js';
@@ -177,5 +178,26 @@ export function decodeHead(bytes: Uint8Array): Head {
     blockHash: bytesOf('NewHead.block_hash', m.blockHash, 32),
     parentHash: bytesOf('NewHead.parent_hash', m.parentHash, 32),
     headerRlp: m.headerRlp,
+  };
+}
+
+export function encodePendingTxs(chainId: string, hashes: Uint8Array[]): Uint8Array {
+  return PendingTransactions.encode({ chainId, hashes }).finish();
+}
+
+/** Decodes and checks a PendingTransactions; a StreamFieldError names the first field that is wrong. */
+export function decodePendingTxs(bytes: Uint8Array): { chainId: string; hashes: Uint8Array[] } {
+  let m: PendingTransactions;
+  try {
+    m = PendingTransactions.decode(bytes);
+  } catch (err) {
+    throw new StreamFieldError(
+      'PendingTransactions',
+      `not a PendingTransactions message: ${(err as Error).message}`,
+    );
+  }
+  return {
+    chainId: m.chainId,
+    hashes: m.hashes.map((h, i) => bytesOf(`PendingTransactions.hashes[${i}]`, h, 32)),
   };
 }

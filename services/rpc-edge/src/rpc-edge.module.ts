@@ -2,7 +2,7 @@
 // WebSocket on [evm] ws_address, every [evm]/[evm.rpc] limit of app.toml, as `noded start` applies
 // them) over an EdgeChain: reads from the state-store at NODED_STATE_STORE_GRPC_ADDRESS, transactions
 // and the mempool's answers from the executor's noded.mempool.v1.Mempool at
-// NODED_EXECUTOR_GRPC_ADDRESS, new heads from NATS. It holds no chain
+// NODED_EXECUTOR_GRPC_ADDRESS, new heads and admitted transactions from NATS. It holds no chain
 // state; run as many as needed, each on its own ports.
 import { arch, platform } from 'node:os';
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
@@ -10,7 +10,7 @@ import { connect, type NatsConnection } from 'nats';
 import { GrpcMempool, StateReaderClient } from '../../../libs/abci-grpc/index.js';
 import { homePaths, toEthRpcOptions } from '../../../libs/config/index.js';
 import { DevAccounts, EthRpcServer } from '../../../libs/rpc/index.js';
-import { headsSubject } from '../../../libs/stream/index.js';
+import { decodePendingTxs, headsSubject, pendingTxsSubject } from '../../../libs/stream/index.js';
 import { EventBus, type Logger } from '../../../libs/types/index.js';
 import { devAccountKeys } from '../../noded/src/dev-keys.js';
 import { dialHost, hostPort } from '../../noded/src/lifecycle.js';
@@ -105,7 +105,22 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
             }
           }
           if (nc === undefined) return;
-          const sub = nc.subscribe(headsSubject(s.genesis.runtime.chainId));
+          const chainId = s.genesis.runtime.chainId;
+          // Admitted transactions: newPendingTransactions subscriptions and filters.
+          nc.subscribe(pendingTxsSubject(chainId), {
+            callback: (err, m) => {
+              if (err) return;
+              try {
+                const p = decodePendingTxs(m.data);
+                if (p.chainId !== chainId) return;
+                for (const h of p.hashes)
+                  bus.publish({ kind: 'EthPendingTx', hash: `0x${Buffer.from(h).toString('hex')}` });
+              } catch (e) {
+                log.warn({ err: (e as Error).message }, 'pending transactions message refused');
+              }
+            },
+          });
+          const sub = nc.subscribe(headsSubject(chainId));
           for await (const _m of sub) feed.poke();
         };
         const natsLoop = subscribe();

@@ -139,6 +139,16 @@ export interface NewHead {
   headerRlp: Uint8Array;
 }
 
+/**
+ * Transactions the executor's mempool admitted, on core NATS subject `noded.<chain_id>.txs.pending`
+ * (at most once, batched: what rpc-edges feed newPendingTransactions subscriptions and filters from).
+ */
+export interface PendingTransactions {
+  chainId: string;
+  /** keccak256 of each admitted transaction (32 bytes each), in admission order. */
+  hashes: Uint8Array[];
+}
+
 function createBaseCommittedHeight(): CommittedHeight {
   return {
     chainId: "",
@@ -1017,6 +1027,73 @@ export const NewHead: MessageFns<NewHead> = {
     message.blockHash = object.blockHash ?? new Uint8Array(0);
     message.parentHash = object.parentHash ?? new Uint8Array(0);
     message.headerRlp = object.headerRlp ?? new Uint8Array(0);
+    return message;
+  },
+};
+
+function createBasePendingTransactions(): PendingTransactions {
+  return { chainId: "", hashes: [] };
+}
+
+export const PendingTransactions: MessageFns<PendingTransactions> = {
+  encode(message: PendingTransactions, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.chainId !== "") {
+      writer.uint32(10).string(message.chainId);
+    }
+    for (const v of message.hashes) {
+      writer.uint32(18).bytes(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PendingTransactions {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePendingTransactions();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.chainId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.hashes.push(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PendingTransactions>, I>>(base?: I): PendingTransactions {
+    return PendingTransactions.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PendingTransactions>, I>>(object: I): PendingTransactions {
+    const message = createBasePendingTransactions();
+    message.chainId = object.chainId ?? "";
+    message.hashes = object.hashes?.map((e) => e) || [];
     return message;
   },
 };
