@@ -12,6 +12,8 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { Contract, ContractFactory, JsonRpcProvider, Wallet, WebSocketProvider } from 'ethers';
+import { createPublicClient, createWalletClient, defineChain, http, webSocket } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
 import {
   MEMPOOL_SERVICE_NAME,
   mempoolProto,
@@ -84,7 +86,7 @@ describe('noded service rpc-edge', () => {
     await start('executor');
     await start('consensus');
     await start('state-store', { NODED_STATE_STORE_GRPC_ADDRESS: store1At });
-    await start('state-store', {
+    const store2 = await start('state-store', {
       NODED_STATE_STORE_GRPC_ADDRESS: store2At,
       NODED_STATE_STORE_DB: join(home, 'data', 'state-store-2.db'),
     });
@@ -238,6 +240,91 @@ describe('noded service rpc-edge', () => {
       /nonce too low/,
     );
 
+    // viem through the second edge: each transaction type, a contract read at an older height, a
+    // Transfer watched over WebSocket while a simulated-then-written transfer commits.
+    const viemChain = defineChain({
+      id: 31337,
+      name: 'chain-local',
+      nativeCurrency: { name: 'Bitcoin', symbol: 'BTC', decimals: 18 },
+      rpcUrls: { default: { http: [url2], webSocket: [`ws://127.0.0.1:${edge2Ws}`] } },
+    });
+    const publicClient = createPublicClient({
+      chain: viemChain,
+      transport: http(url2),
+      pollingInterval: 200,
+    });
+    const viemAccount = privateKeyToAccount(DEV_KEYS[1]);
+    const walletClient = createWalletClient({
+      account: viemAccount,
+      chain: viemChain,
+      transport: http(url2),
+    });
+    const dead = '0x000000000000000000000000000000000000dEaD';
+    const deadBefore = await publicClient.getBalance({ address: dead });
+    for (const type of ['legacy', 'eip2930', 'eip1559'] as const) {
+      const hash = await walletClient.sendTransaction({ to: dead, value: 10n, type });
+      const receipt = await publicClient.waitForTransactionReceipt({ hash, timeout: 60_000 });
+      assert.equal(receipt.status, 'success', type);
+    }
+    assert.equal(await publicClient.getBalance({ address: dead }), deadBefore + 30n);
+    assert.equal(
+      await publicClient.readContract({
+        address: tokenAddress as `0x${string}`,
+        abi,
+        functionName: 'balanceOf',
+        args: [DEV_ADDRESSES[1]],
+        blockNumber: BigInt(deployHeight),
+      }),
+      0n,
+    );
+    const wsClient = createPublicClient({
+      chain: viemChain,
+      transport: webSocket(`ws://127.0.0.1:${edge2Ws}`),
+    });
+    const seen = new Promise<bigint>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no Transfer event over WS within 30 s')), 30_000);
+      const unwatch = wsClient.watchContractEvent({
+        address: tokenAddress as `0x${string}`,
+        abi,
+        eventName: 'Transfer',
+        onLogs: (found) => {
+          clearTimeout(timer);
+          unwatch();
+          resolve((found[0] as unknown as { args: { value: bigint } }).args.value);
+        },
+      });
+    });
+    await new Promise((r) => setTimeout(r, 500));
+    const { request } = await publicClient.simulateContract({
+      account: viemAccount,
+      address: tokenAddress as `0x${string}`,
+      abi,
+      functionName: 'approve',
+      args: [dead, 1n],
+    });
+    await publicClient.waitForTransactionReceipt({
+      hash: await walletClient.writeContract(request),
+      timeout: 60_000,
+    });
+    const { request: moveRequest } = await publicClient.simulateContract({
+      account: privateKeyToAccount(DEV_KEYS[0]),
+      address: tokenAddress as `0x${string}`,
+      abi,
+      functionName: 'transfer',
+      args: [dead, 7n],
+    });
+    const mover = createWalletClient({
+      account: privateKeyToAccount(DEV_KEYS[0]),
+      chain: viemChain,
+      transport: http(url2),
+    });
+    await publicClient.waitForTransactionReceipt({
+      hash: await mover.writeContract(moveRequest),
+      timeout: 60_000,
+    });
+    assert.equal(await seen, 7n);
+    await wsClient.transport.getRpcClient().then((c) => c.close());
+
     // The JSON-RPC's own admission rules hold at the edge as on `noded start`: no transaction
     // without replay protection unless app.toml allows it.
     const unprotected = await new Wallet(DEV_KEYS[2]).signTransaction({
@@ -313,6 +400,27 @@ describe('noded service rpc-edge', () => {
         Buffer.from(stateProto.HeadRequest.encode({}).finish()),
       ),
       null,
+    );
+
+    // The second edge's state-store killed: its reads fail naming it, and answer again once a new
+    // one resumes from its own height.
+    store2.proc.kill('SIGKILL');
+    await store2.exited;
+    running.splice(running.indexOf(store2), 1);
+    await assert.rejects(
+      rpc(url2, 'eth_getBalance', [DEV_ADDRESSES[0], 'latest']),
+      new RegExp(`state-store at ${store2At.replace(/\./g, '\\.')} is unavailable`),
+    );
+    await start('state-store', {
+      NODED_STATE_STORE_GRPC_ADDRESS: store2At,
+      NODED_STATE_STORE_DB: join(home, 'data', 'state-store-2.db'),
+    });
+    const heightBefore = Number(await rpc(url2, 'eth_blockNumber'));
+    await until('the edge reads again and follows new heights', 60_000, async () =>
+      (await rpc(url2, 'eth_getBalance', [DEV_ADDRESSES[0], 'latest'])) !== undefined &&
+      Number(await rpc(url2, 'eth_blockNumber')) > heightBefore
+        ? true
+        : undefined,
     );
   });
 });
