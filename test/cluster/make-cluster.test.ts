@@ -13,7 +13,7 @@ import { connect } from 'nats';
 import { RocksKV } from '../../libs/storage/index.js';
 import { blocksStreamName, ReplicaStore } from '../../libs/stream/index.js';
 import { freePort, initLocalHome, repoRoot } from '../e2e/harness.js';
-import { comet, until } from './processes.js';
+import { comet, spawnService, until, waitForService } from './processes.js';
 
 const cleanups: Array<() => unknown> = [];
 after(async () => {
@@ -34,6 +34,8 @@ describe('make cluster (scripts/cluster.sh)', () => {
     const { home, ports } = await initLocalHome({ timeoutCommit: '300ms' });
     cleanups.push(() => rmSync(home, { recursive: true, force: true }));
     const natsPort = await freePort();
+    const executorAt = `127.0.0.1:${await freePort()}`;
+    const stateStoreAt = `127.0.0.1:${await freePort()}`;
     const rpc = `http://127.0.0.1:${ports.rpc}`;
     let out = '';
     const script = spawn('bash', [join(repoRoot(), 'scripts', 'cluster.sh'), home], {
@@ -41,8 +43,8 @@ describe('make cluster (scripts/cluster.sh)', () => {
       env: {
         ...process.env,
         NATS_PORT: String(natsPort),
-        NODED_EXECUTOR_GRPC_ADDRESS: `127.0.0.1:${await freePort()}`,
-        NODED_STATE_STORE_GRPC_ADDRESS: `127.0.0.1:${await freePort()}`,
+        NODED_EXECUTOR_GRPC_ADDRESS: executorAt,
+        NODED_STATE_STORE_GRPC_ADDRESS: stateStoreAt,
       },
     });
     script.stdout.on('data', (d) => {
@@ -98,8 +100,8 @@ describe('make cluster (scripts/cluster.sh)', () => {
       /^\[rpc-edge\] noded service rpc-edge is running \(pid (\d+)\)/gm,
     );
     for (const p of [natsPid, executorPid!, consensusPid!, storePid!, edgePid!]) pids.add(p);
-    const ethHeight = async () => {
-      const res = await fetch(`http://127.0.0.1:${ports.evmHttp}`, {
+    const ethHeight = async (port = ports.evmHttp) => {
+      const res = await fetch(`http://127.0.0.1:${port}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] }),
@@ -110,6 +112,22 @@ describe('make cluster (scripts/cluster.sh)', () => {
     await until('the edge answers eth_blockNumber', 60_000, async () =>
       (await ethHeight()) >= 3 ? true : undefined,
     );
+
+    // A second edge beside the script's: one command with env overrides (docs/cluster.md).
+    const edge2Port = await freePort();
+    const edge2 = spawnService('rpc-edge', home, {
+      NODED_NATS_URL: `nats://127.0.0.1:${natsPort}`,
+      NODED_STATE_STORE_GRPC_ADDRESS: stateStoreAt,
+      NODED_EXECUTOR_GRPC_ADDRESS: executorAt,
+      NODED_EVM_RPC_ADDRESS: `127.0.0.1:${edge2Port}`,
+      NODED_EVM_WS_ADDRESS: `127.0.0.1:${await freePort()}`,
+    });
+    cleanups.push(() => edge2.stop());
+    await waitForService(edge2, /noded service rpc-edge is running/, 60_000);
+    await until('the second edge answers', 30_000, async () =>
+      (await ethHeight(edge2Port)) >= 3 ? true : undefined,
+    );
+    await edge2.stop();
 
     // kill -9 of the executor: the script starts a new one, and blocks continue.
     process.kill(executorPid!, 'SIGKILL');
