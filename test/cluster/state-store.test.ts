@@ -11,7 +11,7 @@ import { after, describe, it } from 'node:test';
 import { RLP } from '@ethereumjs/rlp';
 import { connect } from 'nats';
 import { Executor } from '../../libs/execution/index.js';
-import { RocksKV } from '../../libs/storage/index.js';
+import { MemoryKV, RocksKV } from '../../libs/storage/index.js';
 import { blocksSubject, encodeCommitted, ReplicaError, ReplicaStore } from '../../libs/stream/index.js';
 import { EventBus, silentLogger } from '../../libs/types/index.js';
 import { BlockPublisher } from '../../services/executor/src/publisher.js';
@@ -242,5 +242,21 @@ describe('state-store: following the stream into its own RocksDB', () => {
     );
     assert.equal(replica.height, top2);
     await follower.close();
+  });
+
+  it('refuses a store written in the older flat layout, naming what to do', async () => {
+    const kv = new MemoryKV();
+    await kv.write([
+      { type: 'put', key: Uint8Array.from([0x01, ...Buffer.from('blockHash')]), value: new Uint8Array(32) },
+      { type: 'put', key: Uint8Array.from([0x01, ...Buffer.from('height')]), value: Buffer.from('7') },
+    ]);
+    await assert.rejects(ReplicaStore.open(kv, 'chain-local'), (err: unknown) => {
+      assert.ok(err instanceof ReplicaError && err.code === 'OLD_LAYOUT');
+      assert.match(
+        err.message,
+        /older layout \(flat state\); delete it and the replica rebuilds it from the stream/,
+      );
+      return true;
+    });
   });
 });

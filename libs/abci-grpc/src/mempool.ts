@@ -1,8 +1,10 @@
 // noded.mempool.v1.Mempool (proto/noded/mempool/v1/mempool.proto): what an rpc-edge needs of the
-// executor's mempool: eth_sendRawTransaction's admission, the 'pending' nonce, the waiting transactions. addMempoolService() puts it on the executor's gRPC server
-// (serveApplication's `mempool` option); GrpcMempool is the edge's client. Requests are checked at
-// the boundary: an address that is not 20 bytes or a hash that is not 32 gets INVALID_ARGUMENT
-// naming the field, and undecodable bytes are refused the same way; the server keeps serving.
+// executor's mempool: eth_sendRawTransaction's admission, the 'pending' nonce, the waiting
+// transactions. addMempoolService() puts it on the executor's gRPC server (serveApplication's
+// `mempool` option); GrpcMempool is the edge's client. Requests are checked at the boundary: an
+// address that is not 20 bytes, a hash that is not 32 or empty bytes to send get INVALID_ARGUMENT
+// naming the field, and undecodable bytes are refused the same way; the server keeps serving. A
+// refused transaction is FAILED_PRECONDITION with its JSON-RPC code in a trailer (as StateReader).
 import * as grpc from '@grpc/grpc-js';
 import { ChainError, type Hex, type Logger } from '../../types/index.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from './constants.js';

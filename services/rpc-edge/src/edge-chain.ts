@@ -2,9 +2,10 @@
 // to one state-store over noded.state.v1.StateReader; transactions and what only the mempool knows
 // (the 'pending' nonce, txpool_*, a transaction not yet in a block) to the executor's
 // noded.mempool.v1.Mempool, whose SendRawTransaction is CheckTx's admission plus the JSON-RPC's own
-// checks (allow_unprotected_txs, rpc_tx_fee_cap), as `noded start` applies them. The edge keeps no chain state: its synchronous getters (eth_blockNumber,
-// eth_gasPrice...) answer from the state-store's position as last reported, which every read's answer
-// and every Head call move forward.
+// checks (allow_unprotected_txs, rpc_tx_fee_cap), as `noded start` applies them. The edge keeps no
+// chain state: its synchronous getters (eth_blockNumber, eth_gasPrice...) answer from the
+// state-store's position as last reported, which every read's answer and every Head call move
+// forward.
 //
 // HeadFeed turns the executor's new heads (core NATS `noded.<chain_id>.heads`) into the EthNewHead
 // events the server's newHeads/logs subscriptions and filters consume: on each head (and once a
