@@ -175,6 +175,14 @@ describe('noded service rpc-edge', () => {
       ['eth_getProof', [DEV_ADDRESSES[0], [], hx]],
       ['eth_feeHistory', ['0x4', hx, [50]]],
       ['debug_traceTransaction', [transferReceipt.hash, { tracer: 'callTracer' }]],
+      ['debug_traceBlockByNumber', [hx, { tracer: 'callTracer' }]],
+      [
+        'debug_traceCall',
+        [{ from: DEV_ADDRESSES[1], to: tokenAddress, data: callData }, hx, { tracer: 'callTracer' }],
+      ],
+      ['eth_createAccessList', [{ from: DEV_ADDRESSES[1], to: tokenAddress, data: callData }, hx]],
+      ['eth_getTransactionByBlockNumberAndIndex', [hx, '0x0']],
+      ['eth_getBlockByHash', [transferReceipt.blockHash, false]],
     ];
     for (const [method, params] of reads) {
       const a = await rpc(url1, method, params);
