@@ -60,7 +60,10 @@ start_job() {
   groups+=("$(ps -o pgid= -p "$!" | tr -d ' ')")
 }
 
-start_job nats "$nats_server" -js -a 127.0.0.1 -p "$nats_port" -sd "$home/data/nats"
+# max_payload 64 MiB (nats-server's largest; its default is 1 MiB): a CommittedHeight carries the
+# executor's write batch, about 2 KB per transfer, so a full block is several MB.
+printf 'max_payload: 67108864\n' >"$home/data/nats/nats-server.conf"
+start_job nats "$nats_server" -c "$home/data/nats/nats-server.conf" -js -a 127.0.0.1 -p "$nats_port" -sd "$home/data/nats"
 start_job executor node "$cli" service executor --home "$home"
 # consensus waits for the executor ($NODED_EXECUTOR_WAIT, 60 s by default).
 start_job consensus node "$cli" service consensus --home "$home"

@@ -178,6 +178,13 @@ export class BlockPublisher {
             // A gap would make every replica stop at it: refuse to publish past it.
             throw new Error(`outbox holds height ${e.height} but the stream ends at ${this.published}`);
           }
+          const max = this.nc?.info?.max_payload;
+          if (max !== undefined && e.record.length > max) {
+            // Retried every round (the outbox keeps it) until nats-server allows it: nothing is skipped.
+            throw new Error(
+              `height ${e.height}'s CommittedHeight is ${e.record.length} bytes, above nats-server's max_payload of ${max} bytes; raise max_payload (up to 64MB) in nats-server's configuration, as scripts/cluster.sh does`,
+            );
+          }
           const ack = await js.publish(subject, e.record, { msgID: String(e.height) });
           this.published = e.height;
           if (ack.duplicate) this.log.debug({ height: e.height }, 'height already in the stream');
