@@ -22,6 +22,7 @@ import {
   ETH,
   executorOptions,
   GENESIS_TIME,
+  GWEI,
   genesisState,
   key,
   signTx,
@@ -82,7 +83,10 @@ describe('state-store: following the stream into its own RocksDB', () => {
     });
     cleanups.push(() => chain.remove());
     await chain.runTo(1);
-    const checked = await executor.checkTx(signTx(sender, { nonce: 0n, to, value: 3n * ETH }), 'new');
+    const checked = await executor.checkTx(
+      signTx(sender, { nonce: 0n, to, value: 3n * ETH, maxFee: 20n * GWEI, tip: 7n * GWEI }),
+      'new',
+    );
     assert.equal(checked.code, 0, checked.log);
     await chain.runTo(Number(executor.latestHeight()) + 2);
 
@@ -177,6 +181,8 @@ describe('state-store: following the stream into its own RocksDB', () => {
     await view.reloadCommitted();
     assert.equal(view.latestHeight(), executor.latestHeight());
     assert.equal(view.nextBaseFee(), executor.nextBaseFee());
+    assert.equal(view.suggestedTip(), executor.suggestedTip(), 'the recent tips are looked back for');
+    assert.equal(view.suggestedTip(), 7n * GWEI, "the transfer's tip");
     assert.equal(view.oldestStateHeight(), executor.oldestStateHeight());
     for (let h = 0n; h <= BigInt(top2); h++) {
       assert.deepEqual(await view.getBlockByNumber(h), await executor.getBlockByNumber(h), `block ${h}`);

@@ -203,6 +203,8 @@ const EMPTY_SOURCE: StateSource = {
 };
 const DECODED_CACHE = 10_000;
 const TIP_HISTORY = 20;
+/** Blocks a read replica looks back over for recent tips when it opens (reloadCommitted). */
+const TIP_SCAN = 1024;
 /**
  * The least tip eth_maxPriorityFeePerGas suggests (1 gwei, as a Hardhat node). Idle blocks carry no
  * tips; a zero suggestion would make wallets' "add 10% to replace" bumps zero too.
@@ -301,6 +303,8 @@ export class Executor implements Application, EthChain {
   private closed = false;
   private pending: PendingBlock | undefined;
   private recentTips: bigint[] = [];
+  /** reloadCommitted (read replica) has looked back for recent tips. */
+  private tipsLoaded = false;
   private readonly admissionListeners = new Set<(raw: Uint8Array, hash: Hex) => void>();
   /** Dev operations for this node's next proposal, in arrival order (dev.ts). */
   private devQueue: QueuedDevOp[] = [];
@@ -1119,7 +1123,12 @@ export class Executor implements Application, EthChain {
     this.assertOpen();
     const height = await this.meta(META.height);
     if (height === undefined) return;
-    const before = this.initialized ? this.db.latest : -1;
+    // The first time, the tips of the blocks before the view opened count too, as they did for an
+    // executor that has been running (up to TIP_HISTORY blocks with transactions in the last
+    // TIP_SCAN), so that two replicas answer eth_maxPriorityFeePerGas alike whenever they started.
+    const first = !this.tipsLoaded;
+    this.tipsLoaded = true;
+    const before = first ? -1 : this.initialized ? this.db.latest : -1;
     this.genesisHeight = Number(await this.meta(META.genesisHeight));
     const oldest = Number((await this.meta(META.oldestState)) ?? this.genesisHeight);
     this.lastBlockHeight = Number((await this.meta(META.lastBlockHeight)) ?? 0);
@@ -1131,7 +1140,8 @@ export class Executor implements Application, EthChain {
     this.callBlock = undefined;
     this.initialized = true;
     // The lowest tip of each new block with transactions (commit() keeps the same from execution).
-    for (let n = Math.max(before + 1, this.genesisHeight + 1); n <= Number(height); n++) {
+    const from = first ? Math.max(this.genesisHeight + 1, Number(height) - TIP_SCAN + 1) : before + 1;
+    for (let n = Math.max(from, this.genesisHeight + 1); n <= Number(height); n++) {
       const b = await this.chain.block(BigInt(n));
       if (!b) continue;
       const rs = await this.chain.receipts(b.number);
