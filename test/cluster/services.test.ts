@@ -206,6 +206,17 @@ describe('noded service executor + consensus', () => {
     assert.match(bad.stderr, /\$NODED_STATE_STORE_DB: must not be the node's own application\.db/);
     assert.match(bad.stderr, /\$NODED_STATE_STORE_GRPC_ADDRESS: port must be 1\.\.65535, got 99999/);
 
+    // An rpc-edge with both endpoints disabled has nothing to serve, and says so.
+    const idle = runCli(['service', 'rpc-edge', '--home', home], {
+      NODED_EVM_RPC_ENABLE: 'false',
+      NODED_EVM_RPC_WS_ENABLE: 'false',
+    });
+    assert.equal(idle.code, 1);
+    assert.match(
+      idle.stderr,
+      /\[evm\.rpc\] enable and ws_enable are both false: an rpc-edge has nothing to serve/,
+    );
+
     const nobody = `127.0.0.1:${await freePort()}`;
     const lonely = runCli(['service', 'consensus', '--home', home], {
       NODED_EXECUTOR_GRPC_ADDRESS: nobody,

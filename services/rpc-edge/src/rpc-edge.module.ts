@@ -51,7 +51,9 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
         const log = logger.child({ module: 'service' });
         const options = toEthRpcOptions(s.loaded.app);
         if (!options.enable && !options.wsEnable) {
-          throw new Error('[evm] enable and ws_enable are both false: an rpc-edge has nothing to serve');
+          throw new Error(
+            'app.toml: [evm.rpc] enable and ws_enable are both false: an rpc-edge has nothing to serve',
+          );
         }
         const reader = new StateReaderClient(s.cluster.stateStoreGrpcAddress);
         closers.add('state-store client', () => reader.close());
