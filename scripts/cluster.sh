@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make cluster`: the chain-local cluster on one machine without Docker (docs/cluster.md):
-# nats-server with JetStream, `noded service executor`, `consensus` and `state-store`, each a
+# nats-server with JetStream, `noded service executor`, `consensus`, `state-store` and `rpc-edge`, each a
 # background job whose lines are prefixed "[name] ". A service that exits on its own is restarted
 # after a second (as a container runtime would); Ctrl-C (SIGINT) or SIGTERM stops them all.
 # Usage: scripts/cluster.sh HOME  (initialise HOME first: noded init full --chain-id chain-local)
@@ -60,19 +60,27 @@ start_job() {
   groups+=("$(ps -o pgid= -p "$!" | tr -d ' ')")
 }
 
-start_job nats "$nats_server" -js -a 127.0.0.1 -p "$nats_port" -sd "$home/data/nats"
+# max_payload 64 MiB (nats-server's largest; its default is 1 MiB): a CommittedHeight carries the
+# executor's write batch, about 2 KB per transfer, so a full block is several MB.
+printf 'max_payload: 67108864\n' >"$home/data/nats/nats-server.conf"
+start_job nats "$nats_server" -c "$home/data/nats/nats-server.conf" -js -a 127.0.0.1 -p "$nats_port" -sd "$home/data/nats"
 start_job executor node "$cli" service executor --home "$home"
 # consensus waits for the executor ($NODED_EXECUTOR_WAIT, 60 s by default).
 start_job consensus node "$cli" service consensus --home "$home"
 # a read replica following the stream into <home>/data/state-store.db (NODED_STATE_STORE_DB)
 start_job state-store node "$cli" service state-store --home "$home"
+# the Ethereum JSON-RPC on app.toml's [evm] rpc_address/ws_address (8545/8546), reading from that
+# state-store (NODED_STATE_STORE_GRPC_ADDRESS) and sending transactions to the executor's CheckTx.
+# A second edge is one more command with other ports, e.g.
+#   NODED_EVM_RPC_ADDRESS=127.0.0.1:18545 NODED_EVM_WS_ADDRESS=127.0.0.1:18546 noded service rpc-edge --home HOME
+start_job rpc-edge node "$cli" service rpc-edge --home "$home"
 
 stopping=0
 stop_all() {
   if [ "$stopping" -eq 1 ]; then
     echo "[cluster] stopping again: the services exit without waiting" >&2
   else
-    echo "[cluster] stopping state-store, consensus, executor and nats-server" >&2
+    echo "[cluster] stopping rpc-edge, state-store, consensus, executor and nats-server" >&2
   fi
   stopping=1
   # Reverse order of start: consensus stops driving the executor first; NATS last, so the
@@ -85,7 +93,7 @@ stop_all() {
 }
 trap stop_all INT TERM
 
-echo "[cluster] nats-server (JetStream) ${NODED_NATS_URL}, executor gRPC ${NODED_EXECUTOR_GRPC_ADDRESS:-127.0.0.1:26670}, consensus RPC ${NODED_RPC_LADDR:-(config.toml [rpc] laddr)}; Ctrl-C stops them all" >&2
+echo "[cluster] nats-server (JetStream) ${NODED_NATS_URL}, executor gRPC ${NODED_EXECUTOR_GRPC_ADDRESS:-127.0.0.1:26670}, consensus RPC ${NODED_RPC_LADDR:-(config.toml [rpc] laddr)}, state-store gRPC ${NODED_STATE_STORE_GRPC_ADDRESS:-127.0.0.1:26671}, Ethereum JSON-RPC ${NODED_EVM_RPC_ADDRESS:-(app.toml [evm] rpc_address)} and WebSocket ${NODED_EVM_WS_ADDRESS:-(app.toml [evm] ws_address)}; Ctrl-C stops them all" >&2
 
 while [ -n "$(jobs -pr)" ]; do
   wait

@@ -19,7 +19,34 @@ export { AbciFieldError, type CheckTxKind, fromProto, toProto } from './src/conv
 export * as healthProto from './src/gen/grpc/health/v1/health.js';
 // The generated messages, service definitions and health client, for raw calls (tests, probes).
 export * as abciProto from './src/gen/noded/abci/v1/abci.js';
+export * as mempoolProto from './src/gen/noded/mempool/v1/mempool.js';
+export * as stateProto from './src/gen/noded/state/v1/state.js';
 // Health status table and its values (a service flips to NOT_SERVING while draining).
 export { HealthStatus, ServingStatus } from './src/health.js';
+// The executor's mempool for rpc-edges (proto/noded/mempool/v1/mempool.proto).
+export {
+  addMempoolService,
+  GrpcMempool,
+  MEMPOOL_SERVICE_NAME,
+  type MempoolSource,
+  type PoolTxRecord,
+} from './src/mempool.js';
 // The executor side: an Application served over gRPC, with grpc.health.v1.
 export { type AbciServer, type AbciServerOptions, serveApplication } from './src/server.js';
+// The state-store's read contract (proto/noded/state/v1/state.proto): server, client, tagged JSON.
+export {
+  CHAIN_ERROR_CODE_TRAILER,
+  CHAIN_ERROR_DATA_TRAILER,
+  checkReadRequest,
+  decodeTagged,
+  encodeTagged,
+  READS,
+  STATE_READER_SERVICE_NAME,
+  type StateHead,
+  type StateRead,
+  StateReaderClient,
+  type StateReaderServer,
+  StateRequestError,
+  type StateSource,
+  serveStateReader,
+} from './src/state.js';

@@ -13,7 +13,12 @@ export {
 // The hardfork the EVM runs, for anvil_nodeInfo.
 export { HARDFORK } from './src/evm/common.js';
 // The executor the node constructs (Executor.open) and plugs into consensus and the JSON-RPC.
-export { type AppRollbackPoint, Executor } from './src/executor.js';
+export {
+  type AppRollbackPoint,
+  Executor,
+  type PoolTxRecord,
+  renderPendingTx,
+} from './src/executor.js';
 // Fee-market math, public for the RPC's documentation and for tests.
 export {
   BASE_FEE_CHANGE_DENOMINATOR,

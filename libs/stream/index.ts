@@ -5,12 +5,20 @@
 export {
   decodeCommitted,
   decodeHead,
+  decodePendingTxs,
   encodeCommitted,
   encodeHead,
+  encodePendingTxs,
   type Head,
   StreamFieldError,
 } from './src/codec.js';
 // A read replica's store: heights applied in order, parent hash checked, idempotent by height.
 export { ReplicaError, type ReplicaErrorCode, ReplicaStore } from './src/replica.js';
 // Subjects and the JetStream stream name, per chain.
-export { blocksStreamName, blocksSubject, checkSubjectToken, headsSubject } from './src/subjects.js';
+export {
+  blocksStreamName,
+  blocksSubject,
+  checkSubjectToken,
+  headsSubject,
+  pendingTxsSubject,
+} from './src/subjects.js';

@@ -1,6 +1,7 @@
 // scripts/cluster.sh (what `make cluster` runs after initialising the home): nats-server with
-// JetStream and the executor, consensus and state-store services as processes with prefixed
-// output; blocks are made and published; a service killed with -9 is restarted by the script;
+// JetStream and the executor, consensus, state-store and rpc-edge services as processes with prefixed
+// output; blocks are made and published and the Ethereum JSON-RPC answers on app.toml's [evm]
+// rpc_address through the edge; a service killed with -9 is restarted by the script;
 // SIGTERM (what Ctrl-C does at a terminal) stops every process it started, and the script exits 0;
 // the state-store's own RocksDB then holds every height, chained.
 import assert from 'node:assert/strict';
@@ -12,7 +13,7 @@ import { connect } from 'nats';
 import { RocksKV } from '../../libs/storage/index.js';
 import { blocksStreamName, ReplicaStore } from '../../libs/stream/index.js';
 import { freePort, initLocalHome, repoRoot } from '../e2e/harness.js';
-import { comet, until } from './processes.js';
+import { comet, spawnService, until, waitForService } from './processes.js';
 
 const cleanups: Array<() => unknown> = [];
 after(async () => {
@@ -33,6 +34,8 @@ describe('make cluster (scripts/cluster.sh)', () => {
     const { home, ports } = await initLocalHome({ timeoutCommit: '300ms' });
     cleanups.push(() => rmSync(home, { recursive: true, force: true }));
     const natsPort = await freePort();
+    const executorAt = `127.0.0.1:${await freePort()}`;
+    const stateStoreAt = `127.0.0.1:${await freePort()}`;
     const rpc = `http://127.0.0.1:${ports.rpc}`;
     let out = '';
     const script = spawn('bash', [join(repoRoot(), 'scripts', 'cluster.sh'), home], {
@@ -40,7 +43,8 @@ describe('make cluster (scripts/cluster.sh)', () => {
       env: {
         ...process.env,
         NATS_PORT: String(natsPort),
-        NODED_EXECUTOR_GRPC_ADDRESS: `127.0.0.1:${await freePort()}`,
+        NODED_EXECUTOR_GRPC_ADDRESS: executorAt,
+        NODED_STATE_STORE_GRPC_ADDRESS: stateStoreAt,
       },
     });
     script.stdout.on('data', (d) => {
@@ -91,7 +95,39 @@ describe('make cluster (scripts/cluster.sh)', () => {
       'state-store',
       /^\[state-store\] noded service state-store is running \(pid (\d+)\)/gm,
     );
-    for (const p of [natsPid, executorPid!, consensusPid!, storePid!]) pids.add(p);
+    const [edgePid] = await pidOf(
+      'rpc-edge',
+      /^\[rpc-edge\] noded service rpc-edge is running \(pid (\d+)\)/gm,
+    );
+    for (const p of [natsPid, executorPid!, consensusPid!, storePid!, edgePid!]) pids.add(p);
+    const ethHeight = async (port = ports.evmHttp) => {
+      const res = await fetch(`http://127.0.0.1:${port}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] }),
+        signal: AbortSignal.timeout(10_000),
+      });
+      return Number(((await res.json()) as { result: string }).result);
+    };
+    await until('the edge answers eth_blockNumber', 60_000, async () =>
+      (await ethHeight()) >= 3 ? true : undefined,
+    );
+
+    // A second edge beside the script's: one command with env overrides (docs/cluster.md).
+    const edge2Port = await freePort();
+    const edge2 = spawnService('rpc-edge', home, {
+      NODED_NATS_URL: `nats://127.0.0.1:${natsPort}`,
+      NODED_STATE_STORE_GRPC_ADDRESS: stateStoreAt,
+      NODED_EXECUTOR_GRPC_ADDRESS: executorAt,
+      NODED_EVM_RPC_ADDRESS: `127.0.0.1:${edge2Port}`,
+      NODED_EVM_WS_ADDRESS: `127.0.0.1:${await freePort()}`,
+    });
+    cleanups.push(() => edge2.stop());
+    await waitForService(edge2, /noded service rpc-edge is running/, 60_000);
+    await until('the second edge answers', 30_000, async () =>
+      (await ethHeight(edge2Port)) >= 3 ? true : undefined,
+    );
+    await edge2.stop();
 
     // kill -9 of the executor: the script starts a new one, and blocks continue.
     process.kill(executorPid!, 'SIGKILL');
@@ -106,6 +142,9 @@ describe('make cluster (scripts/cluster.sh)', () => {
     const before = await heightOf();
     await until('blocks after the executor restarted', 90_000, async () =>
       (await heightOf()) >= before + 3 ? true : undefined,
+    );
+    await until('the edge follows past the restart', 60_000, async () =>
+      (await ethHeight()) >= before + 2 ? true : undefined,
     );
 
     // every height the executor committed is in the stream
@@ -124,6 +163,7 @@ describe('make cluster (scripts/cluster.sh)', () => {
     assert.match(out, /\[cluster\] all services stopped/);
     assert.match(out, /^\[consensus\] noded: SIGTERM received, stopping service consensus/m);
     assert.match(out, /^\[executor\] noded: SIGTERM received, stopping service executor/m);
+    assert.match(out, /^\[rpc-edge\] noded: SIGTERM received, stopping service rpc-edge/m);
     for (const p of pids) assert.equal(alive(p), false, `pid ${p} still runs after the script exited`);
 
     // the state-store followed the stream into its own RocksDB: every height, chained

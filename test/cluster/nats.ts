@@ -1,7 +1,9 @@
 // A real nats-server with JetStream for tests: 127.0.0.1, a free port, a temporary store directory
-// (kept across restart() so the stream survives, removed by stop()).
+// (kept across restart() so the stream survives, removed by stop()), and max_payload 64 MiB as
+// scripts/cluster.sh configures it (a CommittedHeight of a full block is several MB), unless the
+// test asks for another.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../e2e/harness.js';
@@ -20,15 +22,24 @@ export interface NatsServer {
   stop(): Promise<void>;
 }
 
-export async function startNatsServer(): Promise<NatsServer> {
+/** The cluster's max_payload (nats-server's largest). */
+export const CLUSTER_MAX_PAYLOAD = 64 * 1024 * 1024;
+
+export async function startNatsServer(opts: { maxPayload?: number } = {}): Promise<NatsServer> {
   const port = await freePort();
   const storeDir = mkdtempSync(join(tmpdir(), 'noded-nats-'));
+  const conf = join(storeDir, 'nats-server.conf');
+  writeFileSync(conf, `max_payload: ${opts.maxPayload ?? CLUSTER_MAX_PAYLOAD}\n`);
   let out = '';
   let proc: ChildProcess | undefined;
   const launch = async () => {
-    const p = spawn(NATS_SERVER, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const p = spawn(
+      NATS_SERVER,
+      ['-c', conf, '-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     proc = p;
     p.stdout?.on('data', (d) => {
       out += d;

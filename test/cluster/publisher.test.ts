@@ -3,7 +3,7 @@
 // with Nats-Msg-Id = the height, heads on core NATS, nothing lost while nats-server is down, a
 // height already in the stream never appended twice; and the message contract's field rules.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -21,7 +21,7 @@ import {
   headsSubject,
   StreamFieldError,
 } from '../../libs/stream/index.js';
-import { EventBus } from '../../libs/types/index.js';
+import { EventBus, type Logger } from '../../libs/types/index.js';
 import { BlockPublisher } from '../../services/executor/src/publisher.js';
 import { validatorsOf } from '../consensus/helpers.js';
 import {
@@ -35,7 +35,7 @@ import {
   TEST_CONSENSUS_PARAMS,
 } from '../execution/helpers.js';
 import { Chain, VALIDATOR_KEY } from './helpers.js';
-import { startNatsServer } from './nats.js';
+import { CLUSTER_MAX_PAYLOAD, startNatsServer } from './nats.js';
 import { until } from './processes.js';
 
 const cleanups: Array<() => unknown> = [];
@@ -199,6 +199,84 @@ describe('executor outbox -> NATS JetStream', () => {
     await publisher.close();
   });
 
+  it('a height larger than nats-server allows waits in the outbox, named, until max_payload is raised', async () => {
+    const nats = await startNatsServer({ maxPayload: 64 * 1024 });
+    cleanups.push(() => nats.stop());
+    const dir = mkdtempSync(join(tmpdir(), 'noded-outbox-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const kv = await RocksKV.open(join(dir, 'application.db'));
+    cleanups.push(() => kv.close());
+    const bus = new EventBus();
+    const executor = await Executor.open(executorOptions(kv, bus, { outbox: { encode: encodeCommitted } }));
+    cleanups.push(() => executor.close());
+    const warnings: string[] = [];
+    const capture = (base: Logger): Logger => ({
+      ...base,
+      warn: (o: object | string, msg?: string) => {
+        warnings.push(typeof o === 'string' ? o : `${msg}: ${JSON.stringify(o)}`);
+      },
+      child: () => capture(base),
+    });
+    const publisher = new BlockPublisher({
+      executor,
+      bus,
+      chainId: 'chain-local',
+      servers: [nats.url],
+      logger: capture(executorOptions(kv, bus).logger),
+      retryMs: 200,
+    });
+    cleanups.push(() => publisher.close());
+    const senders = Array.from({ length: 60 }, (_, i) => key(100 + i));
+    const chain = new Chain(executor, {
+      chainId: 'chain-local',
+      genesis: {
+        time: GENESIS_TIME,
+        initialHeight: 1,
+        validators: validatorsOf([VALIDATOR_KEY]),
+        consensusParams: TEST_CONSENSUS_PARAMS,
+        appState: genesisState(senders.map((s) => ({ address: addr(s), balance: ETH }))),
+      },
+    });
+    cleanups.push(() => chain.remove());
+    await chain.runTo(1);
+    const before = Number(executor.latestHeight());
+    await until('the small heights are published', 20_000, async () =>
+      publisher.publishedHeight >= before ? true : undefined,
+    );
+    for (const [i, s] of senders.entries()) {
+      const r = await executor.checkTx(signTx(s, { nonce: 0n, to: addr(key(500 + i)), value: 1n }), 'new');
+      assert.equal(r.code, 0, r.log);
+    }
+    await chain.runTo(before + 2);
+    const big = (await executor.outboxEntries(10)).find((e) => decodeCommitted(e.record).txs.length === 60);
+    assert.ok(big && big.record.length > 64 * 1024, `the 60-transfer height is ${big?.record.length} bytes`);
+    await until('the refusal is logged', 20_000, async () =>
+      warnings.some((w) =>
+        w.includes(
+          `height ${big.height}'s CommittedHeight is ${big.record.length} bytes, above nats-server's max_payload of 65536 bytes`,
+        ),
+      )
+        ? true
+        : undefined,
+    );
+    assert.equal(publisher.publishedHeight, big.height - 1, 'nothing past it is published');
+    // max_payload raised and nats-server restarted: the height and the ones after it go out, in order.
+    await nats.halt();
+    writeFileSync(join(nats.storeDir, 'nats-server.conf'), `max_payload: ${CLUSTER_MAX_PAYLOAD}\n`);
+    await nats.restart();
+    const top = Number(executor.latestHeight());
+    await until('published after the raise', 30_000, async () =>
+      publisher.publishedHeight >= top ? true : undefined,
+    );
+    const nc = await connect({ servers: nats.url });
+    const heights = await streamHeights(nc, 'chain-local');
+    await nc.close();
+    assert.deepEqual(
+      heights.map((h) => h.height),
+      Array.from({ length: top + 1 }, (_, i) => i),
+    );
+  });
+
   it('a CommittedHeight that breaks a field rule is refused, naming the field', () => {
     const good = CommittedHeight.encode({
       chainId: 'chain-local',
@@ -212,6 +290,7 @@ describe('executor outbox -> NATS JetStream', () => {
       receipts: [],
       stateChanges: [],
       codes: [],
+      kvOps: [],
     }).finish();
     assert.equal(decodeCommitted(good).height, 5);
     const bad = (over: Partial<Parameters<typeof CommittedHeight.encode>[0]>) =>
@@ -242,6 +321,14 @@ describe('executor outbox -> NATS JetStream', () => {
     refused(
       bad({ stateChanges: [{ kind: 0, key: new Uint8Array(20), value: Uint8Array.of(1), deleted: false }] }),
       'CommittedHeight.state_changes[0].kind: must be KIND_ACCOUNT or KIND_STORAGE, got 0',
+    );
+    refused(
+      bad({ kvOps: [{ key: Uint8Array.of(0x10), value: Uint8Array.of(1), delete: true }] }),
+      'CommittedHeight.kv_ops[0].value: must be empty when delete is set',
+    );
+    refused(
+      bad({ kvOps: [{ key: new Uint8Array(), value: Uint8Array.of(1), delete: false }] }),
+      'CommittedHeight.kv_ops[0].key: must not be empty',
     );
     assert.throws(
       () => decodeCommitted(Uint8Array.of(0xff, 0xff, 0xff)),

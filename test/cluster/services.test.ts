@@ -182,15 +182,19 @@ describe('noded service executor + consensus', () => {
   it('refuses an unknown service, bad variables and a missing executor, naming what is wrong', async () => {
     const { home } = await initLocalHome();
     cleanups.push(() => rmSync(home, { recursive: true, force: true }));
-    const unknown = runCli(['service', 'rpc-edge', '--home', home]);
+    const unknown = runCli(['service', 'metrics', '--home', home]);
     assert.equal(unknown.code, 1);
-    assert.match(unknown.stderr, /<name>: must be one of executor, consensus, state-store, got "rpc-edge"/);
+    assert.match(
+      unknown.stderr,
+      /<name>: must be one of executor, consensus, state-store, rpc-edge, got "metrics"/,
+    );
 
     const bad = runCli(['service', 'executor', '--home', home], {
       NODED_EXECUTOR_GRPC_ADDRESS: 'localhost',
       NODED_NATS_URL: 'http://127.0.0.1:4222',
       NODED_API_ADDRESS: 'nowhere',
       NODED_STATE_STORE_DB: join(home, 'data', 'application.db'),
+      NODED_STATE_STORE_GRPC_ADDRESS: '127.0.0.1:99999',
     });
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /\$NODED_EXECUTOR_GRPC_ADDRESS: must be host:port .*got "localhost"/);
@@ -200,6 +204,18 @@ describe('noded service executor + consensus', () => {
     );
     assert.match(bad.stderr, /app\.toml: api\.address: .*\(set by \$NODED_API_ADDRESS\)/);
     assert.match(bad.stderr, /\$NODED_STATE_STORE_DB: must not be the node's own application\.db/);
+    assert.match(bad.stderr, /\$NODED_STATE_STORE_GRPC_ADDRESS: port must be 1\.\.65535, got 99999/);
+
+    // An rpc-edge with both endpoints disabled has nothing to serve, and says so.
+    const idle = runCli(['service', 'rpc-edge', '--home', home], {
+      NODED_EVM_RPC_ENABLE: 'false',
+      NODED_EVM_RPC_WS_ENABLE: 'false',
+    });
+    assert.equal(idle.code, 1);
+    assert.match(
+      idle.stderr,
+      /\[evm\.rpc\] enable and ws_enable are both false: an rpc-edge has nothing to serve/,
+    );
 
     const nobody = `127.0.0.1:${await freePort()}`;
     const lonely = runCli(['service', 'consensus', '--home', home], {

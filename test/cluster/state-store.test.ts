@@ -11,7 +11,7 @@ import { after, describe, it } from 'node:test';
 import { RLP } from '@ethereumjs/rlp';
 import { connect } from 'nats';
 import { Executor } from '../../libs/execution/index.js';
-import { RocksKV } from '../../libs/storage/index.js';
+import { MemoryKV, RocksKV } from '../../libs/storage/index.js';
 import { blocksSubject, encodeCommitted, ReplicaError, ReplicaStore } from '../../libs/stream/index.js';
 import { EventBus, silentLogger } from '../../libs/types/index.js';
 import { BlockPublisher } from '../../services/executor/src/publisher.js';
@@ -22,6 +22,7 @@ import {
   ETH,
   executorOptions,
   GENESIS_TIME,
+  GWEI,
   genesisState,
   key,
   signTx,
@@ -82,7 +83,10 @@ describe('state-store: following the stream into its own RocksDB', () => {
     });
     cleanups.push(() => chain.remove());
     await chain.runTo(1);
-    const checked = await executor.checkTx(signTx(sender, { nonce: 0n, to, value: 3n * ETH }), 'new');
+    const checked = await executor.checkTx(
+      signTx(sender, { nonce: 0n, to, value: 3n * ETH, maxFee: 20n * GWEI, tip: 7n * GWEI }),
+      'new',
+    );
     assert.equal(checked.code, 0, checked.log);
     await chain.runTo(Number(executor.latestHeight()) + 2);
 
@@ -154,6 +158,48 @@ describe('state-store: following the stream into its own RocksDB', () => {
       publisher.publishedHeight >= top2 ? true : undefined,
     );
 
+    // The replica's database is the executor's application.db key for key (the outbox, 0x50, and
+    // the replica's own records, 0x60, and meta names aside), since it applies the executor's writes.
+    const dump = async (db: RocksKV) => {
+      const out = new Map<string, string>();
+      for await (const [k, v] of db.iterate({})) {
+        const name = Buffer.from(k).toString('hex');
+        if (k[0] === 0x50 || k[0] === 0x60) continue;
+        if (k[0] === 0x01 && Buffer.from(k.subarray(1)).toString().startsWith('replica')) continue;
+        out.set(name, Buffer.from(v).toString('hex'));
+      }
+      return out;
+    };
+    const mine = await dump(kv);
+    const theirs = await dump(replicaKv);
+    assert.ok(mine.size > 50, `application.db has ${mine.size} keys`);
+    assert.deepEqual(theirs, mine, "the replica's keys are application.db's");
+
+    // An Executor opened on the replica answers reads as the executor does, at every height.
+    const view = await Executor.open(executorOptions(replicaKv, new EventBus()));
+    cleanups.push(() => view.close());
+    await view.reloadCommitted();
+    assert.equal(view.latestHeight(), executor.latestHeight());
+    assert.equal(view.nextBaseFee(), executor.nextBaseFee());
+    assert.equal(view.suggestedTip(), executor.suggestedTip(), 'the recent tips are looked back for');
+    assert.equal(view.suggestedTip(), 7n * GWEI, "the transfer's tip");
+    assert.equal(view.oldestStateHeight(), executor.oldestStateHeight());
+    for (let h = 0n; h <= BigInt(top2); h++) {
+      assert.deepEqual(await view.getBlockByNumber(h), await executor.getBlockByNumber(h), `block ${h}`);
+      assert.equal(await view.getBalance(addr(sender), h), await executor.getBalance(addr(sender), h));
+    }
+    const txHash = `0x${Buffer.from(checked.hash).toString('hex')}` as const;
+    assert.deepEqual(await view.getReceipt(txHash), await executor.getReceipt(txHash));
+    assert.deepEqual(
+      await view.getProof(to, [], BigInt(top2)),
+      await executor.getProof(to, [], BigInt(top2)),
+    );
+    const transferCall = { from: addr(sender), to, value: 1n };
+    assert.equal(
+      await view.estimateGas(transferCall, BigInt(top2), undefined, { gasCap: 0n, timeoutMs: 5_000 }),
+      await executor.estimateGas(transferCall, BigInt(top2), undefined, { gasCap: 0n, timeoutMs: 5_000 }),
+    );
+
     // A height that names another parent, published by something else, stops it; nothing changes.
     const forged = {
       ...(await replica.record(top2))!,
@@ -179,6 +225,44 @@ describe('state-store: following the stream into its own RocksDB', () => {
       replica.apply(forged),
       (err: unknown) => err instanceof ReplicaError && err.code === 'PARENT_MISMATCH',
     );
+    // A height without the executor's write batch (an older executor) is refused, naming why.
+    const bare = {
+      ...(await replica.record(top2))!,
+      height: top2 + 1,
+      parentHash: replica.blockHash!,
+      kvOps: [],
+    };
+    await assert.rejects(replica.apply(bare), (err: unknown) => {
+      assert.ok(err instanceof ReplicaError && err.code === 'NO_KV_OPS');
+      assert.match(err.message, new RegExp(`height ${top2 + 1} carries no kv_ops`));
+      return true;
+    });
+    // ...and one whose batch writes the replica's own keys.
+    const sneaky = {
+      ...bare,
+      kvOps: [{ key: Uint8Array.of(0x60, 0, 0, 0, 0, 0, 0, 0, 1), value: Uint8Array.of(1) }],
+    };
+    await assert.rejects(
+      replica.apply(sneaky),
+      (err: unknown) => err instanceof ReplicaError && err.code === 'BAD_KV_OPS',
+    );
+    assert.equal(replica.height, top2);
     await follower.close();
+  });
+
+  it('refuses a store written in the older flat layout, naming what to do', async () => {
+    const kv = new MemoryKV();
+    await kv.write([
+      { type: 'put', key: Uint8Array.from([0x01, ...Buffer.from('blockHash')]), value: new Uint8Array(32) },
+      { type: 'put', key: Uint8Array.from([0x01, ...Buffer.from('height')]), value: Buffer.from('7') },
+    ]);
+    await assert.rejects(ReplicaStore.open(kv, 'chain-local'), (err: unknown) => {
+      assert.ok(err instanceof ReplicaError && err.code === 'OLD_LAYOUT');
+      assert.match(
+        err.message,
+        /older layout \(flat state\); delete it and the replica rebuilds it from the stream/,
+      );
+      return true;
+    });
   });
 });

@@ -14,12 +14,15 @@ import {
 import { AbciFieldError, fromProto, toProto } from './convert.js';
 import { ApplicationService } from './gen/noded/abci/v1/abci.js';
 import { HealthStatus, ServingStatus } from './health.js';
+import { addMempoolService, MEMPOOL_SERVICE_NAME, type MempoolSource } from './mempool.js';
 
 export interface AbciServerOptions {
   /** Default: insecure (plaintext); pass grpc.ServerCredentials.createSsl(...) for (mutual) TLS. */
   credentials?: grpc.ServerCredentials;
   maxMessageBytes?: number;
   logger?: Logger;
+  /** Also serve noded.mempool.v1.Mempool from this (the EVM Executor) on the same port. */
+  mempool?: MempoolSource;
 }
 
 export interface AbciServer {
@@ -175,6 +178,7 @@ export async function serveApplication(
     commit: unary('commit', logger, fromProto.commitRequest, () => app.commit(), toProto.commitResponse),
   };
   server.addService(lenientDefinition(), handlers);
+  if (opts.mempool) addMempoolService(server, opts.mempool, logger);
   const health = new HealthStatus();
   health.addTo(server);
 
@@ -187,6 +191,7 @@ export async function serveApplication(
   });
   health.set('', ServingStatus.SERVING);
   health.set(ABCI_SERVICE_NAME, ServingStatus.SERVING);
+  if (opts.mempool) health.set(MEMPOOL_SERVICE_NAME, ServingStatus.SERVING);
   const host = address.slice(0, address.lastIndexOf(':'));
   const bound = `${host}:${port}`;
   logger.info({ address: bound }, 'ABCI gRPC server listening');
@@ -199,6 +204,7 @@ export async function serveApplication(
     close(graceMs = 5_000) {
       closing ??= new Promise<void>((resolve) => {
         health.set(ABCI_SERVICE_NAME, ServingStatus.NOT_SERVING);
+        if (opts.mempool) health.set(MEMPOOL_SERVICE_NAME, ServingStatus.NOT_SERVING);
         health.set('', ServingStatus.NOT_SERVING);
         health.endWatches();
         const force = setTimeout(() => {

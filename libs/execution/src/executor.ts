@@ -223,6 +223,8 @@ const EMPTY_SOURCE: StateSource = {
 };
 const DECODED_CACHE = 10_000;
 const TIP_HISTORY = 20;
+/** Blocks a read replica looks back over for recent tips when it opens (reloadCommitted). */
+const TIP_SCAN = 1024;
 /**
  * The least tip eth_maxPriorityFeePerGas suggests (1 gwei, as a Hardhat node). Idle blocks carry no
  * tips; a zero suggestion would make wallets' "add 10% to replace" bumps zero too.
@@ -321,6 +323,8 @@ export class Executor implements Application, EthChain {
   private closed = false;
   private pending: PendingBlock | undefined;
   private recentTips: bigint[] = [];
+  /** reloadCommitted (read replica) has looked back for recent tips. */
+  private tipsLoaded = false;
   private readonly admissionListeners = new Set<(raw: Uint8Array, hash: Hex) => void>();
   /** Dev operations for this node's next proposal, in arrival order (dev.ts). */
   private devQueue: QueuedDevOp[] = [];
@@ -552,6 +556,7 @@ export class Executor implements Application, EthChain {
     if (this.opts.outbox) {
       // The genesis state is the outbox's first record: a replica starts from it.
       const record = genesisRecord(req.chainId, height, block, g.ops, appHashOf(g.stateRoot, this.baseFee));
+      record.kvOps = kvOpsOf(ops);
       ops.push({ type: 'put', key: heightKey(P.outbox, height), value: this.opts.outbox.encode(record) });
     }
     await this.opts.kv.write(ops, { sync: true });
@@ -1006,7 +1011,7 @@ export class Executor implements Application, EthChain {
     for (const [k, v] of Object.entries(metaOps)) ops.push({ type: 'put', key: metaKey(k), value: enc(v) });
     if (this.opts.outbox) {
       // In the same write as the block: a crash cannot commit a height without its outbox record.
-      const value = this.opts.outbox.encode(this.committedRecord(p));
+      const value = this.opts.outbox.encode(this.committedRecord(p, ops));
       ops.push({ type: 'put', key: heightKey(P.outbox, p.height), value });
     }
     this.db.beginCommit(p.built, newOldest);
@@ -1113,7 +1118,7 @@ export class Executor implements Application, EthChain {
     this.opts.logger.info({ height: target, from: top }, 'application rolled back');
   }
 
-  private committedRecord(p: PendingBlock): CommittedRecord {
+  private committedRecord(p: PendingBlock, ops: BatchOp[]): CommittedRecord {
     const stateChanges: CommittedRecord['stateChanges'] = [];
     for (const c of p.built.changes) {
       if (c.table === 'node') continue; // trie nodes: a replica keeps flat state, checked by the header
@@ -1131,7 +1136,54 @@ export class Executor implements Application, EthChain {
       receipts: p.receipts,
       stateChanges,
       codes: p.built.code.map(([hash, code]) => ({ codeHash: fromHex(hash), code })),
+      kvOps: kvOpsOf(ops),
     };
+  }
+
+  // ------------------------------------------------------------ read replica (state-store)
+
+  /**
+   * For an executor opened on a read replica's copy of application.db (the state-store, whose
+   * database receives each committed height's write batch from the stream): re-reads the committed
+   * position from the meta table and forgets every cached state value, so that reads see the height
+   * just written; each new block's lowest tip (from its receipts) joins the recent tips as commit()
+   * adds it, for eth_maxPriorityFeePerGas. Call it between writes, with no read in flight.
+   */
+  async reloadCommitted(): Promise<void> {
+    this.assertOpen();
+    const height = await this.meta(META.height);
+    if (height === undefined) return;
+    // The first time, the tips of the blocks before the view opened count too, as they did for an
+    // executor that has been running (up to TIP_HISTORY blocks with transactions in the last
+    // TIP_SCAN), so that two replicas answer eth_maxPriorityFeePerGas alike whenever they started.
+    const first = !this.tipsLoaded;
+    this.tipsLoaded = true;
+    const before = first ? -1 : this.initialized ? this.db.latest : -1;
+    this.genesisHeight = Number(await this.meta(META.genesisHeight));
+    const oldest = Number((await this.meta(META.oldestState)) ?? this.genesisHeight);
+    this.lastBlockHeight = Number((await this.meta(META.lastBlockHeight)) ?? 0);
+    this.appHash = fromHex((await this.meta(META.appHash)) ?? '0x');
+    this.baseFee = BigInt((await this.meta(META.nextBaseFee)) ?? this.opts.gas.baseFee);
+    this.supply = BigInt((await this.meta(META.totalSupply)) ?? 0);
+    const root = fromHex((await this.meta(META.stateRoot)) ?? toHex(EMPTY_TRIE_ROOT));
+    this.db.reset(Number(height), oldest, root);
+    this.callBlock = undefined;
+    this.initialized = true;
+    // The lowest tip of each new block with transactions (commit() keeps the same from execution).
+    const from = first ? Math.max(this.genesisHeight + 1, Number(height) - TIP_SCAN + 1) : before + 1;
+    for (let n = Math.max(from, this.genesisHeight + 1); n <= Number(height); n++) {
+      const b = await this.chain.block(BigInt(n));
+      if (!b) continue;
+      const rs = await this.chain.receipts(b.number);
+      let min: bigint | undefined;
+      for (const r of rs) {
+        const tip = r.effectiveGasPrice - b.header.baseFeePerGas;
+        if (min === undefined || tip < min) min = tip;
+      }
+      if (min === undefined) continue;
+      this.recentTips.push(min);
+      if (this.recentTips.length > TIP_HISTORY) this.recentTips.shift();
+    }
   }
 
   /** Up to `limit` outbox records in height order (ExecutorOptions.outbox): what is not published yet. */
@@ -2149,6 +2201,22 @@ export class Executor implements Application, EthChain {
     return { pending: conv(pending), queued: conv(queued) };
   }
 
+  /** The mempool's transactions as the cluster's Mempool contract carries them (raw, sender, hash). */
+  pendingPool(): { pending: PoolTxRecord[]; queued: PoolTxRecord[] } {
+    const { pending, queued } = this.pool.summary();
+    const flat = (m: Map<string, Array<{ d: DecodedTx }>>) =>
+      [...m.values()].flat().map((e) => poolTxOf(e.d));
+    return { pending: flat(pending), queued: flat(queued) };
+  }
+
+  /** A transaction waiting in the mempool (or this node's dev queue), by hash. */
+  pendingTx(hash: Hex): PoolTxRecord | undefined {
+    const e = this.pool.get(hash.toLowerCase());
+    if (e) return poolTxOf(e.d);
+    const q = this.devQueue.find((x) => x.d?.hashHex === hash.toLowerCase());
+    return q?.d ? poolTxOf(q.d) : undefined;
+  }
+
   // =================================================================== EthChain: traces
 
   private async replayTo(n: bigint, until: number, tracer?: { index: number; cfg: TracerConfig }) {
@@ -2220,6 +2288,25 @@ export class Executor implements Application, EthChain {
 }
 
 const pendingPlacement = { blockHash: null, blockNumber: null, transactionIndex: null, baseFee: null };
+
+/** A mempool transaction as it leaves the executor (the cluster's Mempool contract). */
+export interface PoolTxRecord {
+  raw: Uint8Array;
+  /** 20 bytes. */
+  sender: Uint8Array;
+  /** 32 bytes. */
+  hash: Uint8Array;
+  nonce: bigint;
+}
+
+function poolTxOf(d: DecodedTx): PoolTxRecord {
+  return { raw: d.raw, sender: fromHex(d.sender), hash: d.hash, nonce: d.nonce };
+}
+
+/** A waiting transaction as eth_getTransactionByHash and txpool_content render it (no block yet). */
+export function renderPendingTx(t: PoolTxRecord): EthTx {
+  return renderTx(t.raw, toHex(t.hash), toHex(t.sender), pendingPlacement);
+}
 
 function receiptBloom(r: StoredReceipt): Uint8Array {
   const bloom = new Uint8Array(256);
@@ -2365,7 +2452,13 @@ function genesisRecord(
     receipts: [],
     stateChanges,
     codes,
+    kvOps: [],
   };
+}
+
+/** A write batch as a CommittedRecord carries it (a deletion has no value). */
+function kvOpsOf(ops: BatchOp[]): CommittedRecord['kvOps'] {
+  return ops.map((op) => ({ key: op.key, value: op.type === 'put' ? op.value : undefined }));
 }
 
 /** The BTC token precompile's account at genesis: its marker code and the supply in slot 0. */

@@ -89,6 +89,11 @@ export interface CommittedRecord {
   /** Account (key: address) and storage (key: address + slot) values after the height; undefined: deleted. */
   stateChanges: Array<{ kind: 'account' | 'storage'; key: Uint8Array; value: Uint8Array | undefined }>;
   codes: Array<{ codeHash: Uint8Array; code: Uint8Array }>;
+  /**
+   * The height's write to application.db, in order, without its own outbox record: a replica that
+   * applies it mirrors the executor's database (docs/cluster.md). Empty from an older executor.
+   */
+  kvOps: Array<{ key: Uint8Array; value: Uint8Array | undefined }>;
 }
 
 export { defaultMempoolOptions };

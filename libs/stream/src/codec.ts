@@ -4,6 +4,7 @@
 import {
   CommittedHeight,
   NewHead,
+  PendingTransactions,
   StateChange_Kind,
 } from '../../abci-grpc/src/gen/noded/stream/v1/committed.js';
 import type { CommittedRecord } from '../../execution/index.js';
@@ -49,6 +50,11 @@ export function encodeCommitted(r: CommittedRecord): Uint8Array {
       deleted: c.value === undefined,
     })),
     codes: r.codes.map((c) => ({ codeHash: c.codeHash, code: c.code })),
+    kvOps: r.kvOps.map((o) => ({
+      key: o.key,
+      value: o.value ?? new Uint8Array(),
+      delete: o.value === undefined,
+    })),
   }).finish();
 }
 
@@ -137,6 +143,11 @@ export function decodeCommitted(bytes: Uint8Array): CommittedRecord {
       codeHash: bytesOf(f(`codes[${i}].code_hash`), c.codeHash, 32),
       code: c.code,
     })),
+    kvOps: m.kvOps.map((o, i) => {
+      if (o.key.length === 0) fail(f(`kv_ops[${i}].key`), 'must not be empty');
+      if (o.delete && o.value.length > 0) fail(f(`kv_ops[${i}].value`), 'must be empty when delete is set');
+      return { key: o.key, value: o.delete ? undefined : o.value };
+    }),
   };
 }
 
@@ -167,5 +178,26 @@ export function decodeHead(bytes: Uint8Array): Head {
     blockHash: bytesOf('NewHead.block_hash', m.blockHash, 32),
     parentHash: bytesOf('NewHead.parent_hash', m.parentHash, 32),
     headerRlp: m.headerRlp,
+  };
+}
+
+export function encodePendingTxs(chainId: string, hashes: Uint8Array[]): Uint8Array {
+  return PendingTransactions.encode({ chainId, hashes }).finish();
+}
+
+/** Decodes and checks a PendingTransactions; a StreamFieldError names the first field that is wrong. */
+export function decodePendingTxs(bytes: Uint8Array): { chainId: string; hashes: Uint8Array[] } {
+  let m: PendingTransactions;
+  try {
+    m = PendingTransactions.decode(bytes);
+  } catch (err) {
+    throw new StreamFieldError(
+      'PendingTransactions',
+      `not a PendingTransactions message: ${(err as Error).message}`,
+    );
+  }
+  return {
+    chainId: m.chainId,
+    hashes: m.hashes.map((h, i) => bytesOf(`PendingTransactions.hashes[${i}]`, h, 32)),
   };
 }

@@ -2,18 +2,33 @@
 // order onto its own KVStore, idempotently by height, each in one synced write, after checking the
 // chain id, that the height is the next one and that its parent hash is the block applied last. A
 // height that does not chain is refused with the reason and changes nothing.
+//
+// The write is the executor's own write batch of the height (CommittedRecord.kvOps), so the store
+// holds the same keys as the executor's application.db (docs/execution.md "Storage layout") and an
+// Executor opened on it answers every read as the executor would. The replica adds its own meta
+// names (replicaHeight, replicaBlockHash, layout) and the records themselves under 0x60, a prefix
+// application.db does not use.
 import type { CommittedRecord } from '../../execution/index.js';
 import type { BatchOp, KVStore } from '../../storage/index.js';
 import { decodeCommitted, encodeCommitted } from './codec.js';
 
 const K = {
-  meta: 0x01, // + name -> value
-  height: 0x40, // + height(8) -> CommittedHeight bytes
-  account: 0x10, // + address(20) -> account RLP
-  storage: 0x11, // + address(20) + slot(32) -> value
-  code: 0x12, // + code hash(32) -> code
-  tx: 0x43, // + tx hash(32) -> height(8) + index(4)
+  meta: 0x01, // + name -> value (application.db's meta table; the replica's names below)
+  account: 0x10, // + address(20) -> account RLP (application.db's)
+  storage: 0x11, // + address(20) + slot(32) -> value (application.db's)
+  code: 0x12, // + code hash(32) -> code (application.db's)
+  tx: 0x43, // + tx hash(32) -> height(8) + index(4) (application.db's)
+  record: 0x60, // + height(8) -> CommittedHeight bytes (the replica's own)
 } as const;
+/** The replica's meta names; none is one of application.db's (libs/execution META). */
+const M = {
+  chainId: 'replicaChainId',
+  height: 'replicaHeight',
+  blockHash: 'replicaBlockHash',
+  layout: 'replicaLayout',
+};
+/** 2: the executor's own keys (kvOps). 1 (no marker) was flat state and records under 0x40. */
+const LAYOUT = '2';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -35,7 +50,13 @@ const key = (prefix: number, ...parts: Uint8Array[]) => {
 };
 const hex = (b: Uint8Array) => `0x${Buffer.from(b).toString('hex')}`;
 
-export type ReplicaErrorCode = 'WRONG_CHAIN' | 'GAP' | 'PARENT_MISMATCH';
+export type ReplicaErrorCode =
+  | 'WRONG_CHAIN'
+  | 'GAP'
+  | 'PARENT_MISMATCH'
+  | 'NO_KV_OPS'
+  | 'BAD_KV_OPS'
+  | 'OLD_LAYOUT';
 
 export class ReplicaError extends Error {
   constructor(
@@ -55,15 +76,22 @@ export class ReplicaStore {
   ) {}
 
   static async open(kv: KVStore, chainId: string): Promise<ReplicaStore> {
-    const storedChain = await kv.get(metaKey('chainId'));
+    const layout = await kv.get(metaKey(M.layout));
+    if ((await kv.get(metaKey('blockHash'))) !== undefined || (layout && dec.decode(layout) !== LAYOUT)) {
+      throw new ReplicaError(
+        'OLD_LAYOUT',
+        `this replica store was written in an older layout (${layout ? `layout ${dec.decode(layout)}` : 'flat state'}); delete it and the replica rebuilds it from the stream`,
+      );
+    }
+    const storedChain = await kv.get(metaKey(M.chainId));
     if (storedChain && dec.decode(storedChain) !== chainId) {
       throw new ReplicaError(
         'WRONG_CHAIN',
         `this replica store holds chain ${dec.decode(storedChain)}, not ${chainId}`,
       );
     }
-    const h = await kv.get(metaKey('height'));
-    const hash = await kv.get(metaKey('blockHash'));
+    const h = await kv.get(metaKey(M.height));
+    const hash = await kv.get(metaKey(M.blockHash));
     return new ReplicaStore(
       kv,
       chainId,
@@ -109,22 +137,32 @@ export class ReplicaStore {
         `height ${r.height} names parent ${hex(r.parentHash)}, but the block applied at ${tip.height} is ${hex(tip.blockHash)}`,
       );
     }
-    const ops: BatchOp[] = [{ type: 'put', key: key(K.height, be64(r.height)), value: encodeCommitted(r) }];
-    for (const c of r.stateChanges) {
-      const k = key(c.kind === 'account' ? K.account : K.storage, c.key);
-      ops.push(c.value === undefined ? { type: 'del', key: k } : { type: 'put', key: k, value: c.value });
+    if (r.kvOps.length === 0) {
+      throw new ReplicaError(
+        'NO_KV_OPS',
+        `height ${r.height} carries no kv_ops: it comes from an executor older than the state-store, whose reads need the executor's write batch`,
+      );
     }
-    for (const c of r.codes) ops.push({ type: 'put', key: key(K.code, c.codeHash), value: c.code });
-    r.txs.forEach((t, i) => {
-      const loc = new Uint8Array(12);
-      loc.set(be64(r.height));
-      new DataView(loc.buffer).setUint32(8, i);
-      ops.push({ type: 'put', key: key(K.tx, t.hash), value: loc });
-    });
+    const ops: BatchOp[] = r.kvOps.map((o) =>
+      o.value === undefined ? { type: 'del', key: o.key } : { type: 'put', key: o.key, value: o.value },
+    );
+    for (const o of ops) {
+      if (
+        o.key[0] === K.record ||
+        (o.key[0] === K.meta && dec.decode(o.key.subarray(1)).startsWith('replica'))
+      ) {
+        throw new ReplicaError(
+          'BAD_KV_OPS',
+          `height ${r.height}: kv_ops writes ${hex(o.key)}, a key of the replica's own, not of application.db`,
+        );
+      }
+    }
     ops.push(
-      { type: 'put', key: metaKey('chainId'), value: enc.encode(this.chainId) },
-      { type: 'put', key: metaKey('height'), value: enc.encode(String(r.height)) },
-      { type: 'put', key: metaKey('blockHash'), value: r.blockHash },
+      { type: 'put', key: key(K.record, be64(r.height)), value: encodeCommitted(r) },
+      { type: 'put', key: metaKey(M.layout), value: enc.encode(LAYOUT) },
+      { type: 'put', key: metaKey(M.chainId), value: enc.encode(this.chainId) },
+      { type: 'put', key: metaKey(M.height), value: enc.encode(String(r.height)) },
+      { type: 'put', key: metaKey(M.blockHash), value: r.blockHash },
     );
     await this.kv.write(ops, { sync: true });
     this.tip = { height: r.height, blockHash: r.blockHash };
@@ -133,7 +171,7 @@ export class ReplicaStore {
 
   /** The committed height's record, as applied. */
   async record(height: number): Promise<CommittedRecord | undefined> {
-    const v = await this.kv.get(key(K.height, be64(height)));
+    const v = await this.kv.get(key(K.record, be64(height)));
     return v ? decodeCommitted(v) : undefined;
   }
 

@@ -11,6 +11,11 @@ export function headsSubject(chainId: string): string {
   return `noded.${chainId}.heads`;
 }
 
+/** Core NATS: PendingTransactions, the hashes the executor's mempool admitted (batched, at most once). */
+export function pendingTxsSubject(chainId: string): string {
+  return `noded.${chainId}.txs.pending`;
+}
+
 /** The JetStream stream that holds blocksSubject (stream names take no dots). */
 export function blocksStreamName(chainId: string): string {
   return `noded-${chainId}-blocks`;

@@ -122,6 +122,8 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
       ): Promise<AbciServer> => {
         const server = await serveApplication(executor, s.cluster.executorGrpcAddress, {
           logger: logger.child({ module: 'abci-grpc' }),
+          // rpc-edges' 'pending' nonces, txpool_* and waiting transactions by hash.
+          mempool: executor,
         });
         // Closed first: no FinalizeBlock or Commit reaches an executor that is closing.
         closers.add('abci gRPC server', () => server.close(DRAIN_MS));
@@ -129,7 +131,7 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
           .child({ module: 'service' })
           .info(
             { address: server.address, height: executor.latestHeight().toString() },
-            'serving noded.abci.v1.Application and grpc.health.v1',
+            'serving noded.abci.v1.Application, noded.mempool.v1.Mempool and grpc.health.v1',
           );
         return server;
       },

@@ -3,6 +3,8 @@
 // height with Nats-Msg-Id = the height, removing a record only once the stream acknowledged it;
 // then announces the head on core NATS `noded.<chain_id>.heads`. NATS being down delays publishing
 // (the outbox keeps the heights, written in the same atomic write as the block) and loses nothing.
+// It also announces the transactions the mempool admits on core NATS `noded.<chain_id>.txs.pending`
+// (hashes batched per turn of the event loop, at most once; none while NATS is away).
 import {
   connect,
   type JetStreamClient,
@@ -18,9 +20,11 @@ import {
   blocksSubject,
   decodeCommitted,
   encodeHead,
+  encodePendingTxs,
   headsSubject,
+  pendingTxsSubject,
 } from '../../../libs/stream/index.js';
-import type { EventBus, Logger } from '../../../libs/types/index.js';
+import type { EventBus, Hex, Logger } from '../../../libs/types/index.js';
 
 export interface PublisherOptions {
   executor: Executor;
@@ -47,6 +51,10 @@ export class BlockPublisher {
   private closed = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly unsubscribe: () => void;
+  private readonly unsubscribeTxs: () => void;
+  private pendingHashes: Uint8Array[] = [];
+  /** Admitted hashes kept while NATS is away are dropped past this many (core NATS is at most once). */
+  private static readonly MAX_PENDING_HASHES = 10_000;
   private readonly log: Logger;
   private lastError = '';
 
@@ -56,6 +64,7 @@ export class BlockPublisher {
     this.unsubscribe = o.bus.subscribe((ev) => {
       if (ev.kind === 'EthNewHead') this.kick();
     });
+    this.unsubscribeTxs = o.executor.onTxAdmitted((_raw, hash) => this.announce(hash));
     this.timer = setInterval(() => this.kick(), o.retryMs ?? 1_000);
     this.timer.unref();
     this.kick();
@@ -169,6 +178,13 @@ export class BlockPublisher {
             // A gap would make every replica stop at it: refuse to publish past it.
             throw new Error(`outbox holds height ${e.height} but the stream ends at ${this.published}`);
           }
+          const max = this.nc?.info?.max_payload;
+          if (max !== undefined && e.record.length > max) {
+            // Retried every round (the outbox keeps it) until nats-server allows it: nothing is skipped.
+            throw new Error(
+              `height ${e.height}'s CommittedHeight is ${e.record.length} bytes, above nats-server's max_payload of ${max} bytes; raise max_payload (up to 64MB) in nats-server's configuration, as scripts/cluster.sh does`,
+            );
+          }
           const ack = await js.publish(subject, e.record, { msgID: String(e.height) });
           this.published = e.height;
           if (ack.duplicate) this.log.debug({ height: e.height }, 'height already in the stream');
@@ -199,8 +215,32 @@ export class BlockPublisher {
   }
 
   /** Stops: one last round publishes what the outbox holds (if NATS answers), then disconnects. */
+  /** Queues an admitted transaction's hash; the batch leaves at the end of this turn. */
+  private announce(hash: Hex): void {
+    if (this.closed) return;
+    if (this.pendingHashes.length === 0) setImmediate(() => this.flushPending());
+    if (this.pendingHashes.length < BlockPublisher.MAX_PENDING_HASHES)
+      this.pendingHashes.push(Uint8Array.from(Buffer.from(hash.slice(2), 'hex')));
+  }
+
+  private flushPending(): void {
+    const hashes = this.pendingHashes;
+    this.pendingHashes = [];
+    const nc = this.nc;
+    if (hashes.length === 0 || !nc || nc.isClosed()) return;
+    try {
+      nc.publish(pendingTxsSubject(this.o.chainId), encodePendingTxs(this.o.chainId, hashes));
+    } catch (err) {
+      this.log.debug(
+        { err: (err as Error).message, count: hashes.length },
+        'pending transactions not announced',
+      );
+    }
+  }
+
   async close(): Promise<void> {
     this.unsubscribe();
+    this.unsubscribeTxs();
     if (this.timer) clearInterval(this.timer);
     await this.running;
     if (this.nc && !this.nc.isClosed()) {

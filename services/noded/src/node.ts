@@ -2,10 +2,9 @@
 // hand in one place (DESIGN.md "Embedded default"). The CLI (`noded start`) validates the home,
 // holds its lock and calls runNode(); this module owns start-up order and shutdown.
 
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { arch, platform } from 'node:os';
 import {
-  deriveDevAccounts,
   homePaths,
   loadNodeKey,
   loadValidatorKey,
@@ -28,8 +27,9 @@ import {
 import { CometRpcServer, DevAccounts, RestServer, TxIndexer } from '../../../libs/rpc/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetry/index.js';
-import { type EthDevControl, EventBus, type Logger } from '../../../libs/types/index.js';
+import { type EthDevControl, EventBus } from '../../../libs/types/index.js';
 import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
+import { devAccountKeys } from './dev-keys.js';
 import { DevSnapshots, finishInterruptedRevert, recordGenesisPoint } from './dev-snapshots.js';
 import { IndexerThread } from './indexer-thread/thread.js';
 import { dialHost, hostPort, NodeLifecycle, p2pHostFor } from './lifecycle.js';
@@ -37,22 +37,6 @@ import { LocalNodeReader } from './node-reader.js';
 import { EthRpcThread } from './rpc-edge/thread.js';
 import { startTerminalFeed } from './terminal.js';
 import { NODED_VERSION } from './version.js';
-
-function devAccountKeys(file: string, logger: Logger): string[] {
-  if (!existsSync(file)) return [];
-  try {
-    const json = JSON.parse(readFileSync(file, 'utf8')) as { mnemonic?: unknown; count?: unknown };
-    if (typeof json.mnemonic !== 'string') return [];
-    const count = typeof json.count === 'number' && json.count > 0 && json.count <= 1000 ? json.count : 20;
-    return deriveDevAccounts(json.mnemonic, count).map((a) => a.privateKey);
-  } catch (err) {
-    logger.warn(
-      { file, err: (err as Error).message },
-      'dev accounts file unreadable; no account is unlocked',
-    );
-    return [];
-  }
-}
 
 const NS_PER_S = 1_000_000_000n;
 

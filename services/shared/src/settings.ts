@@ -16,11 +16,13 @@ import {
 import { checkSubjectToken } from '../../../libs/stream/index.js';
 
 /** The services `noded service <name>` runs today. */
-export const SERVICE_NAMES = ['executor', 'consensus', 'state-store'] as const;
+export const SERVICE_NAMES = ['executor', 'consensus', 'state-store', 'rpc-edge'] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
 /** Where the executor serves noded.abci.v1.Application (and grpc.health.v1) unless told otherwise. */
 export const DEFAULT_EXECUTOR_GRPC_ADDRESS = '127.0.0.1:26670';
+/** Where a state-store serves noded.state.v1.StateReader (and grpc.health.v1) unless told otherwise. */
+export const DEFAULT_STATE_STORE_GRPC_ADDRESS = '127.0.0.1:26671';
 /** nats-server's default client port. */
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
 
@@ -33,6 +35,8 @@ export interface ClusterSettings {
   executorWaitMs: number;
   /** NODED_STATE_STORE_DB: the state-store's own RocksDB directory (default <home>/data/state-store.db). */
   stateStoreDb: string;
+  /** NODED_STATE_STORE_GRPC_ADDRESS: where a state-store listens and an rpc-edge dials (host:port). */
+  stateStoreGrpcAddress: string;
 }
 
 export interface ServiceSettings {
@@ -127,7 +131,9 @@ export function clusterSettingsOf(env: Env, problems: string[], home = '.'): Clu
       problems.push(`$NODED_STATE_STORE_DB: must not be the node's own ${own}, got ${JSON.stringify(db)}`);
     }
   }
-  return { executorGrpcAddress, natsUrls, executorWaitMs, stateStoreDb };
+  const stateStoreGrpcAddress = env.NODED_STATE_STORE_GRPC_ADDRESS ?? DEFAULT_STATE_STORE_GRPC_ADDRESS;
+  checkHostPort('NODED_STATE_STORE_GRPC_ADDRESS', stateStoreGrpcAddress, problems);
+  return { executorGrpcAddress, natsUrls, executorWaitMs, stateStoreDb, stateStoreGrpcAddress };
 }
 
 const formatProblem = (p: ConfigProblem) =>

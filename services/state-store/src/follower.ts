@@ -12,6 +12,11 @@ export interface FollowerOptions {
   servers: string[];
   logger: Logger;
   onFatal: (err: Error) => void;
+  /**
+   * Runs each apply (the service holds reads back meanwhile and refreshes its Executor view after);
+   * default: runs it.
+   */
+  applyGate?: (apply: () => Promise<boolean>) => Promise<boolean>;
   /** Wait between attempts while NATS or the stream is not there (ms). */
   retryMs?: number;
 }
@@ -114,7 +119,8 @@ export class StreamFollower {
     let applied: boolean;
     try {
       const r = decodeCommitted(m.data);
-      applied = await this.o.replica.apply(r);
+      const replica = this.o.replica;
+      applied = this.o.applyGate ? await this.o.applyGate(() => replica.apply(r)) : await replica.apply(r);
     } catch (err) {
       throw new FatalApply(new Error(`stream message ${m.seq}: ${(err as Error).message}`));
     }

@@ -1,10 +1,16 @@
 // The state-store service (docs/cluster.md): a read replica. Its own RocksDB (NODED_STATE_STORE_DB,
-// default <home>/data/state-store.db) fed by the executor's JetStream stream in height order. The
-// gRPC read contract that rpc-edges will use is not built yet.
+// default <home>/data/state-store.db) fed by the executor's JetStream stream in height order, each
+// height being the executor's own write batch, so the database is a copy of application.db. An
+// Executor opened on it (no mempool use, no commits) answers noded.state.v1.StateReader on
+// NODED_STATE_STORE_GRPC_ADDRESS with the node's own read code; after each applied height it
+// reloads its committed position.
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { type StateReaderServer, serveStateReader } from '../../../libs/abci-grpc/index.js';
+import { toExecutorSettings } from '../../../libs/config/index.js';
+import { Executor } from '../../../libs/execution/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { ReplicaStore } from '../../../libs/stream/index.js';
-import type { Logger } from '../../../libs/types/index.js';
+import { EventBus, type Logger } from '../../../libs/types/index.js';
 import {
   Closers,
   SERVICE_FATAL,
@@ -15,8 +21,10 @@ import {
 } from '../../shared/src/bootstrap.js';
 import type { ServiceSettings } from '../../shared/src/settings.js';
 import { StreamFollower } from './follower.js';
+import { ReadWriteGate } from './gate.js';
 
 export const REPLICA_DB = Symbol('state-store.db');
+export const STATE_READER_SERVER = Symbol('StateReaderServer');
 
 @Injectable()
 export class StateStoreLifecycle implements OnApplicationShutdown {
@@ -48,17 +56,94 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
       inject: [SERVICE_SETTINGS, REPLICA_DB],
       useFactory: (s: ServiceSettings, kv: KVStore) => ReplicaStore.open(kv, s.genesis.runtime.chainId),
     },
+    { provide: ReadWriteGate, useValue: new ReadWriteGate() },
+    {
+      provide: Executor,
+      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, REPLICA_DB],
+      useFactory: async (s: ServiceSettings, logger: Logger, closers: Closers, kv: KVStore) => {
+        const x = toExecutorSettings(
+          s.loaded.config,
+          s.loaded.app,
+          s.loaded.app.mode === 'archive' ? 'archive' : 'full',
+        );
+        const genesis = s.genesis.runtime;
+        // The executor's read code on the replica's copy of application.db. Its pruning position
+        // comes from the copied meta table (the executor's), not from these options.
+        const view = await Executor.open({
+          kv,
+          location: s.cluster.stateStoreDb,
+          chainId: genesis.chainId,
+          evmChainId: genesis.evmChainId,
+          mode: x.mode,
+          keepRecent: x.keepRecent,
+          gas: x.gas,
+          mempool: x.mempool,
+          allowUnprotectedTxs: x.allowUnprotectedTxs,
+          txFeeCap: x.txFeeCap,
+          devControls: false,
+          bus: new EventBus(),
+          logger: logger.child({ module: 'execution' }),
+        });
+        await view.reloadCommitted();
+        closers.add('executor view', () => view.close());
+        return view;
+      },
+    },
+    {
+      provide: STATE_READER_SERVER,
+      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, Executor, ReadWriteGate],
+      useFactory: async (
+        s: ServiceSettings,
+        logger: Logger,
+        closers: Closers,
+        view: Executor,
+        gate: ReadWriteGate,
+      ): Promise<StateReaderServer> => {
+        const server = await serveStateReader(
+          { chain: view, chainId: s.genesis.runtime.chainId, gate: (read) => gate.read(read) },
+          s.cluster.stateStoreGrpcAddress,
+          { logger: logger.child({ module: 'state-grpc' }) },
+        );
+        closers.add('state gRPC server', () => server.close(5_000));
+        logger
+          .child({ module: 'service' })
+          .info({ address: server.address }, 'serving noded.state.v1.StateReader and grpc.health.v1');
+        return server;
+      },
+    },
     {
       provide: StreamFollower,
-      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, SERVICE_FATAL, Closers, ReplicaStore],
+      inject: [
+        SERVICE_SETTINGS,
+        SERVICE_LOGGER,
+        SERVICE_FATAL,
+        Closers,
+        ReplicaStore,
+        Executor,
+        ReadWriteGate,
+        STATE_READER_SERVER,
+      ],
       useFactory: (
         s: ServiceSettings,
         logger: Logger,
         fatal: ServiceFatal,
         closers: Closers,
         replica: ReplicaStore,
+        view: Executor,
+        gate: ReadWriteGate,
       ) => {
-        const follower = new StreamFollower({ replica, servers: s.cluster.natsUrls, logger, onFatal: fatal });
+        const follower = new StreamFollower({
+          replica,
+          servers: s.cluster.natsUrls,
+          logger,
+          onFatal: fatal,
+          applyGate: (apply) =>
+            gate.write(async () => {
+              const applied = await apply();
+              if (applied) await view.reloadCommitted();
+              return applied;
+            }),
+        });
         closers.add('follower', () => follower.close());
         follower.start();
         logger

@@ -20,6 +20,7 @@ const MODULES: Record<ServiceName, () => Promise<ServiceModuleFactory>> = {
   consensus: async () => (await import('../../../../consensus/src/consensus.module.js')).consensusModule,
   'state-store': async () =>
     (await import('../../../../state-store/src/state-store.module.js')).stateStoreModule,
+  'rpc-edge': async () => (await import('../../../../rpc-edge/src/rpc-edge.module.js')).rpcEdgeModule,
 };
 
 export function registerService(program: Command): void {
@@ -38,7 +39,7 @@ async function runService(name: string, opts: ServiceOpts): Promise<void> {
   const errors: string[] = [];
   if (!(SERVICE_NAMES as readonly string[]).includes(name)) {
     errors.push(
-      `<name>: must be one of ${SERVICE_NAMES.join(', ')}, got ${JSON.stringify(name)} (p2p-gateway, rpc-edge and metrics are not built yet)`,
+      `<name>: must be one of ${SERVICE_NAMES.join(', ')}, got ${JSON.stringify(name)} (p2p-gateway and metrics are not built yet)`,
     );
   }
   if (opts.logLevel !== undefined && !(LOG_LEVELS as readonly string[]).includes(opts.logLevel)) {

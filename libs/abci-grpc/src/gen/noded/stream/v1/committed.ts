@@ -51,6 +51,22 @@ export interface CommittedHeight {
   stateChanges: StateChange[];
   /** Contract code first stored at this height. */
   codes: Code[];
+  /**
+   * The executor's own write of this height to application.db, in order: every key it put or
+   * deleted (state, history, trie nodes, pruning, block, receipts, indexes, meta), its outbox
+   * record left out. A replica that applies them holds the same database as the executor, so the
+   * executor's read code (eth_call, traces, proofs, logs) runs on it at every height it keeps.
+   * Empty from an executor that predates the field: a state-store refuses such a height.
+   */
+  kvOps: KvOp[];
+}
+
+/** One operation of application.db's write batch. */
+export interface KvOp {
+  key: Uint8Array;
+  /** The new value; empty when delete is true. */
+  value: Uint8Array;
+  delete: boolean;
 }
 
 export interface Transaction {
@@ -123,6 +139,16 @@ export interface NewHead {
   headerRlp: Uint8Array;
 }
 
+/**
+ * Transactions the executor's mempool admitted, on core NATS subject `noded.<chain_id>.txs.pending`
+ * (at most once, batched: what rpc-edges feed newPendingTransactions subscriptions and filters from).
+ */
+export interface PendingTransactions {
+  chainId: string;
+  /** keccak256 of each admitted transaction (32 bytes each), in admission order. */
+  hashes: Uint8Array[];
+}
+
 function createBaseCommittedHeight(): CommittedHeight {
   return {
     chainId: "",
@@ -136,6 +162,7 @@ function createBaseCommittedHeight(): CommittedHeight {
     receipts: [],
     stateChanges: [],
     codes: [],
+    kvOps: [],
   };
 }
 
@@ -179,6 +206,9 @@ export const CommittedHeight: MessageFns<CommittedHeight> = {
     }
     for (const v of message.codes) {
       Code.encode(v!, writer.uint32(90).fork()).join();
+    }
+    for (const v of message.kvOps) {
+      KvOp.encode(v!, writer.uint32(98).fork()).join();
     }
     return writer;
   },
@@ -284,6 +314,14 @@ export const CommittedHeight: MessageFns<CommittedHeight> = {
             message.codes.push(Code.decode(reader, reader.uint32()));
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.kvOps.push(KvOp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -312,6 +350,86 @@ export const CommittedHeight: MessageFns<CommittedHeight> = {
     message.receipts = object.receipts?.map((e) => Receipt.fromPartial(e)) || [];
     message.stateChanges = object.stateChanges?.map((e) => StateChange.fromPartial(e)) || [];
     message.codes = object.codes?.map((e) => Code.fromPartial(e)) || [];
+    message.kvOps = object.kvOps?.map((e) => KvOp.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseKvOp(): KvOp {
+  return { key: new Uint8Array(0), value: new Uint8Array(0), delete: false };
+}
+
+export const KvOp: MessageFns<KvOp> = {
+  encode(message: KvOp, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key.length !== 0) {
+      writer.uint32(10).bytes(message.key);
+    }
+    if (message.value.length !== 0) {
+      writer.uint32(18).bytes(message.value);
+    }
+    if (message.delete !== false) {
+      writer.uint32(24).bool(message.delete);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): KvOp {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseKvOp();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.bytes();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.bytes();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.delete = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<KvOp>, I>>(base?: I): KvOp {
+    return KvOp.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<KvOp>, I>>(object: I): KvOp {
+    const message = createBaseKvOp();
+    message.key = object.key ?? new Uint8Array(0);
+    message.value = object.value ?? new Uint8Array(0);
+    message.delete = object.delete ?? false;
     return message;
   },
 };
@@ -909,6 +1027,73 @@ export const NewHead: MessageFns<NewHead> = {
     message.blockHash = object.blockHash ?? new Uint8Array(0);
     message.parentHash = object.parentHash ?? new Uint8Array(0);
     message.headerRlp = object.headerRlp ?? new Uint8Array(0);
+    return message;
+  },
+};
+
+function createBasePendingTransactions(): PendingTransactions {
+  return { chainId: "", hashes: [] };
+}
+
+export const PendingTransactions: MessageFns<PendingTransactions> = {
+  encode(message: PendingTransactions, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.chainId !== "") {
+      writer.uint32(10).string(message.chainId);
+    }
+    for (const v of message.hashes) {
+      writer.uint32(18).bytes(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PendingTransactions {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePendingTransactions();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.chainId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.hashes.push(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PendingTransactions>, I>>(base?: I): PendingTransactions {
+    return PendingTransactions.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PendingTransactions>, I>>(object: I): PendingTransactions {
+    const message = createBasePendingTransactions();
+    message.chainId = object.chainId ?? "";
+    message.hashes = object.hashes?.map((e) => e) || [];
     return message;
   },
 };

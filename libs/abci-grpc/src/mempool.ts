@@ -1,0 +1,203 @@
+// noded.mempool.v1.Mempool (proto/noded/mempool/v1/mempool.proto): what an rpc-edge needs of the
+// executor's mempool: eth_sendRawTransaction's admission, the 'pending' nonce, the waiting
+// transactions. addMempoolService() puts it on the executor's gRPC server (serveApplication's
+// `mempool` option); GrpcMempool is the edge's client. Requests are checked at the boundary: an
+// address that is not 20 bytes, a hash that is not 32 or empty bytes to send get INVALID_ARGUMENT
+// naming the field, and undecodable bytes are refused the same way; the server keeps serving. A
+// refused transaction is FAILED_PRECONDITION with its JSON-RPC code in a trailer (as StateReader).
+import * as grpc from '@grpc/grpc-js';
+import { ChainError, type Hex, type Logger } from '../../types/index.js';
+import { DEFAULT_MAX_MESSAGE_BYTES } from './constants.js';
+import { MempoolService, type PoolTx } from './gen/noded/mempool/v1/mempool.js';
+import { CHAIN_ERROR_CODE_TRAILER, CHAIN_ERROR_DATA_TRAILER } from './state.js';
+
+export const MEMPOOL_SERVICE_NAME = 'noded.mempool.v1.Mempool';
+
+/** A waiting transaction: raw bytes, sender (20 bytes), hash (32 bytes), nonce. */
+export interface PoolTxRecord {
+  raw: Uint8Array;
+  sender: Uint8Array;
+  hash: Uint8Array;
+  nonce: bigint;
+}
+
+/** What the executor answers the contract from (the EVM Executor implements it). */
+export interface MempoolSource {
+  /** Throws a ChainError (code, message) when the transaction is refused. */
+  sendRawTransaction(raw: Uint8Array): Promise<Hex>;
+  getNonce(address: Hex, height: 'pending'): Promise<bigint>;
+  pendingPool(): { pending: PoolTxRecord[]; queued: PoolTxRecord[] };
+  pendingTx(hash: Hex): PoolTxRecord | undefined;
+}
+
+const hex = (b: Uint8Array): Hex => `0x${Buffer.from(b).toString('hex')}`;
+
+class Undecodable {
+  constructor(readonly reason: string) {}
+}
+
+function checkLength(field: string, b: Uint8Array | undefined, n: number): string | undefined {
+  const len = b?.length ?? 0;
+  return len === n ? undefined : `${field}: must be ${n} bytes, got ${len}`;
+}
+
+/** Adds the Mempool service, answered from `src`, to `server`. */
+export function addMempoolService(server: grpc.Server, src: MempoolSource, logger: Logger): void {
+  const def: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+  for (const [name, m] of Object.entries(MempoolService)) {
+    def[name] = {
+      ...m,
+      requestDeserialize: (buf: Buffer): unknown => {
+        try {
+          return m.requestDeserialize(buf);
+        } catch (err) {
+          return new Undecodable((err as Error).message);
+        }
+      },
+    } as grpc.MethodDefinition<unknown, unknown>;
+  }
+  const handler =
+    <Req>(
+      rpc: string,
+      message: string,
+      run: (req: Req) => Promise<unknown> | unknown,
+      check?: (req: Req) => string | undefined,
+    ) =>
+    (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+      const at = `${MEMPOOL_SERVICE_NAME}/${rpc}`;
+      if (call.request instanceof Undecodable) {
+        cb({
+          code: grpc.status.INVALID_ARGUMENT,
+          details: `${at}: the request is not a valid ${message}: ${call.request.reason}`,
+        });
+        return;
+      }
+      const problem = check?.(call.request as Req);
+      if (problem !== undefined) {
+        cb({ code: grpc.status.INVALID_ARGUMENT, details: `${at}: ${problem}` });
+        return;
+      }
+      Promise.resolve()
+        .then(() => run(call.request as Req))
+        .then(
+          (res) => cb(null, res),
+          (err: unknown) => {
+            if (err instanceof ChainError) {
+              const metadata = new grpc.Metadata();
+              metadata.set(CHAIN_ERROR_CODE_TRAILER, String(err.code));
+              if (typeof err.data === 'string') metadata.set(CHAIN_ERROR_DATA_TRAILER, err.data);
+              cb({ code: grpc.status.FAILED_PRECONDITION, details: err.message, metadata });
+              return;
+            }
+            const msg = err instanceof Error ? err.message : String(err);
+            logger.error({ rpc, err: msg }, 'mempool call failed');
+            cb({ code: grpc.status.INTERNAL, details: `${at}: ${msg}` });
+          },
+        );
+    };
+  server.addService(def, {
+    pendingNonce: handler<{ address: Uint8Array }>(
+      'PendingNonce',
+      'noded.mempool.v1.PendingNonceRequest',
+      async (r) => ({ nonce: await src.getNonce(hex(r.address), 'pending') }),
+      (r) => checkLength('PendingNonceRequest.address', r.address, 20),
+    ),
+    pendingTransactions: handler('PendingTransactions', 'noded.mempool.v1.PendingTransactionsRequest', () =>
+      src.pendingPool(),
+    ),
+    sendRawTransaction: handler<{ raw: Uint8Array }>(
+      'SendRawTransaction',
+      'noded.mempool.v1.SendRawTransactionRequest',
+      async (r) => ({ hash: Buffer.from((await src.sendRawTransaction(r.raw)).slice(2), 'hex') }),
+      (r) => (r.raw.length === 0 ? 'SendRawTransactionRequest.raw: must not be empty' : undefined),
+    ),
+    pendingTransaction: handler<{ hash: Uint8Array }>(
+      'PendingTransaction',
+      'noded.mempool.v1.PendingTransactionRequest',
+      (r) => ({ tx: src.pendingTx(hex(r.hash)) }),
+      (r) => checkLength('PendingTransactionRequest.hash', r.hash, 32),
+    ),
+  });
+}
+
+/** The edge's client of the executor's Mempool service. */
+export class GrpcMempool {
+  private readonly client: grpc.Client;
+
+  constructor(
+    readonly address: string,
+    opts: { credentials?: grpc.ChannelCredentials; deadlineMs?: number } = {},
+  ) {
+    this.client = new grpc.Client(address, opts.credentials ?? grpc.credentials.createInsecure(), {
+      'grpc.max_receive_message_length': DEFAULT_MAX_MESSAGE_BYTES,
+    });
+    this.deadlineMs = opts.deadlineMs ?? 10_000;
+  }
+
+  private readonly deadlineMs: number;
+
+  close(): void {
+    this.client.close();
+  }
+
+  private unary<Req, Res>(
+    def: { path: string; requestSerialize: (r: Req) => Buffer; responseDeserialize: (b: Buffer) => Res },
+    req: Req,
+  ): Promise<Res> {
+    return new Promise((resolve, reject) =>
+      this.client.makeUnaryRequest(
+        def.path,
+        def.requestSerialize,
+        def.responseDeserialize,
+        req,
+        new grpc.Metadata(),
+        { deadline: Date.now() + this.deadlineMs },
+        (err, res) => {
+          if (!err) return resolve(res as Res);
+          if (err.code === grpc.status.FAILED_PRECONDITION) {
+            const code = Number(err.metadata.get(CHAIN_ERROR_CODE_TRAILER)[0] ?? -32000);
+            const data = err.metadata.get(CHAIN_ERROR_DATA_TRAILER)[0];
+            return reject(
+              new ChainError(code, err.details, typeof data === 'string' ? (data as Hex) : undefined),
+            );
+          }
+          reject(
+            new ChainError(-32000, `executor mempool at ${this.address}: ${err.details || err.message}`),
+          );
+        },
+      ),
+    );
+  }
+
+  /** eth_sendRawTransaction on the executor; a refusal is the executor's ChainError. */
+  async sendRawTransaction(raw: Uint8Array): Promise<Hex> {
+    const r = await this.unary(MempoolService.sendRawTransaction, { raw });
+    if (r.hash.length !== 32)
+      throw new ChainError(
+        -32000,
+        `executor mempool: invalid response: SendRawTransactionResponse.hash: must be 32 bytes, got ${r.hash.length}`,
+      );
+    return hex(r.hash);
+  }
+
+  async pendingNonce(address: Uint8Array): Promise<bigint> {
+    return (await this.unary(MempoolService.pendingNonce, { address })).nonce;
+  }
+
+  async pendingTransactions(): Promise<{ pending: PoolTxRecord[]; queued: PoolTxRecord[] }> {
+    const r = await this.unary(MempoolService.pendingTransactions, {});
+    return { pending: r.pending.map(checked), queued: r.queued.map(checked) };
+  }
+
+  async pendingTransaction(hash: Uint8Array): Promise<PoolTxRecord | undefined> {
+    const r = await this.unary(MempoolService.pendingTransaction, { hash });
+    return r.tx === undefined ? undefined : checked(r.tx);
+  }
+}
+
+function checked(t: PoolTx): PoolTxRecord {
+  const problem = checkLength('PoolTx.sender', t.sender, 20) ?? checkLength('PoolTx.hash', t.hash, 32);
+  if (problem !== undefined || t.raw.length === 0)
+    throw new Error(`executor mempool: invalid response: ${problem ?? 'PoolTx.raw: must not be empty'}`);
+  return { raw: t.raw, sender: t.sender, hash: t.hash, nonce: t.nonce };
+}

@@ -1,0 +1,180 @@
+// The EthChain an rpc-edge serves the Ethereum JSON-RPC from (docs/cluster.md "rpc-edge"): reads go
+// to one state-store over noded.state.v1.StateReader; transactions and what only the mempool knows
+// (the 'pending' nonce, txpool_*, a transaction not yet in a block) to the executor's
+// noded.mempool.v1.Mempool, whose SendRawTransaction is CheckTx's admission plus the JSON-RPC's own
+// checks (allow_unprotected_txs, rpc_tx_fee_cap), as `noded start` applies them. The edge keeps no
+// chain state: its synchronous getters (eth_blockNumber, eth_gasPrice...) answer from the
+// state-store's position as last reported, which every read's answer and every Head call move
+// forward.
+//
+// HeadFeed turns the executor's new heads (core NATS `noded.<chain_id>.heads`) into the EthNewHead
+// events the server's newHeads/logs subscriptions and filters consume: on each head (and once a
+// second, since core NATS delivers at most once) it asks the state-store for its position and
+// publishes every height it now holds that was not published yet, with the block and its logs as the
+// state-store answers them. So subscribers see the heights the state-store can answer reads at.
+import type { GrpcMempool, StateHead, StateRead, StateReaderClient } from '../../../libs/abci-grpc/index.js';
+import { renderPendingTx } from '../../../libs/execution/index.js';
+import {
+  ChainError,
+  type EthBlock,
+  type EthChain,
+  type EthLog,
+  type EthTx,
+  type EventBus,
+  type Hex,
+  type Logger,
+  type PendingTxSummary,
+} from '../../../libs/types/index.js';
+
+const hex = (b: Uint8Array): Hex => `0x${Buffer.from(b).toString('hex')}`;
+
+export class EdgeChain {
+  private head: StateHead;
+
+  constructor(
+    private readonly reader: StateReaderClient,
+    private readonly mempool: GrpcMempool,
+    initial: StateHead,
+  ) {
+    this.head = initial;
+  }
+
+  get position(): StateHead {
+    return this.head;
+  }
+
+  /** Takes a position reported by the state-store; never moves back (a lagging answer is older). */
+  observe(h: StateHead): void {
+    if (h.latestHeight >= this.head.latestHeight) this.head = h;
+  }
+
+  async refresh(): Promise<StateHead> {
+    this.observe(await this.reader.head());
+    return this.head;
+  }
+
+  private read<T>(m: StateRead, ...args: unknown[]): Promise<T> {
+    return this.reader.read<T>(m, args, (h) => this.observe(h));
+  }
+
+  /** The EthChain the JSON-RPC server is built on. */
+  chain(): EthChain {
+    const r = <T>(m: StateRead, ...a: unknown[]) => this.read<T>(m, ...a);
+    return {
+      chainId: () => this.head.evmChainId,
+      latestHeight: () => this.head.latestHeight,
+      oldestStateHeight: () => this.head.oldestStateHeight,
+      nextBaseFee: () => this.head.nextBaseFee,
+      suggestedTip: () => this.head.suggestedTip,
+      getBlockByNumber: (n) => r('getBlockByNumber', n),
+      getBlockByHash: (h) => r('getBlockByHash', h),
+      getBlockTransactions: (n) => r('getBlockTransactions', n),
+      getBlockReceipts: (n) => r('getBlockReceipts', n),
+      // In a block: the state-store; still waiting: the executor's mempool (as the node answers).
+      getTransaction: async (h) => (await r<EthTx | undefined>('getTransaction', h)) ?? this.pendingTx(h),
+      getReceipt: (h) => r('getReceipt', h),
+      getLogs: (f) => r('getLogs', f),
+      getBalance: (a, h) => r('getBalance', a, h),
+      getNonce: (a, h) => (h === 'pending' ? this.pendingNonce(a) : r('getNonce', a, h)),
+      getCode: (a, h) => r('getCode', a, h),
+      getStorageAt: (a, s, h) => r('getStorageAt', a, s, h),
+      getProof: (a, s, h) => r('getProof', a, s, h),
+      call: (req, h, o, opts) => r('call', req, h, o, opts),
+      estimateGas: (req, h, o, opts) => r('estimateGas', req, h, o, opts),
+      createAccessList: (req, h, opts) => r('createAccessList', req, h, opts),
+      feeHistory: (c, n, p) => r('feeHistory', c, n, p),
+      traceTransaction: (h, c) => r('traceTransaction', h, c),
+      traceCall: (req, h, c) => r('traceCall', req, h, c),
+      traceBlock: (n, c) => r('traceBlock', n, c),
+      sendRawTransaction: (raw) => this.mempool.sendRawTransaction(raw),
+      txPool: () => this.txPool(),
+    };
+  }
+
+  private async pendingNonce(address: Hex): Promise<bigint> {
+    if (!/^0x[0-9a-fA-F]{40}$/.test(address)) throw new ChainError(-32602, `invalid address ${address}`);
+    return this.mempool.pendingNonce(Uint8Array.from(Buffer.from(address.slice(2), 'hex')));
+  }
+
+  private async pendingTx(hash: Hex): Promise<EthTx | undefined> {
+    if (!/^0x[0-9a-fA-F]{64}$/.test(hash)) return undefined;
+    const t = await this.mempool.pendingTransaction(Uint8Array.from(Buffer.from(hash.slice(2), 'hex')));
+    return t === undefined ? undefined : renderPendingTx(t);
+  }
+
+  private async txPool(): Promise<PendingTxSummary> {
+    const pool = await this.mempool.pendingTransactions();
+    const group = (list: typeof pool.pending) => {
+      const out = new Map<Hex, Map<bigint, EthTx>>();
+      for (const t of list) {
+        const sender = hex(t.sender);
+        let inner = out.get(sender);
+        if (!inner) {
+          inner = new Map();
+          out.set(sender, inner);
+        }
+        inner.set(t.nonce, renderPendingTx(t));
+      }
+      return out;
+    };
+    return { pending: group(pool.pending), queued: group(pool.queued) };
+  }
+}
+
+/** Publishes EthNewHead for each height the state-store holds, in order, once (see the header). */
+export class HeadFeed {
+  private published: bigint;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly edge: EdgeChain,
+    private readonly chain: EthChain,
+    private readonly bus: EventBus,
+    private readonly logger: Logger,
+    pollMs = 1_000,
+  ) {
+    this.published = edge.position.latestHeight;
+    this.timer = setInterval(() => this.poke(), pollMs);
+  }
+
+  /** A new head was announced (or the poll fired): catch up with the state-store. */
+  poke(): void {
+    if (this.closed) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.catchUp()
+      .catch((err: unknown) =>
+        this.logger.warn({ err: (err as Error).message }, 'new heads: state-store not answering'),
+      )
+      .finally(() => {
+        this.running = undefined;
+        if (this.again) {
+          this.again = false;
+          this.poke();
+        }
+      });
+  }
+
+  private async catchUp(): Promise<void> {
+    const head = await this.edge.refresh();
+    while (!this.closed && this.published < head.latestHeight) {
+      const n = this.published + 1n;
+      const block = await this.chain.getBlockByNumber(n);
+      if (block === undefined) return;
+      const logs = await this.chain.getLogs({ fromBlock: n, toBlock: n });
+      this.bus.publish({ kind: 'EthNewHead', block: block as EthBlock, logs: logs as EthLog[] });
+      this.published = n;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+  }
+}

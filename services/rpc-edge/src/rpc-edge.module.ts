@@ -1,0 +1,161 @@
+// The rpc-edge service (docs/cluster.md "rpc-edge"): the Ethereum JSON-RPC (HTTP on [evm] rpc_address,
+// WebSocket on [evm] ws_address, every [evm]/[evm.rpc] limit of app.toml, as `noded start` applies
+// them) over an EdgeChain: reads from the state-store at NODED_STATE_STORE_GRPC_ADDRESS, transactions
+// and the mempool's answers from the executor's noded.mempool.v1.Mempool at
+// NODED_EXECUTOR_GRPC_ADDRESS, new heads and admitted transactions from NATS. It holds no chain
+// state; run as many as needed, each on its own ports.
+import { arch, platform } from 'node:os';
+import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { connect, type NatsConnection } from 'nats';
+import { GrpcMempool, StateReaderClient } from '../../../libs/abci-grpc/index.js';
+import { homePaths, toEthRpcOptions } from '../../../libs/config/index.js';
+import { DevAccounts, EthRpcServer } from '../../../libs/rpc/index.js';
+import { decodePendingTxs, headsSubject, pendingTxsSubject } from '../../../libs/stream/index.js';
+import { EventBus, type Logger } from '../../../libs/types/index.js';
+import { devAccountKeys } from '../../noded/src/dev-keys.js';
+import { dialHost, hostPort } from '../../noded/src/lifecycle.js';
+import { NODED_VERSION } from '../../noded/src/version.js';
+import {
+  Closers,
+  SERVICE_LOGGER,
+  SERVICE_SETTINGS,
+  type ServiceModuleFactory,
+} from '../../shared/src/bootstrap.js';
+import type { ServiceSettings } from '../../shared/src/settings.js';
+import { EdgeChain, HeadFeed } from './edge-chain.js';
+
+/** How long the edge waits for its state-store at start. */
+const STATE_STORE_WAIT_MS = 60_000;
+
+@Injectable()
+export class RpcEdgeLifecycle implements OnApplicationShutdown {
+  constructor(@Inject(Closers) private readonly closers: Closers) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.closers.closeAll();
+  }
+}
+
+export const RPC_EDGE = Symbol('rpc-edge');
+
+export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
+  module: RpcEdgeModule,
+  providers: [
+    { provide: SERVICE_SETTINGS, useValue: settings },
+    { provide: SERVICE_LOGGER, useValue: shared.logger },
+    { provide: Closers, useValue: shared.closers },
+    {
+      provide: RPC_EDGE,
+      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers],
+      useFactory: async (s: ServiceSettings, logger: Logger, closers: Closers) => {
+        const log = logger.child({ module: 'service' });
+        const options = toEthRpcOptions(s.loaded.app);
+        if (!options.enable && !options.wsEnable) {
+          throw new Error(
+            'app.toml: [evm.rpc] enable and ws_enable are both false: an rpc-edge has nothing to serve',
+          );
+        }
+        const reader = new StateReaderClient(s.cluster.stateStoreGrpcAddress);
+        closers.add('state-store client', () => reader.close());
+        const mempool = new GrpcMempool(s.cluster.executorGrpcAddress);
+        closers.add('mempool client', () => mempool.close());
+        log.info({ stateStore: s.cluster.stateStoreGrpcAddress }, 'waiting for the state-store');
+        await reader.waitReady(STATE_STORE_WAIT_MS);
+        const head = await reader.head();
+        if (head.chainId !== s.genesis.runtime.chainId) {
+          throw new Error(
+            `the state-store at ${s.cluster.stateStoreGrpcAddress} serves chain ${head.chainId}, this home is ${s.genesis.runtime.chainId}`,
+          );
+        }
+        const edge = new EdgeChain(reader, mempool, head);
+        const chain = edge.chain();
+        const bus = new EventBus();
+        const devKeys =
+          s.genesis.runtime.chainId === 'chain-local'
+            ? devAccountKeys(homePaths(s.home).devAccounts, log)
+            : [];
+        const server = new EthRpcServer({
+          chain,
+          bus,
+          logger: logger.child({ module: 'json-rpc' }),
+          options,
+          clientVersion: `noded/v${NODED_VERSION}/${platform()}-${arch()}/node${process.versions.node}`,
+          devAccounts: devKeys.length > 0 ? new DevAccounts(devKeys) : null,
+          peerCount: () => 0,
+          syncing: () => false,
+        });
+        const feed = new HeadFeed(edge, chain, bus, logger.child({ module: 'heads' }));
+        closers.add('new heads', () => feed.close());
+        // Core NATS heads only wake the feed up; it reads what it publishes from the state-store.
+        let nc: NatsConnection | undefined;
+        let natsClosed = false;
+        const subscribe = async () => {
+          while (!natsClosed) {
+            try {
+              nc = await connect({
+                servers: s.cluster.natsUrls,
+                name: 'noded-rpc-edge',
+                maxReconnectAttempts: -1,
+              });
+              break;
+            } catch (err) {
+              log.warn(
+                { err: (err as Error).message },
+                'NATS unreachable; new heads by polling the state-store meanwhile',
+              );
+              await new Promise((r) => setTimeout(r, 1_000));
+            }
+          }
+          if (nc === undefined) return;
+          const chainId = s.genesis.runtime.chainId;
+          // Admitted transactions: newPendingTransactions subscriptions and filters.
+          nc.subscribe(pendingTxsSubject(chainId), {
+            callback: (err, m) => {
+              if (err) return;
+              try {
+                const p = decodePendingTxs(m.data);
+                if (p.chainId !== chainId) return;
+                for (const h of p.hashes)
+                  bus.publish({ kind: 'EthPendingTx', hash: `0x${Buffer.from(h).toString('hex')}` });
+              } catch (e) {
+                log.warn({ err: (e as Error).message }, 'pending transactions message refused');
+              }
+            },
+          });
+          const sub = nc.subscribe(headsSubject(chainId));
+          for await (const _m of sub) feed.poke();
+        };
+        const natsLoop = subscribe();
+        closers.add('nats', async () => {
+          natsClosed = true;
+          await nc?.close().catch(() => {});
+          await natsLoop.catch(() => {});
+        });
+        const endpoints: string[] = [];
+        if (options.enable) {
+          const at = hostPort(s.loaded.app.evm.rpcAddress.raw);
+          endpoints.push(`http://${dialHost(at.host)}:${await server.listenHttp(at.host, at.port)}`);
+        }
+        if (options.wsEnable) {
+          const at = hostPort(s.loaded.app.evm.wsAddress.raw);
+          endpoints.push(`ws://${dialHost(at.host)}:${await server.listenWs(at.host, at.port)}`);
+        }
+        closers.add('json-rpc', () => server.close());
+        log.info(
+          {
+            endpoints,
+            stateStore: s.cluster.stateStoreGrpcAddress,
+            executor: s.cluster.executorGrpcAddress,
+            height: head.latestHeight.toString(),
+          },
+          'serving the Ethereum JSON-RPC',
+        );
+        return server;
+      },
+    },
+    RpcEdgeLifecycle,
+  ],
+});
+
+@Module({})
+export class RpcEdgeModule {}
