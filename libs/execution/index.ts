@@ -13,6 +13,19 @@ export {
   SourceChainError,
   sameDeposit,
 } from './src/bridge/deposits.js';
+export type { DepositSource } from './src/bridge/inbound.js';
+export {
+  type AttestingValidator,
+  BRIDGE_TX_MAGIC,
+  type BridgeTx,
+  BridgeTxError,
+  checkBridgeTx,
+  decodeBridgeTx,
+  encodeBridgeTx,
+  isBridgeTx,
+  type SupportingVote,
+  tallyAttestations,
+} from './src/bridge/mint.js';
 export {
   DepositWatcher,
   type DepositWatcherOptions,
