@@ -705,7 +705,7 @@ export class Executor implements Application, EthChain {
     const bridge = await this.bridgeIn.prepare(
       req.height,
       req.localLastCommit,
-      (await this.inboundAt(this.db.latest)).lastSequence + 1n,
+      await this.inboundAt(this.db.latest),
     );
     if (bridge && protoTxSize(bridge.length) <= req.maxTxBytes) {
       dev.push(bridge);
@@ -734,11 +734,7 @@ export class Executor implements Application, EthChain {
         const why =
           i !== 0
             ? `the bridge transaction is at index ${i}, not 0`
-            : await this.bridgeIn.check(
-                raw,
-                req.height,
-                (await this.inboundAt(this.db.latest)).lastSequence + 1n,
-              );
+            : await this.bridgeIn.check(raw, req.height, await this.inboundAt(this.db.latest));
         if (why !== null) {
           this.opts.logger.warn({ height: req.height, reason: why }, 'bridge: rejecting proposal');
           return false;

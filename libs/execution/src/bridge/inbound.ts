@@ -13,7 +13,7 @@ import type {
 } from '../../../types/index.js';
 import { attr } from '../blockrun.js';
 import { toKey } from '../bytes.js';
-import { readInbound, writeInbound } from '../precompiles/bridge-out.js';
+import { type InboundState, readInbound, writeInbound } from '../precompiles/bridge-out.js';
 import type { JournaledState } from '../state/journaled.js';
 import { metaKey } from '../store/keys.js';
 import { type Deposit, decodeAttestation, encodeAttestation, MAX_ATTESTED_DEPOSITS } from './deposits.js';
@@ -147,13 +147,17 @@ export class BridgeIn {
   // -------------------------------------------------------------------------------------------
   // Proposals
 
-  /** PrepareProposal: the bridge transaction of this block, or null. */
+  /**
+   * PrepareProposal: the bridge transaction of this block, or null. Nothing is processed while
+   * genesis maps no token (deposits then wait instead of being skipped for good).
+   */
   async prepare(
     height: number,
     commit: ExtendedCommitInfo | undefined,
-    next: bigint,
+    inbound: InboundState,
   ): Promise<Uint8Array | null> {
-    if (!commit) return null;
+    if (!commit || inbound.token === '') return null;
+    const next = inbound.lastSequence + 1n;
     const validators = await this.validators(height - 1);
     if (!validators) return null;
     const tx = tallyAttestations(commit, { chainId: this.chainId, height: height - 1, validators, next });
@@ -171,7 +175,10 @@ export class BridgeIn {
   }
 
   /** ProcessProposal: why this block's bridge transaction must be refused, or null. */
-  async check(raw: Uint8Array, height: number, next: bigint): Promise<string | null> {
+  async check(raw: Uint8Array, height: number, inbound: InboundState): Promise<string | null> {
+    if (inbound.token === '')
+      return 'genesis maps no source token to BTC (app_state.bridge.btc_token_address): nothing is bridged in';
+    const next = inbound.lastSequence + 1n;
     let tx: ReturnType<typeof decodeBridgeTx>;
     try {
       tx = decodeBridgeTx(raw);
