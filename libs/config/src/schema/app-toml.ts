@@ -194,7 +194,7 @@ export const APP_TOML_DOCS: Record<string, string> = {
     'Bridge in (docs/bridge.md): the source EVM chain whose AssetsLocked events validators attest.\n' +
     'The parameters every node must share are in genesis.json app_state.bridge, not here.',
   'bridge.enable':
-    'Watch the source chain for deposits and attest them in this validator\'s vote extensions\n' +
+    "Watch the source chain for deposits and attest them in this validator's vote extensions\n" +
     '(needs the three keys below, and genesis consensus_params.abci.vote_extensions_enable_height).',
   'bridge.ethereum_rpc_url': "The source chain's JSON-RPC, http:// or https://.",
   'bridge.bridge_address':
