@@ -7,7 +7,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { voteExtensionSignBytes } from '../../libs/consensus/index.js';
 import { ed25519Address, ed25519Generate, ed25519Sign, sha256 } from '../../libs/crypto/index.js';
-import { type Deposit, Executor, encodeAttestation, isBridgeTx } from '../../libs/execution/index.js';
+import {
+  type Deposit,
+  type DepositSource,
+  decodeAttestation,
+  Executor,
+  encodeAttestation,
+  isBridgeTx,
+} from '../../libs/execution/index.js';
 import { MemoryKV } from '../../libs/storage/index.js';
 import { EventBus, type ExtendedCommitInfo, type Validator } from '../../libs/types/index.js';
 import {
@@ -39,8 +46,11 @@ const dep = (sequence: bigint, recipient: string, amount: bigint, token = MAPPED
   sourceTx: '',
 });
 
-async function open(mapped: boolean) {
-  const ex = await Executor.open(executorOptions(new MemoryKV(), new EventBus()));
+async function open(mapped: boolean, deposits?: DepositSource) {
+  const ex = await Executor.open({
+    ...executorOptions(new MemoryKV(), new EventBus()),
+    ...(deposits ? { deposits } : {}),
+  });
   await ex.initChain({
     chainId: 'chain-local',
     time: GENESIS_TIME,
@@ -146,6 +156,19 @@ describe('executor: bridge in', () => {
     assert.equal(await balance(n, bob), 0n, 'another token is never minted');
     assert.equal(n.ex.totalSupply(), supply0 + 6n);
     assert.equal(n.ex.lastInboundSequence(), 3n);
+    const vreq = (ext: Uint8Array) => ({
+      height: n.height() + 1,
+      round: 0,
+      hash: new Uint8Array(32),
+      validatorAddress: validators[0]!.address,
+      voteExtension: ext,
+    });
+    assert.equal(
+      await n.ex.verifyVoteExtension(vreq(encodeAttestation([dep(1n, alice, 5n)]))),
+      false,
+      'minted already',
+    );
+    assert.equal(await n.ex.verifyVoteExtension(vreq(encodeAttestation([dep(4n, alice, 5n)]))), true);
     // The same transaction again (sequence numbers repeated) is refused and mints nothing.
     assert.equal(await n.process(txs), false);
     const again = await n.block(txs);
@@ -167,7 +190,11 @@ describe('executor: bridge in', () => {
     });
     assert.equal(await n.ex.verifyVoteExtension(req(new Uint8Array(0))), true);
     assert.equal(await n.ex.verifyVoteExtension(req(encodeAttestation([dep(1n, alice, 1n)]))), true);
-    assert.equal(await n.ex.verifyVoteExtension(req(encodeAttestation([dep(2n, alice, 1n)]))), false);
+    assert.equal(
+      await n.ex.verifyVoteExtension(req(encodeAttestation([dep(2n, alice, 1n)]))),
+      true,
+      'later: the block voted on mints sequence 1 itself',
+    );
     assert.equal(await n.ex.verifyVoteExtension(req(Uint8Array.of(1, 0, 1, 2))), false);
     // Without a watcher the node attests nothing.
     assert.deepEqual(
@@ -180,6 +207,46 @@ describe('executor: bridge in', () => {
         proposerAddress: PROPOSER,
       }),
       new Uint8Array(0),
+    );
+  });
+
+  it('ExtendVote attests the deposits after those the voted block mints itself', async () => {
+    const held = [1n, 2n, 3n, 4n, 5n].map((q) => dep(q, alice, q));
+    let attested = 0n;
+    const source: DepositSource = {
+      next: (max, from) => held.filter((d) => d.sequence >= (from ?? 1n)).slice(0, max),
+      markAttested: (q) => {
+        attested = q;
+      },
+    };
+    const n = await open(true, source);
+    await n.block([]);
+    const txs = await n.prepare(extended(1, [0, 1, 2], held.slice(0, 3)));
+    assert.ok(isBridgeTx(txs[0]!));
+    const ext = await n.ex.extendVote({
+      height: 2,
+      round: 0,
+      hash: new Uint8Array(32),
+      time: 0n,
+      txs,
+      proposerAddress: PROPOSER,
+    });
+    assert.deepEqual(
+      decodeAttestation(ext).map((d) => d.sequence),
+      [4n, 5n],
+    );
+    assert.equal(attested, 5n);
+    const plain = await n.ex.extendVote({
+      height: 2,
+      round: 0,
+      hash: new Uint8Array(32),
+      time: 0n,
+      txs: [],
+      proposerAddress: PROPOSER,
+    });
+    assert.deepEqual(
+      decodeAttestation(plain).map((d) => d.sequence),
+      [1n, 2n, 3n, 4n, 5n],
     );
   });
 

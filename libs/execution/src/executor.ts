@@ -785,14 +785,14 @@ export class Executor implements Application, EthChain {
   }
 
   /** ExtendVote: this validator's attestation of the next source-chain deposits (docs/bridge.md). */
-  async extendVote(_req: ExtendVoteRequest): Promise<Uint8Array> {
+  async extendVote(req: ExtendVoteRequest): Promise<Uint8Array> {
     this.assertInitialized();
-    return this.bridgeIn.extendVote();
+    return this.bridgeIn.extendVote(req.txs);
   }
 
   /**
    * VerifyVoteExtension: empty, or the attestation of deposits from the next one to mint after the
-   * state the vote's block executes on (height - 1). A state no longer kept refuses.
+   * state the vote's block executes on (height - 1), or later. A state no longer kept refuses.
    */
   async verifyVoteExtension(req: VerifyVoteExtensionRequest): Promise<boolean> {
     this.assertInitialized();

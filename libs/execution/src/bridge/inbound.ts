@@ -23,12 +23,14 @@ import {
   checkBridgeTx,
   decodeBridgeTx,
   encodeBridgeTx,
+  isBridgeTx,
   tallyAttestations,
 } from './mint.js';
 
 /** Where the executor's vote extension takes deposits from (the DepositWatcher). */
 export interface DepositSource {
-  next(max: number): Deposit[];
+  /** Consecutive deposits from the chain's last processed + 1, or from `from` when that is later. */
+  next(max: number, from?: bigint): Deposit[];
   markAttested(sequence: bigint): void;
 }
 
@@ -122,23 +124,36 @@ export class BridgeIn {
   // -------------------------------------------------------------------------------------------
   // Vote extensions
 
-  /** This validator's attestation: the next deposits its watcher holds (empty without a watcher). */
-  extendVote(): Uint8Array {
-    const ds = this.deposits?.next(MAX_ATTESTED_DEPOSITS) ?? [];
+  /**
+   * This validator's attestation: the next deposits its watcher holds (empty without a watcher),
+   * after those the block being precommitted mints itself (`blockTxs[0]`), so that the next block
+   * can mint the following ones.
+   */
+  extendVote(blockTxs: Uint8Array[]): Uint8Array {
+    let from: bigint | undefined;
+    const first = blockTxs[0];
+    if (first && isBridgeTx(first)) {
+      try {
+        from = decodeBridgeTx(first).deposits.at(-1)!.sequence + 1n;
+      } catch {
+        // A malformed one mints nothing (FinalizeBlock refuses it too).
+      }
+    }
+    const ds = this.deposits?.next(MAX_ATTESTED_DEPOSITS, from) ?? [];
     if (ds.length > 0) this.deposits?.markAttested(ds.at(-1)!.sequence);
     return encodeAttestation(ds);
   }
 
   /**
-   * VerifyVoteExtension: empty, or a well-formed attestation whose first deposit is the next to
-   * mint after the state the vote's block executes on (`next`). Anything else is refused, so its
-   * precommit does not count.
+   * VerifyVoteExtension: empty, or a well-formed attestation whose first deposit is not before the
+   * next to mint after the state the vote's block executes on (`next`; it starts later when that
+   * block mints some itself). Anything else is refused, so its precommit does not count.
    */
   verifyVoteExtension(ext: Uint8Array, next: bigint): boolean {
     if (ext.length === 0) return true;
     try {
       const ds = decodeAttestation(ext);
-      return ds[0]!.sequence === next;
+      return ds[0]!.sequence >= next;
     } catch {
       return false;
     }

@@ -116,13 +116,15 @@ export class DepositWatcher {
   }
 
   /**
-   * The next deposits to attest: consecutive sequence numbers from the chain's last processed + 1,
-   * at most `max`, stopping at the first one not seen yet (a gap is never skipped).
+   * The next deposits to attest: consecutive sequence numbers from the chain's last processed + 1
+   * (or from `from` when later: the block being voted on mints up to it), at most `max`, stopping at
+   * the first one not seen yet (a gap is never skipped).
    */
-  next(max: number): Deposit[] {
+  next(max: number, from?: bigint): Deposit[] {
     this.prune();
     const out: Deposit[] = [];
     let seq = this.opts.lastProcessed() + 1n;
+    if (from !== undefined && from > seq) seq = from;
     while (out.length < max) {
       const d = this.pending.get(seq);
       if (!d) break;
