@@ -25,15 +25,19 @@ export { decodeTagged, encodeTagged } from './src/codec/json.js';
 export {
   decodeBlock,
   decodeCommit,
+  decodeExtendedCommit,
   decodeProposal,
   decodeVote,
   encodeBlock,
   encodeCommit,
+  encodeExtendedCommit,
   encodeHeader,
   encodeProposal,
   encodeTimestamp,
   encodeVote,
   proposalSignBytes,
+  // What a validator signs for its vote extension (an application re-checks extended votes with it).
+  voteExtensionSignBytes,
   voteSignBytes,
 } from './src/codec/types.js';
 // The consensus channel's wire envelope (P2P), decoding untrusted bytes with typed errors.
@@ -140,7 +144,13 @@ export { ConsensusRuntime, type DevSnapshot } from './src/runtime/runtime.js';
 // The stores over their KVStores, for finishing an interrupted revert before the runtime opens them.
 export { BlockStore, StateStore } from './src/runtime/stores.js';
 // The deterministic simulator (npm run sim) and its deterministic test application, for tests.
-export { isValidTestTx, TestApp, type TestAppOptions } from './src/sim/app.js';
+export {
+  isValidTestTx,
+  isValidTestVoteExtension,
+  TestApp,
+  type TestAppOptions,
+  testVoteExtension,
+} from './src/sim/app.js';
 export { runSweep, type SweepOptions, type SweepSummary, summaryLine } from './src/sim/runner.js';
 export {
   deriveParams,
@@ -155,6 +165,14 @@ export {
 // Proposer selection (weighted round-robin with priorities) and validator sets.
 export { type ValidatorChange, ValidatorSet } from './src/validators.js';
 // Vote tallies by power with conflict detection.
-export { type AddVoteResult, HeightVoteSet, VoteSet } from './src/voteset.js';
+// Vote extension rules: the size cap, when they are on, and the checks a received precommit passes.
+export {
+  type AddVoteResult,
+  HeightVoteSet,
+  MAX_VOTE_EXTENSION_BYTES,
+  VoteSet,
+  voteExtensionProblem,
+  voteExtensionsEnabled,
+} from './src/voteset.js';
 // The consensus WAL.
 export { parseWal, Wal } from './src/wal.js';

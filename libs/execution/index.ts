@@ -1,6 +1,36 @@
 // libs/execution: turns ordered transactions into state, receipts and the Ethereum view; the
 // application consensus drives and the chain the Ethereum JSON-RPC reads.
 
+// Bridge in: AssetsLocked deposits read from the source chain, the attestation validators put in
+// their vote extensions, and the watcher that polls the source chain (docs/bridge.md).
+export {
+  ASSETS_LOCKED_TOPIC,
+  type Deposit,
+  decodeAttestation,
+  encodeAttestation,
+  MAX_ATTESTED_DEPOSITS,
+  parseAssetsLockedLog,
+  SourceChainError,
+  sameDeposit,
+} from './src/bridge/deposits.js';
+export type { DepositSource } from './src/bridge/inbound.js';
+export {
+  type AttestingValidator,
+  BRIDGE_TX_MAGIC,
+  type BridgeTx,
+  BridgeTxError,
+  checkBridgeTx,
+  decodeBridgeTx,
+  encodeBridgeTx,
+  isBridgeTx,
+  type SupportingVote,
+  tallyAttestations,
+} from './src/bridge/mint.js';
+export {
+  DepositWatcher,
+  type DepositWatcherOptions,
+  type DepositWatcherStats,
+} from './src/bridge/watcher.js';
 // The consensus chain whose blocks may carry dev operations (anvil_setBalance & co., dev.ts).
 export { DEV_CHAIN_ID } from './src/dev.js';
 // Typed errors the node reacts to at startup (archive on a pruned home) and at runtime (halt).

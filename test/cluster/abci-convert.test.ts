@@ -7,6 +7,7 @@ import type {
   AppInfo,
   CheckTxResult,
   ConsensusParams,
+  ExtendedCommitInfo,
   FinalizeBlockRequest,
   FinalizeBlockResponse,
   InitChainRequest,
@@ -132,6 +133,142 @@ describe('ABCI gRPC conversions: round trips', () => {
         txs,
       );
     }
+  });
+
+  it('PrepareProposal request with the extended last commit', () => {
+    const localLastCommit: ExtendedCommitInfo = {
+      round: 2,
+      votes: [
+        {
+          validator: { address: addr(1), power: 10n },
+          blockIdFlag: 2,
+          voteExtension: enc.encode('deposits'),
+          extensionSignature: fill(64, 9),
+        },
+        {
+          validator: { address: addr(2), power: 5n },
+          blockIdFlag: 3,
+          voteExtension: new Uint8Array(0),
+          extensionSignature: new Uint8Array(0),
+        },
+        {
+          validator: { address: addr(3), power: 1n },
+          blockIdFlag: 1,
+          voteExtension: new Uint8Array(0),
+          extensionSignature: new Uint8Array(0),
+        },
+      ],
+    };
+    const req: PrepareProposalRequest = {
+      height: 12,
+      time: 5n,
+      proposerAddress: addr(5),
+      maxTxBytes: 100,
+      localLastCommit,
+    };
+    assert.deepEqual(
+      fromProto.prepareProposalRequest(wire(pb.PrepareProposalRequest, toProto.prepareProposalRequest(req))),
+      req,
+    );
+  });
+
+  it('ExtendVote and VerifyVoteExtension requests and responses', () => {
+    const ev = {
+      height: 7,
+      round: 3,
+      hash: fill(32, 1),
+      time: 1_700_000_000_000_000_123n,
+      txs: [enc.encode('a=1')],
+      proposerAddress: addr(4),
+    };
+    assert.deepEqual(
+      fromProto.extendVoteRequest(wire(pb.ExtendVoteRequest, toProto.extendVoteRequest(ev))),
+      ev,
+    );
+    for (const ext of [new Uint8Array(0), fill(16 * 1024, 2)])
+      assert.deepEqual(
+        fromProto.extendVoteResponse(wire(pb.ExtendVoteResponse, toProto.extendVoteResponse(ext))),
+        ext,
+      );
+    const vv = {
+      height: 7,
+      round: 0,
+      hash: fill(32, 1),
+      validatorAddress: addr(9),
+      voteExtension: enc.encode('x'),
+    };
+    assert.deepEqual(
+      fromProto.verifyVoteExtensionRequest(
+        wire(pb.VerifyVoteExtensionRequest, toProto.verifyVoteExtensionRequest(vv)),
+      ),
+      vv,
+    );
+    for (const v of [true, false])
+      assert.equal(
+        fromProto.verifyVoteExtensionResponse(
+          wire(pb.VerifyVoteExtensionResponse, toProto.verifyVoteExtensionResponse(v)),
+        ),
+        v,
+      );
+  });
+
+  it('vote extension field rules: size cap, flags, signature length, status', () => {
+    rejects(
+      () => fromProto.extendVoteResponse({ voteExtension: fill(16 * 1024 + 1, 0) }),
+      'ExtendVoteResponse.vote_extension',
+      /^must be at most 16384 bytes, got 16385$/,
+    );
+    rejects(
+      () => fromProto.verifyVoteExtensionResponse({ status: pb.VerifyStatus.VERIFY_STATUS_UNKNOWN }),
+      'VerifyVoteExtensionResponse.status',
+      /got 0$/,
+    );
+    const base = toProto.verifyVoteExtensionRequest({
+      height: 1,
+      round: 0,
+      hash: fill(32, 1),
+      validatorAddress: addr(1),
+      voteExtension: new Uint8Array(0),
+    });
+    rejects(
+      () => fromProto.verifyVoteExtensionRequest({ ...base, round: -1 }),
+      'VerifyVoteExtensionRequest.round',
+      /^must be at least 0, got -1$/,
+    );
+    const vote = (over: Partial<pb.ExtendedVoteInfo>): pb.PrepareProposalRequest => ({
+      ...toProto.prepareProposalRequest({ height: 2, time: 1n, proposerAddress: addr(1), maxTxBytes: 0 }),
+      localLastCommit: {
+        round: 0,
+        votes: [
+          {
+            validator: { address: addr(1), pubKey: new Uint8Array(0), power: 1n, proposerPriority: 0n },
+            voteExtension: new Uint8Array(0),
+            extensionSignature: new Uint8Array(0),
+            blockIdFlag: pb.BlockIDFlag.BLOCK_ID_FLAG_COMMIT,
+            ...over,
+          },
+        ],
+      },
+    });
+    const f = 'PrepareProposalRequest.local_last_commit.votes[0]';
+    rejects(
+      () => fromProto.prepareProposalRequest(vote({ blockIdFlag: pb.BlockIDFlag.BLOCK_ID_FLAG_UNKNOWN })),
+      `${f}.block_id_flag`,
+      /got 0$/,
+    );
+    rejects(
+      () =>
+        fromProto.prepareProposalRequest(
+          vote({ blockIdFlag: pb.BlockIDFlag.BLOCK_ID_FLAG_NIL, voteExtension: enc.encode('x') }),
+        ),
+      `${f}.vote_extension`,
+      /^must be empty unless block_id_flag is COMMIT$/,
+    );
+    rejects(
+      () => fromProto.prepareProposalRequest(vote({ extensionSignature: fill(10, 1) })),
+      `${f}.extension_signature`,
+      /^must be empty or 64 bytes, got 10$/,
+    );
   });
 
   it('ProcessProposal request and response (accept, reject)', () => {

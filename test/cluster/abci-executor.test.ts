@@ -87,4 +87,57 @@ describe('ABCI over gRPC: the EVM executor behind the server', () => {
       },
     );
   });
+
+  it('bridge in over gRPC: ExtendVote attests, PrepareProposal gets the extended commit, the deposit is minted once', async () => {
+    const recipient = '0x00000000000000000000000000000000000a11ce';
+    const token = '0x3333333333333333333333333333333333333333';
+    // The deposit source stands in for the watcher (its Hardhat path is test/e2e/bridge-in.test.ts).
+    let last = 0n;
+    const executor: Executor = await Executor.open({
+      ...executorOptions(new MemoryKV(), new EventBus()),
+      deposits: {
+        next: (max) =>
+          executor.lastInboundSequence() === 0n
+            ? [{ sequence: 1n, recipient, token, amount: 42n, sourceBlock: 1n, sourceTx: '' }].slice(0, max)
+            : [],
+        markAttested: (seq) => {
+          last = seq;
+        },
+      },
+    });
+    cleanups.push(() => executor.close());
+    const server = await serveApplication(executor, '127.0.0.1:0');
+    cleanups.push(() => server.close(0));
+    const app = new GrpcApplication(server.address);
+    cleanups.push(() => app.close());
+    const chain = new Chain(app, {
+      chainId: 'chain-local',
+      genesis: {
+        time: GENESIS_TIME,
+        initialHeight: 1,
+        validators: validatorsOf([VALIDATOR_KEY]),
+        consensusParams: { ...TEST_CONSENSUS_PARAMS, abci: { voteExtensionsEnableHeight: 1n } },
+        appState: {
+          ...genesisState([]),
+          bridge: {
+            admin: recipient,
+            min_amount: '1',
+            window_seconds: '60',
+            max_outflow_per_window: '10',
+            chains: [1],
+            btc_token_address: token,
+          },
+        },
+      },
+    });
+    cleanups.push(() => chain.remove());
+    await chain.runTo(5);
+    assert.equal(last, 1n, 'the extension attested sequence 1');
+    assert.equal(executor.lastInboundSequence(), 1n);
+    assert.equal(await executor.getBalance(recipient, executor.latestHeight()), 42n);
+    const minting = chain.blocks.filter((b) =>
+      b.result.txResults.some((r) => r.log.startsWith('bridge: processed')),
+    );
+    assert.equal(minting.length, 1, 'minted in exactly one block');
+  });
 });

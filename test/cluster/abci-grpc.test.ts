@@ -128,6 +128,81 @@ describe('ABCI over gRPC: the consensus runtime drives a remote application', ()
   });
 });
 
+describe('ABCI over gRPC: vote extensions', () => {
+  it('the runtime extends and verifies through the remote application; PrepareProposal gets the extended commit', async () => {
+    const remote = new TestApp({ extensionTag: 'remote' });
+    const server = await serve(remote);
+    const app = client(server.address);
+    await app.waitReady(5_000);
+    const c = chain(app);
+    c.opts.genesis = {
+      ...c.opts.genesis,
+      consensusParams: { ...c.opts.genesis.consensusParams, abci: { voteExtensionsEnableHeight: 2n } },
+    };
+    await c.runTo(5);
+    assert.ok(remote.localLastCommits.length >= 2, 'extended commits reached the executor');
+    assert.equal(remote.localLastCommits[0]!.height, 3);
+    for (const { height, commit } of remote.localLastCommits) {
+      const v = commit.votes[0]!;
+      assert.equal(v.blockIdFlag, 2);
+      assert.equal(v.extensionSignature.length, 64);
+      assert.match(
+        new TextDecoder().decode(v.voteExtension),
+        new RegExp(`^vx:${height - 1}:[0-9a-f]{8}:remote$`),
+      );
+    }
+    // VerifyVoteExtension: the application's verdict both ways.
+    const hash = new Uint8Array(32).fill(3);
+    const req = { height: 4, round: 1, hash, validatorAddress: new Uint8Array(20).fill(1) };
+    assert.equal(
+      await app.verifyVoteExtension({
+        ...req,
+        voteExtension: new TextEncoder().encode(`vx:4:03030303:peer`),
+      }),
+      true,
+    );
+    assert.equal(
+      await app.verifyVoteExtension({ ...req, voteExtension: new TextEncoder().encode('forged') }),
+      false,
+    );
+  });
+
+  it('an application without extensions extends with empty bytes and accepts every extension', async () => {
+    const t = new TestApp();
+    const plain: Application = {
+      info: () => t.info(),
+      initChain: (r) => t.initChain(r),
+      checkTx: (tx, k) => t.checkTx(tx, k),
+      prepareProposal: (r) => t.prepareProposal(r),
+      processProposal: (r) => t.processProposal(r),
+      finalizeBlock: (r) => t.finalizeBlock(r),
+      commit: () => t.commit(),
+    };
+    const server = await serveApplication(plain, '127.0.0.1:0');
+    cleanups.push(() => server.close(0));
+    const app = client(server.address);
+    const ext = await app.extendVote({
+      height: 2,
+      round: 0,
+      hash: new Uint8Array(32),
+      time: 1n,
+      txs: [],
+      proposerAddress: new Uint8Array(20),
+    });
+    assert.deepEqual(ext, new Uint8Array(0));
+    assert.equal(
+      await app.verifyVoteExtension({
+        height: 2,
+        round: 0,
+        hash: new Uint8Array(32),
+        validatorAddress: new Uint8Array(20),
+        voteExtension: new TextEncoder().encode('anything'),
+      }),
+      true,
+    );
+  });
+});
+
 describe('ABCI over gRPC: malformed requests', () => {
   it('get INVALID_ARGUMENT naming the field, never reach the application, and the server keeps serving', async () => {
     const app = new TestApp();

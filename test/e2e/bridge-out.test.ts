@@ -202,6 +202,9 @@ describe('bridge-out precompile against noded chain-local', { timeout: 240_000 }
         window_outflow: (parseEther('1.5') + MIN).toString(),
         total_bridged_out: (parseEther('1.5') + MIN).toString(),
         outbound_count: '3',
+        inbound_last_sequence: '0',
+        total_bridged_in: '0',
+        inbound_token: null,
       },
     );
     assert.deepEqual((await rpc(node, 'bridge_params', [])).result, params);

@@ -12,12 +12,14 @@ import type {
   AppInfo,
   Application,
   CheckTxResult,
+  ExtendVoteRequest,
   FinalizeBlockRequest,
   FinalizeBlockResponse,
   InitChainRequest,
   InitChainResponse,
   PrepareProposalRequest,
   ProcessProposalRequest,
+  VerifyVoteExtensionRequest,
 } from '../../types/index.js';
 import { type AbciMethod, DEFAULT_MAX_MESSAGE_BYTES, ERROR_CODE_TRAILER } from './constants.js';
 import { AbciFieldError, type CheckTxKind, fromProto, toProto } from './convert.js';
@@ -35,6 +37,8 @@ export const DEFAULT_DEADLINES_MS: Readonly<Record<AbciMethod, number>> = {
   processProposal: 30_000,
   finalizeBlock: 120_000,
   commit: 120_000,
+  extendVote: 10_000,
+  verifyVoteExtension: 10_000,
 };
 
 export type AbciClientErrorCode =
@@ -156,6 +160,18 @@ export class GrpcApplication implements Application {
 
   commit(): Promise<{ retainHeight: number }> {
     return this.call('commit', toProto.commitRequest(), fromProto.commitResponse);
+  }
+
+  extendVote(req: ExtendVoteRequest): Promise<Uint8Array> {
+    return this.call('extendVote', toProto.extendVoteRequest(req), fromProto.extendVoteResponse);
+  }
+
+  verifyVoteExtension(req: VerifyVoteExtensionRequest): Promise<boolean> {
+    return this.call(
+      'verifyVoteExtension',
+      toProto.verifyVoteExtensionRequest(req),
+      fromProto.verifyVoteExtensionResponse,
+    );
   }
 
   private call<M extends AbciMethod, Out>(

@@ -10,6 +10,8 @@ import type {
   CommitInfo,
   ConsensusParams,
   ExecTxResult,
+  ExtendedCommitInfo,
+  ExtendVoteRequest,
   FinalizeBlockRequest,
   FinalizeBlockResponse,
   InitChainRequest,
@@ -20,6 +22,7 @@ import type {
   TimeNs,
   Validator,
   ValidatorUpdate,
+  VerifyVoteExtensionRequest,
 } from '../../types/index.js';
 import type { Duration } from './gen/google/protobuf/duration.js';
 import type { Timestamp } from './gen/google/protobuf/timestamp.js';
@@ -43,6 +46,9 @@ const NS_PER_S = 1_000_000_000n;
 const ADDRESS_BYTES = 20;
 const PUBKEY_BYTES = 32;
 const HASH_BYTES = 32;
+const SIGNATURE_BYTES = 64;
+/** MAX_VOTE_EXTENSION_BYTES of libs/consensus (this lib does not import consensus). */
+const MAX_EXTENSION_BYTES = 16 * 1024;
 const enc = new TextEncoder();
 const dec = new TextDecoder('utf-8', { fatal: true });
 
@@ -150,6 +156,65 @@ function validatorFromProto(v: pb.Validator, field: string): Validator {
     pubKey: fixedBytes(v.pubKey, `${field}.pub_key`, PUBKEY_BYTES),
     votingPower: nonNegative(v.power, `${field}.power`),
     proposerPriority: v.proposerPriority,
+  };
+}
+
+function maxBytes(b: Uint8Array, field: string, max: number): Uint8Array {
+  if (b.length > max) throw new AbciFieldError(field, `must be at most ${max} bytes, got ${b.length}`);
+  return bytes(b);
+}
+
+function roundFromProto(r: number, field: string): number {
+  if (!Number.isInteger(r) || r < 0) throw new AbciFieldError(field, `must be at least 0, got ${r}`);
+  return r;
+}
+
+function extendedCommitInfoToProto(c: ExtendedCommitInfo): pb.ExtendedCommitInfo {
+  return {
+    round: c.round,
+    votes: c.votes.map((v) => ({
+      validator: {
+        address: v.validator.address,
+        pubKey: new Uint8Array(0),
+        power: v.validator.power,
+        proposerPriority: 0n,
+      },
+      voteExtension: v.voteExtension,
+      extensionSignature: v.extensionSignature,
+      blockIdFlag: v.blockIdFlag as number as pb.BlockIDFlag,
+    })),
+  };
+}
+
+function extendedCommitInfoFromProto(c: pb.ExtendedCommitInfo, field: string): ExtendedCommitInfo {
+  return {
+    round: roundFromProto(c.round, `${field}.round`),
+    votes: c.votes.map((v, i) => {
+      const f = `${field}.votes[${i}]`;
+      const val = required(v.validator, `${f}.validator`);
+      const flag = v.blockIdFlag as number;
+      if (flag !== 1 && flag !== 2 && flag !== 3)
+        throw new AbciFieldError(
+          `${f}.block_id_flag`,
+          `must be ABSENT (1), COMMIT (2) or NIL (3), got ${flag}`,
+        );
+      if (flag !== 2 && (v.voteExtension.length > 0 || v.extensionSignature.length > 0))
+        throw new AbciFieldError(`${f}.vote_extension`, 'must be empty unless block_id_flag is COMMIT');
+      if (v.extensionSignature.length !== 0 && v.extensionSignature.length !== SIGNATURE_BYTES)
+        throw new AbciFieldError(
+          `${f}.extension_signature`,
+          `must be empty or ${SIGNATURE_BYTES} bytes, got ${v.extensionSignature.length}`,
+        );
+      return {
+        validator: {
+          address: fixedBytes(val.address, `${f}.validator.address`, ADDRESS_BYTES),
+          power: nonNegative(val.power, `${f}.validator.power`),
+        },
+        blockIdFlag: flag,
+        voteExtension: maxBytes(v.voteExtension, `${f}.vote_extension`, MAX_EXTENSION_BYTES),
+        extensionSignature: bytes(v.extensionSignature),
+      };
+    }),
   };
 }
 
@@ -291,6 +356,7 @@ export const toProto = {
       height: BigInt(r.height),
       time: timeToProto(r.time),
       proposerAddress: r.proposerAddress,
+      localLastCommit: r.localLastCommit ? extendedCommitInfoToProto(r.localLastCommit) : undefined,
     };
   },
   prepareProposalResponse(txs: Uint8Array[]): pb.PrepareProposalResponse {
@@ -308,6 +374,33 @@ export const toProto = {
   processProposalResponse(accept: boolean): pb.ProcessProposalResponse {
     return {
       status: accept ? pb.ProposalStatus.PROPOSAL_STATUS_ACCEPT : pb.ProposalStatus.PROPOSAL_STATUS_REJECT,
+    };
+  },
+  extendVoteRequest(r: ExtendVoteRequest): pb.ExtendVoteRequest {
+    return {
+      hash: r.hash,
+      height: BigInt(r.height),
+      time: timeToProto(r.time),
+      txs: r.txs,
+      proposerAddress: r.proposerAddress,
+      round: r.round,
+    };
+  },
+  extendVoteResponse(ext: Uint8Array): pb.ExtendVoteResponse {
+    return { voteExtension: ext };
+  },
+  verifyVoteExtensionRequest(r: VerifyVoteExtensionRequest): pb.VerifyVoteExtensionRequest {
+    return {
+      hash: r.hash,
+      validatorAddress: r.validatorAddress,
+      height: BigInt(r.height),
+      voteExtension: r.voteExtension,
+      round: r.round,
+    };
+  },
+  verifyVoteExtensionResponse(accept: boolean): pb.VerifyVoteExtensionResponse {
+    return {
+      status: accept ? pb.VerifyStatus.VERIFY_STATUS_ACCEPT : pb.VerifyStatus.VERIFY_STATUS_REJECT,
     };
   },
   finalizeBlockRequest(r: FinalizeBlockRequest): pb.FinalizeBlockRequest {
@@ -397,6 +490,9 @@ export const fromProto = {
       time: timeFromProto(m.time, `${f}.time`),
       proposerAddress: fixedBytes(m.proposerAddress, `${f}.proposer_address`, ADDRESS_BYTES),
       maxTxBytes: safeInt(m.maxTxBytes, `${f}.max_tx_bytes`, 0),
+      ...(m.localLastCommit
+        ? { localLastCommit: extendedCommitInfoFromProto(m.localLastCommit, `${f}.local_last_commit`) }
+        : {}),
     };
   },
   prepareProposalResponse(m: pb.PrepareProposalResponse): Uint8Array[] {
@@ -418,6 +514,38 @@ export const fromProto = {
     throw new AbciFieldError(
       'ProcessProposalResponse.status',
       `must be PROPOSAL_STATUS_ACCEPT (1) or PROPOSAL_STATUS_REJECT (2), got ${m.status}`,
+    );
+  },
+  extendVoteRequest(m: pb.ExtendVoteRequest): ExtendVoteRequest {
+    const f = 'ExtendVoteRequest';
+    return {
+      height: safeInt(m.height, `${f}.height`, 1),
+      round: roundFromProto(m.round, `${f}.round`),
+      hash: fixedBytes(m.hash, `${f}.hash`, HASH_BYTES),
+      time: timeFromProto(m.time, `${f}.time`),
+      txs: txsFromProto(m.txs),
+      proposerAddress: fixedBytes(m.proposerAddress, `${f}.proposer_address`, ADDRESS_BYTES),
+    };
+  },
+  extendVoteResponse(m: pb.ExtendVoteResponse): Uint8Array {
+    return maxBytes(m.voteExtension, 'ExtendVoteResponse.vote_extension', MAX_EXTENSION_BYTES);
+  },
+  verifyVoteExtensionRequest(m: pb.VerifyVoteExtensionRequest): VerifyVoteExtensionRequest {
+    const f = 'VerifyVoteExtensionRequest';
+    return {
+      height: safeInt(m.height, `${f}.height`, 1),
+      round: roundFromProto(m.round, `${f}.round`),
+      hash: fixedBytes(m.hash, `${f}.hash`, HASH_BYTES),
+      validatorAddress: fixedBytes(m.validatorAddress, `${f}.validator_address`, ADDRESS_BYTES),
+      voteExtension: maxBytes(m.voteExtension, `${f}.vote_extension`, MAX_EXTENSION_BYTES),
+    };
+  },
+  verifyVoteExtensionResponse(m: pb.VerifyVoteExtensionResponse): boolean {
+    if (m.status === pb.VerifyStatus.VERIFY_STATUS_ACCEPT) return true;
+    if (m.status === pb.VerifyStatus.VERIFY_STATUS_REJECT) return false;
+    throw new AbciFieldError(
+      'VerifyVoteExtensionResponse.status',
+      `must be VERIFY_STATUS_ACCEPT (1) or VERIFY_STATUS_REJECT (2), got ${m.status}`,
     );
   },
   finalizeBlockRequest(m: pb.FinalizeBlockRequest): FinalizeBlockRequest {

@@ -176,6 +176,22 @@ export async function serveApplication(
       toProto.finalizeBlockResponse,
     ),
     commit: unary('commit', logger, fromProto.commitRequest, () => app.commit(), toProto.commitResponse),
+    // An application without extensions extends with empty bytes and accepts every extension, as
+    // the consensus runtime treats it in-process.
+    extendVote: unary(
+      'extendVote',
+      logger,
+      fromProto.extendVoteRequest,
+      (r) => (app.extendVote ? app.extendVote(r) : Promise.resolve(new Uint8Array(0))),
+      toProto.extendVoteResponse,
+    ),
+    verifyVoteExtension: unary(
+      'verifyVoteExtension',
+      logger,
+      fromProto.verifyVoteExtensionRequest,
+      (r) => (app.verifyVoteExtension ? app.verifyVoteExtension(r) : Promise.resolve(true)),
+      toProto.verifyVoteExtensionResponse,
+    ),
   };
   server.addService(lenientDefinition(), handlers);
   if (opts.mempool) addMempoolService(server, opts.mempool, logger);

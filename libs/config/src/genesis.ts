@@ -65,6 +65,11 @@ export interface BridgeGenesisJson {
   max_outflow_per_window: string;
   /** Destination chain ids (uint8) bridgeOut accepts. */
   chains: number[];
+  /**
+   * Bridge in: the source-chain wrapped-BTC ERC-20 whose AssetsLocked deposits are minted as BTC
+   * (deposits of any other token are skipped). Absent: nothing is minted.
+   */
+  btc_token_address?: string;
 }
 
 /** Addresses of the chain's own precompiles, which genesis may not allocate (docs/btc-token.md, docs/bridge.md). */
@@ -449,7 +454,13 @@ export function validateGenesis(json: unknown, label = 'genesis.json'): ConfigPr
         'window_seconds',
         'max_outflow_per_window',
         'chains',
+        'btc_token_address',
       ]);
+      if (b.btc_token_address !== undefined) {
+        const bad =
+          typeof b.btc_token_address === 'string' ? checkEthAddress(b.btc_token_address) : 'must be a string';
+        if (bad) p(`${key}.btc_token_address`, `${bad}, ${got(b.btc_token_address)}`);
+      }
       const why = typeof b.admin === 'string' ? checkEthAddress(b.admin) : 'must be a string';
       if (why) p(`${key}.admin`, `${why}, ${got(b.admin)}`);
       if (b.paused !== undefined && typeof b.paused !== 'boolean')

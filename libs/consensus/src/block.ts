@@ -103,6 +103,9 @@ export function commitSigVote(commit: Commit, index: number): Vote {
     validatorAddress: s.validatorAddress,
     validatorIndex: index,
     signature: s.signature,
+    ...(s.extensionSignature
+      ? { extension: s.extension ?? new Uint8Array(0), extensionSignature: s.extensionSignature }
+      : {}),
   };
 }
 

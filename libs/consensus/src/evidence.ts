@@ -21,6 +21,18 @@ function compareBytes(a: Uint8Array, b: Uint8Array): number {
   return a.length - b.length;
 }
 
+/**
+ * The vote without its extension. Evidence never carries extensions: an equivocator could attach
+ * different ones to the same vote for different peers, and the evidence (hashed into the block)
+ * would then differ from node to node.
+ */
+function withoutExtension(v: Vote): Vote {
+  const { extension: _e, extensionSignature: _s, ...rest } = v;
+  return rest;
+}
+
+const hasExtension = (v: Vote) => (v.extension?.length ?? 0) > 0 || (v.extensionSignature?.length ?? 0) > 0;
+
 /** NewDuplicateVoteEvidence: votes ordered by block id key; powers from the set of that height. */
 export function makeDuplicateVoteEvidence(
   vote1: Vote,
@@ -35,7 +47,9 @@ export function makeDuplicateVoteEvidence(
       `validator ${hex(vote1.validatorAddress).toUpperCase()} is not in the set of height ${vote1.height}`,
     );
   const [voteA, voteB] =
-    compareBytes(blockIdSortKey(vote1), blockIdSortKey(vote2)) < 0 ? [vote1, vote2] : [vote2, vote1];
+    compareBytes(blockIdSortKey(vote1), blockIdSortKey(vote2)) < 0
+      ? [withoutExtension(vote1), withoutExtension(vote2)]
+      : [withoutExtension(vote2), withoutExtension(vote1)];
   return {
     voteA,
     voteB,
@@ -72,6 +86,7 @@ export function verifyDuplicateVoteEvidence(
   if (a.validatorIndex !== b.validatorIndex)
     fail(`validator indexes do not match: ${a.validatorIndex} vs ${b.validatorIndex}`);
   if (blockIdEqual(a.blockId, b.blockId)) fail('block ids are the same: not a duplicate vote');
+  if (hasExtension(a) || hasExtension(b)) fail('votes in evidence must not carry vote extensions');
   if (compareBytes(blockIdSortKey(a), blockIdSortKey(b)) >= 0)
     fail('votes are not in canonical order (vote_a block id must sort first)');
   const idx = validators.indexOf(a.validatorAddress);

@@ -10,7 +10,13 @@
 import { loadValidatorKey } from '../../config/index.js';
 import { ed25519Address, ed25519Sign } from '../../crypto/index.js';
 import type { Proposal, TimeNs, Vote } from '../../types/index.js';
-import { decodeVoteSignBytes, parseSignBytes, proposalSignBytes, voteSignBytes } from './codec/types.js';
+import {
+  decodeVoteSignBytes,
+  parseSignBytes,
+  proposalSignBytes,
+  voteExtensionSignBytes,
+  voteSignBytes,
+} from './codec/types.js';
 import { ConsensusError, DoubleSignError } from './errors.js';
 import { type DurableFs, NodeFs } from './fs.js';
 import { bytesEqual, hex } from './hash.js';
@@ -213,8 +219,14 @@ export class FilePV {
     return { ...vote, blockId: d.blockId, timestamp: d.timestamp, signature: s.signature };
   }
 
-  /** Signs a vote (prevote step 2, precommit step 3) or refuses with DoubleSignError. */
-  signVote(chainId: string, vote: Vote): Promise<Vote> {
+  /**
+   * Signs a vote (prevote step 2, precommit step 3) or refuses with DoubleSignError. With
+   * `signExtension` (a precommit at a height with vote extensions) it also signs `vote.extension`
+   * (empty when absent). The extension signature is outside the double-sign guard, as in CometBFT:
+   * an extension is not a vote, and after a restart the application may extend differently, so it
+   * is signed again each time.
+   */
+  signVote(chainId: string, vote: Vote, signExtension = false): Promise<Vote> {
     return this.serial(async () => {
       const step = vote.type === 1 ? STEP_PREVOTE : STEP_PRECOMMIT;
       const { signature, timestamp } = await this.sign(
@@ -223,8 +235,19 @@ export class FilePV {
         step,
         voteSignBytes(chainId, vote),
       );
-      return { ...vote, timestamp: timestamp ?? vote.timestamp, signature };
+      const signed: Vote = { ...vote, timestamp: timestamp ?? vote.timestamp, signature };
+      return signExtension ? this.withExtensionSignature(chainId, signed) : signed;
     });
+  }
+
+  /** `vote` with its extension (empty when absent) signed over voteExtensionSignBytes. */
+  withExtensionSignature(chainId: string, vote: Vote): Vote {
+    const extension = vote.extension ?? new Uint8Array(0);
+    const extensionSignature = ed25519Sign(
+      this.seed,
+      voteExtensionSignBytes(chainId, { height: vote.height, round: vote.round, extension }),
+    );
+    return { ...vote, extension, extensionSignature };
   }
 
   signProposal(chainId: string, proposal: Proposal): Promise<Proposal> {

@@ -1,9 +1,9 @@
 // Vote tallies by voting power. One VoteSet per (height, round, type); adding a vote is O(1)
 // apart from its signature check. A second, different vote from the same validator is a conflict:
 // it is not counted and is reported so duplicate-vote evidence can be formed.
-import type { BlockId, Commit, CommitSig, Vote, VoteType } from '../../types/index.js';
+import type { BlockId, Commit, CommitSig, ConsensusParams, Vote, VoteType } from '../../types/index.js';
 import type { Verifier } from './block.js';
-import { voteSignBytes } from './codec/types.js';
+import { voteExtensionSignBytes, voteSignBytes } from './codec/types.js';
 import { blockIdKey, bytesEqual } from './hash.js';
 import type { ValidatorSet } from './validators.js';
 
@@ -17,6 +17,52 @@ export type AddVoteResult =
    * misbehaves.
    */
   | { status: 'invalid'; reason: string; relayable?: true };
+
+const EMPTY = new Uint8Array(0);
+
+/**
+ * Whether precommits at `height` carry vote extensions: consensus_params.abci.
+ * vote_extensions_enable_height is set (> 0) and reached, as CometBFT decides it.
+ */
+export function voteExtensionsEnabled(params: ConsensusParams, height: number): boolean {
+  const from = params.abci.voteExtensionsEnableHeight;
+  return from > 0n && BigInt(height) >= from;
+}
+
+/**
+ * Largest vote extension accepted, in bytes (CometBFT sets no limit of its own; this one keeps a
+ * precommit small enough to gossip and 100 validators' extensions under 2 MB per proposer). The
+ * bridge's deposits take about 110 bytes each.
+ */
+export const MAX_VOTE_EXTENSION_BYTES = 16 * 1024;
+
+/**
+ * Why the extension fields of `vote` are not acceptable, or null when they are. With extensions on
+ * (at the vote's height), a non-nil precommit must carry an extension of at most
+ * MAX_VOTE_EXTENSION_BYTES signed over voteExtensionSignBytes; every other vote must carry none.
+ */
+export function voteExtensionProblem(
+  chainId: string,
+  vote: Vote,
+  extensionsEnabled: boolean,
+  pubKey: Uint8Array,
+  verify: Verifier,
+): string | null {
+  const ext = vote.extension ?? EMPTY;
+  const sig = vote.extensionSignature ?? EMPTY;
+  if (!extensionsEnabled || vote.type !== 2 || vote.blockId.hash.length === 0) {
+    if (ext.length > 0 || sig.length > 0)
+      return extensionsEnabled
+        ? 'a prevote or nil precommit carries a vote extension'
+        : `vote extensions are not enabled at height ${vote.height}, but the vote carries one`;
+    return null;
+  }
+  if (ext.length > MAX_VOTE_EXTENSION_BYTES)
+    return `vote extension is ${ext.length} bytes, over the limit of ${MAX_VOTE_EXTENSION_BYTES}`;
+  if (sig.length === 0) return 'precommit without a vote extension signature';
+  if (!verify(pubKey, voteExtensionSignBytes(chainId, vote), sig)) return 'invalid vote extension signature';
+  return null;
+}
 
 /** Distinct blocks one validator may be counted for in one set (its first vote plus conflicts). */
 const MAX_BLOCKS_PER_VALIDATOR = 3;
@@ -48,6 +94,8 @@ export class VoteSet {
     readonly round: number,
     readonly type: VoteType,
     readonly validators: ValidatorSet,
+    /** Precommits of this height must carry signed vote extensions (see voteExtensionProblem). */
+    readonly extensionsEnabled = false,
   ) {
     this.votes = new Array(validators.size);
     this.total = validators.totalVotingPower;
@@ -87,6 +135,10 @@ export class VoteSet {
     }
     if (!trusted && !verify(val.pubKey, voteSignBytes(this.chainId, vote), vote.signature))
       return { status: 'invalid', reason: 'invalid signature' };
+    if (!trusted) {
+      const problem = voteExtensionProblem(this.chainId, vote, this.extensionsEnabled, val.pubKey, verify);
+      if (problem) return { status: 'invalid', reason: problem };
+    }
     this.count(idx, key, vote, val.votingPower);
     if (existing) return { status: 'conflict', existing };
     this.votes[idx] = vote;
@@ -191,6 +243,21 @@ export class VoteSet {
     return { height: this.height, round: this.round, blockId, signatures };
   }
 
+  /**
+   * makeCommit with each commit vote's extension and extension signature (CometBFT's
+   * ExtendedCommit): what the next proposer hands the application, and what is stored for it.
+   */
+  makeExtendedCommit(blockId: BlockId): Commit {
+    const c = this.makeCommit(blockId);
+    const forBlock = this.byBlock.get(blockIdKey(blockId))?.votes;
+    c.signatures = c.signatures.map((sig, i) => {
+      const v = sig.blockIdFlag === 2 ? forBlock?.get(i) : undefined;
+      if (!v?.extensionSignature || v.extensionSignature.length === 0) return sig;
+      return { ...sig, extension: v.extension ?? EMPTY, extensionSignature: v.extensionSignature };
+    });
+    return c;
+  }
+
   /** "BA{4:xx_x} 30/40 = 0.75", as CometBFT's round state dump shows vote bit arrays. */
   bitArrayString(): string {
     const bits = this.validators.validators.map((_, i) => (this.votes[i] ? 'x' : '_')).join('');
@@ -210,6 +277,7 @@ export class HeightVoteSet {
     readonly chainId: string,
     readonly height: number,
     readonly validators: ValidatorSet,
+    readonly extensionsEnabled = false,
   ) {}
 
   private round(r: number) {
@@ -217,7 +285,7 @@ export class HeightVoteSet {
     if (!entry) {
       entry = {
         prevotes: new VoteSet(this.chainId, this.height, r, 1, this.validators),
-        precommits: new VoteSet(this.chainId, this.height, r, 2, this.validators),
+        precommits: new VoteSet(this.chainId, this.height, r, 2, this.validators, this.extensionsEnabled),
         anyVoters: new Set(),
         anyPower: 0n,
       };

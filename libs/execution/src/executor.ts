@@ -27,6 +27,7 @@ import {
   type EthTx,
   type ExecTxResult,
   type ExecutionStats,
+  type ExtendVoteRequest,
   type FeeHistory,
   type FinalizeBlockRequest,
   type FinalizeBlockResponse,
@@ -39,8 +40,11 @@ import {
   type ProcessProposalRequest,
   type StateOverrides,
   type TracerConfig,
+  type VerifyVoteExtensionRequest,
 } from '../../types/index.js';
 import { attr, BlockRun } from './blockrun.js';
+import { BridgeIn } from './bridge/inbound.js';
+import { isBridgeTx } from './bridge/mint.js';
 import {
   bigIntToFixed,
   bytesToBigInt,
@@ -102,7 +106,9 @@ import {
   BRIDGE_OUT_CODE,
   type BridgeParams,
   bridgeOutGenesisStorage,
+  type InboundState,
   parseBridgeParams,
+  readInbound,
 } from './precompiles/bridge-out.js';
 import { BTC_TOKEN_ADDRESS, BTC_TOKEN_CODE, SUPPLY_SLOT } from './precompiles/btc-token.js';
 import { applySlashing } from './precompiles/staking-slashing.js';
@@ -243,6 +249,8 @@ interface PendingBlock {
   minTip: bigint | undefined;
   /** The dev operations the block carried, by their hex bytes (dev.ts). */
   devTxs: Set<string>;
+  /** The validator set of height + 2 (bridge in: attestations are checked against it). */
+  valsetOps: BatchOp[];
 }
 
 /** A dev operation waiting for the next proposal of this node (the single validator of chain-local). */
@@ -342,6 +350,9 @@ export class Executor implements Application, EthChain {
   private readonly vmPool: PooledVm[] = [];
   /** The EthereumJS block of the last eth_call (blocks never change once committed). */
   private callBlock: { height: number; priced: boolean; block: ReturnType<typeof makeBlock> } | undefined;
+  private readonly bridgeIn: BridgeIn;
+  /** Bridge in: the last deposit sequence number processed in the committed state. */
+  private inboundLast = 0n;
 
   private constructor(private readonly opts: ExecutorOptions) {
     this.common = chainCommon(opts.evmChainId);
@@ -352,6 +363,7 @@ export class Executor implements Application, EthChain {
       journal: opts.devControls === true,
     });
     this.chain = new ChainStore(opts.kv);
+    this.bridgeIn = new BridgeIn(opts.kv, opts.chainId, opts.logger, opts.deposits);
     this.pool = new Mempool(opts.mempool);
     this.baseFee = opts.gas.baseFee;
     this.blockchain = {
@@ -434,6 +446,7 @@ export class Executor implements Application, EthChain {
     const root = fromHex((await this.meta(META.stateRoot)) ?? toHex(EMPTY_TRIE_ROOT));
     this.db.init(Number(height), oldest, root);
     this.initialized = true;
+    this.inboundLast = (await this.inboundAt(Number(height))).lastSequence;
     this.opts.logger.info(
       {
         height: Number(height),
@@ -539,7 +552,11 @@ export class Executor implements Application, EthChain {
       baseFeePerGas: this.baseFee,
     };
     const block = sealBlock(header, [], []);
-    const ops: BatchOp[] = [...g.ops, ...this.chain.blockOps(block, [], [])];
+    const ops: BatchOp[] = [
+      ...g.ops,
+      ...this.chain.blockOps(block, [], []),
+      ...this.bridgeIn.genesisOps(req.initialHeight, req.validators),
+    ];
     const metaOps: Record<string, string> = {
       [META.height]: String(height),
       [META.genesisHeight]: String(height),
@@ -705,10 +722,20 @@ export class Executor implements Application, EthChain {
   async prepareProposal(req: PrepareProposalRequest): Promise<Uint8Array[]> {
     this.assertInitialized();
     if (this.ahead?.height === req.height) this.ahead.open = false;
-    // Dev operations go first, in arrival order: a state change applies before the transactions
-    // proposed with it, as it would have applied before they were sent.
+    // The bridge transaction is always first (index 0), then dev operations in arrival order: a
+    // state change applies before the transactions proposed with it, as it would have applied
+    // before they were sent.
     const dev: Uint8Array[] = [];
     let bytes = 0;
+    const bridge = await this.bridgeIn.prepare(
+      req.height,
+      req.localLastCommit,
+      await this.inboundAt(this.db.latest),
+    );
+    if (bridge && protoTxSize(bridge.length) <= req.maxTxBytes) {
+      dev.push(bridge);
+      bytes += protoTxSize(bridge.length);
+    }
     const seen = new Set<string>();
     for (const q of this.devQueue) {
       if (seen.has(q.key)) continue;
@@ -727,7 +754,18 @@ export class Executor implements Application, EthChain {
   async processProposal(req: ProcessProposalRequest): Promise<boolean> {
     this.assertInitialized();
     if (this.ahead?.height === req.height) this.ahead.open = false;
-    for (const raw of req.txs) {
+    for (const [i, raw] of req.txs.entries()) {
+      if (isBridgeTx(raw)) {
+        const why =
+          i !== 0
+            ? `the bridge transaction is at index ${i}, not 0`
+            : await this.bridgeIn.check(raw, req.height, await this.inboundAt(this.db.latest));
+        if (why !== null) {
+          this.opts.logger.warn({ height: req.height, reason: why }, 'bridge: rejecting proposal');
+          return false;
+        }
+        continue;
+      }
       if (isDevTx(raw)) {
         const why = this.devTxProblem(raw);
         if (why !== undefined) {
@@ -754,6 +792,47 @@ export class Executor implements Application, EthChain {
       }
     }
     return true;
+  }
+
+  /** Bridge-in state (bridge-out precompile slots) committed at `height`. */
+  private inboundAt(height: number): Promise<InboundState> {
+    return readInbound({
+      readSlot: (a, k) => this.db.storage(a, k, height),
+      writeSlot: () => {
+        throw new Error('inboundAt reads only');
+      },
+    });
+  }
+
+  /** The last bridge-in deposit sequence number the committed state has processed (the watcher's start). */
+  lastInboundSequence(): bigint {
+    return this.inboundLast;
+  }
+
+  /** ExtendVote: this validator's attestation of the next source-chain deposits (docs/bridge.md). */
+  async extendVote(req: ExtendVoteRequest): Promise<Uint8Array> {
+    this.assertInitialized();
+    return this.bridgeIn.extendVote(req.txs);
+  }
+
+  /**
+   * VerifyVoteExtension: empty, or the attestation of deposits from the next one to mint after the
+   * state the vote's block executes on (height - 1), or later. A state no longer kept refuses.
+   */
+  async verifyVoteExtension(req: VerifyVoteExtensionRequest): Promise<boolean> {
+    this.assertInitialized();
+    if (req.voteExtension.length === 0) return true;
+    let next: bigint;
+    try {
+      next = (await this.inboundAt(req.height - 1)).lastSequence + 1n;
+    } catch (err) {
+      this.opts.logger.debug(
+        { height: req.height, err: (err as Error).message },
+        'bridge: extension of an old height',
+      );
+      return false;
+    }
+    return this.bridgeIn.verifyVoteExtension(req.voteExtension, next);
   }
 
   /** Committed state at `height`, as the EVM overlay reads it. */
@@ -825,8 +904,10 @@ export class Executor implements Application, EthChain {
     };
     const devOps: Array<DevOp | undefined> = [];
     const devTxs = new Set<string>();
+    const bridgeTx = req.txs[0] !== undefined && isBridgeTx(req.txs[0]) ? req.txs[0] : undefined;
     const decoded: Array<DecodedTx | TxRejectedError> = req.txs.map((raw, i) => {
       try {
+        if (i === 0 && bridgeTx) return new TxRejectedError(TxCode.decode, 'bridge transaction');
         if (isDevTx(raw)) {
           const op = this.devOpOf(raw);
           devOps[i] = op;
@@ -842,8 +923,9 @@ export class Executor implements Application, EthChain {
       }
     });
     // A run ahead never saw the dev operations: a block that carries any runs from its start.
-    const run = await this.runFor(devTxs.size > 0 ? undefined : ahead, ctx, decoded);
+    const run = await this.runFor(devTxs.size > 0 || bridgeTx ? undefined : ahead, ctx, decoded);
     let devMinted = 0n;
+    let bridgeMinted = 0n;
     const reused = run.records.length;
     if (reused < decoded.length) {
       const touched: string[] = [toKey(coinbase)];
@@ -860,6 +942,12 @@ export class Executor implements Application, EthChain {
         // committed state), as CometBFT runs CheckTx beside FinalizeBlock; see EXEC_SLICE_MS.
         await yieldToLoop();
         sliceStart = performance.now();
+      }
+      if (i === 0 && bridgeTx) {
+        const { minted, result } = await this.bridgeIn.apply(run.state, bridgeTx, height);
+        bridgeMinted += minted;
+        run.recordOther(result);
+        continue;
       }
       const op = devOps[i];
       if (op !== undefined && op.kind !== 'impersonated') {
@@ -925,7 +1013,8 @@ export class Executor implements Application, EthChain {
     const validatorUpdates = await endBlockValidatorUpdates(state);
     const tExec = performance.now();
 
-    const expectedDelta = devMinted - state.burned;
+    // Bridged-in BTC is minted like a dev balance change: the supply check counts it.
+    const expectedDelta = devMinted + bridgeMinted - state.burned;
     // The BTC token's totalSupply() reads the supply from its storage (see btc-token.ts).
     if (expectedDelta !== 0n) {
       state.writeSlot(toKey(BTC_TOKEN_ADDRESS), SUPPLY_SLOT, uintWord(this.supply + expectedDelta));
@@ -973,6 +1062,7 @@ export class Executor implements Application, EthChain {
       appHash: appHashOf(built.stateRoot, next),
       minTip,
       devTxs,
+      valsetOps: await this.bridgeIn.nextSetOps(height, validatorUpdates),
     };
     return {
       events: [
@@ -998,7 +1088,7 @@ export class Executor implements Application, EthChain {
     const p = this.pending;
     if (!p) throw new ExecutionError('NO_PENDING_BLOCK', 'commit without a finalized block');
     const { ops, newOldest } = await this.db.commitOps(p.built);
-    ops.push(...this.chain.blockOps(p.block, p.txs, p.receipts));
+    ops.push(...this.chain.blockOps(p.block, p.txs, p.receipts), ...p.valsetOps);
     const metaOps: Record<string, string> = {
       [META.height]: String(p.height),
       [META.lastBlockHeight]: String(p.height),
@@ -1039,6 +1129,7 @@ export class Executor implements Application, EthChain {
     this.appHash = p.appHash;
     this.baseFee = p.nextBaseFee;
     this.supply = p.supply;
+    this.inboundLast = (await this.inboundAt(p.height)).lastSequence;
     if (p.minTip !== undefined) {
       this.recentTips.push(p.minTip);
       if (this.recentTips.length > TIP_HISTORY) this.recentTips.shift();
@@ -1099,6 +1190,7 @@ export class Executor implements Application, EthChain {
     this.pending = undefined;
     const ops = await this.db.rollbackOps(target);
     for (let h = BigInt(target) + 1n; h <= BigInt(top); h++) ops.push(...(await this.chain.dropOps(h)));
+    ops.push(...this.bridgeIn.dropOps(target, top));
     const oldest = Math.max(Number(point.meta[META.oldestState] ?? this.db.oldest), this.db.oldest);
     const meta: Record<string, string> = { ...point.meta, [META.oldestState]: String(oldest) };
     for (const [k, v] of Object.entries(meta)) ops.push({ type: 'put', key: metaKey(k), value: enc(v) });
@@ -1114,6 +1206,7 @@ export class Executor implements Application, EthChain {
     this.supply = BigInt(meta[META.totalSupply] ?? 0);
     const root = fromHex(meta[META.stateRoot] ?? toHex(EMPTY_TRIE_ROOT));
     this.db.reset(Number(meta[META.height] ?? target), oldest, root);
+    this.inboundLast = (await this.inboundAt(this.db.latest)).lastSequence;
     await this.recheckMempool();
     this.opts.logger.info({ height: target, from: top }, 'application rolled back');
   }

@@ -1,7 +1,9 @@
 // Options of the executor, built by the node from app.toml ([evm.gas], pruning), config.toml
 // ([mempool]) and the genesis. Defaults follow the seed (§2.4 [evm.gas]) and the ports brief.
+
 import type { KVStore } from '../../storage/index.js';
 import type { EventBus, Logger } from '../../types/index.js';
+import type { DepositSource } from './bridge/inbound.js';
 import { defaultMempoolOptions, type MempoolOptions } from './mempool.js';
 
 export interface GasOptions {
@@ -63,6 +65,12 @@ export interface ExecutorOptions {
    * drains it (outboxEntries, clearOutbox) loses no height to a crash. Off in the all-in-one node.
    */
   outbox?: { encode(record: CommittedRecord): Uint8Array };
+  /**
+   * Bridge in: where this validator's vote extensions take the next source-chain deposits from (the
+   * DepositWatcher, with app.toml [bridge] enable = true). Without it the node attests nothing but
+   * still checks and mints what others attested.
+   */
+  deposits?: DepositSource;
 }
 
 /** What the executor committed at one height, as the outbox records it (docs/cluster.md). */

@@ -31,6 +31,12 @@ export interface BridgeParamsJson {
   window_outflow: string;
   total_bridged_out: string;
   outbound_count: string;
+  /** Bridge in: the last source-chain deposit sequence number processed (minted, or skipped for another token). */
+  inbound_last_sequence: string;
+  /** Bridge in: BTC minted in total, base units. */
+  total_bridged_in: string;
+  /** Bridge in: the source-chain token minted as BTC (genesis app_state.bridge.btc_token_address); null when none. */
+  inbound_token: Hex | null;
 }
 
 const sel = (signature: string) =>
@@ -44,6 +50,7 @@ const SEL = {
   params: sel('params()'),
   paused: sel('paused()'),
   admin: sel('admin()'),
+  inbound: sel('inbound()'),
 };
 
 /** Entries one by-recipient answer renders at most (the newest are last; see docs/bridge.md). */
@@ -132,6 +139,19 @@ export class BridgeReader {
     return out;
   }
 
+  /** The bridge-in state: last processed deposit, BTC minted, the mapped source token. */
+  async inbound(
+    height: bigint,
+  ): Promise<Pick<BridgeParamsJson, 'inbound_last_sequence' | 'total_bridged_in' | 'inbound_token'>> {
+    const b = await this.view(SEL.inbound, height);
+    const token = uintAt(b, 64);
+    return {
+      inbound_last_sequence: uintAt(b, 0).toString(),
+      total_bridged_in: uintAt(b, 32).toString(),
+      inbound_token: token === 0n ? null : (`0x${token.toString(16).padStart(40, '0')}` as Hex),
+    };
+  }
+
   async params(height: bigint): Promise<BridgeParamsJson> {
     const b = await this.view(SEL.params, height);
     const at = (i: number) => uintAt(b, 32 * i);
@@ -151,6 +171,7 @@ export class BridgeReader {
       window_outflow: at(5).toString(),
       total_bridged_out: at(6).toString(),
       outbound_count: (await this.count(height)).toString(),
+      ...(await this.inbound(height)),
     };
   }
 }

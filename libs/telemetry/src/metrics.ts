@@ -72,6 +72,13 @@ export class NodeMetrics {
   private readonly gasLimit: Gauge<'chain_id'>;
   private readonly baseFee: Gauge<'chain_id'>;
   private readonly ranAhead: Counter<'chain_id'>;
+  // bridge in (docs/bridge.md): set by recordBridge after each poll of the source chain
+  private readonly bridgeObserved: Gauge<'chain_id'>;
+  private readonly bridgeAttested: Gauge<'chain_id'>;
+  private readonly bridgeMinted: Gauge<'chain_id'>;
+  private readonly bridgePending: Gauge<'chain_id'>;
+  private readonly bridgeErrors: Counter<'chain_id'>;
+  private bridgeErrorsSeen = 0;
   /** The node's execution counters when last read (metrics count the increase). */
   private seen = { refusedTxs: 0, ranAheadTxs: 0, lastFinalizeHeight: 0 };
 
@@ -176,7 +183,45 @@ export class NodeMetrics {
         this.registry.removeSingleMetric(name);
       }
     }
+    this.bridgeObserved = gauge(
+      'bridge_last_observed_sequence',
+      'Highest deposit sequence number seen on the source chain (confirmed blocks).',
+    );
+    this.bridgeAttested = gauge(
+      'bridge_last_attested_sequence',
+      'Highest deposit sequence number this validator attested in a vote extension.',
+    );
+    this.bridgeMinted = gauge(
+      'bridge_last_minted_sequence',
+      'Last deposit sequence number the chain processed (minted, or skipped for an unmapped token).',
+    );
+    this.bridgePending = gauge(
+      'bridge_pending_deposits',
+      'Deposits seen on the source chain and not processed yet.',
+    );
+    this.bridgeErrors = new Counter({
+      name: `${ns}_bridge_errors_total`,
+      help: 'Failed reads of the source chain (down, timing out, or answering garbage).',
+      labelNames: ['chain_id'] as const,
+      registers,
+    });
     this.unsubscribe = deps.bus?.subscribe((ev) => this.handle(ev));
+  }
+
+  /** The deposit watcher's numbers after a poll (errors is its running count since start). */
+  recordBridge(s: {
+    lastObserved: bigint;
+    lastAttested: bigint;
+    lastMinted: bigint;
+    pending: number;
+    errors: number;
+  }): void {
+    this.bridgeObserved.set(this.label, Number(s.lastObserved));
+    this.bridgeAttested.set(this.label, Number(s.lastAttested));
+    this.bridgeMinted.set(this.label, Number(s.lastMinted));
+    this.bridgePending.set(this.label, s.pending);
+    if (s.errors > this.bridgeErrorsSeen) this.bridgeErrors.inc(this.label, s.errors - this.bridgeErrorsSeen);
+    this.bridgeErrorsSeen = s.errors;
   }
 
   /** Records one RPC call (JSON-RPC method or route). Unknown-looking names are folded into "other". */

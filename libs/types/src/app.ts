@@ -63,12 +63,57 @@ export interface ValidatorUpdate {
   power: bigint;
 }
 
+/** One validator's precommit for the last block, with its extension (CometBFT's ExtendedVoteInfo). */
+export interface ExtendedVoteInfo {
+  validator: { address: Uint8Array; power: bigint };
+  /** 1 absent, 2 commit (voted for the block), 3 nil. Only flag 2 carries an extension. */
+  blockIdFlag: 1 | 2 | 3;
+  voteExtension: Uint8Array;
+  extensionSignature: Uint8Array;
+}
+
+/**
+ * The last height's precommits as the proposer holds them (CometBFT's ExtendedCommitInfo), in the
+ * order of that height's validator set. The extension signatures were checked by consensus; the
+ * application re-checks them (voteExtensionSignBytes) when it relies on them in a proposal others
+ * must accept, since other validators never see this structure.
+ */
+export interface ExtendedCommitInfo {
+  round: number;
+  votes: ExtendedVoteInfo[];
+}
+
 export interface PrepareProposalRequest {
   height: number;
   time: TimeNs;
   proposerAddress: Uint8Array;
   /** Bytes available for transactions in the block. */
   maxTxBytes: number;
+  /**
+   * The extended votes of height - 1 when vote extensions were enabled there
+   * (consensus_params.abci.vote_extensions_enable_height <= height - 1); absent otherwise.
+   */
+  localLastCommit?: ExtendedCommitInfo;
+}
+
+/** ExtendVote: the local validator is about to precommit this block. */
+export interface ExtendVoteRequest {
+  height: number;
+  round: number;
+  /** Hash of the block being precommitted. */
+  hash: Uint8Array;
+  time: TimeNs;
+  txs: Uint8Array[];
+  proposerAddress: Uint8Array;
+}
+
+/** VerifyVoteExtension: another validator's precommit for `hash` carries this extension. */
+export interface VerifyVoteExtensionRequest {
+  height: number;
+  round: number;
+  hash: Uint8Array;
+  validatorAddress: Uint8Array;
+  voteExtension: Uint8Array;
 }
 
 export interface ProcessProposalRequest {
@@ -131,6 +176,19 @@ export interface Application {
   /** Accept or reject a block proposed by another validator. */
   processProposal(req: ProcessProposalRequest): Promise<boolean>;
   finalizeBlock(req: FinalizeBlockRequest): Promise<FinalizeBlockResponse>;
+  /**
+   * The extension for the local validator's non-nil precommit, at heights where vote extensions are
+   * enabled. An application without this method extends with empty bytes. At most
+   * MAX_VOTE_EXTENSION_BYTES (libs/consensus); a longer or failed answer is logged and replaced by
+   * an empty extension, so the validator still votes.
+   */
+  extendVote?(req: ExtendVoteRequest): Promise<Uint8Array>;
+  /**
+   * Accept (true) or reject another validator's extension. A rejected precommit is not counted.
+   * Must be deterministic in its inputs: validators that disagree split the vote. Without this
+   * method every extension whose signature verifies is accepted.
+   */
+  verifyVoteExtension?(req: VerifyVoteExtensionRequest): Promise<boolean>;
   /** Persists the state of the last finalized block atomically. */
   commit(): Promise<{ retainHeight: number }>;
 }

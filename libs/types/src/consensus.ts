@@ -42,6 +42,12 @@ export interface CommitSig {
   validatorAddress: Uint8Array;
   timestamp: TimeNs;
   signature: Uint8Array;
+  /**
+   * Only in an extended commit (CometBFT's ExtendedCommitSig), never in a block's last_commit nor in
+   * what is hashed: the vote extension of a commit vote and the validator's signature over it.
+   */
+  extension?: Uint8Array;
+  extensionSignature?: Uint8Array;
 }
 
 export interface Commit {
@@ -63,6 +69,13 @@ export interface Vote {
   validatorAddress: Uint8Array;
   validatorIndex: number;
   signature: Uint8Array;
+  /**
+   * ABCI 2.0 vote extension: set only on a non-nil precommit at a height where
+   * consensus_params.abci.vote_extensions_enable_height is reached (absent or empty otherwise). It is
+   * not covered by `signature`; `extensionSignature` signs it (voteExtensionSignBytes).
+   */
+  extension?: Uint8Array;
+  extensionSignature?: Uint8Array;
 }
 
 export interface Proposal {

@@ -4,7 +4,7 @@
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { type AbciServer, serveApplication } from '../../../libs/abci-grpc/index.js';
 import { homePaths, toExecutorSettings } from '../../../libs/config/index.js';
-import { Executor } from '../../../libs/execution/index.js';
+import { DepositWatcher, Executor } from '../../../libs/execution/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { encodeCommitted } from '../../../libs/stream/index.js';
 import { EventBus, type Logger } from '../../../libs/types/index.js';
@@ -66,6 +66,19 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
           s.loaded.app.mode === 'archive' ? 'archive' : 'full',
         );
         const genesis = s.genesis.runtime;
+        // Bridge in: the source-chain watcher whose deposits this validator's vote extensions attest.
+        const bridge = s.loaded.app.bridge;
+        let lastInbound = () => 0n;
+        const watcher = bridge.enable
+          ? new DepositWatcher({
+              rpcUrl: bridge.ethereumRpcUrl,
+              bridgeAddress: bridge.bridgeAddress,
+              confirmations: bridge.confirmations,
+              pollIntervalMs: bridge.pollIntervalMs,
+              lastProcessed: () => lastInbound(),
+              logger: logger.child({ module: 'bridge' }),
+            })
+          : undefined;
         const executor = await Executor.open({
           kv,
           location: homePaths(s.home).applicationDb,
@@ -81,10 +94,16 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
           devControls: false,
           // Every committed height also goes to the outbox the publisher drains into JetStream.
           outbox: { encode: encodeCommitted },
+          ...(watcher ? { deposits: watcher } : {}),
           bus,
           logger: logger.child({ module: 'execution' }),
         });
         closers.add('executor', () => executor.close());
+        if (watcher) {
+          lastInbound = () => executor.lastInboundSequence();
+          watcher.start();
+          closers.add('bridge watcher', () => watcher.stop());
+        }
         return executor;
       },
     },

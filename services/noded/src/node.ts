@@ -17,7 +17,7 @@ import {
   toInstrumentationOptions,
 } from '../../../libs/config/index.js';
 import { ConsensusRuntime } from '../../../libs/consensus/index.js';
-import { DEV_CHAIN_ID, Executor, HARDFORK } from '../../../libs/execution/index.js';
+import { DEV_CHAIN_ID, DepositWatcher, Executor, HARDFORK } from '../../../libs/execution/index.js';
 import {
   ConsensusChannel,
   LightChannel,
@@ -91,6 +91,19 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
 
     const settings = toExecutorSettings(config, app, opts.mode);
     const devControls = hasDevControls(genesis, paths.privValidatorKey);
+    // Bridge in: the watcher reads the source chain; the executor's vote extensions attest what it
+    // holds, from the chain's last processed deposit on (read from the executor once it is open).
+    let lastInbound = () => 0n;
+    const watcher = app.bridge.enable
+      ? new DepositWatcher({
+          rpcUrl: app.bridge.ethereumRpcUrl,
+          bridgeAddress: app.bridge.bridgeAddress,
+          confirmations: app.bridge.confirmations,
+          pollIntervalMs: app.bridge.pollIntervalMs,
+          lastProcessed: () => lastInbound(),
+          logger: logger.child({ module: 'bridge' }),
+        })
+      : undefined;
     const executor = await Executor.open({
       kv: applicationDb,
       location: paths.applicationDb,
@@ -103,10 +116,12 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       allowUnprotectedTxs: settings.allowUnprotectedTxs,
       txFeeCap: settings.txFeeCap,
       devControls,
+      ...(watcher ? { deposits: watcher } : {}),
       bus,
       logger: logger.child({ module: 'execution' }),
     });
     life.add('executor', () => executor.close());
+    lastInbound = () => executor.lastInboundSequence();
 
     // tx_index.db belongs to the indexer's own thread; "null" indexes nothing (as CometBFT).
     const indexer =
@@ -267,6 +282,19 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       metrics.setPeers(reader.peers().length);
       metrics.recordPeerTraffic(p2p.traffic());
     };
+    if (watcher) {
+      watcher.onStats((st) => metrics.recordBridge(st));
+      watcher.start();
+      life.add('bridge watcher', () => watcher.stop());
+      log.info(
+        {
+          source: app.bridge.ethereumRpcUrl,
+          bridge: app.bridge.bridgeAddress,
+          confirmations: app.bridge.confirmations,
+        },
+        'bridge: watching the source chain for deposits',
+      );
+    }
     sampleGauges();
     const mempoolGauge = setInterval(sampleGauges, 1000);
     mempoolGauge.unref();

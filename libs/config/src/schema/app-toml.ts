@@ -97,8 +97,8 @@ export class LightSection extends TomlSection {
 }
 
 /**
- * [bridge]: reading bridge-in deposits from the source chain (docs/bridge.md). Validated now; the
- * deposit watcher that uses it is not built yet, so `enable = true` only checks the keys.
+ * [bridge]: reading bridge-in deposits from the source chain (docs/bridge.md). With `enable = true`
+ * the node runs the deposit watcher and its vote extensions attest what it reads.
  */
 export class BridgeSection extends TomlSection {
   @IsBool() enable = false;
@@ -194,8 +194,8 @@ export const APP_TOML_DOCS: Record<string, string> = {
     'Bridge in (docs/bridge.md): the source EVM chain whose AssetsLocked events validators attest.\n' +
     'The parameters every node must share are in genesis.json app_state.bridge, not here.',
   'bridge.enable':
-    'Watch the source chain for deposits (needs the three addresses below). The watcher is not built\n' +
-    'yet: enabling it only checks these keys.',
+    "Watch the source chain for deposits and attest them in this validator's vote extensions\n" +
+    '(needs the three keys below, and genesis consensus_params.abci.vote_extensions_enable_height).',
   'bridge.ethereum_rpc_url': "The source chain's JSON-RPC, http:// or https://.",
   'bridge.bridge_address':
     'The source-chain contract that emits AssetsLocked (contracts/BTCBridgeSource.sol).',

@@ -157,6 +157,8 @@ export function encodeVote(v: Vote): Uint8Array {
   w.bytes(6, v.validatorAddress);
   w.varint(7, v.validatorIndex);
   w.bytes(8, v.signature);
+  if (v.extension) w.bytes(9, v.extension);
+  if (v.extensionSignature) w.bytes(10, v.extensionSignature);
   return w.finish();
 }
 
@@ -174,18 +176,31 @@ export function decodeVote(bytes: Uint8Array): Vote {
     validatorAddress: bytesOf(f, 6),
     validatorIndex: numberOf(f, 7),
     signature: bytesOf(f, 8),
+    ...(f.has(9) ? { extension: bytesOf(f, 9) } : {}),
+    ...(f.has(10) ? { extensionSignature: bytesOf(f, 10) } : {}),
   };
 }
 
+/** CommitSig (what the commit hash covers); extension fields are left out. */
 export function encodeCommitSig(s: CommitSig): Uint8Array {
+  return encodeSig(s, false);
+}
+
+/** CommitSig, or with `extended` CometBFT's ExtendedCommitSig (extension 5, extension_signature 6). */
+function encodeSig(s: CommitSig, extended: boolean): Uint8Array {
   const w = new ProtoWriter(128);
   w.varint(1, s.blockIdFlag);
   w.bytes(2, s.validatorAddress);
   w.message(3, encodeTimestamp(s.timestamp));
   w.bytes(4, s.signature);
+  if (extended) {
+    if (s.extension) w.bytes(5, s.extension);
+    if (s.extensionSignature) w.bytes(6, s.extensionSignature);
+  }
   return w.finish();
 }
 
+/** The Commit message; extensions are never part of it (it is hashed into the next header). */
 export function encodeCommit(c: Commit): Uint8Array {
   const w = new ProtoWriter(256);
   w.varint(1, c.height);
@@ -195,7 +210,21 @@ export function encodeCommit(c: Commit): Uint8Array {
   return w.finish();
 }
 
-export function decodeCommit(bytes: Uint8Array): Commit {
+/**
+ * CometBFT's ExtendedCommit (same field numbers as Commit, signatures as ExtendedCommitSig): the
+ * precommits a node decided on with their vote extensions, stored so a restarted proposer still
+ * has them. Never hashed.
+ */
+export function encodeExtendedCommit(c: Commit): Uint8Array {
+  const w = new ProtoWriter(256);
+  w.varint(1, c.height);
+  w.varint(2, c.round);
+  w.message(3, encodeBlockId(c.blockId));
+  for (const s of c.signatures) w.message(4, encodeSig(s, true));
+  return w.finish();
+}
+
+function decodeCommitWith(bytes: Uint8Array, extended: boolean): Commit {
   const f = readFields(bytes);
   return {
     height: numberOf(f, 1),
@@ -206,14 +235,25 @@ export function decodeCommit(bytes: Uint8Array): Commit {
       const flag = numberOf(s, 1);
       if (flag !== 1 && flag !== 2 && flag !== 3)
         throw new ConsensusError('INVALID_ENCODING', `commit sig block_id_flag ${flag} is not 1, 2 or 3`);
-      return {
+      const sig: CommitSig = {
         blockIdFlag: flag as BlockIdFlag,
         validatorAddress: bytesOf(s, 2),
         timestamp: decodeTimestamp(bytesOf(s, 3)),
         signature: bytesOf(s, 4),
       };
+      if (extended && s.has(5)) sig.extension = bytesOf(s, 5);
+      if (extended && s.has(6)) sig.extensionSignature = bytesOf(s, 6);
+      return sig;
     }),
   };
+}
+
+export function decodeCommit(bytes: Uint8Array): Commit {
+  return decodeCommitWith(bytes, false);
+}
+
+export function decodeExtendedCommit(bytes: Uint8Array): Commit {
+  return decodeCommitWith(bytes, true);
 }
 
 /** DuplicateVoteEvidence message bytes (what CometBFT hashes for the evidence hash). */
@@ -299,6 +339,24 @@ export function voteSignBytes(
   if (bid) w.message(4, bid);
   w.message(5, encodeTimestamp(v.timestamp));
   w.string(6, chainId);
+  return lengthDelimited(w.finish());
+}
+
+/**
+ * The bytes a validator signs for its vote extension: length-delimited CanonicalVoteExtension
+ * (extension 1, height 2 and round 3 as sfixed64, chain_id 4), as CometBFT v0.38. Binding the
+ * height, round and chain id keeps an extension from being replayed elsewhere; the block is not
+ * bound (the vote's own signature covers it, and both travel together).
+ */
+export function voteExtensionSignBytes(
+  chainId: string,
+  v: { height: number; round: number; extension?: Uint8Array },
+): Uint8Array {
+  const w = new ProtoWriter(64 + (v.extension?.length ?? 0));
+  w.bytes(1, v.extension ?? EMPTY_BYTES);
+  w.sfixed64(2, v.height);
+  w.sfixed64(3, v.round);
+  w.string(4, chainId);
   return lengthDelimited(w.finish());
 }
 

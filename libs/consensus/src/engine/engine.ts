@@ -12,6 +12,7 @@ import type {
   Block,
   BlockId,
   Commit,
+  ExtendedCommitInfo,
   Proposal,
   TimeNs,
   Validator,
@@ -31,7 +32,7 @@ import {
 import type { ChainState } from '../chainstate.js';
 import { emptyBlockId, proposalSignBytes } from '../codec/types.js';
 import { blockIdEqual, blockIdKey, blockIdOf, blockSize, bytesEqual, hex } from '../hash.js';
-import { HeightVoteSet, VoteSet } from '../voteset.js';
+import { HeightVoteSet, VoteSet, voteExtensionsEnabled } from '../voteset.js';
 import {
   type ConsensusMessage,
   type EngineConfig,
@@ -52,7 +53,11 @@ export interface StepResult {
 
 const MAX_RULE_ITERATIONS = 64;
 
-/** The engine at height chain.lastBlockHeight + 1, step NewHeight; `lastCommit` is the stored seen commit. */
+/**
+ * The engine at height chain.lastBlockHeight + 1, step NewHeight; `lastCommit` is the stored seen
+ * commit, or the stored extended commit when vote extensions were on (its extensions are kept for
+ * the next proposal).
+ */
 export function createEngine(
   config: EngineConfig,
   chain: ChainState,
@@ -66,7 +71,7 @@ export function createEngine(
     step: 'NewHeight',
     startTime: 0n,
     ownIndex: config.ownAddress ? chain.validators.indexOf(config.ownAddress) : -1,
-    votes: new HeightVoteSet(chain.chainId, chain.lastBlockHeight + 1, chain.validators),
+    votes: heightVotes(chain, chain.lastBlockHeight + 1),
     lastCommit: null,
     proposals: new Map(),
     blocks: new Map(),
@@ -87,13 +92,29 @@ export function createEngine(
     proposers: new Map(),
   };
   if (lastCommit && lastCommit.height === chain.lastBlockHeight && chain.lastValidators.size > 0) {
-    const set = new VoteSet(chain.chainId, lastCommit.height, lastCommit.round, 2, chain.lastValidators);
+    const set = new VoteSet(
+      chain.chainId,
+      lastCommit.height,
+      lastCommit.round,
+      2,
+      chain.lastValidators,
+      voteExtensionsEnabled(chain.consensusParams, lastCommit.height),
+    );
     lastCommit.signatures.forEach((sig, i) => {
       if (sig.blockIdFlag !== 1) set.add(commitSigVote(lastCommit, i), config.verify, true);
     });
     s.lastCommit = set;
   }
   return s;
+}
+
+function heightVotes(chain: ChainState, height: number): HeightVoteSet {
+  return new HeightVoteSet(
+    chain.chainId,
+    height,
+    chain.validators,
+    voteExtensionsEnabled(chain.consensusParams, height),
+  );
 }
 
 class Ctx {
@@ -255,7 +276,7 @@ function onStart(ctx: Ctx): void {
   if (s.step === 'Propose') scheduleTimeout(ctx, 'Propose');
   if (s.step === 'PrevoteWait') scheduleTimeout(ctx, 'PrevoteWait');
   if (s.triggeredPrecommitWait && s.step !== 'Commit') scheduleTimeout(ctx, 'PrecommitWait');
-  for (const vote of s.pendingVotes) ctx.emit({ kind: 'signVote', vote });
+  for (const vote of s.pendingVotes) ctx.emit(signVoteEffect(s, vote));
   const pp = s.pendingProposal;
   if (pp && pp.round === s.round && s.step === 'Propose') {
     if (pp.stage === 'txs') requestProposalEffect(ctx, pp.time);
@@ -284,6 +305,7 @@ function onStart(ctx: Ctx): void {
         block: rec.block,
         blockId: rec.blockId,
         commit: s.decidedCommit,
+        extendedCommit: extendedCommitOf(s),
       });
   }
 }
@@ -467,7 +489,15 @@ function onCommitCert(ctx: Ctx, ev: Extract<EngineEvent, { kind: 'commitCert' }>
   s.decided = true;
   s.decidedCommit = c;
   s.commitTime = ctx.now;
-  ctx.emit({ kind: 'decide', height: s.height, round: c.round, block: ev.block, blockId, commit: c });
+  ctx.emit({
+    kind: 'decide',
+    height: s.height,
+    round: c.round,
+    block: ev.block,
+    blockId,
+    commit: c,
+    extendedCommit: extendedCommitOf(s),
+  });
 }
 
 function onTxsAvailable(ctx: Ctx, ev: Extract<EngineEvent, { kind: 'txsAvailable' }>): void {
@@ -523,7 +553,7 @@ function onCommitted(ctx: Ctx, ev: Extract<EngineEvent, { kind: 'committed' }>):
   s.step = 'NewHeight';
   s.startTime = ctx.now;
   s.ownIndex = s.config.ownAddress ? chain.validators.indexOf(s.config.ownAddress) : -1;
-  s.votes = new HeightVoteSet(chain.chainId, s.height, chain.validators);
+  s.votes = heightVotes(chain, s.height);
   s.lastCommit = lastCommit;
   s.proposals = new Map();
   s.blocks = new Map();
@@ -546,17 +576,66 @@ function onCommitted(ctx: Ctx, ev: Extract<EngineEvent, { kind: 'committed' }>):
   scheduleTimeout(ctx, 'NewHeight', Math.max(0, s.config.timeouts.commit - sinceDecisionMs));
 }
 
-/** Precommits that become the next block's last commit: the decided commit plus later ones for it. */
+/**
+ * Precommits that become the next block's last commit: the decided commit plus later ones for it.
+ * The tally's own votes go in first, so the extensions they carry are kept (a commit signature of
+ * the same validator is then a duplicate).
+ */
 function lastCommitVotes(s: EngineState): VoteSet {
   const tally = s.votes.precommits(s.commitRound);
   const c = s.decidedCommit;
   if (!c) return tally;
-  const set = new VoteSet(s.chain.chainId, c.height, c.round, 2, s.chain.validators);
+  const set = new VoteSet(
+    s.chain.chainId,
+    c.height,
+    c.round,
+    2,
+    s.chain.validators,
+    voteExtensionsEnabled(s.chain.consensusParams, c.height),
+  );
+  for (const v of tally.votesFor(blockIdKey(c.blockId))) set.add(v, s.config.verify, true);
   c.signatures.forEach((sig, i) => {
     if (sig.blockIdFlag === 2) set.add(commitSigVote(c, i), s.config.verify, true);
   });
-  for (const v of tally.votesFor(blockIdKey(c.blockId))) set.add(v, s.config.verify, true);
   return set;
+}
+
+/**
+ * The decided commit with the extensions this node holds (null where extensions are off). A height
+ * decided from a peer's commit certificate holds only the extensions of the precommits it received
+ * itself; the others are left without one.
+ */
+function extendedCommitOf(s: EngineState): Commit | null {
+  const c = s.decidedCommit;
+  if (!c || !voteExtensionsEnabled(s.chain.consensusParams, s.height)) return null;
+  return lastCommitVotes(s).makeExtendedCommit(c.blockId);
+}
+
+/** The last height's extended votes for PrepareProposal (undefined where extensions were off). */
+function localLastCommit(s: EngineState): ExtendedCommitInfo | undefined {
+  const lc = s.lastCommit;
+  if (!lc || !voteExtensionsEnabled(s.chain.consensusParams, lc.height)) return undefined;
+  const c = lc.makeExtendedCommit(s.chain.lastBlockId);
+  return {
+    round: c.round,
+    votes: c.signatures.map((sig, i) => {
+      const v = lc.validators.getByIndex(i)!;
+      return {
+        validator: { address: v.address, power: v.votingPower },
+        blockIdFlag: sig.blockIdFlag,
+        voteExtension: sig.extension ?? new Uint8Array(0),
+        extensionSignature: sig.extensionSignature ?? new Uint8Array(0),
+      };
+    }),
+  };
+}
+
+function signVoteEffect(s: EngineState, vote: Vote): EngineEffect {
+  const extend =
+    vote.type === 2 &&
+    vote.blockId.hash.length > 0 &&
+    voteExtensionsEnabled(s.chain.consensusParams, vote.height);
+  return { kind: 'signVote', vote, extend };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -650,6 +729,7 @@ function enterPropose(ctx: Ctx): void {
 
 function requestProposalEffect(ctx: Ctx, time: TimeNs): void {
   const s = ctx.s;
+  const llc = localLastCommit(s);
   ctx.emit({
     kind: 'requestProposal',
     height: s.height,
@@ -657,6 +737,7 @@ function requestProposalEffect(ctx: Ctx, time: TimeNs): void {
     time,
     proposerAddress: s.config.ownAddress!,
     validatorCount: s.chain.validators.size,
+    ...(llc ? { localLastCommit: llc } : {}),
   });
 }
 
@@ -700,7 +781,7 @@ function requestVote(ctx: Ctx, type: VoteType, blockId: BlockId | null): void {
     signature: new Uint8Array(0),
   };
   s.pendingVotes.push(vote);
-  ctx.emit({ kind: 'signVote', vote });
+  ctx.emit(signVoteEffect(s, vote));
 }
 
 function enterPrevote(ctx: Ctx, blockId: BlockId | null): void {
@@ -730,6 +811,7 @@ function tryDecide(ctx: Ctx): void {
     block: rec.block,
     blockId: rec.blockId,
     commit: s.decidedCommit,
+    extendedCommit: extendedCommitOf(s),
   });
 }
 

@@ -4,6 +4,7 @@ import type {
   BlockId,
   Commit,
   DuplicateVoteEvidence,
+  ExtendedCommitInfo,
   NodeEvent,
   Proposal,
   TimeNs,
@@ -120,8 +121,12 @@ export type EngineEffect =
   | { kind: 'wal'; entry: WalEntry; sync: boolean }
   | { kind: 'broadcast'; message: ConsensusMessage }
   | { kind: 'scheduleTimeout'; height: number; round: number; step: TimeoutStep; durationMs: number }
-  /** Sign through the double-sign guard, then feed back `ownVote`. */
-  | { kind: 'signVote'; vote: Vote }
+  /**
+   * Sign through the double-sign guard, then feed back `ownVote`. With `extend` (a non-nil precommit
+   * at a height with vote extensions) first ask the application for the extension (extendVote) and
+   * sign it too.
+   */
+  | { kind: 'signVote'; vote: Vote; extend: boolean }
   /** Sign through the double-sign guard, then feed back `ownProposal`. */
   | { kind: 'signProposal'; proposal: Proposal; block: Block }
   /** Ask the application for transactions (and the runtime for evidence), then feed back `proposalTxs`. */
@@ -132,11 +137,24 @@ export type EngineEffect =
       time: TimeNs;
       proposerAddress: Uint8Array;
       validatorCount: number;
+      /** The last height's extended votes, when vote extensions were enabled there. */
+      localLastCommit?: ExtendedCommitInfo;
     }
   /** Check evidence and ask the application (processProposal), then feed back `blockValidated`. */
   | { kind: 'validateBlock'; height: number; round: number; block: Block; blockId: BlockId }
-  /** Store, finalize and commit the block, then feed back `committed`. */
-  | { kind: 'decide'; height: number; round: number; block: Block; blockId: BlockId; commit: Commit }
+  /**
+   * Store, finalize and commit the block, then feed back `committed`. `extendedCommit` (heights with
+   * vote extensions) is the commit with the extensions this node holds, stored for the next proposer.
+   */
+  | {
+      kind: 'decide';
+      height: number;
+      round: number;
+      block: Block;
+      blockId: BlockId;
+      commit: Commit;
+      extendedCommit: Commit | null;
+    }
   /** A validator signed two different votes for one height/round/type. */
   | { kind: 'conflictingVotes'; voteA: Vote; voteB: Vote }
   /** Publish on the node's event bus. */

@@ -37,8 +37,9 @@ import {
 import type { ConsensusMessage, EngineEffect, EngineEvent, EngineState } from '../engine/types.js';
 import { ConsensusError, DoubleSignError, HandshakeError } from '../errors.js';
 import { type DurableFs, NodeFs } from '../fs.js';
-import { blockIdOf, bytesEqual, hexUpper } from '../hash.js';
+import { blockIdKey, blockIdOf, bytesEqual, hex, hexUpper } from '../hash.js';
 import { FilePV } from '../privval.js';
+import { MAX_VOTE_EXTENSION_BYTES, voteExtensionProblem, voteExtensionsEnabled } from '../voteset.js';
 import { Wal } from '../wal.js';
 import { EvidencePool } from './evidencepool.js';
 import {
@@ -177,9 +178,11 @@ export class ConsensusRuntime {
     const rt = new ConsensusRuntime(opts, fs, !opts.fs, blockStore, stateStore, privval);
     await rt.pool.load();
     await rt.handshake();
+    // The extended commit (vote extensions on) holds what the next proposal needs; else the seen one.
+    const top = rt.chain.lastBlockHeight;
     const seen =
-      rt.chain.lastBlockHeight >= rt.chain.initialHeight
-        ? await blockStore.loadSeenCommit(rt.chain.lastBlockHeight)
+      top >= rt.chain.initialHeight
+        ? ((await blockStore.loadExtendedCommit(top)) ?? (await blockStore.loadSeenCommit(top)))
         : undefined;
     rt.engine = rt.newEngine(seen ?? null);
     await rt.refreshRefs();
@@ -482,19 +485,31 @@ export class ConsensusRuntime {
       case 'signVote': {
         if (replay || !this.privval) return undefined;
         try {
-          const vote = await this.privval.signVote(this.opts.chainId, eff.vote);
+          const unsigned = eff.extend
+            ? { ...eff.vote, extension: await this.extendVote(eff.vote) }
+            : eff.vote;
+          const vote = await this.privval.signVote(this.opts.chainId, unsigned, eff.extend);
           return { kind: 'ownVote', vote, now: this.now() };
         } catch (err) {
           if (!(err instanceof DoubleSignError)) throw err;
           // Signed something else at this height/round/step before a crash that lost it from the
           // WAL: that vote never left the node. Send it now (no new signature) rather than stay
           // silent, which could stall the network when this validator's power is needed.
-          const stored = this.privval.storedVote(this.opts.chainId, eff.vote);
+          let stored = this.privval.storedVote(this.opts.chainId, eff.vote);
           if (stored) {
             this.logger.warn(
               { height: stored.height, round: stored.round, type: stored.type },
               'using the vote signed before a restart',
             );
+            if (
+              stored.type === 2 &&
+              stored.blockId.hash.length > 0 &&
+              voteExtensionsEnabled(this.chain.consensusParams, stored.height)
+            )
+              stored = this.privval.withExtensionSignature(this.opts.chainId, {
+                ...stored,
+                extension: await this.extendVote(stored),
+              });
             return { kind: 'ownVote', vote: stored, now: this.now() };
           }
           this.logger.error(
@@ -533,6 +548,7 @@ export class ConsensusRuntime {
             time,
             proposerAddress: eff.proposerAddress,
             maxTxBytes,
+            ...(eff.localLastCommit ? { localLastCommit: eff.localLastCommit } : {}),
           });
         } catch (err) {
           this.logger.error(
@@ -586,7 +602,7 @@ export class ConsensusRuntime {
         // Transactions admitted from here on are for the next height (see txsAvailable).
         this.txsWaiting = false;
         this.lastBlockTxs = eff.block.data.txs.length;
-        await this.commitDecided(eff.block, eff.blockId, eff.commit);
+        await this.commitDecided(eff.block, eff.blockId, eff.commit, eff.extendedCommit);
         return { kind: 'committed', chain: this.chain, now: this.now() };
       case 'conflictingVotes':
         await this.pool.reportConflict(eff.voteA, eff.voteB, this.chain);
@@ -604,11 +620,111 @@ export class ConsensusRuntime {
   }
 
   // -------------------------------------------------------------------------------------------
+  // Vote extensions (ABCI 2.0)
+
+  /**
+   * The application's extension for the local precommit of `vote.blockId`. A failing or oversized
+   * answer is logged and replaced by an empty extension: the validator still votes (CometBFT would
+   * stop the node; an empty extension only withholds this validator's attestation).
+   */
+  private async extendVote(vote: Vote): Promise<Uint8Array> {
+    const app = this.opts.app;
+    if (!app.extendVote) return new Uint8Array(0);
+    const rec = this.engine.blocks.get(hex(vote.blockId.hash));
+    try {
+      const ext = await app.extendVote({
+        height: vote.height,
+        round: vote.round,
+        hash: vote.blockId.hash,
+        time: rec?.block.header.time ?? 0n,
+        txs: rec?.block.data.txs ?? [],
+        proposerAddress: rec?.block.header.proposerAddress ?? new Uint8Array(0),
+      });
+      if (ext.length <= MAX_VOTE_EXTENSION_BYTES) return ext;
+      this.logger.error(
+        { height: vote.height, round: vote.round, bytes: ext.length, limit: MAX_VOTE_EXTENSION_BYTES },
+        'extendVote returned an extension over the limit; precommitting with an empty one',
+      );
+    } catch (err) {
+      this.logger.error(
+        { height: vote.height, round: vote.round, err: (err as Error).message },
+        'extendVote failed; precommitting with an empty extension',
+      );
+    }
+    return new Uint8Array(0);
+  }
+
+  /** Answers of verifyVoteExtension at the current height, by validator/round/extension signature. */
+  private extensionVerdicts = new Map<string, boolean>();
+  private extensionVerdictsHeight = -1;
+
+  /**
+   * VerifyVoteExtension for a peer's non-nil precommit of the current height, and of the previous
+   * one (late precommits join the last commit, whose extensions the next proposer hands its
+   * application; CometBFT does not ask there, so an extension its application would refuse can
+   * reach PrepareProposal). A rejected one is logged and dropped before the engine counts it.
+   * Votes the engine refuses anyway (bad signatures, wrong validator, extensions off) pass through
+   * so the engine rejects them and reports the peer; an honest peer relays another validator's
+   * extension without judging it, so the application's refusal does not blame the peer.
+   */
+  private async appAcceptsExtension(vote: Vote): Promise<boolean> {
+    const app = this.opts.app;
+    const e = this.engine;
+    if (!app.verifyVoteExtension || vote.type !== 2 || vote.blockId.hash.length === 0) return true;
+    if (vote.height !== e.height && vote.height !== e.height - 1) return true;
+    if (!voteExtensionsEnabled(this.chain.consensusParams, vote.height)) return true;
+    const set = vote.height === e.height ? e.chain.validators : e.chain.lastValidators;
+    const val = set.getByIndex(vote.validatorIndex);
+    if (!val || !bytesEqual(val.address, vote.validatorAddress)) return true;
+    if (voteExtensionProblem(this.opts.chainId, vote, true, val.pubKey, this.verify) !== null) return true;
+    if (this.extensionVerdictsHeight !== e.height) {
+      this.extensionVerdicts.clear();
+      this.extensionVerdictsHeight = e.height;
+    }
+    const key = `${vote.height}/${vote.validatorIndex}/${vote.round}/${blockIdKey(vote.blockId)}/${hex(vote.extensionSignature!)}`;
+    let ok = this.extensionVerdicts.get(key);
+    if (ok === undefined) {
+      try {
+        ok = await app.verifyVoteExtension({
+          height: vote.height,
+          round: vote.round,
+          hash: vote.blockId.hash,
+          validatorAddress: vote.validatorAddress,
+          voteExtension: vote.extension ?? new Uint8Array(0),
+        });
+      } catch (err) {
+        this.logger.error(
+          { height: vote.height, round: vote.round, err: (err as Error).message },
+          'verifyVoteExtension failed; treating the extension as rejected',
+        );
+        ok = false;
+      }
+      if (this.extensionVerdicts.size < 10_000) this.extensionVerdicts.set(key, ok);
+      if (!ok)
+        this.logger.warn(
+          {
+            height: vote.height,
+            round: vote.round,
+            validator: hexUpper(vote.validatorAddress),
+            peer: this.sender,
+          },
+          'the application rejected a vote extension; precommit not counted',
+        );
+    }
+    return ok;
+  }
+
+  // -------------------------------------------------------------------------------------------
   // Committing
 
-  private async commitDecided(block: Block, blockId: BlockId, commit: Commit): Promise<void> {
+  private async commitDecided(
+    block: Block,
+    blockId: BlockId,
+    commit: Commit,
+    extendedCommit: Commit | null,
+  ): Promise<void> {
     const h = block.header.height;
-    if (this.blockStore.height < h) await this.blockStore.saveBlock(block, blockId, commit);
+    if (this.blockStore.height < h) await this.blockStore.saveBlock(block, blockId, commit, extendedCommit);
     await this.wal!.writeEndHeight(h);
     await this.applyBlock(block, blockId);
     this.logger.info(
@@ -744,6 +860,7 @@ export class ConsensusRuntime {
         await this.process({ kind: 'proposal', proposal: message.proposal, block: message.block, now });
         return;
       case 'vote':
+        if (!(await this.appAcceptsExtension(message.vote))) return;
         await this.process({ kind: 'vote', vote: message.vote, now });
         // skip_timeout_commit: the last precommit came in during the commit wait, which may end now
         // (after a batch, a quarter of timeout_commit from now, as startHeightWait does).

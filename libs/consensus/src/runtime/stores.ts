@@ -3,6 +3,8 @@
 //   "bs:meta"            {base, height}                         (tagged JSON)
 //   "bs:b:" h            block (protobuf encoding of tendermint.types.Block)
 //   "bs:c:" h            seen commit of block h (protobuf Commit)
+//   "bs:ec:" h           extended commit of block h (protobuf ExtendedCommit), only for the top
+//                        height and only where vote extensions are on: the next proposer's input
 //   "bs:m:" h            block meta {blockId, blockSize, header, numTxs} (tagged JSON)
 //   "bs:h:" hash         height (8 bytes)
 // State store keys:
@@ -30,7 +32,13 @@ import {
   storeValidatorSet,
 } from '../chainstate.js';
 import { decodeTagged, encodeTagged } from '../codec/json.js';
-import { decodeBlock, decodeCommit, encodeCommit } from '../codec/types.js';
+import {
+  decodeBlock,
+  decodeCommit,
+  decodeExtendedCommit,
+  encodeCommit,
+  encodeExtendedCommit,
+} from '../codec/types.js';
 import { blockBytes, blockSize } from '../hash.js';
 import type { ValidatorSet } from '../validators.js';
 
@@ -66,8 +74,16 @@ export class BlockStore {
     return new BlockStore(kv, m.base, m.height);
   }
 
-  /** Stores block, seen commit, meta and hash index in one synced batch. */
-  async saveBlock(block: Block, blockId: BlockId, seenCommit: Commit): Promise<void> {
+  /**
+   * Stores block, seen commit, meta and hash index in one synced batch; with `extendedCommit` also
+   * that, replacing the previous height's (only the latest is ever read).
+   */
+  async saveBlock(
+    block: Block,
+    blockId: BlockId,
+    seenCommit: Commit,
+    extendedCommit: Commit | null = null,
+  ): Promise<void> {
     const h = block.header.height;
     const meta: BlockMeta = {
       blockId,
@@ -78,16 +94,18 @@ export class BlockStore {
     const base = this.base === 0 ? h : this.base;
     const heightBytes = new Uint8Array(8);
     new DataView(heightBytes.buffer).setBigUint64(0, BigInt(h));
-    await this.kv.write(
-      [
-        { type: 'put', key: key('bs:b:', h), value: blockBytes(block) },
-        { type: 'put', key: key('bs:c:', h), value: encodeCommit(seenCommit) },
-        { type: 'put', key: key('bs:m:', h), value: encodeTagged(meta) },
-        { type: 'put', key: keyBytes('bs:h:', blockId.hash), value: heightBytes },
-        { type: 'put', key: key('bs:meta'), value: encodeTagged({ base, height: Math.max(h, this.height) }) },
-      ],
-      { sync: true },
-    );
+    const ops: BatchOp[] = [
+      { type: 'put', key: key('bs:b:', h), value: blockBytes(block) },
+      { type: 'put', key: key('bs:c:', h), value: encodeCommit(seenCommit) },
+      { type: 'put', key: key('bs:m:', h), value: encodeTagged(meta) },
+      { type: 'put', key: keyBytes('bs:h:', blockId.hash), value: heightBytes },
+      { type: 'put', key: key('bs:meta'), value: encodeTagged({ base, height: Math.max(h, this.height) }) },
+    ];
+    if (extendedCommit) {
+      ops.push({ type: 'put', key: key('bs:ec:', h), value: encodeExtendedCommit(extendedCommit) });
+      if (h > 1) ops.push({ type: 'del', key: key('bs:ec:', h - 1) });
+    }
+    await this.kv.write(ops, { sync: true });
     this.base = base;
     this.height = Math.max(h, this.height);
   }
@@ -101,7 +119,7 @@ export class BlockStore {
     for (let h = height + 1; h <= this.height; h++) {
       const m = await this.loadBlockMeta(h);
       if (m) ops.push({ type: 'del', key: keyBytes('bs:h:', m.blockId.hash) });
-      for (const p of ['bs:b:', 'bs:c:', 'bs:m:']) ops.push({ type: 'del', key: key(p, h) });
+      for (const p of ['bs:b:', 'bs:c:', 'bs:ec:', 'bs:m:']) ops.push({ type: 'del', key: key(p, h) });
     }
     const base = height < this.base || height === 0 ? 0 : this.base;
     ops.push({ type: 'put', key: key('bs:meta'), value: encodeTagged({ base, height }) });
@@ -123,6 +141,12 @@ export class BlockStore {
   async loadBlockMeta(height: number): Promise<BlockMeta | undefined> {
     const m = await this.kv.get(key('bs:m:', height));
     return m ? decodeTagged<BlockMeta>(m) : undefined;
+  }
+
+  /** The extended commit of `height` (stored only for the top height where extensions are on). */
+  async loadExtendedCommit(height: number): Promise<Commit | undefined> {
+    const c = await this.kv.get(key('bs:ec:', height));
+    return c ? decodeExtendedCommit(c) : undefined;
   }
 
   async loadSeenCommit(height: number): Promise<Commit | undefined> {

@@ -8,6 +8,8 @@ import type {
   Application,
   CheckTxResult,
   ExecTxResult,
+  ExtendedCommitInfo,
+  ExtendVoteRequest,
   FinalizeBlockRequest,
   FinalizeBlockResponse,
   InitChainRequest,
@@ -15,6 +17,7 @@ import type {
   PrepareProposalRequest,
   ProcessProposalRequest,
   ValidatorUpdate,
+  VerifyVoteExtensionRequest,
 } from '../../../types/index.js';
 import type { CrashSwitch } from './crash.js';
 
@@ -30,6 +33,22 @@ export function isValidTestTx(tx: Uint8Array): boolean {
   return eq > 0 && eq < s.length - 1;
 }
 
+/**
+ * The test application's vote extension for a precommit: "vx:<height>:<first 8 hex of the block
+ * hash>:<tag>", where the tag names the extending node. verifyVoteExtension accepts exactly that
+ * shape for the height and block of the vote, so an extension made for another block, height or
+ * chain is refused.
+ */
+export function testVoteExtension(height: number, hash: Uint8Array, tag: string): Uint8Array {
+  return enc.encode(`vx:${height}:${Buffer.from(hash.subarray(0, 4)).toString('hex')}:${tag}`);
+}
+
+export function isValidTestVoteExtension(height: number, hash: Uint8Array, ext: Uint8Array): boolean {
+  const prefix = `vx:${height}:${Buffer.from(hash.subarray(0, 4)).toString('hex')}:`;
+  const s = dec.decode(ext);
+  return s.startsWith(prefix) && /^[\x21-\x7e]{1,32}$/.test(s.slice(prefix.length));
+}
+
 interface Snapshot {
   height: number;
   appHash: Uint8Array;
@@ -42,6 +61,8 @@ export interface TestAppOptions {
   /** Validator updates returned by finalizeBlock at a height. */
   validatorUpdates?: (height: number) => ValidatorUpdate[];
   crash?: CrashSwitch;
+  /** Tag of this node's vote extensions (default "node"). */
+  extensionTag?: string;
 }
 
 export class TestApp implements Application {
@@ -50,6 +71,10 @@ export class TestApp implements Application {
   private pending: Snapshot | null = null;
   private mempool: Uint8Array[] = [];
   readonly finalized: number[] = [];
+  /** What prepareProposal received as the last height's extended votes, by height proposed. */
+  readonly localLastCommits: Array<{ height: number; commit: ExtendedCommitInfo }> = [];
+  /** Extensions verifyVoteExtension refused. */
+  rejectedExtensions = 0;
 
   constructor(private readonly opts: TestAppOptions = {}) {}
 
@@ -112,7 +137,21 @@ export class TestApp implements Application {
     };
   }
 
+  async extendVote(req: ExtendVoteRequest): Promise<Uint8Array> {
+    return testVoteExtension(req.height, req.hash, this.opts.extensionTag ?? 'node');
+  }
+
+  async verifyVoteExtension(req: VerifyVoteExtensionRequest): Promise<boolean> {
+    const ok = isValidTestVoteExtension(req.height, req.hash, req.voteExtension);
+    if (!ok) this.rejectedExtensions++;
+    return ok;
+  }
+
   async prepareProposal(req: PrepareProposalRequest): Promise<Uint8Array[]> {
+    if (req.localLastCommit) {
+      this.localLastCommits.push({ height: req.height, commit: req.localLastCommit });
+      if (this.localLastCommits.length > 256) this.localLastCommits.shift();
+    }
     const txs: Uint8Array[] = [];
     let bytes = 0;
     const take = (tx: Uint8Array): boolean => {

@@ -1,4 +1,4 @@
-// npm run sim -- --seeds N [--from S] [--validators V] [--byzantine B] [--faults none|net|crash|all] [--verbose]
+// npm run sim -- --seeds N [--from S] [--validators V] [--byzantine B] [--faults none|net|crash|all] [--vote-extensions H] [--verbose]
 // Prints one summary line and, for each failing seed, the command that replays it exactly.
 // Exit status 1 when any invariant was violated, 2 on bad arguments.
 
@@ -6,7 +6,7 @@ import { runSweep, summaryLine } from './runner.js';
 import { FAULT_MODES, type FaultMode } from './simulation.js';
 
 const USAGE =
-  'usage: sim --seeds N [--from S] [--validators V] [--byzantine B] [--faults none|net|crash|all] [--verbose]';
+  'usage: sim --seeds N [--from S] [--validators V] [--byzantine B] [--faults none|net|crash|all] [--vote-extensions H] [--verbose]';
 
 function parse(argv: string[]) {
   const out: {
@@ -15,6 +15,7 @@ function parse(argv: string[]) {
     validators?: number;
     byzantine?: number;
     faults?: FaultMode;
+    voteExtensions?: number;
     verbose: boolean;
   } = {
     verbose: false,
@@ -50,6 +51,9 @@ function parse(argv: string[]) {
         out.faults = v as FaultMode;
         break;
       }
+      case '--vote-extensions':
+        out.voteExtensions = int(flag, value());
+        break;
       case '--verbose':
         out.verbose = true;
         break;
@@ -83,12 +87,16 @@ async function main(): Promise<void> {
       validators: args.validators,
       byzantine: args.byzantine,
       faults: args.faults,
+      voteExtensionsEnableHeight: args.voteExtensions,
       onResult: (r) => {
         if (!args.verbose) return;
         const p = r.params;
         console.log(
           `seed ${p.seed}: v=${p.validators} byz=${p.byzantine} faults=${p.faults} powers=${p.powers.join('/')} heights=${r.heights} ` +
             `rounds=${r.roundsPerHeight.join('')} crashes=${r.crashes} equivocations=${r.equivocations} evidence=${r.evidenceCommitted} ` +
+            (p.voteExtensionsEnableHeight > 0
+              ? `extended-proposals=${r.extendedProposals} bad-extensions=${r.badExtensions} `
+              : '') +
             `simtime=${(r.simTimeMs / 1000).toFixed(1)}s events=${r.events}${r.violations.length ? ` VIOLATIONS: ${r.violations.join(' | ')}` : ''}`,
         );
       },

@@ -51,6 +51,7 @@ export async function runSweep(o: SweepOptions): Promise<SweepSummary> {
       validators: o.validators,
       byzantine: o.byzantine,
       faults: o.faults,
+      voteExtensionsEnableHeight: o.voteExtensionsEnableHeight,
       engineStep: o.engineStep,
       targetHeights: o.targetHeights,
     });

@@ -1,7 +1,8 @@
 // Deterministic simulation of a validator network. One seed drives the PRNG, a virtual clock and a
 // virtual network (delays, drops, duplicates, reordering, partitions that heal), crashes with
 // restart (unsynced writes lost or torn, WAL replay, handshake), and Byzantine validators below 1/3
-// of the power (double prevotes/precommits, conflicting proposals, withholding). Every node is a real
+// of the power (double prevotes/precommits, conflicting proposals, withholding, and with vote
+// extensions on, precommits whose extension is forged or refused by the application). Every node is a real
 // ConsensusRuntime over in-memory stores; invariants are checked on every run.
 import {
   ed25519Address,
@@ -21,13 +22,14 @@ import type {
 } from '../../../types/index.js';
 import { EventBus, silentLogger } from '../../../types/index.js';
 import { makeBlock } from '../block.js';
-import { emptyBlockId, proposalSignBytes, voteSignBytes } from '../codec/types.js';
+import { emptyBlockId, proposalSignBytes, voteExtensionSignBytes, voteSignBytes } from '../codec/types.js';
 import { step as engineStep } from '../engine/engine.js';
 import type { ConsensusMessage, EngineEffect, EngineEvent, EngineState } from '../engine/types.js';
 import { blockIdKey, blockIdOf, evidenceHash, hex } from '../hash.js';
 import type { ConsensusNetwork } from '../runtime/options.js';
 import { ConsensusRuntime } from '../runtime/runtime.js';
-import { isValidTestTx, TestApp } from './app.js';
+import { voteExtensionsEnabled } from '../voteset.js';
+import { isValidTestTx, isValidTestVoteExtension, TestApp, testVoteExtension } from './app.js';
 import { CrashSwitch, SimCrash } from './crash.js';
 import { MemFs } from './memfs.js';
 import { Prng } from './prng.js';
@@ -44,12 +46,20 @@ export interface SimParams {
   faults: FaultMode;
   /** Voting power per validator; the byzantine ones are the last `byzantine` entries. */
   powers: bigint[];
+  /** consensus_params.abci.vote_extensions_enable_height (0: extensions off). */
+  voteExtensionsEnableHeight: number;
 }
 
 export interface SimOverrides {
   validators?: number;
   byzantine?: number;
   faults?: FaultMode;
+  /**
+   * consensus_params.abci.vote_extensions_enable_height of the run (default 0: off). With it, the
+   * test application extends every precommit, Byzantine validators also send precommits with forged
+   * or application-refused extensions, and every extended commit a proposer receives is checked.
+   */
+  voteExtensionsEnableHeight?: number;
 }
 
 export interface SimOptions extends SimOverrides {
@@ -82,6 +92,10 @@ export interface SimResult {
   crashes: number;
   simTimeMs: number;
   events: number;
+  /** Precommits a Byzantine validator sent with a forged or application-refused extension. */
+  badExtensions: number;
+  /** Proposals whose extended last commit held verified extensions of more than 2/3 of the power. */
+  extendedProposals: number;
 }
 
 export const SIM_TIMEOUTS = {
@@ -134,7 +148,10 @@ export function deriveParams(seed: number, o: SimOverrides = {}): SimParams {
   while (byzantine > 0 && byzPower() * 3n >= total()) {
     for (let i = 0; i < validators - byzantine; i++) powers[i] = powers[i]! * 2n;
   }
-  return { seed, validators, byzantine, faults, powers };
+  const ve = o.voteExtensionsEnableHeight ?? 0;
+  if (!Number.isSafeInteger(ve) || ve < 0)
+    throw new Error(`--vote-extensions must be a non-negative integer height, got ${ve}`);
+  return { seed, validators, byzantine, faults, powers, voteExtensionsEnableHeight: ve };
 }
 
 const keyCache: Array<{ seed: Uint8Array; publicKey: Uint8Array }> = [];
@@ -145,7 +162,8 @@ function simKey(i: number): { seed: Uint8Array; publicKey: Uint8Array } {
 }
 
 export function replayCommand(p: SimParams): string {
-  return `npm run sim -- --seeds 1 --from ${p.seed} --validators ${p.validators} --byzantine ${p.byzantine} --faults ${p.faults}`;
+  const ext = p.voteExtensionsEnableHeight > 0 ? ` --vote-extensions ${p.voteExtensionsEnableHeight}` : '';
+  return `npm run sim -- --seeds 1 --from ${p.seed} --validators ${p.validators} --byzantine ${p.byzantine} --faults ${p.faults}${ext}`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -257,6 +275,9 @@ export class Simulation {
   private target = 0;
   private healedHeight = -1;
   private equivocations = 0;
+  private badExtensions = 0;
+  private readonly badExtensionPlans = new Map<string, Vote | null>();
+  private readonly params_: ConsensusParams;
   private crashes = 0;
   private events = 0;
   private readonly stepFn: StepFn;
@@ -268,6 +289,10 @@ export class Simulation {
     this.byzRng = new Prng(opts.seed, 'byz');
     this.stepFn = opts.engineStep ?? engineStep;
     this.faultEnd = this.params.faults === 'none' ? 0 : this.rng.range(8000, 20000);
+    this.params_ = {
+      ...SIM_PARAMS,
+      abci: { voteExtensionsEnableHeight: BigInt(this.params.voteExtensionsEnableHeight) },
+    };
   }
 
   private violation(msg: string): void {
@@ -386,6 +411,8 @@ export class Simulation {
    * some peers never see it (withholding).
    */
   private byzantineBroadcast(node: SimNode, msg: ConsensusMessage, raw: (m: ConsensusMessage) => void): void {
+    if (msg.kind === 'vote' && (msg.vote.extensionSignature?.length ?? 0) > 0)
+      msg = { kind: 'vote', vote: this.badExtension(node, msg.vote) };
     const rng = this.byzRng;
     const peers = this.nodes.filter((p) => p !== node);
     let slot: string | undefined;
@@ -425,6 +452,37 @@ export class Simulation {
     }
   }
 
+  /**
+   * Per precommit slot, a Byzantine validator sends its precommit unchanged, with its extension
+   * altered under the old signature (forged: the engine refuses it), or with an extension the
+   * application refuses, properly signed (VerifyVoteExtension refuses it). Either way honest nodes
+   * must not count it.
+   */
+  private badExtension(node: SimNode, vote: Vote): Vote {
+    const slot = `${node.index}/${vote.height}/${vote.round}`;
+    let plan = this.badExtensionPlans.get(slot);
+    if (plan === undefined) {
+      const r = this.byzRng.next();
+      if (r < 0.35) {
+        plan = { ...vote, extension: new TextEncoder().encode(`vx:${vote.height}:forged`) };
+      } else if (r < 0.7) {
+        plan = this.signExtension(node, { ...vote, extension: new TextEncoder().encode('refused-by-app') });
+      } else plan = null;
+      this.badExtensionPlans.set(slot, plan);
+      if (plan) this.badExtensions++;
+    }
+    return plan ?? vote;
+  }
+
+  private signExtension(node: SimNode, vote: Vote): Vote {
+    const extension = vote.extension ?? new Uint8Array(0);
+    const extensionSignature = ed25519Sign(
+      node.key.seed,
+      voteExtensionSignBytes(CHAIN_ID, { height: vote.height, round: vote.round, extension }),
+    );
+    return { ...vote, extension, extensionSignature };
+  }
+
   private conflictingVote(node: SimNode, vote: Vote): Vote {
     let blockId = emptyBlockId();
     if (vote.blockId.hash.length === 0) {
@@ -440,8 +498,14 @@ export class Simulation {
             partSetHeader: { total: 1, hash: sha256(new Uint8Array([7])) },
           };
     }
-    const alt: Vote = { ...vote, blockId, signature: new Uint8Array(0) };
+    const { extension: _e, extensionSignature: _s, ...bare } = vote;
+    let alt: Vote = { ...bare, blockId, signature: new Uint8Array(0) };
     alt.signature = ed25519Sign(node.key.seed, voteSignBytes(CHAIN_ID, alt));
+    if (alt.type === 2 && blockId.hash.length > 0 && voteExtensionsEnabled(this.params_, alt.height))
+      alt = this.signExtension(node, {
+        ...alt,
+        extension: testVoteExtension(alt.height, blockId.hash, `n${node.index}`),
+      });
     return alt;
   }
 
@@ -486,6 +550,7 @@ export class Simulation {
         stateKV: new SimKV(crash),
         app: new TestApp({
           crash,
+          extensionTag: `n${i}`,
           ...(this.opts.powerChanges ? { validatorUpdates: (h: number) => this.powerUpdates(h) } : {}),
         }),
         rt: null,
@@ -544,7 +609,7 @@ export class Simulation {
           time: GENESIS_TIME,
           initialHeight: 1,
           validators: this.genesisValidators(),
-          consensusParams: SIM_PARAMS,
+          consensusParams: this.params_,
           appState: { sim: true },
         },
         timeouts: SIM_TIMEOUTS,
@@ -791,6 +856,7 @@ export class Simulation {
     }
     this.checkRounds();
     await this.checkEvidence();
+    const extendedProposals = this.checkExtendedCommits();
     const heights = this.minHonestHeight();
     const roundsPerHeight: number[] = [];
     for (let h = 1; h <= heights; h++) {
@@ -810,7 +876,68 @@ export class Simulation {
       crashes: this.crashes,
       simTimeMs: this.now,
       events: this.events,
+      badExtensions: this.badExtensions,
+      extendedProposals,
     };
+  }
+
+  /**
+   * Every extended last commit an honest proposer handed its application holds only extensions that
+   * verify (signature of that validator over that height and round, and the application's rule for
+   * the committed block), and none where extensions are off. Returns how many held more than 2/3
+   * of the power in verified extensions.
+   */
+  private checkExtendedCommits(): number {
+    let full = 0;
+    const keys = new Map(this.nodes.map((n) => [hex(n.address), n]));
+    for (const node of this.nodes) {
+      if (node.byzantine) continue;
+      for (const { height, commit } of node.app.localLastCommits) {
+        const h = height - 1;
+        if (!voteExtensionsEnabled(this.params_, h)) {
+          this.violation(
+            `extensions: node ${node.index} got an extended commit for ${h}, before they are on`,
+          );
+          continue;
+        }
+        const block = this.canonical.get(h);
+        let power = 0n;
+        let total = 0n;
+        for (const v of commit.votes) {
+          total += v.validator.power;
+          if (v.blockIdFlag !== 2 || v.extensionSignature.length === 0) {
+            if (v.voteExtension.length > 0)
+              this.violation(
+                `extensions: node ${node.index} height ${h}: an extension without a commit vote`,
+              );
+            continue;
+          }
+          const signer = keys.get(hex(v.validator.address));
+          const signed =
+            !!signer &&
+            this.verify(
+              signer.key.publicKey,
+              voteExtensionSignBytes(CHAIN_ID, {
+                height: h,
+                round: commit.round,
+                extension: v.voteExtension,
+              }),
+              v.extensionSignature,
+            );
+          const accepted =
+            !!block && isValidTestVoteExtension(h, Buffer.from(block.hash, 'hex'), v.voteExtension);
+          if (!signed || !accepted) {
+            this.violation(
+              `extensions: node ${node.index} proposed ${height} with an extension of ${hex(v.validator.address).slice(0, 8)} that ${signed ? 'the application refuses' : 'is not signed by it'}`,
+            );
+            continue;
+          }
+          power += v.validator.power;
+        }
+        if (power * 3n > total * 2n) full++;
+      }
+    }
+    return full;
   }
 
   private async afterEvent(): Promise<void> {

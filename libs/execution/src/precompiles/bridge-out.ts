@@ -46,6 +46,12 @@ const S = {
   /** The last sequence number given (entries are 1..count). */
   count: slot(8),
   totalOut: slot(9),
+  /** Bridge in: the source-chain token minted as BTC (genesis app_state.bridge.btc_token_address; 0 = none). */
+  inboundToken: slot(12),
+  /** Bridge in: the last deposit sequence number processed (minted, or skipped for another token). */
+  inboundSequence: slot(13),
+  /** Bridge in: BTC minted in total. */
+  totalIn: slot(14),
 };
 const ENTRIES_SLOT = uintWord(10n);
 const BY_RECIPIENT_SLOT = uintWord(11n);
@@ -71,6 +77,7 @@ export const BRIDGE_OUT_GAS = {
   /** Plus 2,200 per entry returned. */
   outboundByRecipient: 4_400n,
   outbound: 20_000n,
+  inbound: 6_600n,
   unknown: 1_000n,
 } as const;
 
@@ -85,6 +92,8 @@ export interface BridgeParams {
   windowSeconds: bigint;
   maxOutflowPerWindow: bigint;
   chains: number[];
+  /** The source-chain wrapped-BTC token whose deposits are minted as BTC (bridge in); absent: none. */
+  btcTokenAddress?: Uint8Array;
 }
 
 /** Parses app_state.bridge (undefined when absent: bridgeOut then refuses every call). */
@@ -119,7 +128,16 @@ export function parseBridgeParams(appState: unknown): BridgeParams | undefined {
   ) {
     fail(`.chains: must be a non-empty list of distinct integers 0-255, got ${JSON.stringify(chains)}`);
   }
+  if (
+    b.btc_token_address !== undefined &&
+    (typeof b.btc_token_address !== 'string' || !/^0x[0-9a-fA-F]{40}$/.test(b.btc_token_address))
+  ) {
+    fail(
+      `.btc_token_address: must be a 0x-prefixed 20-byte hex address, got ${JSON.stringify(b.btc_token_address)}`,
+    );
+  }
   return {
+    ...(typeof b.btc_token_address === 'string' ? { btcTokenAddress: fromHex(b.btc_token_address) } : {}),
     admin: fromHex(b.admin as string),
     paused: b.paused === true,
     minAmount: int('min_amount', 1n),
@@ -145,7 +163,36 @@ export function bridgeOutGenesisStorage(p: BridgeParams | undefined): Map<string
     S.chains,
     p.chains.reduce((bits, c) => bits | (1n << BigInt(c)), 0n),
   );
+  if (p.btcTokenAddress) put(S.inboundToken, bytesToBigInt(p.btcTokenAddress));
   return m;
+}
+
+/** Bridge-in state, as the executor reads and writes it around a mint (never from a transaction). */
+export interface InboundState {
+  /** The mapped source token, 0x + 40 lowercase hex; "" when genesis maps none. */
+  token: string;
+  lastSequence: bigint;
+  totalIn: bigint;
+}
+
+interface SlotState {
+  readSlot(addr: string, slot: string): Promise<Uint8Array>;
+  writeSlot(addr: string, slot: string, value: Uint8Array): void;
+}
+
+export async function readInbound(state: SlotState): Promise<InboundState> {
+  const r = async (k: string) => bytesToBigInt(await state.readSlot(SELF, k));
+  const token = await r(S.inboundToken);
+  return {
+    token: token === 0n ? '' : `0x${token.toString(16).padStart(40, '0')}`,
+    lastSequence: await r(S.inboundSequence),
+    totalIn: await r(S.totalIn),
+  };
+}
+
+export function writeInbound(state: SlotState, lastSequence: bigint, totalIn: bigint): void {
+  state.writeSlot(SELF, S.inboundSequence, uintWord(lastSequence));
+  state.writeSlot(SELF, S.totalIn, uintWord(totalIn));
 }
 
 class Refusal extends Error {}
@@ -330,6 +377,19 @@ const METHODS: Method[] = [
         uintWord(await read(c, S.totalOut)),
       );
     },
+  },
+  {
+    signature: 'inbound()',
+    gas: BRIDGE_OUT_GAS.inbound,
+    words: 0,
+    writes: false,
+    // (lastSequence, totalBridgedIn, btcTokenAddress): the bridge-in state.
+    run: async (c) =>
+      concat(
+        uintWord(await read(c, S.inboundSequence)),
+        uintWord(await read(c, S.totalIn)),
+        uintWord(await read(c, S.inboundToken)),
+      ),
   },
   {
     signature: 'outbound(uint256)',

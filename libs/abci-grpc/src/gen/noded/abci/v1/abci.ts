@@ -32,8 +32,8 @@ export const protobufFileName = "noded/abci/v1/abci.proto";
  * call (CometBFT's RequestX/ResponseX, named XRequest/XResponse as CometBFT v1 and buf's style guide
  * do), and where a field exists in CometBFT's message it keeps CometBFT's name and number, so the
  * two read side by side. Fields CometBFT has that our Application does not carry are left out (their
- * numbers stay free for them); calls our Application does not have (Echo, Flush, Query, ExtendVote,
- * VerifyVoteExtension, snapshots) are not part of the service. This is not CometBFT's wire package:
+ * numbers stay free for them); calls our Application does not have (Echo, Flush, Query, snapshots)
+ * are not part of the service. This is not CometBFT's wire package:
  * a CometBFT node cannot drive this service, nor can noded drive a CometBFT application.
  *
  * Versioning: a field number is never reused. A removed field becomes `reserved <number>;` and
@@ -73,6 +73,29 @@ export enum ProposalStatus {
   PROPOSAL_STATUS_UNKNOWN = 0,
   PROPOSAL_STATUS_ACCEPT = 1,
   PROPOSAL_STATUS_REJECT = 2,
+  UNRECOGNIZED = -1,
+}
+
+/**
+ * The application's verdict on an extension. UNKNOWN is not a verdict: the consensus side treats it
+ * as a failed call (the precommit is not counted).
+ */
+export enum VerifyStatus {
+  VERIFY_STATUS_UNKNOWN = 0,
+  VERIFY_STATUS_ACCEPT = 1,
+  VERIFY_STATUS_REJECT = 2,
+  UNRECOGNIZED = -1,
+}
+
+/** The kind of a commit signature, as CometBFT's tendermint.types.BlockIDFlag. */
+export enum BlockIDFlag {
+  BLOCK_ID_FLAG_UNKNOWN = 0,
+  /** BLOCK_ID_FLAG_ABSENT - No precommit from this validator. */
+  BLOCK_ID_FLAG_ABSENT = 1,
+  /** BLOCK_ID_FLAG_COMMIT - A precommit for the block. */
+  BLOCK_ID_FLAG_COMMIT = 2,
+  /** BLOCK_ID_FLAG_NIL - A precommit for nil. */
+  BLOCK_ID_FLAG_NIL = 3,
   UNRECOGNIZED = -1,
 }
 
@@ -149,7 +172,7 @@ export interface CheckTxResponse {
 
 /**
  * The mempool is on the application side, so the request carries no transactions (CometBFT's txs = 2,
- * local_last_commit = 3, misbehavior = 4 and next_validators_hash = 7 are not sent).
+ * misbehavior = 4 and next_validators_hash = 7 are not sent).
  */
 export interface PrepareProposalRequest {
   /**
@@ -157,6 +180,13 @@ export interface PrepareProposalRequest {
    * At least 0.
    */
   maxTxBytes: bigint;
+  /**
+   * The previous height's precommits with their vote extensions, when extensions were enabled at
+   * that height; absent otherwise.
+   */
+  localLastCommit?:
+    | ExtendedCommitInfo
+    | undefined;
   /** The height of the block. At least 1. */
   height: bigint;
   /** The proposed block time. Required. */
@@ -189,6 +219,46 @@ export interface ProcessProposalRequest {
 
 export interface ProcessProposalResponse {
   status: ProposalStatus;
+}
+
+/** CometBFT's proposed_last_commit = 5, misbehavior = 6 and next_validators_hash = 7 are not sent. */
+export interface ExtendVoteRequest {
+  /** The hash of the block being precommitted, 32 bytes. */
+  hash: Uint8Array;
+  /** Its height. At least 1. */
+  height: bigint;
+  /** Its time. Required. */
+  time?:
+    | Timestamp
+    | undefined;
+  /** Its transactions, in order. */
+  txs: Uint8Array[];
+  /** The address of the validator that proposed it, 20 bytes. */
+  proposerAddress: Uint8Array;
+  /** The round of the precommit (not in CometBFT's message). At least 0. */
+  round: number;
+}
+
+export interface ExtendVoteResponse {
+  /** At most 16384 bytes (MAX_VOTE_EXTENSION_BYTES); may be empty. */
+  voteExtension: Uint8Array;
+}
+
+export interface VerifyVoteExtensionRequest {
+  /** The hash of the block the precommit is for, 32 bytes. */
+  hash: Uint8Array;
+  /** The address of the validator that signed the precommit, 20 bytes. */
+  validatorAddress: Uint8Array;
+  /** The height of the precommit. At least 1. */
+  height: bigint;
+  /** The extension (its signature was checked by consensus). At most 16384 bytes. */
+  voteExtension: Uint8Array;
+  /** The round of the precommit (not in CometBFT's message). At least 0. */
+  round: number;
+}
+
+export interface VerifyVoteExtensionResponse {
+  status: VerifyStatus;
 }
 
 export interface FinalizeBlockRequest {
@@ -269,6 +339,32 @@ export interface Validator {
   power: bigint;
   /** The proposer priority (CometBFT's types.Validator). */
   proposerPriority: bigint;
+}
+
+/** One validator's precommit of the last height with its extension (CometBFT's ExtendedVoteInfo). */
+export interface ExtendedVoteInfo {
+  /** Only address (20 bytes) and power are set. */
+  validator?:
+    | Validator
+    | undefined;
+  /** The extension; empty unless block_id_flag is COMMIT. */
+  voteExtension: Uint8Array;
+  /**
+   * The validator's signature over the extension's canonical sign bytes (CanonicalVoteExtension:
+   * extension, height, round, chain id); empty when there is no extension. 64 bytes otherwise.
+   */
+  extensionSignature: Uint8Array;
+  blockIdFlag: BlockIDFlag;
+}
+
+/**
+ * The precommits of the last height, in that height's validator order (CometBFT's
+ * ExtendedCommitInfo).
+ */
+export interface ExtendedCommitInfo {
+  /** The round the block was committed in. At least 0. */
+  round: number;
+  votes: ExtendedVoteInfo[];
 }
 
 /** A change to the validator set. */
@@ -866,7 +962,13 @@ export const CheckTxResponse: MessageFns<CheckTxResponse> = {
 };
 
 function createBasePrepareProposalRequest(): PrepareProposalRequest {
-  return { maxTxBytes: 0n, height: 0n, time: undefined, proposerAddress: new Uint8Array(0) };
+  return {
+    maxTxBytes: 0n,
+    localLastCommit: undefined,
+    height: 0n,
+    time: undefined,
+    proposerAddress: new Uint8Array(0),
+  };
 }
 
 export const PrepareProposalRequest: MessageFns<PrepareProposalRequest> = {
@@ -876,6 +978,9 @@ export const PrepareProposalRequest: MessageFns<PrepareProposalRequest> = {
         throw new globalThis.Error("value provided for field message.maxTxBytes of type int64 too large");
       }
       writer.uint32(8).int64(message.maxTxBytes);
+    }
+    if (message.localLastCommit !== undefined) {
+      ExtendedCommitInfo.encode(message.localLastCommit, writer.uint32(26).fork()).join();
     }
     if (message.height !== 0n) {
       if (BigInt.asIntN(64, message.height) !== message.height) {
@@ -911,6 +1016,14 @@ export const PrepareProposalRequest: MessageFns<PrepareProposalRequest> = {
             }
 
             message.maxTxBytes = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.localLastCommit = ExtendedCommitInfo.decode(reader, reader.uint32());
             continue;
           }
           case 5: {
@@ -957,6 +1070,9 @@ export const PrepareProposalRequest: MessageFns<PrepareProposalRequest> = {
     message.maxTxBytes = (object.maxTxBytes !== undefined && object.maxTxBytes !== null)
       ? BigInt(object.maxTxBytes)
       : 0n;
+    message.localLastCommit = (object.localLastCommit !== undefined && object.localLastCommit !== null)
+      ? ExtendedCommitInfo.fromPartial(object.localLastCommit)
+      : undefined;
     message.height = (object.height !== undefined && object.height !== null) ? BigInt(object.height) : 0n;
     message.time = (object.time !== undefined && object.time !== null) ? Timestamp.fromPartial(object.time) : undefined;
     message.proposerAddress = object.proposerAddress ?? new Uint8Array(0);
@@ -1175,6 +1291,353 @@ export const ProcessProposalResponse: MessageFns<ProcessProposalResponse> = {
   },
   fromPartial<I extends Exact<DeepPartial<ProcessProposalResponse>, I>>(object: I): ProcessProposalResponse {
     const message = createBaseProcessProposalResponse();
+    message.status = object.status ?? 0;
+    return message;
+  },
+};
+
+function createBaseExtendVoteRequest(): ExtendVoteRequest {
+  return {
+    hash: new Uint8Array(0),
+    height: 0n,
+    time: undefined,
+    txs: [],
+    proposerAddress: new Uint8Array(0),
+    round: 0,
+  };
+}
+
+export const ExtendVoteRequest: MessageFns<ExtendVoteRequest> = {
+  encode(message: ExtendVoteRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.hash.length !== 0) {
+      writer.uint32(10).bytes(message.hash);
+    }
+    if (message.height !== 0n) {
+      if (BigInt.asIntN(64, message.height) !== message.height) {
+        throw new globalThis.Error("value provided for field message.height of type int64 too large");
+      }
+      writer.uint32(16).int64(message.height);
+    }
+    if (message.time !== undefined) {
+      Timestamp.encode(message.time, writer.uint32(26).fork()).join();
+    }
+    for (const v of message.txs) {
+      writer.uint32(34).bytes(v!);
+    }
+    if (message.proposerAddress.length !== 0) {
+      writer.uint32(66).bytes(message.proposerAddress);
+    }
+    if (message.round !== 0) {
+      writer.uint32(72).int32(message.round);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExtendVoteRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExtendVoteRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.hash = reader.bytes();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.height = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.time = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.txs.push(reader.bytes());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.proposerAddress = reader.bytes();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.round = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ExtendVoteRequest>, I>>(base?: I): ExtendVoteRequest {
+    return ExtendVoteRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExtendVoteRequest>, I>>(object: I): ExtendVoteRequest {
+    const message = createBaseExtendVoteRequest();
+    message.hash = object.hash ?? new Uint8Array(0);
+    message.height = (object.height !== undefined && object.height !== null) ? BigInt(object.height) : 0n;
+    message.time = (object.time !== undefined && object.time !== null) ? Timestamp.fromPartial(object.time) : undefined;
+    message.txs = object.txs?.map((e) => e) || [];
+    message.proposerAddress = object.proposerAddress ?? new Uint8Array(0);
+    message.round = object.round ?? 0;
+    return message;
+  },
+};
+
+function createBaseExtendVoteResponse(): ExtendVoteResponse {
+  return { voteExtension: new Uint8Array(0) };
+}
+
+export const ExtendVoteResponse: MessageFns<ExtendVoteResponse> = {
+  encode(message: ExtendVoteResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.voteExtension.length !== 0) {
+      writer.uint32(10).bytes(message.voteExtension);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExtendVoteResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExtendVoteResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.voteExtension = reader.bytes();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ExtendVoteResponse>, I>>(base?: I): ExtendVoteResponse {
+    return ExtendVoteResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExtendVoteResponse>, I>>(object: I): ExtendVoteResponse {
+    const message = createBaseExtendVoteResponse();
+    message.voteExtension = object.voteExtension ?? new Uint8Array(0);
+    return message;
+  },
+};
+
+function createBaseVerifyVoteExtensionRequest(): VerifyVoteExtensionRequest {
+  return {
+    hash: new Uint8Array(0),
+    validatorAddress: new Uint8Array(0),
+    height: 0n,
+    voteExtension: new Uint8Array(0),
+    round: 0,
+  };
+}
+
+export const VerifyVoteExtensionRequest: MessageFns<VerifyVoteExtensionRequest> = {
+  encode(message: VerifyVoteExtensionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.hash.length !== 0) {
+      writer.uint32(10).bytes(message.hash);
+    }
+    if (message.validatorAddress.length !== 0) {
+      writer.uint32(18).bytes(message.validatorAddress);
+    }
+    if (message.height !== 0n) {
+      if (BigInt.asIntN(64, message.height) !== message.height) {
+        throw new globalThis.Error("value provided for field message.height of type int64 too large");
+      }
+      writer.uint32(24).int64(message.height);
+    }
+    if (message.voteExtension.length !== 0) {
+      writer.uint32(34).bytes(message.voteExtension);
+    }
+    if (message.round !== 0) {
+      writer.uint32(40).int32(message.round);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): VerifyVoteExtensionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseVerifyVoteExtensionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.hash = reader.bytes();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.validatorAddress = reader.bytes();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.height = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.voteExtension = reader.bytes();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.round = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<VerifyVoteExtensionRequest>, I>>(base?: I): VerifyVoteExtensionRequest {
+    return VerifyVoteExtensionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<VerifyVoteExtensionRequest>, I>>(object: I): VerifyVoteExtensionRequest {
+    const message = createBaseVerifyVoteExtensionRequest();
+    message.hash = object.hash ?? new Uint8Array(0);
+    message.validatorAddress = object.validatorAddress ?? new Uint8Array(0);
+    message.height = (object.height !== undefined && object.height !== null) ? BigInt(object.height) : 0n;
+    message.voteExtension = object.voteExtension ?? new Uint8Array(0);
+    message.round = object.round ?? 0;
+    return message;
+  },
+};
+
+function createBaseVerifyVoteExtensionResponse(): VerifyVoteExtensionResponse {
+  return { status: 0 };
+}
+
+export const VerifyVoteExtensionResponse: MessageFns<VerifyVoteExtensionResponse> = {
+  encode(message: VerifyVoteExtensionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.status !== 0) {
+      writer.uint32(8).int32(message.status);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): VerifyVoteExtensionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseVerifyVoteExtensionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.status = reader.int32() as any;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<VerifyVoteExtensionResponse>, I>>(base?: I): VerifyVoteExtensionResponse {
+    return VerifyVoteExtensionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<VerifyVoteExtensionResponse>, I>>(object: I): VerifyVoteExtensionResponse {
+    const message = createBaseVerifyVoteExtensionResponse();
     message.status = object.status ?? 0;
     return message;
   },
@@ -1921,6 +2384,171 @@ export const Validator: MessageFns<Validator> = {
     message.proposerPriority = (object.proposerPriority !== undefined && object.proposerPriority !== null)
       ? BigInt(object.proposerPriority)
       : 0n;
+    return message;
+  },
+};
+
+function createBaseExtendedVoteInfo(): ExtendedVoteInfo {
+  return {
+    validator: undefined,
+    voteExtension: new Uint8Array(0),
+    extensionSignature: new Uint8Array(0),
+    blockIdFlag: 0,
+  };
+}
+
+export const ExtendedVoteInfo: MessageFns<ExtendedVoteInfo> = {
+  encode(message: ExtendedVoteInfo, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.validator !== undefined) {
+      Validator.encode(message.validator, writer.uint32(10).fork()).join();
+    }
+    if (message.voteExtension.length !== 0) {
+      writer.uint32(26).bytes(message.voteExtension);
+    }
+    if (message.extensionSignature.length !== 0) {
+      writer.uint32(34).bytes(message.extensionSignature);
+    }
+    if (message.blockIdFlag !== 0) {
+      writer.uint32(40).int32(message.blockIdFlag);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExtendedVoteInfo {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExtendedVoteInfo();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.validator = Validator.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.voteExtension = reader.bytes();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.extensionSignature = reader.bytes();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.blockIdFlag = reader.int32() as any;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ExtendedVoteInfo>, I>>(base?: I): ExtendedVoteInfo {
+    return ExtendedVoteInfo.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExtendedVoteInfo>, I>>(object: I): ExtendedVoteInfo {
+    const message = createBaseExtendedVoteInfo();
+    message.validator = (object.validator !== undefined && object.validator !== null)
+      ? Validator.fromPartial(object.validator)
+      : undefined;
+    message.voteExtension = object.voteExtension ?? new Uint8Array(0);
+    message.extensionSignature = object.extensionSignature ?? new Uint8Array(0);
+    message.blockIdFlag = object.blockIdFlag ?? 0;
+    return message;
+  },
+};
+
+function createBaseExtendedCommitInfo(): ExtendedCommitInfo {
+  return { round: 0, votes: [] };
+}
+
+export const ExtendedCommitInfo: MessageFns<ExtendedCommitInfo> = {
+  encode(message: ExtendedCommitInfo, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.round !== 0) {
+      writer.uint32(8).int32(message.round);
+    }
+    for (const v of message.votes) {
+      ExtendedVoteInfo.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExtendedCommitInfo {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExtendedCommitInfo();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.round = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.votes.push(ExtendedVoteInfo.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ExtendedCommitInfo>, I>>(base?: I): ExtendedCommitInfo {
+    return ExtendedCommitInfo.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExtendedCommitInfo>, I>>(object: I): ExtendedCommitInfo {
+    const message = createBaseExtendedCommitInfo();
+    message.round = object.round ?? 0;
+    message.votes = object.votes?.map((e) => ExtendedVoteInfo.fromPartial(e)) || [];
     return message;
   },
 };
@@ -2791,6 +3419,31 @@ export const ApplicationService = {
     responseSerialize: (value: CommitResponse): Buffer => Buffer.from(CommitResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CommitResponse => CommitResponse.decode(value),
   },
+  /**
+   * The extension of the local validator's non-nil precommit (heights where vote extensions are
+   * enabled: consensus_params.abci.vote_extensions_enable_height).
+   */
+  extendVote: {
+    path: "/noded.abci.v1.Application/ExtendVote" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ExtendVoteRequest): Buffer => Buffer.from(ExtendVoteRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ExtendVoteRequest => ExtendVoteRequest.decode(value),
+    responseSerialize: (value: ExtendVoteResponse): Buffer => Buffer.from(ExtendVoteResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ExtendVoteResponse => ExtendVoteResponse.decode(value),
+  },
+  /** Accepts or rejects another validator's vote extension; a rejected precommit is not counted. */
+  verifyVoteExtension: {
+    path: "/noded.abci.v1.Application/VerifyVoteExtension" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: VerifyVoteExtensionRequest): Buffer =>
+      Buffer.from(VerifyVoteExtensionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): VerifyVoteExtensionRequest => VerifyVoteExtensionRequest.decode(value),
+    responseSerialize: (value: VerifyVoteExtensionResponse): Buffer =>
+      Buffer.from(VerifyVoteExtensionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): VerifyVoteExtensionResponse => VerifyVoteExtensionResponse.decode(value),
+  },
 } as const;
 
 export interface ApplicationServer extends UntypedServiceImplementation {
@@ -2811,6 +3464,13 @@ export interface ApplicationServer extends UntypedServiceImplementation {
   finalizeBlock: handleUnaryCall<FinalizeBlockRequest, FinalizeBlockResponse>;
   /** Persists the state of the last finalized block atomically. */
   commit: handleUnaryCall<CommitRequest, CommitResponse>;
+  /**
+   * The extension of the local validator's non-nil precommit (heights where vote extensions are
+   * enabled: consensus_params.abci.vote_extensions_enable_height).
+   */
+  extendVote: handleUnaryCall<ExtendVoteRequest, ExtendVoteResponse>;
+  /** Accepts or rejects another validator's vote extension; a rejected precommit is not counted. */
+  verifyVoteExtension: handleUnaryCall<VerifyVoteExtensionRequest, VerifyVoteExtensionResponse>;
 }
 
 export interface ApplicationClient extends Client {
@@ -2925,6 +3585,41 @@ export interface ApplicationClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CommitResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The extension of the local validator's non-nil precommit (heights where vote extensions are
+   * enabled: consensus_params.abci.vote_extensions_enable_height).
+   */
+  extendVote(
+    request: ExtendVoteRequest,
+    callback: (error: ServiceError | null, response: ExtendVoteResponse) => void,
+  ): ClientUnaryCall;
+  extendVote(
+    request: ExtendVoteRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ExtendVoteResponse) => void,
+  ): ClientUnaryCall;
+  extendVote(
+    request: ExtendVoteRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ExtendVoteResponse) => void,
+  ): ClientUnaryCall;
+  /** Accepts or rejects another validator's vote extension; a rejected precommit is not counted. */
+  verifyVoteExtension(
+    request: VerifyVoteExtensionRequest,
+    callback: (error: ServiceError | null, response: VerifyVoteExtensionResponse) => void,
+  ): ClientUnaryCall;
+  verifyVoteExtension(
+    request: VerifyVoteExtensionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: VerifyVoteExtensionResponse) => void,
+  ): ClientUnaryCall;
+  verifyVoteExtension(
+    request: VerifyVoteExtensionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: VerifyVoteExtensionResponse) => void,
   ): ClientUnaryCall;
 }
 

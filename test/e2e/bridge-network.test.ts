@@ -1,0 +1,102 @@
+// Bridge in on a 4-validator network (equal power, each its own process on a loopback IP): three
+// validators watch the real source chain, the fourth a forged one (a second Hardhat where the same
+// contracts, at the same addresses, report other deposits). The chain mints only what more than 2/3
+// of the voting power attested identically: the real deposit, never the forged ones.
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { Wallet } from 'ethers';
+import { parse, stringify } from 'smol-toml';
+import { DEV_ADDRESSES } from './harness.js';
+import { createNetwork, type Network, waitFor, waitHeight } from './network.js';
+import { type SourceChain, startSourceChain } from './source-chain.js';
+
+const BTC = 10n ** 18n;
+
+async function eth(url: string, method: string, params: unknown[] = []): Promise<unknown> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    signal: AbortSignal.timeout(5000),
+  });
+  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result;
+}
+
+describe('bridge in: a validator that sees a forged deposit', { timeout: 300_000 }, () => {
+  let real: SourceChain;
+  let forged: SourceChain;
+  let net: Network;
+
+  before(async () => {
+    real = await startSourceChain();
+    forged = await startSourceChain();
+    assert.equal(forged.bridgeAddress, real.bridgeAddress, 'same deployer and nonces, same addresses');
+    net = createNetwork({ validators: 4 });
+    for (const n of net.nodes) {
+      const g = join(n.home, 'config', 'genesis.json');
+      const genesis = JSON.parse(readFileSync(g, 'utf8'));
+      genesis.consensus_params.abci = { vote_extensions_enable_height: '1' };
+      genesis.app_state.bridge = {
+        admin: DEV_ADDRESSES[0],
+        min_amount: '1000',
+        window_seconds: '86400',
+        max_outflow_per_window: (1000n * BTC).toString(),
+        chains: [1],
+        btc_token_address: real.tokenAddress,
+      };
+      writeFileSync(g, JSON.stringify(genesis, null, 2));
+      const a = join(n.home, 'config', 'app.toml');
+      const app = parse(readFileSync(a, 'utf8')) as Record<string, unknown>;
+      app.bridge = {
+        enable: true,
+        ethereum_rpc_url: n.index === 3 ? forged.url : real.url,
+        bridge_address: real.bridgeAddress,
+        btc_token_address: real.tokenAddress,
+        confirmations: 1,
+        poll_interval: '200ms',
+      };
+      writeFileSync(a, stringify(app));
+    }
+    for (let i = 0; i < 4; i++) net.start(i);
+    await waitHeight(net, [0, 1, 2, 3], 2, 90_000);
+  });
+
+  after(async () => {
+    await net?.cleanup();
+    await real?.stop();
+    await forged?.stop();
+  });
+
+  it('mints the deposit three of four validators attest, and neither forged one', async () => {
+    const alice = Wallet.createRandom().address.toLowerCase();
+    const thief = Wallet.createRandom().address.toLowerCase();
+    // Sequence 1 differs between the chains; sequence 2 exists only on the forged one.
+    await real.lock(2n * BTC, alice);
+    await forged.lock(50n * BTC, thief);
+    await forged.lock(70n * BTC, thief);
+    await real.mine(2);
+    await forged.mine(2);
+    const node0 = net.nodes[0]!.ethUrl;
+    await waitFor(
+      "alice's BTC",
+      async () =>
+        BigInt((await eth(node0, 'eth_getBalance', [alice, 'latest']).catch(() => '0x0')) as string) > 0n,
+      90_000,
+      net,
+    );
+    // Several more blocks: the forged deposits never get > 2/3.
+    const h = Number(BigInt((await eth(node0, 'eth_blockNumber')) as string));
+    await waitHeight(net, [0, 1, 2, 3], h + 4, 60_000);
+    for (const n of net.nodes) {
+      assert.equal(BigInt((await eth(n.ethUrl, 'eth_getBalance', [alice, 'latest'])) as string), 2n * BTC);
+      assert.equal(BigInt((await eth(n.ethUrl, 'eth_getBalance', [thief, 'latest'])) as string), 0n);
+      const p = (await eth(n.ethUrl, 'bridge_params')) as Record<string, string>;
+      assert.equal(p.inbound_last_sequence, '1');
+      assert.equal(p.total_bridged_in, (2n * BTC).toString());
+    }
+  });
+});
