@@ -62,7 +62,7 @@ const queryString = fc
   .map((kv) => (kv.length === 0 ? '' : `?${kv.map(([k, v]) => `${k}=${v}`).join('&')}`));
 
 /** Routes answered by a chain module's precompile (view calls through eth_call). */
-const MODULE_ROUTE = /^\/(noded\/bridge|cosmos\/staking)\//;
+const MODULE_ROUTE = /^\/(noded\/bridge|cosmos\/staking|cosmos\/slashing)\//;
 
 let chain: FakeChain;
 let ctx: RestContext;
