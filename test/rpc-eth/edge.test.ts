@@ -18,6 +18,10 @@ import { call, DEV_KEYS, rpc, sleep, WsClient } from './helpers.js';
 
 /** A signed EIP-1559 transfer of 1 wei to LOGGER, nonce 0. */
 function transfer(key: string): Promise<string> {
+  return transferFrom(key);
+}
+
+function transferFrom(key: string): Promise<string> {
   return new Wallet(key).signTransaction({
     chainId: 31337n,
     type: 2,
@@ -152,6 +156,55 @@ describe('JSON-RPC edge over a message channel', () => {
       await ws.waitFor(() => ws.notificationsFor(pending).includes(hash), 3000, 'pending tx');
     } finally {
       ws.close();
+    }
+  });
+
+  it('answers receipts of new blocks on the edge once clients poll for receipts; a rewind drops them', async () => {
+    const hostGetReceipt = chain.getReceipt.bind(chain);
+    let asked = 0;
+    chain.getReceipt = (hash: Hex) => {
+      asked++;
+      return hostGetReceipt(hash);
+    };
+    const height = async () => BigInt(await call<Hex>(url, 'eth_blockNumber', []));
+    const mined = async () => {
+      const b = chain.mine();
+      for (let i = 0; i < 100 && (await height()) < b.number; i++) await sleep(10);
+      assert.equal(await height(), b.number);
+      return b;
+    };
+    try {
+      // Nobody polled yet: the first receipt is asked of the host, which from then on sends each
+      // new block's receipts ahead.
+      const h1 = await call<Hex>(url, 'eth_sendRawTransaction', [
+        await transferFrom(Wallet.createRandom().privateKey),
+      ]);
+      await mined();
+      assert.equal(
+        (await call<{ transactionHash: Hex }>(url, 'eth_getTransactionReceipt', [h1])).transactionHash,
+        h1,
+      );
+      assert.equal(asked, 1);
+      const h2 = await call<Hex>(url, 'eth_sendRawTransaction', [
+        await transferFrom(Wallet.createRandom().privateKey),
+      ]);
+      const b2 = await mined();
+      await sleep(50); // the receipts follow the head in the host's next batch
+      const r2 = await call<Record<string, unknown>>(url, 'eth_getTransactionReceipt', [h2]);
+      assert.equal(asked, 1, 'answered on the edge, not asked of the host');
+      assert.equal(r2.transactionHash, h2);
+      assert.equal(BigInt(r2.blockNumber as Hex), b2.number);
+      // The same answer the host gives.
+      const direct = await hostGetReceipt(h2);
+      assert.equal(r2.blockHash, direct?.blockHash);
+      assert.equal(BigInt(r2.gasUsed as Hex), direct?.gasUsed);
+      // A rewind below that block: the edge forgets its receipts and asks the host again.
+      bus.publish({ kind: 'ChainRewound', height: Number(b2.number) - 1 });
+      await sleep(50);
+      await call(url, 'eth_getTransactionReceipt', [h2]);
+      assert.equal(asked, 2, 'asked of the host after the rewind');
+    } finally {
+      chain.getReceipt = hostGetReceipt;
     }
   });
 

@@ -82,6 +82,7 @@ type HostToEdge =
   | { t: 'head'; block: EthBlock; logs: EthLog[] }
   | { t: 'pending'; hashes: Hex[] }
   | { t: 'rewound'; height: number }
+  | { t: 'receipts'; height: bigint; receipts: EthReceipt[] }
   | { t: 'cmd'; id: number; c: CommandName; a: [string, number] | [] };
 
 type EdgeToHost =
@@ -133,6 +134,11 @@ const DEV_CALLS = [
 type DevCall = (typeof DEV_CALLS)[number];
 const DEV_CALL_SET: ReadonlySet<string> = new Set(DEV_CALLS);
 const CHAIN_CALL_SET: ReadonlySet<string> = new Set(CHAIN_CALLS);
+/** How long after a receipt was asked for the host keeps sending new blocks' receipts ahead. */
+const RECEIPTS_WANTED_MS = 30_000;
+/** Blocks whose receipts the edge keeps (the newest); older ones are asked of the host. */
+const RECENT_RECEIPT_BLOCKS = 32;
+
 /** Chain calls the host starts per turn of its event loop (an eth_call is about 0.1 ms). */
 const CALLS_PER_TURN = 16;
 
@@ -288,6 +294,10 @@ export class EthEdgeHost {
   private turnScheduled = false;
   /** Method names of the edge's metrics observations, by id (see EthEdgeClient.onRequest). */
   private readonly obsNames: string[] = [];
+  /** Until when (ms) each new block's receipts are sent ahead: someone asked for a receipt lately. */
+  private receiptsWantedUntil = 0;
+  /** Counts rewinds, so that receipts read before one are not sent after it. */
+  private generation = 0;
 
   constructor(private readonly deps: EthEdgeHostDeps) {
     this.sentHeight = deps.chain.latestHeight();
@@ -369,19 +379,42 @@ export class EthEdgeHost {
     if (this.closed) return;
     if (ev.kind === 'EthNewHead') {
       this.out.push({ t: 'head', block: ev.block, logs: ev.logs });
+      if (ev.block.transactions.length > 0 && Date.now() < this.receiptsWantedUntil)
+        void this.sendReceipts(ev.block.number);
     } else if (ev.kind === 'EthPendingTx') {
       this.pending.push(ev.hash);
       this.out.schedule();
     } else if (ev.kind === 'ChainRewound') {
       // The next batch carries a fresh snapshot even if the height is the same number again.
       this.sentHeight = -1n;
+      this.generation++;
       this.out.push({ t: 'rewound', height: ev.height });
+    }
+  }
+
+  /**
+   * A new block's receipts, sent ahead to the edge while clients poll for receipts (as every
+   * wallet, ethers' wait() and cast do after sending): the edge answers eth_getTransactionReceipt
+   * for recent blocks itself, and a poll no longer waits for this thread between two blocks' work.
+   */
+  private async sendReceipts(height: bigint): Promise<void> {
+    const generation = this.generation;
+    try {
+      const receipts = await this.deps.chain.getBlockReceipts(height);
+      if (generation !== this.generation || this.closed || receipts.length === 0) return;
+      this.out.push({ t: 'receipts', height, receipts });
+    } catch (err) {
+      this.deps.logger.debug(
+        { height: String(height), err: (err as Error).message },
+        'receipts not sent ahead',
+      );
     }
   }
 
   private onMessage(m: EdgeToHost): void {
     switch (m.t) {
       case 'call':
+        if (m.m === 'getReceipt') this.receiptsWantedUntil = Date.now() + RECEIPTS_WANTED_MS;
         this.queue.push(m);
         return;
       case 'dev':
@@ -518,6 +551,45 @@ export interface EthEdgeClientOptions {
   recoverSender?: (raw: Uint8Array) => Uint8Array | undefined;
 }
 
+/**
+ * The receipts of the newest blocks on the edge side, by transaction hash. A receipt is answered
+ * only once its block is at or below the height the edge knows as latest (never ahead of
+ * eth_blockNumber); anything else is asked of the host.
+ */
+class RecentReceipts {
+  private readonly byHash = new Map<string, { height: bigint; receipt: EthReceipt }>();
+  private readonly heights: Array<{ height: bigint; hashes: string[] }> = [];
+
+  constructor(private readonly keepBlocks: number) {}
+
+  add(height: bigint, receipts: EthReceipt[]): void {
+    const hashes: string[] = [];
+    for (const r of receipts) {
+      const k = r.transactionHash.toLowerCase();
+      this.byHash.set(k, { height, receipt: r });
+      hashes.push(k);
+    }
+    this.heights.push({ height, hashes });
+    while (this.heights.length > this.keepBlocks) this.forget(this.heights.shift()!);
+  }
+
+  get(hash: Hex, latest: bigint): EthReceipt | undefined {
+    const e = this.byHash.get(hash.toLowerCase());
+    return e !== undefined && e.height <= latest ? e.receipt : undefined;
+  }
+
+  /** A rewind: receipts of the removed heights are gone. */
+  dropAbove(height: bigint): void {
+    for (let i = this.heights.length - 1; i >= 0; i--) {
+      if (this.heights[i]!.height > height) this.forget(this.heights.splice(i, 1)[0]!);
+    }
+  }
+
+  private forget(h: { height: bigint; hashes: string[] }): void {
+    for (const k of h.hashes) if (this.byHash.get(k)?.height === h.height) this.byHash.delete(k);
+  }
+}
+
 /** The edge side: the chain, bus, logger and metrics hook an EthRpcServer is built with. */
 export class EthEdgeClient {
   readonly chain: EthChain;
@@ -536,6 +608,8 @@ export class EthEdgeClient {
   private obsTimer: NodeJS.Timeout | undefined;
   private server: EdgeServer | undefined;
   private readonly out: Outbox<EdgeToHost>;
+  /** Receipts of the newest blocks, sent ahead by the host: transaction hash -> receipt. */
+  private readonly recent = new RecentReceipts(RECENT_RECEIPT_BLOCKS);
 
   constructor(channel: EdgeChannel, init: EdgeInit, opts: EthEdgeClientOptions = {}) {
     this.snapshot = init.snapshot;
@@ -551,6 +625,7 @@ export class EthEdgeClient {
       () => this.snapshot,
       (m, a) => this.call(m, a),
       opts.recoverSender,
+      (hash) => this.recent.get(hash, this.snapshot.latestHeight),
     );
     const d = <T>(m: DevCall, ...a: unknown[]) =>
       this.calls.request((id) => this.out.push({ t: 'dev', id, m, a })) as Promise<T>;
@@ -628,7 +703,11 @@ export class EthEdgeClient {
         for (const hash of m.hashes) this.bus.publish({ kind: 'EthPendingTx', hash });
         return;
       case 'rewound':
+        this.recent.dropAbove(BigInt(m.height));
         this.bus.publish({ kind: 'ChainRewound', height: m.height });
+        return;
+      case 'receipts':
+        this.recent.add(m.height, m.receipts);
         return;
       case 'cmd':
         void this.runCommand(m.id, m.c, m.a);
@@ -655,6 +734,7 @@ function remoteChain(
   snap: () => ChainSnapshot,
   call: (m: ChainCall, a: unknown[]) => Promise<unknown>,
   recoverSender: ((raw: Uint8Array) => Uint8Array | undefined) | undefined,
+  recentReceipt: (hash: Hex) => EthReceipt | undefined,
 ): EthChain {
   const c = <T>(m: ChainCall, ...a: unknown[]) => call(m, a) as Promise<T>;
   const devCalls: Pick<EthChain, 'devSetState' | 'devSendImpersonated'> = dev
@@ -675,7 +755,10 @@ function remoteChain(
     getBlockTransactions: (n: bigint) => c<EthTx[]>('getBlockTransactions', n),
     getBlockReceipts: (n: bigint) => c<EthReceipt[]>('getBlockReceipts', n),
     getTransaction: (hash: Hex) => c<EthTx | undefined>('getTransaction', hash),
-    getReceipt: (hash: Hex) => c<EthReceipt | undefined>('getReceipt', hash),
+    getReceipt: (hash: Hex) => {
+      const r = recentReceipt(hash);
+      return r !== undefined ? Promise.resolve(r) : c<EthReceipt | undefined>('getReceipt', hash);
+    },
     getLogs: (filter: LogFilter) => c<EthLog[]>('getLogs', filter),
     getBalance: (address: Hex, height: bigint) => c<bigint>('getBalance', address, height),
     getNonce: (address: Hex, height: bigint | 'pending') => c<bigint>('getNonce', address, height),
