@@ -203,6 +203,18 @@ describe('JSON-RPC edge over a message channel', () => {
       await sleep(50);
       await call(url, 'eth_getTransactionReceipt', [h2]);
       assert.equal(asked, 2, 'asked of the host after the rewind');
+      // Kept for the newest 32 blocks, empty ones counted: after a load they are let go.
+      const h3 = await call<Hex>(url, 'eth_sendRawTransaction', [
+        await transferFrom(Wallet.createRandom().privateKey),
+      ]);
+      const b3 = await mined();
+      await sleep(50);
+      await call(url, 'eth_getTransactionReceipt', [h3]);
+      assert.equal(asked, 2, "the new block's receipt answered on the edge");
+      chain.mineMany(32);
+      for (let i = 0; i < 100 && (await height()) < b3.number + 32n; i++) await sleep(10);
+      await call(url, 'eth_getTransactionReceipt', [h3]);
+      assert.equal(asked, 3, 'asked of the host once 32 newer blocks followed');
     } finally {
       chain.getReceipt = hostGetReceipt;
     }

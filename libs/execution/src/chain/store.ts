@@ -180,10 +180,20 @@ class RecordCache {
     this.m.clear();
     this.bytes = 0;
   }
+  /** Forgets the records of blocks below `n` (memory comes back once a load is over). */
+  dropBelow(n: bigint): void {
+    for (const [k, x] of this.m) {
+      if (k >= n) continue;
+      this.m.delete(k);
+      this.bytes -= x.length;
+    }
+  }
 }
 
 /** Bytes of receipts records kept in memory (RecordCache). */
 const RECEIPT_RECORDS_CACHE_BYTES = 32 * 1024 * 1024;
+/** Only the records of the newest this many blocks are kept (RecordCache). */
+const RECEIPT_RECORDS_CACHE_BLOCKS = 128n;
 
 /**
  * A block named by the log index, and which of its receipts hold the value: the entry's value as
@@ -234,6 +244,8 @@ export class ChainStore {
   private readonly blocks = new Lru<bigint, StoredBlock>(256);
   private readonly receiptCache = new Lru<bigint, StoredReceipt[]>(64);
   private readonly receiptRecords = new RecordCache(RECEIPT_RECORDS_CACHE_BYTES);
+  /** The newest block written (receipts records older than RECEIPT_RECORDS_CACHE_BLOCKS below it are not kept). */
+  private newest = -1n;
   private readonly txCache = new Lru<bigint, StoredTx[]>(64);
 
   constructor(private readonly kv: KVStore) {}
@@ -258,6 +270,10 @@ export class ChainStore {
       const record = encodeReceipts(receipts);
       ops.push({ type: 'put', key: heightKey(P.receipts, n), value: record });
       this.receiptRecords.set(n, record);
+    }
+    if (n > this.newest) {
+      this.newest = n;
+      this.receiptRecords.dropBelow(n - RECEIPT_RECORDS_CACHE_BLOCKS);
     }
     block.txHashes.forEach((h, i) => {
       const loc = new Uint8Array(12);
@@ -334,6 +350,7 @@ export class ChainStore {
     this.blocks.clear();
     this.receiptCache.clear();
     this.receiptRecords.clear();
+    this.newest = -1n;
     this.txCache.clear();
   }
 
@@ -397,7 +414,8 @@ export class ChainStore {
     missing.forEach((j, k) => {
       const r = read[k];
       out[j] = r;
-      if (r !== undefined) this.receiptRecords.set(ns[j]!, r);
+      if (r !== undefined && ns[j]! + RECEIPT_RECORDS_CACHE_BLOCKS > this.newest)
+        this.receiptRecords.set(ns[j]!, r);
     });
     return out;
   }

@@ -136,7 +136,7 @@ const DEV_CALL_SET: ReadonlySet<string> = new Set(DEV_CALLS);
 const CHAIN_CALL_SET: ReadonlySet<string> = new Set(CHAIN_CALLS);
 /** How long after a receipt was asked for the host keeps sending new blocks' receipts ahead. */
 const RECEIPTS_WANTED_MS = 30_000;
-/** Blocks whose receipts the edge keeps (the newest); older ones are asked of the host. */
+/** Blocks (the newest, empty ones counted) whose receipts the edge keeps; older ones are asked of the host. */
 const RECENT_RECEIPT_BLOCKS = 32;
 
 /** Chain calls the host starts per turn of its event loop (an eth_call is about 0.1 ms). */
@@ -578,6 +578,11 @@ class RecentReceipts {
     return e !== undefined && e.height <= latest ? e.receipt : undefined;
   }
 
+  /** Receipts of blocks below `height` are let go. */
+  dropBelow(height: bigint): void {
+    while (this.heights.length > 0 && this.heights[0]!.height < height) this.forget(this.heights.shift()!);
+  }
+
   /** A rewind: receipts of the removed heights are gone. */
   dropAbove(height: bigint): void {
     for (let i = this.heights.length - 1; i >= 0; i--) {
@@ -697,6 +702,8 @@ export class EthEdgeClient {
         this.snapshot = m.s;
         return;
       case 'head':
+        // Every block (empty ones too) ages the receipts kept, so they are let go after a load.
+        this.recent.dropBelow(m.block.number - BigInt(RECENT_RECEIPT_BLOCKS) + 1n);
         this.bus.publish({ kind: 'EthNewHead', block: m.block, logs: m.logs });
         return;
       case 'pending':
