@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Installs the Debian packages some tests run, when missing: prometheus (promtool and the server,
-# for test/telemetry/metrics.test.ts), openssl (certificates for the TLS tests), nats-server (the cluster
+# Installs Foundry's cast from npm (into .tmp/cast) and the Debian packages some tests run, when
+# missing: prometheus (promtool and the server, for test/telemetry/metrics.test.ts), openssl (certificates for the TLS tests), nats-server (the cluster
 # tests), docker-compose (v1: `docker-compose config` of docker-compose.yml) and haproxy (`haproxy -c` of
 # the compose proxy's config) for test/deploy. Installs only as root with apt-get; otherwise names what to
 # install. Exits non-zero when a tool is still missing,
 # so that no test can fail late or be skipped for want of it.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 # command -> Debian package
 declare -A pkg_of=([promtool]=prometheus [prometheus]=prometheus [openssl]=openssl [nats-server]=nats-server [docker-compose]=docker-compose [haproxy]=haproxy)
@@ -22,6 +23,19 @@ missing_pkgs() {
 # with this reason in the test output (test/deploy/k8s.ts KUSTOMIZE_SKIP); said here first.
 if ! command -v kubectl >/dev/null 2>&1; then
   echo "test-deps: WARNING: kubectl (1.27 or later, for \`kubectl kustomize\`) is not installed; the kustomize tests of test/deploy will be skipped. Install it from the Kubernetes packages to run them." >&2
+fi
+
+# Foundry's cast (test/e2e/cast.test.ts) from npm into .tmp/cast, where the bench installs it too
+# (bench/targets.ts castBinary; keep the version equal to FOUNDRY_VERSION there).
+CAST_PKG="@foundry-rs/cast-linux-amd64"
+CAST_VERSION="1.7.1"
+if [ ! -x ".tmp/cast/node_modules/$CAST_PKG/bin/cast" ]; then
+  echo "test-deps: installing $CAST_PKG@$CAST_VERSION into .tmp/cast"
+  mkdir -p .tmp/cast
+  if ! npm install --prefix .tmp/cast --no-save --no-package-lock --no-audit --no-fund "$CAST_PKG@$CAST_VERSION" >/dev/null; then
+    echo "test-deps: npm could not install $CAST_PKG@$CAST_VERSION into .tmp/cast" >&2
+    exit 1
+  fi
 fi
 
 mapfile -t need < <(missing_pkgs)
