@@ -9,6 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import { ChainError, type Hex, type Logger } from '../../types/index.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from './constants.js';
 import { MempoolService, type PoolTx } from './gen/noded/mempool/v1/mempool.js';
+import { lenientDefinition, UndecodableRequest } from './lenient.js';
 import { CHAIN_ERROR_CODE_TRAILER, CHAIN_ERROR_DATA_TRAILER } from './state.js';
 
 export const MEMPOOL_SERVICE_NAME = 'noded.mempool.v1.Mempool';
@@ -32,10 +33,6 @@ export interface MempoolSource {
 
 const hex = (b: Uint8Array): Hex => `0x${Buffer.from(b).toString('hex')}`;
 
-class Undecodable {
-  constructor(readonly reason: string) {}
-}
-
 function checkLength(field: string, b: Uint8Array | undefined, n: number): string | undefined {
   const len = b?.length ?? 0;
   return len === n ? undefined : `${field}: must be ${n} bytes, got ${len}`;
@@ -43,19 +40,7 @@ function checkLength(field: string, b: Uint8Array | undefined, n: number): strin
 
 /** Adds the Mempool service, answered from `src`, to `server`. */
 export function addMempoolService(server: grpc.Server, src: MempoolSource, logger: Logger): void {
-  const def: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
-  for (const [name, m] of Object.entries(MempoolService)) {
-    def[name] = {
-      ...m,
-      requestDeserialize: (buf: Buffer): unknown => {
-        try {
-          return m.requestDeserialize(buf);
-        } catch (err) {
-          return new Undecodable((err as Error).message);
-        }
-      },
-    } as grpc.MethodDefinition<unknown, unknown>;
-  }
+  const def = lenientDefinition(MempoolService);
   const handler =
     <Req>(
       rpc: string,
@@ -65,7 +50,7 @@ export function addMempoolService(server: grpc.Server, src: MempoolSource, logge
     ) =>
     (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
       const at = `${MEMPOOL_SERVICE_NAME}/${rpc}`;
-      if (call.request instanceof Undecodable) {
+      if (call.request instanceof UndecodableRequest) {
         cb({
           code: grpc.status.INVALID_ARGUMENT,
           details: `${at}: the request is not a valid ${message}: ${call.request.reason}`,

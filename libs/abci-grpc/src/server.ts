@@ -14,6 +14,7 @@ import {
 import { AbciFieldError, fromProto, toProto } from './convert.js';
 import { ApplicationService } from './gen/noded/abci/v1/abci.js';
 import { HealthStatus, ServingStatus } from './health.js';
+import { lenientDefinition, UndecodableRequest } from './lenient.js';
 import { addMempoolService, MEMPOOL_SERVICE_NAME, type MempoolSource } from './mempool.js';
 
 export interface AbciServerOptions {
@@ -33,29 +34,6 @@ export interface AbciServer {
   readonly health: HealthStatus;
   /** Reports NOT_SERVING, ends health watches, lets calls in flight finish for up to graceMs, stops. */
   close(graceMs?: number): Promise<void>;
-}
-
-/** A request whose bytes did not decode as its message (the handler answers INVALID_ARGUMENT). */
-class UndecodableRequest {
-  constructor(readonly reason: string) {}
-}
-
-/** ApplicationService whose request decoding never throws: a decode error becomes a value. */
-function lenientDefinition(): grpc.ServiceDefinition {
-  const def: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
-  for (const [name, m] of Object.entries(ApplicationService)) {
-    def[name] = {
-      ...m,
-      requestDeserialize: (buf: Buffer): unknown => {
-        try {
-          return m.requestDeserialize(buf);
-        } catch (err) {
-          return new UndecodableRequest((err as Error).message);
-        }
-      },
-    } as grpc.MethodDefinition<unknown, unknown>;
-  }
-  return def;
 }
 
 function rpcName(method: AbciMethod): string {
@@ -193,7 +171,7 @@ export async function serveApplication(
       toProto.verifyVoteExtensionResponse,
     ),
   };
-  server.addService(lenientDefinition(), handlers);
+  server.addService(lenientDefinition(ApplicationService), handlers);
   if (opts.mempool) addMempoolService(server, opts.mempool, logger);
   const health = new HealthStatus();
   health.addTo(server);

@@ -19,6 +19,7 @@ import {
   StateReaderService,
 } from './gen/noded/state/v1/state.js';
 import { HealthStatus, ServingStatus } from './health.js';
+import { lenientDefinition, UndecodableRequest } from './lenient.js';
 
 export const STATE_READER_SERVICE_NAME = 'noded.state.v1.StateReader';
 /** Trailers of a ChainError answer: its JSON-RPC code, and its data (hex) when it has some. */
@@ -202,10 +203,6 @@ function headOf(src: StateSource): ChainHead {
   };
 }
 
-class Undecodable {
-  constructor(readonly reason: string) {}
-}
-
 /** Serves `src` as noded.state.v1.StateReader on `address` ("host:port"; port 0 picks one). */
 export async function serveStateReader(
   src: StateSource,
@@ -219,24 +216,12 @@ export async function serveStateReader(
     'grpc.max_receive_message_length': max,
     'grpc.max_send_message_length': max,
   });
-  const def: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
-  for (const [name, m] of Object.entries(StateReaderService)) {
-    def[name] = {
-      ...m,
-      requestDeserialize: (buf: Buffer): unknown => {
-        try {
-          return m.requestDeserialize(buf);
-        } catch (err) {
-          return new Undecodable((err as Error).message);
-        }
-      },
-    } as grpc.MethodDefinition<unknown, unknown>;
-  }
+  const def = lenientDefinition(StateReaderService);
   const invalid = (cb: grpc.sendUnaryData<unknown>, rpc: string, message: string) =>
     cb({ code: grpc.status.INVALID_ARGUMENT, details: `${STATE_READER_SERVICE_NAME}/${rpc}: ${message}` });
   server.addService(def, {
     head: (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
-      if (call.request instanceof Undecodable)
+      if (call.request instanceof UndecodableRequest)
         return invalid(
           cb,
           'Head',
@@ -245,7 +230,7 @@ export async function serveStateReader(
       cb(null, headOf(src));
     },
     read: (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
-      if (call.request instanceof Undecodable)
+      if (call.request instanceof UndecodableRequest)
         return invalid(
           cb,
           'Read',
