@@ -15,6 +15,7 @@ import {
   SEED_CONSENSUS_PARAMS,
 } from './constants.js';
 import { ConfigError, type ConfigProblem, describeValue } from './problems.js';
+import { type RewardsGenesisJson, validateRewardsGenesis } from './rewards.js';
 import {
   type GenesisStakeJson,
   type StakingGenesis,
@@ -48,6 +49,8 @@ export interface AppStateJson {
   };
   /** The validator pool (issue 25); without it the validator set stays the genesis one. */
   staking?: StakingGenesisJson;
+  /** The fee split (issue 25); with staking and without it, the defaults. */
+  rewards?: RewardsGenesisJson;
   /** The bridge-out precompile's parameters (docs/bridge.md); without it bridge-out refuses. */
   bridge?: BridgeGenesisJson;
 }
@@ -383,6 +386,8 @@ export function validateGenesis(json: unknown, label = 'genesis.json'): ConfigPr
   const appState = table('app_state', json.app_state);
   // Other keys beside evm are left to later modules (docs/configuration.md).
   if (appState?.staking !== undefined) validateStakingGenesis(appState.staking, consensusKeys, p);
+  if (appState?.rewards !== undefined)
+    validateRewardsGenesis(appState.rewards, appState.staking !== undefined, p);
   const evm = appState ? table('app_state.evm', appState.evm) : undefined;
   if (evm) {
     unknownKeys(evm, 'app_state.evm', ['chain_id', 'accounts']);
