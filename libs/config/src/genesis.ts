@@ -15,7 +15,12 @@ import {
   SEED_CONSENSUS_PARAMS,
 } from './constants.js';
 import { ConfigError, type ConfigProblem, describeValue } from './problems.js';
-import { type RewardsGenesisJson, validateRewardsGenesis } from './rewards.js';
+import {
+  type RewardsGenesisJson,
+  type RewardsParams,
+  rewardsParamsOf,
+  validateRewardsGenesis,
+} from './rewards.js';
 import {
   type GenesisStakeJson,
   type StakingGenesis,
@@ -107,6 +112,8 @@ export interface RuntimeGenesis {
   evmChainId: bigint;
   /** app_state.staking, or undefined when the chain has no validator pool. */
   staking: StakingGenesis | undefined;
+  /** The fee split (app_state.rewards or its defaults) of a chain with a pool; else undefined. */
+  rewards: RewardsParams | undefined;
 }
 
 /** A genesis file that passed validation: its exact text (served by /genesis), JSON and runtime form. */
@@ -535,6 +542,7 @@ export function toRuntimeGenesis(json: GenesisJson): RuntimeGenesis {
     appState: json.app_state,
     evmChainId: BigInt(json.app_state.evm.chain_id),
     staking: json.app_state.staking ? toStakingGenesis(json.app_state.staking) : undefined,
+    rewards: json.app_state.staking ? rewardsParamsOf(json.app_state.rewards) : undefined,
   };
 }
 
