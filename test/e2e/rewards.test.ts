@@ -103,6 +103,42 @@ describe('reward stake and fee split against noded chain-local', { timeout: 240_
     const miner = (await provider.getBlock(lastBlock))!.miner;
     assert.equal(await provider.getBalance(miner), 0n, 'the proposer keeps no fee');
 
+    // The x/distribution REST routes answer what the views answer, at the same height.
+    const rest = async (path: string, height: number) => {
+      const r = await fetch(`${env.node.apiUrl}${path}`, {
+        headers: { 'x-cosmos-block-height': String(height) },
+        signal: AbortSignal.timeout(10_000),
+      });
+      assert.equal(r.status, 200, `${path}: ${r.status}`);
+      return (await r.json()) as Record<string, unknown>;
+    };
+    const pool = new Contract(POOL, POOL_ABI, operator);
+    const op = DEV_ADDRESSES[0];
+    const decOf = (amount: bigint) => `${amount}.000000000000000000`;
+    const viewRewards = await pool.pendingRewards(op, op, { blockTag: lastBlock });
+    const viewCommission = await pool.pendingCommission(op, { blockTag: lastBlock });
+    assert.ok(viewRewards > 0n);
+    assert.deepEqual(await rest(`/cosmos/distribution/v1beta1/delegators/${op}/rewards`, lastBlock), {
+      rewards: [{ validator_address: op, reward: [{ denom: 'abtc', amount: decOf(viewRewards) }] }],
+      total: [{ denom: 'abtc', amount: decOf(viewRewards) }],
+    });
+    assert.deepEqual(await rest(`/cosmos/distribution/v1beta1/delegators/${op}/rewards/${op}`, lastBlock), {
+      rewards: [{ denom: 'abtc', amount: decOf(viewRewards) }],
+    });
+    assert.deepEqual(await rest(`/cosmos/distribution/v1beta1/validators/${op}/commission`, lastBlock), {
+      commission: {
+        commission: viewCommission === 0n ? [] : [{ denom: 'abtc', amount: decOf(viewCommission) }],
+      },
+    });
+    assert.deepEqual((await rest('/cosmos/distribution/v1beta1/params', lastBlock)).params, {
+      community_tax: '0.000000000000000000',
+      base_proposer_reward: '0.000000000000000000',
+      bonus_proposer_reward: '0.000000000000000000',
+      withdraw_addr_enabled: false,
+      validator_share: '0.500000000000000000',
+      block_reward: '0',
+    });
+
     const pending = await stake.pendingRewards(locker.address);
     assert.ok(pending > 0n, 'the locker earned part of the fees');
     const before = await provider.getBalance(locker.address);
@@ -117,7 +153,6 @@ describe('reward stake and fee split against noded chain-local', { timeout: 240_
     );
 
     // The single validator (operated by dev account #0) gets the validators' half.
-    const pool = new Contract(POOL, POOL_ABI, operator);
     const owed =
       (await pool.pendingRewards(DEV_ADDRESSES[0], DEV_ADDRESSES[0])) +
       (await pool.pendingCommission(DEV_ADDRESSES[0]));
