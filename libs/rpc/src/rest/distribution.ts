@@ -34,12 +34,16 @@ async function rewardParams(ctx: RestContext, height: bigint): Promise<[bigint, 
     { gasCap: 10_000_000n, timeoutMs: 5000 },
   );
   const out = Buffer.from(r.returnData.slice(2), 'hex');
-  if (r.reverted || r.error || out.length < 64)
-    throw new GatewayError(
-      12,
-      501,
-      'the fee split is not enabled on this chain (its genesis has no app_state.staking)',
-    );
+  if (r.reverted || r.error) {
+    const reason =
+      out.length >= 68 && out.subarray(0, 4).toString('hex') === '08c379a0'
+        ? out.subarray(68, 68 + Number(word(out.subarray(4), 1))).toString('utf8')
+        : (r.error ?? 'reverted');
+    if (reason.startsWith('the reward stake is not enabled')) throw new GatewayError(12, 501, reason);
+    throw new GatewayError(13, 500, `reward stake: ${reason}`);
+  }
+  if (out.length < 64)
+    throw new GatewayError(13, 500, `reward stake: answered ${out.length} bytes; 64 were expected`);
   return [word(out, 0), word(out, 1)];
 }
 
