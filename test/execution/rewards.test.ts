@@ -530,7 +530,7 @@ describe('the fee split', () => {
           'the proposer keeps nothing',
         );
       };
-      await check('after 13 blocks');
+      await check('after 14 blocks');
       assert.ok(m.lockerPending(addr(alice)) > 0n && m.lockerPending(addr(bob)) > 0n);
       assert.ok(m.delPending(addr(dave), op1) > 0n && (m.commission.get(op2) ?? 0n) > 0n);
 
