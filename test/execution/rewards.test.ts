@@ -346,8 +346,10 @@ describe('reward stake: weights', () => {
 
 /**
  * The fee split written out block by block from docs/staking.md: each lock's share of each block
- * is a × (e − t) × r, each delegation's shares × inc, kept as numerators over 10^27 and rounded
- * down only when the chain books them (a change of the position, a claim).
+ * is a × (e − t) × r and each validator's power × g, kept as numerators over 10^27; a validator's
+ * share is split into commission and per-share reward when the chain books it (before its power,
+ * shares or commission change, and at a claim), a lock's and a delegation's are rounded down when
+ * they are booked (a change of the position, a claim).
  */
 class Model {
   carry = 0n;
@@ -358,6 +360,8 @@ class Model {
   readonly bps = new Map<Hex, bigint>();
   /** op -> delegator -> shares */
   readonly shares = new Map<Hex, Map<Hex, bigint>>();
+  /** op -> Σ power × g since the validator was last booked */
+  readonly valNum = new Map<Hex, bigint>();
   readonly delNum = new Map<string, bigint>();
   readonly delBooked = new Map<string, bigint>();
   readonly commission = new Map<Hex, bigint>();
@@ -382,14 +386,45 @@ class Model {
     this.lockBooked.set(who, this.lockerPending(who));
     this.lockNum.set(who, 0n);
   }
+
+  /** What booking the validator now gives: its commission and reward per share increase. */
+  private validatorShare(op: Hex): { commission: bigint; inc: bigint; rest: bigint; ts: bigint } {
+    const accrued = (this.valNum.get(op) ?? 0n) / SCALE;
+    const commission = (accrued * this.bps.get(op)!) / 10_000n;
+    const rest = accrued - commission;
+    let ts = 0n;
+    for (const v of this.shares.get(op)!.values()) ts += v;
+    return { commission, rest, ts, inc: (rest * SCALE) / ts };
+  }
+  bookValidator(op: Hex): void {
+    const { commission, inc, rest, ts } = this.validatorShare(op);
+    this.valNum.set(op, 0n);
+    this.commission.set(op, (this.commission.get(op) ?? 0n) + commission);
+    for (const [d, v] of this.shares.get(op)!) {
+      const k = `${d}|${op}`;
+      this.delNum.set(k, (this.delNum.get(k) ?? 0n) + v * inc);
+    }
+    this.carry += rest - (inc * ts + SCALE - 1n) / SCALE;
+  }
+  pendingCommission(op: Hex): bigint {
+    return (this.commission.get(op) ?? 0n) + this.validatorShare(op).commission;
+  }
   delPending(d: Hex, op: Hex): bigint {
     const k = `${d}|${op}`;
-    return (this.delBooked.get(k) ?? 0n) + (this.delNum.get(k) ?? 0n) / SCALE;
+    const unbooked = (this.shares.get(op)!.get(d) ?? 0n) * this.validatorShare(op).inc;
+    return (this.delBooked.get(k) ?? 0n) + ((this.delNum.get(k) ?? 0n) + unbooked) / SCALE;
   }
+  /** Before a delegation's shares change, and at its claim: the validator, then the delegation. */
   bookDelegation(d: Hex, op: Hex): void {
+    this.bookValidator(op);
     const k = `${d}|${op}`;
     this.delBooked.set(k, this.delPending(d, op));
     this.delNum.set(k, 0n);
+  }
+  /** The end of a block changes a validator's power: booked with the old power first. */
+  setPower(op: Hex, p: bigint): void {
+    this.bookValidator(op);
+    this.power.set(op, p);
   }
 
   block(t: bigint, fees: bigint): void {
@@ -408,23 +443,9 @@ class Model {
     }
     let powerSum = 0n;
     for (const p of this.power.values()) powerSum += p;
-    let given = 0n;
-    for (const [op, p] of this.power) {
-      const sh = (forValidators * p) / powerSum;
-      given += sh;
-      const comm = (sh * this.bps.get(op)!) / 10_000n;
-      this.commission.set(op, (this.commission.get(op) ?? 0n) + comm);
-      const rest = sh - comm;
-      let ts = 0n;
-      for (const v of this.shares.get(op)!.values()) ts += v;
-      const inc = (rest * SCALE) / ts;
-      for (const [d, v] of this.shares.get(op)!) {
-        const k = `${d}|${op}`;
-        this.delNum.set(k, (this.delNum.get(k) ?? 0n) + v * inc);
-      }
-      this.carry += rest - (inc * ts + SCALE - 1n) / SCALE;
-    }
-    this.carry += forValidators - given;
+    const g = (forValidators * SCALE) / powerSum;
+    for (const [op, p] of this.power) this.valNum.set(op, (this.valNum.get(op) ?? 0n) + p * g);
+    this.carry += forValidators - (g * powerSum + SCALE - 1n) / SCALE;
   }
 }
 
@@ -443,9 +464,10 @@ describe('the fee split', () => {
       // Block 1: dave bonds 5 BTC to validator 1 (power 20 -> 25 from the next block on). No lock
       // yet: the whole block goes to the validators.
       await block(n, [tx(n, dave, POOL, pool.encodeFunctionData('delegate', [op1]) as Hex, 5n * ETH)]);
+      m.bookDelegation(addr(dave), op1);
       m.shares.get(op1)!.set(addr(dave), 5n * ETH);
       m.block(nowOf(n), await feesOf(n));
-      m.power.set(op1, 25n);
+      m.setPower(op1, 25n);
 
       // Blocks 2 and 3: alice locks 4 BTC for ~100 weeks, bob 1 BTC for ~2 weeks.
       const t2 = nowOf(n) + 1n;
@@ -503,7 +525,7 @@ describe('the fee split', () => {
             );
           assert.equal(
             await one(n, POOL, pool, 'pendingCommission', [op]),
-            m.commission.get(op) ?? 0n,
+            m.pendingCommission(op),
             `${what}: commission ${op}`,
           );
         }
@@ -513,7 +535,7 @@ describe('the fee split', () => {
         let owed = (await one(n, REWARD, stake, 'totalLocked')) + m.carry;
         for (const who of [alice, bob].map(addr)) owed += m.lockerPending(who);
         for (const op of ops.map(addr)) {
-          owed += m.commission.get(op) ?? 0n;
+          owed += m.pendingCommission(op);
           for (const d of m.shares.get(op)!.keys()) owed += m.delPending(d, op);
         }
         const held = await balance(n, REWARD);
@@ -532,14 +554,14 @@ describe('the fee split', () => {
       };
       await check('after 14 blocks');
       assert.ok(m.lockerPending(addr(alice)) > 0n && m.lockerPending(addr(bob)) > 0n);
-      assert.ok(m.delPending(addr(dave), op1) > 0n && (m.commission.get(op2) ?? 0n) > 0n);
+      assert.ok(m.delPending(addr(dave), op1) > 0n && m.pendingCommission(op2) > 0n);
 
       // Claims: each pays exactly what the views showed (less the caller's own fee).
       const pays = {
         alice: m.lockerPending(addr(alice)),
         bob: m.lockerPending(addr(bob)),
         dave: m.delPending(addr(dave), op1),
-        op2: m.delPending(op2, op2) + (m.commission.get(op2) ?? 0n),
+        op2: m.delPending(op2, op2) + m.pendingCommission(op2),
       };
       const before = new Map<Hex, bigint>();
       for (const a of everyone) before.set(a, await balance(n, a));

@@ -945,7 +945,8 @@ export class Executor implements Application, EthChain {
     const rewards = new RewardStore(state);
     let rewardEvents: AbciEvent[] = [];
     let minted = 0n;
-    if (await rewards.enabled()) {
+    const rewardsOn = await rewards.enabled();
+    if (rewardsOn) {
       const cb = toKey(coinbase);
       const credited = (await state.readAccount(cb))?.balance ?? 0n;
       // The coinbase (a consensus address) has no key to spend with; a dev chain could impersonate
@@ -954,7 +955,7 @@ export class Executor implements Application, EthChain {
       if (taken > 0n) await state.addBalance(cb, -taken);
       const fees = baseFees + taken;
       if (fees > 0n) await state.addBalance(REWARD_KEY, fees);
-      const r = await rewards.distribute(state, new StakingStore(state), ctx.timestamp, fees);
+      const r = await rewards.distribute(state, ctx.timestamp, fees);
       rewardEvents = r.events;
       minted = r.minted;
     } else if (baseFees > 0n) await state.addBalance(toKey(coinbase), baseFees);
@@ -968,7 +969,12 @@ export class Executor implements Application, EthChain {
       misbehavior: req.misbehavior,
       lastCommit: req.decidedLastCommit,
     });
-    const validatorUpdates = await endBlockValidatorUpdates(state);
+    // A validator's rewards are booked with its old power before the power changes (reward-state.ts).
+    const staking = new StakingStore(state);
+    const validatorUpdates = await endBlockValidatorUpdates(
+      state,
+      rewardsOn ? (op, from, to) => rewards.powerChange(staking, op, from, to) : undefined,
+    );
     const tExec = performance.now();
 
     const expectedDelta = devMinted + minted - state.burned;
@@ -2412,7 +2418,9 @@ function genesisRewardAccount(req: InitChainRequest): GenesisAccount {
   const data = newAccount();
   data.nonce = 1n;
   data.codeHash = keccak256(POOL_ACCOUNT_CODE);
-  const storage = genesisRewardStorage(rewardsParamsOf(rewards as RewardsGenesisJson | undefined));
+  const staking = toStakingGenesis((req.appState as { staking: StakingGenesisJson }).staking);
+  const power = staking.validators.reduce((t, v) => t + v.selfBond / staking.params.powerReduction, 0n);
+  const storage = genesisRewardStorage(rewardsParamsOf(rewards as RewardsGenesisJson | undefined), power);
   return { addr: REWARD_KEY, data, code: POOL_ACCOUNT_CODE, storage };
 }
 

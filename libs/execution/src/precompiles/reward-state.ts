@@ -13,14 +13,18 @@
 // to A1 and t × r to A2. A lock's share of that block is a × (e − t) × r / 10^27, so over any run
 // of blocks it earns a × (e × ΔA1 − ΔA2) / 10^27: two subtractions, whatever the number of blocks.
 // When a week boundary is crossed (A1, A2) are kept for it: a lock that ended there earns up to
-// that point and no further. The validators' part is split by power, each validator keeps its
-// commission and adds the rest to its reward per share (×10^27); a delegation earns shares × Δ.
-// Every division rounds down, and what a block's rounding leaves over goes to the carry, which
-// the next block distributes: no base unit is ever owed twice, none is lost.
+// that point and no further. The validators' part V adds g = ⌊V × 10^27 / P⌋ to a reward per unit
+// of power (P: the total power handed to consensus). A validator's power only changes at the end
+// of a block, and its rewards are booked just before (and before its shares or commission change,
+// and when anything of it is claimed): power × Δ / 10^27, of which it keeps its commission and adds
+// the rest to its reward per share (×10^27); a delegation earns shares × Δ. So a block costs O(1)
+// whatever the number of validators, locks or delegations.
+// Every division rounds down, and what the rounding of a block (or of a booking) leaves over goes
+// to the carry, which the next block distributes: no base unit is ever owed twice, none is lost.
 import { keccak256 } from '../../../crypto/index.js';
 import type { AbciEvent } from '../../../types/index.js';
 import { bigIntToBytes, bytesToBigInt, concat, fromHex, toKey } from '../bytes.js';
-import { FRACTION_ONE, type SlotStore, StakingStore } from './staking-state.js';
+import { FRACTION_ONE, type SlotStore, type StakingStore } from './staking-state.js';
 
 export const REWARD_ADDRESS_HEX = '0x7b7c000000000000000000000000000000000016';
 export const REWARD_ADDRESS = fromHex(REWARD_ADDRESS_HEX);
@@ -209,8 +213,63 @@ export class RewardStore {
 
   // ------------------------------------------------------------------ validators and delegators
 
-  async rewardPerShare(operator: Uint8Array): Promise<bigint> {
-    return this.num(slot('rps', operator));
+  /** The total power handed to consensus (Σ of the validators' recorded power). */
+  async totalPower(): Promise<bigint> {
+    return this.num(slot('power.total'));
+  }
+
+  /**
+   * A validator's rewards not booked yet, split as they would be booked now: its commission and
+   * the increase of its reward per share. `write` books them (and the rounding goes to the carry).
+   */
+  private async validatorAccrual(
+    staking: StakingStore,
+    operator: Uint8Array,
+    write: boolean,
+  ): Promise<{ commission: bigint; inc: bigint }> {
+    const acc = await this.num(slot('vacc'));
+    const acc0 = await this.num(slot('v.acc0', operator));
+    if (acc === acc0) return { commission: 0n, inc: 0n };
+    if (write) this.put(slot('v.acc0', operator), acc);
+    const accrued = ((await staking.lastPower(operator)) * (acc - acc0)) / ACC_SCALE;
+    if (accrued === 0n) return { commission: 0n, inc: 0n };
+    let commission = (accrued * (await staking.commissionBps(operator))) / BPS;
+    let rest = accrued - commission;
+    const shares = await staking.totalShares(operator);
+    if (shares === 0n) {
+      commission += rest; // nobody else to pay (a validator with power has shares)
+      rest = 0n;
+    }
+    const inc = (rest * ACC_SCALE) / (shares === 0n ? 1n : shares);
+    if (write) {
+      if (commission > 0n) this.setCommission(operator, (await this.commission(operator)) + commission);
+      if (inc > 0n) this.put(slot('rps', operator), (await this.num(slot('rps', operator))) + inc);
+      const dust = rest - ceilDiv(inc * shares, ACC_SCALE);
+      if (dust > 0n) this.put(slot('carry'), (await this.carry()) + dust);
+    }
+    return { commission, inc };
+  }
+
+  /** Books a validator's rewards up to now; call before its power, shares or commission change. */
+  async settleValidator(staking: StakingStore, operator: Uint8Array): Promise<void> {
+    await this.validatorAccrual(staking, operator, true);
+  }
+
+  /** The end of a block changes a validator's power: book what it earned with the old one. */
+  async powerChange(staking: StakingStore, operator: Uint8Array, from: bigint, to: bigint): Promise<void> {
+    await this.settleValidator(staking, operator);
+    this.put(slot('power.total'), (await this.totalPower()) - from + to);
+  }
+
+  /** The validator's reward per share, its unbooked part included. */
+  async rewardPerShare(staking: StakingStore, operator: Uint8Array): Promise<bigint> {
+    const { inc } = await this.validatorAccrual(staking, operator, false);
+    return (await this.num(slot('rps', operator))) + inc;
+  }
+  /** The validator's commission not claimed yet, its unbooked part included. */
+  async pendingCommission(staking: StakingStore, operator: Uint8Array): Promise<bigint> {
+    const { commission } = await this.validatorAccrual(staking, operator, false);
+    return (await this.commission(operator)) + commission;
   }
   async commission(operator: Uint8Array): Promise<bigint> {
     return this.num(slot('commission', operator));
@@ -219,19 +278,32 @@ export class RewardStore {
     this.put(slot('commission', operator), v);
   }
 
-  /** A delegation's rewards not claimed yet, given its shares (which have not changed since it was last settled). */
-  async delegationPending(delegator: Uint8Array, operator: Uint8Array, shares: bigint): Promise<bigint> {
+  /** A delegation's rewards not claimed yet (its shares have not changed since it was last booked). */
+  async delegationPending(
+    staking: StakingStore,
+    delegator: Uint8Array,
+    operator: Uint8Array,
+  ): Promise<bigint> {
     const stored = await this.num(slot('del.pending', delegator, operator));
+    const shares = await staking.delegationShares(delegator, operator);
     if (shares === 0n) return stored;
-    const rps = await this.rewardPerShare(operator);
+    const rps = await this.rewardPerShare(staking, operator);
     const entry = await this.num(slot('del.rps', delegator, operator));
     return stored + (shares * (rps - entry)) / ACC_SCALE;
   }
-  /** Books a delegation's rewards so far; call before its shares change. */
-  async settleDelegation(delegator: Uint8Array, operator: Uint8Array, shares: bigint): Promise<bigint> {
-    const pending = await this.delegationPending(delegator, operator, shares);
+  /**
+   * Books the validator's and then the delegation's rewards; call before the delegation's shares
+   * change and to claim. Returns the delegation's pending rewards.
+   */
+  async settleDelegation(
+    staking: StakingStore,
+    delegator: Uint8Array,
+    operator: Uint8Array,
+  ): Promise<bigint> {
+    await this.settleValidator(staking, operator);
+    const pending = await this.delegationPending(staking, delegator, operator);
     this.put(slot('del.pending', delegator, operator), pending);
-    this.put(slot('del.rps', delegator, operator), await this.rewardPerShare(operator));
+    this.put(slot('del.rps', delegator, operator), await this.num(slot('rps', operator)));
     return pending;
   }
   setDelegationPending(delegator: Uint8Array, operator: Uint8Array, v: bigint): void {
@@ -251,7 +323,6 @@ export class RewardStore {
    */
   async distribute(
     state: RewardState,
-    staking: StakingStore,
     now: bigint,
     fees: bigint,
   ): Promise<{ minted: bigint; events: AbciEvent[] }> {
@@ -275,39 +346,15 @@ export class RewardStore {
       // The lockers can claim at most r × raw / 10^27 of this block; the rest is carried.
       carry += forLockers - ceilDiv(r * raw, ACC_SCALE);
     }
-    const powered: Array<{ op: Uint8Array; power: bigint }> = [];
-    let power = 0n;
-    for (const op of await staking.operators()) {
-      const pw = await staking.lastPower(op);
-      if (pw === 0n) continue;
-      powered.push({ op, power: pw });
-      power += pw;
-    }
+    const power = await this.totalPower();
     if (power === 0n) {
       carry += forValidators;
       forValidators = 0n;
+    } else {
+      const g = (forValidators * ACC_SCALE) / power;
+      if (g > 0n) this.put(slot('vacc'), (await this.num(slot('vacc'))) + g);
+      carry += forValidators - ceilDiv(g * power, ACC_SCALE);
     }
-    let given = 0n;
-    for (const { op, power: pw } of powered) {
-      const share = (forValidators * pw) / power;
-      given += share;
-      const v = await staking.validator(op);
-      const commission = (share * BigInt(v!.commissionBps)) / BPS;
-      let rest = share - commission;
-      let kept = commission;
-      const shares = await staking.totalShares(op);
-      if (shares === 0n) {
-        kept += rest; // nobody else to pay (cannot happen with power > 0, kept for safety)
-        rest = 0n;
-      }
-      if (rest > 0n) {
-        const inc = (rest * ACC_SCALE) / shares;
-        if (inc > 0n) this.put(slot('rps', op), (await this.rewardPerShare(op)) + inc);
-        carry += rest - ceilDiv(inc * shares, ACC_SCALE);
-      }
-      if (kept > 0n) this.setCommission(op, (await this.commission(op)) + kept);
-    }
-    carry += forValidators - given;
     this.put(slot('carry'), carry);
     return {
       minted,
@@ -328,8 +375,11 @@ export class RewardStore {
   }
 }
 
-/** The reward account's genesis storage (params only: no lock exists at genesis). */
-export function genesisRewardStorage(p: RewardParamValues): Map<string, Uint8Array> {
+/**
+ * The reward account's genesis storage: the params and the genesis validators' total power (no
+ * lock exists at genesis).
+ */
+export function genesisRewardStorage(p: RewardParamValues, totalPower: bigint): Map<string, Uint8Array> {
   const m = new Map<string, Uint8Array>();
   const put = (s: string, v: bigint) => {
     if (v !== 0n) m.set(s, bigIntToBytes(v));
@@ -337,5 +387,6 @@ export function genesisRewardStorage(p: RewardParamValues): Map<string, Uint8Arr
   put(slot('enabled'), 1n);
   put(slot('share'), p.validatorShare);
   put(slot('mint'), p.blockReward);
+  put(slot('power.total'), totalPower);
   return m;
 }

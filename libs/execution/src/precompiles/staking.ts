@@ -69,13 +69,13 @@ const EVENTS = {
 };
 
 /**
- * Books the rewards a delegation earned so far (reward-state.ts) before its shares change: the
- * reward per share is only right for shares that did not change since they were last booked.
+ * Books the rewards a delegation (and its validator) earned so far (reward-state.ts) before its
+ * shares change: the reward per share is only right for shares that did not change since.
  */
 async function settleRewards(c: Ctx, delegator: Uint8Array, op: Uint8Array): Promise<void> {
   const rewards = new RewardStore(c.state);
   if (!(await rewards.enabled())) return;
-  await rewards.settleDelegation(delegator, op, await c.store.delegationShares(delegator, op));
+  await rewards.settleDelegation(c.store, delegator, op);
 }
 
 function requireWrite(c: Ctx, fn: string, payable: boolean): void {
@@ -144,6 +144,9 @@ fn('editValidator(string,uint16)', async (c) => {
   const op = c.frame.caller.bytes;
   if (!(await c.store.exists(op))) throw new Refusal(`${addrHex(op)} operates no validator`);
   if (commission > MAX_COMMISSION_BPS) throw new Refusal(`commissionBps ${commission} is over 10000 (100%)`);
+  // The rewards earned at the old commission are booked at it.
+  const rewards = new RewardStore(c.state);
+  if (await rewards.enabled()) await rewards.settleValidator(c.store, op);
   await c.store.setDescription(op, moniker, Number(commission));
   c.logs.push([
     STAKING_ADDRESS,
@@ -298,7 +301,7 @@ fn('claimRewards(address)', async (c) => {
   if (!(await rewards.enabled()))
     throw new Refusal('rewards are not enabled on this chain (its genesis has no reward account)');
   if (!(await c.store.exists(op))) throw new Refusal(`no validator is operated by ${addrHex(op)}`);
-  const reward = await rewards.settleDelegation(who, op, await c.store.delegationShares(who, op));
+  const reward = await rewards.settleDelegation(c.store, who, op);
   const commission = equal(who, op) ? await rewards.commission(op) : 0n;
   if (reward + commission === 0n)
     throw new Refusal(`${addrHex(who)} has no reward to claim from validator ${addrHex(op)}`);
@@ -318,15 +321,13 @@ fn('pendingRewards(address,address)', async (c) => {
   const who = c.args.address(0);
   const op = c.args.address(1);
   const rewards = new RewardStore(c.state);
-  const v = (await rewards.enabled())
-    ? await rewards.delegationPending(who, op, await c.store.delegationShares(who, op))
-    : 0n;
+  const v = (await rewards.enabled()) ? await rewards.delegationPending(c.store, who, op) : 0n;
   return { out: word(v), gas: GAS.view };
 });
 
 fn('pendingCommission(address)', async (c) => {
   const rewards = new RewardStore(c.state);
-  const v = (await rewards.enabled()) ? await rewards.commission(c.args.address(0)) : 0n;
+  const v = (await rewards.enabled()) ? await rewards.pendingCommission(c.store, c.args.address(0)) : 0n;
   return { out: word(v), gas: GAS.view };
 });
 
