@@ -56,6 +56,7 @@ const pool = new Interface([
   'function claimRewards(address operator) returns (uint256)',
   'function pendingRewards(address delegator, address operator) view returns (uint256)',
   'function pendingCommission(address operator) view returns (uint256)',
+  'function editValidator(string moniker, uint16 commissionBps)',
   'function delegationShares(address delegator, address operator) view returns (uint256)',
 ]);
 const events = new Interface([
@@ -503,6 +504,11 @@ describe('the fee split', () => {
         }
       };
       await transfers(5);
+      // Validator 1 raises its commission: what it earned before is booked at the old rate.
+      await block(n, [tx(n, ops[1]!, POOL, pool.encodeFunctionData('editValidator', ['v1', 2000]) as Hex)]);
+      m.bookValidator(op1);
+      m.bps.set(op1, 2000n);
+      m.block(nowOf(n), await feesOf(n));
       n.time += 3n * WEEK * 1_000_000_000n;
       await block(n);
       m.block(nowOf(n), 0n);
@@ -552,7 +558,7 @@ describe('the fee split', () => {
           'the proposer keeps nothing',
         );
       };
-      await check('after 14 blocks');
+      await check('after 15 blocks');
       assert.ok(m.lockerPending(addr(alice)) > 0n && m.lockerPending(addr(bob)) > 0n);
       assert.ok(m.delPending(addr(dave), op1) > 0n && m.pendingCommission(op2) > 0n);
 
