@@ -710,3 +710,129 @@ describe('reward stake: the Solidity interface (contracts/IRewardStake.sol) and 
     }
   });
 });
+
+describe('the fee split: rounding never creates BTC', () => {
+  it('random locks, delegations, undelegations, claims and odd amounts: the reward account always holds every claim', async () => {
+    const n = await start({ validator_share: '0.333333333333333333', block_reward: '999999999999999937' });
+    let seed = 11n;
+    const rnd = (m: bigint) => {
+      seed = (seed * 6364136223846793005n + 1442695040888963407n) % 2n ** 64n;
+      return (seed >> 11n) % m;
+    };
+    const people = [alice, bob, dave];
+    const opsHex = ops.map(addr);
+    const owedNow = async () => {
+      let owed =
+        (await one(n, REWARD, stake, 'totalLocked')) + (await one(n, REWARD, stake, 'undistributed'));
+      for (const k of people) {
+        owed += await one(n, REWARD, stake, 'pendingRewards', [addr(k)]);
+        for (const op of opsHex) owed += await one(n, POOL, pool, 'pendingRewards', [addr(k), op]);
+      }
+      for (const op of opsHex) {
+        owed += await one(n, POOL, pool, 'pendingCommission', [op]);
+        owed += await one(n, POOL, pool, 'pendingRewards', [op, op]);
+      }
+      return owed;
+    };
+    try {
+      const genesisSupply = n.ex.totalSupply();
+      const done = new Map<string, number>();
+      const did = (what: string) => done.set(what, (done.get(what) ?? 0) + 1);
+      for (let b = 0; b < 40; b++) {
+        if (rnd(4n) === 0n) n.time += rnd(3n * WEEK) * 1_000_000_000n;
+        const txs: Uint8Array[] = [];
+        for (const k of people) {
+          const op = opsHex[Number(rnd(3n))]!;
+          const t = nowOf(n) + 1n;
+          const [amount, end] = await view(n, REWARD, stake, 'lockOf', [addr(k)]);
+          switch (rnd(6n)) {
+            case 0n:
+              txs.push(
+                tx(n, k, POOL, pool.encodeFunctionData('delegate', [op]) as Hex, rnd(10n ** 18n) + 1n),
+              );
+              did('delegate');
+              break;
+            case 1n: {
+              const have = await one(n, POOL, pool, 'delegationShares', [addr(k), op]);
+              if (have > 1n) {
+                txs.push(
+                  tx(n, k, POOL, pool.encodeFunctionData('undelegate', [op, rnd(have / 2n) + 1n]) as Hex),
+                );
+                did('undelegate');
+              }
+              break;
+            }
+            case 2n:
+              if (amount === 0n) {
+                const unlock = t + 2n * WEEK + rnd(20n * WEEK);
+                txs.push(
+                  tx(n, k, REWARD, stake.encodeFunctionData('lock', [unlock]) as Hex, rnd(10n ** 18n) + 1n),
+                );
+                did('lock');
+              } else if (end > t) {
+                txs.push(
+                  tx(n, k, REWARD, stake.encodeFunctionData('increaseAmount') as Hex, rnd(10n ** 17n) + 1n),
+                );
+                did('increase');
+              } else {
+                txs.push(tx(n, k, REWARD, stake.encodeFunctionData('withdraw') as Hex));
+                did('withdraw');
+              }
+              break;
+            case 3n:
+              if ((await one(n, REWARD, stake, 'pendingRewards', [addr(k)])) > 0n) {
+                txs.push(tx(n, k, REWARD, stake.encodeFunctionData('claim') as Hex));
+                did('claim');
+              }
+              break;
+            case 4n:
+              if ((await one(n, POOL, pool, 'pendingRewards', [addr(k), op])) > 0n) {
+                txs.push(tx(n, k, POOL, pool.encodeFunctionData('claimRewards', [op]) as Hex));
+                did('claimRewards');
+              }
+              break;
+            default:
+              break;
+          }
+        }
+        const payerNonce = n.nonces.get(payer) ?? 0n;
+        n.nonces.set(payer, payerNonce + 1n);
+        txs.push(
+          signTx(payer, {
+            nonce: payerNonce,
+            to: addr(sink),
+            value: 1n,
+            maxFee: 100n * GWEI,
+            tip: rnd(5n * GWEI) + 1n,
+          }),
+        );
+        await block(n, txs);
+        const held = await balance(n, REWARD);
+        const owed = await owedNow();
+        assert.ok(held >= owed, `block ${n.height}: the reward account holds ${held}, owes ${owed}`);
+        assert.ok(held - owed < 1000n, `block ${n.height}: rounding remainder ${held - owed}`);
+      }
+      // Everybody claims everything: what is left is the locks, the carry and the rounding remainder.
+      const txs: Uint8Array[] = [];
+      for (const k of [...people, ...ops]) {
+        if ((await one(n, REWARD, stake, 'pendingRewards', [addr(k)])) > 0n)
+          txs.push(tx(n, k, REWARD, stake.encodeFunctionData('claim') as Hex));
+        for (const op of opsHex) {
+          const p = await one(n, POOL, pool, 'pendingRewards', [addr(k), op]);
+          const c = addr(k) === op ? await one(n, POOL, pool, 'pendingCommission', [op]) : 0n;
+          if (p + c > 0n) txs.push(tx(n, k, POOL, pool.encodeFunctionData('claimRewards', [op]) as Hex));
+        }
+      }
+      await block(n, txs);
+      const held = await balance(n, REWARD);
+      assert.ok(held >= (await owedNow()));
+      assert.ok(held - (await owedNow()) < 1000n);
+      assert.equal(n.ex.totalSupply(), genesisSupply + 999999999999999937n * BigInt(n.height));
+      // The run did what it is about (the seed is fixed: these counts never change).
+      for (const what of ['delegate', 'undelegate', 'lock', 'increase', 'withdraw', 'claim', 'claimRewards'])
+        assert.ok((done.get(what) ?? 0) >= 1, `${what} was never tried: ${JSON.stringify([...done])}`);
+    } finally {
+      await n.ex.close();
+    }
+  });
+});
