@@ -17,6 +17,7 @@ interface IValidatorPool {
     event Undelegated(address indexed delegator, address indexed operator, uint256 amount, uint256 completionTime);
     event Withdrawn(address indexed delegator, uint256 amount);
     event Unjailed(address indexed operator);
+    event RewardsClaimed(address indexed delegator, address indexed operator, uint256 reward, uint256 commission);
 
     /// @notice Makes the caller the operator of a new validator with consensus key `consensusPubKey`
     /// (ed25519, 32 bytes), self-bonding msg.value (at least minSelfBond).
@@ -38,6 +39,17 @@ interface IValidatorPool {
     /// @notice Returns the caller's validator, jailed for downtime, to the active candidates once
     /// its jail time has passed (refused before it, and for ever after a double sign).
     function unjail() external;
+
+    /// @notice Pays the caller its delegation's rewards from the validator operated by `operator`
+    /// and, when the caller is that operator, the validator's commission; returns the total.
+    /// Refused when there is nothing to pay. See docs/staking.md "The fee split".
+    function claimRewards(address operator) external returns (uint256 amount);
+
+    /// @notice The rewards of `delegator`'s delegation to `operator` not claimed yet, in base units.
+    function pendingRewards(address delegator, address operator) external view returns (uint256);
+
+    /// @notice The commission of the validator operated by `operator` not claimed yet.
+    function pendingCommission(address operator) external view returns (uint256);
 
     /// @notice Operators of every validator ever created, active or not, in creation order.
     function validators() external view returns (address[] memory);

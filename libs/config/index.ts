@@ -53,6 +53,8 @@ export {
   renderClientToml,
   renderConfigToml,
 } from './src/render.js';
+// app_state.rewards: the fee split between validators and reward stakers (issue 25).
+export * from './src/rewards.js';
 // The schemas of config.toml, app.toml and client.toml: file trees (snake_case) and typed forms.
 export { APP_TOML_DOCS, type AppToml, AppTomlFile, EVM_RPC_APIS } from './src/schema/app-toml.js';
 export { CLIENT_TOML_DOCS, type ClientToml, ClientTomlFile } from './src/schema/client-toml.js';

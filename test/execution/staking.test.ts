@@ -561,6 +561,7 @@ describe('validator pool: the Solidity interface (contracts/IValidatorPool.sol)'
     abi.forEachEvent((e) => events.push(e.format('sighash')));
     assert.deepEqual(events.sort(), [
       'Delegated(address,address,uint256)',
+      'RewardsClaimed(address,address,uint256,uint256)',
       'Undelegated(address,address,uint256,uint256)',
       'Unjailed(address)',
       'ValidatorCreated(address,bytes32,string,uint16,uint256)',

@@ -16,6 +16,12 @@ import {
 } from './constants.js';
 import { ConfigError, type ConfigProblem, describeValue } from './problems.js';
 import {
+  type RewardsGenesisJson,
+  type RewardsParams,
+  rewardsParamsOf,
+  validateRewardsGenesis,
+} from './rewards.js';
+import {
   type GenesisStakeJson,
   type StakingGenesis,
   type StakingGenesisJson,
@@ -48,6 +54,8 @@ export interface AppStateJson {
   };
   /** The validator pool (issue 25); without it the validator set stays the genesis one. */
   staking?: StakingGenesisJson;
+  /** The fee split (issue 25); with staking and without it, the defaults. */
+  rewards?: RewardsGenesisJson;
   /** The bridge-out precompile's parameters (docs/bridge.md); without it bridge-out refuses. */
   bridge?: BridgeGenesisJson;
 }
@@ -109,6 +117,8 @@ export interface RuntimeGenesis {
   evmChainId: bigint;
   /** app_state.staking, or undefined when the chain has no validator pool. */
   staking: StakingGenesis | undefined;
+  /** The fee split (app_state.rewards or its defaults) of a chain with a pool; else undefined. */
+  rewards: RewardsParams | undefined;
 }
 
 /** A genesis file that passed validation: its exact text (served by /genesis), JSON and runtime form. */
@@ -388,6 +398,8 @@ export function validateGenesis(json: unknown, label = 'genesis.json'): ConfigPr
   const appState = table('app_state', json.app_state);
   // Other keys beside evm are left to later modules (docs/configuration.md).
   if (appState?.staking !== undefined) validateStakingGenesis(appState.staking, consensusKeys, p);
+  if (appState?.rewards !== undefined)
+    validateRewardsGenesis(appState.rewards, appState.staking !== undefined, p);
   const evm = appState ? table('app_state.evm', appState.evm) : undefined;
   if (evm) {
     unknownKeys(evm, 'app_state.evm', ['chain_id', 'accounts']);
@@ -541,6 +553,7 @@ export function toRuntimeGenesis(json: GenesisJson): RuntimeGenesis {
     appState: json.app_state,
     evmChainId: BigInt(json.app_state.evm.chain_id),
     staking: json.app_state.staking ? toStakingGenesis(json.app_state.staking) : undefined,
+    rewards: json.app_state.staking ? rewardsParamsOf(json.app_state.rewards) : undefined,
   };
 }
 

@@ -6,10 +6,18 @@ import type { Common } from '@ethereumjs/common';
 import type { EVMMockBlockchainInterface } from '@ethereumjs/evm';
 import { getCalldataFloorGas } from '@ethereumjs/tx';
 import { Address } from '@ethereumjs/util';
-import { type StakingGenesisJson, toStakingGenesis, validateStakingGenesis } from '../../config/index.js';
+import {
+  type RewardsGenesisJson,
+  rewardsParamsOf,
+  type StakingGenesisJson,
+  toStakingGenesis,
+  validateRewardsGenesis,
+  validateStakingGenesis,
+} from '../../config/index.js';
 import { keccak256 } from '../../crypto/index.js';
 import type { BatchOp } from '../../storage/index.js';
 import {
+  type AbciEvent,
   type AccessListEntry,
   type AccountProof,
   type AppInfo,
@@ -111,12 +119,19 @@ import {
   readInbound,
 } from './precompiles/bridge-out.js';
 import { BTC_TOKEN_ADDRESS, BTC_TOKEN_CODE, SUPPLY_SLOT } from './precompiles/btc-token.js';
+import {
+  genesisRewardStorage,
+  REWARD_ADDRESS_HEX,
+  REWARD_KEY,
+  RewardStore,
+} from './precompiles/reward-state.js';
 import { applySlashing } from './precompiles/staking-slashing.js';
 import {
   endBlockValidatorUpdates,
   genesisPoolStorage,
   STAKING_ADDRESS_HEX,
   STAKING_KEY,
+  StakingStore,
 } from './precompiles/staking-state.js';
 import { type AccountData, EMPTY_CODE_HASH, newAccount } from './state/account.js';
 import { ACCOUNT_TRIE_OWNER, type BuiltState, StateDb, storageOwner } from './state/db.js';
@@ -530,6 +545,18 @@ export class Executor implements Application, EthChain {
           `genesis.json:app_state.evm.accounts: ${STAKING_ADDRESS_HEX} is the validator pool's account, written from app_state.staking; it cannot be listed`,
         );
       accounts.push(pool);
+      const reward = genesisRewardAccount(req);
+      if (accounts.some((a) => a.addr === reward.addr))
+        throw new ExecutionError(
+          'BAD_GENESIS',
+          `genesis.json:app_state.evm.accounts: ${REWARD_ADDRESS_HEX} is the reward stake's account, written from app_state.rewards; it cannot be listed`,
+        );
+      accounts.push(reward);
+    } else if ((req.appState as { rewards?: unknown } | null)?.rewards !== undefined) {
+      throw new ExecutionError(
+        'BAD_GENESIS',
+        'genesis.json:app_state.rewards: needs app_state.staking (the validators are paid through the validator pool)',
+      );
     }
     // After the pool: the token's supply counts every genesis balance, bonds included.
     accounts.push(btcTokenGenesisAccount(accounts.reduce((sum, a) => sum + a.data.balance, 0n)));
@@ -980,12 +1007,14 @@ export class Executor implements Application, EthChain {
     const txHashes: Uint8Array[] = [];
     const blockBloom = new Uint8Array(256);
     let baseFees = 0n;
+    let tips = 0n;
     let minTip: bigint | undefined;
     for (const r of run.records) {
       txResults.push(r.result);
       const inc = r.included;
       if (!inc) continue;
       baseFees += inc.receipt.gasUsed * baseFee;
+      tips += inc.receipt.gasUsed * inc.tip;
       if (minTip === undefined || inc.tip < minTip) minTip = inc.tip;
       if (inc.receipt.logs.length > 0) for (let b = 0; b < 256; b++) blockBloom[b] |= inc.bloom[b];
       receipts.push(inc.receipt);
@@ -997,9 +1026,27 @@ export class Executor implements Application, EthChain {
     this.lastRun = { txs: decoded.length, ahead: reused };
     this.counts.ranAhead += reused;
 
-    // EIP-1559 burns the base fee; this chain pays it to the proposer instead (with the tips,
-    // which runTx already credited), so fees never leave the supply.
-    if (baseFees > 0n) await state.addBalance(toKey(coinbase), baseFees);
+    // EIP-1559 burns the base fee; this chain keeps it, with the tips, in the supply. With the
+    // reward account (genesis app_state.staking) the block's fees are split between validators and
+    // reward stakers (reward-state.ts): the tips runTx credited to the coinbase move to the reward
+    // account with the base fees. Without it the proposer keeps them all.
+    const rewards = new RewardStore(state);
+    let rewardEvents: AbciEvent[] = [];
+    let minted = 0n;
+    const rewardsOn = await rewards.enabled();
+    if (rewardsOn) {
+      const cb = toKey(coinbase);
+      const credited = (await state.readAccount(cb))?.balance ?? 0n;
+      // The coinbase (a consensus address) has no key to spend with; a dev chain could impersonate
+      // it, so never take more than it holds.
+      const taken = tips < credited ? tips : credited;
+      if (taken > 0n) await state.addBalance(cb, -taken);
+      const fees = baseFees + taken;
+      if (fees > 0n) await state.addBalance(REWARD_KEY, fees);
+      const r = await rewards.distribute(state, ctx.timestamp, fees);
+      rewardEvents = r.events;
+      minted = r.minted;
+    } else if (baseFees > 0n) await state.addBalance(toKey(coinbase), baseFees);
     // The validator pool's slashing (evidence, missed blocks), then its end of block: powers that
     // bonding, slashing or jailing changed go to consensus (H + 2). Slashing runs after the
     // transactions (the Cosmos SDK runs it before them): the block's transactions may already have
@@ -1010,11 +1057,16 @@ export class Executor implements Application, EthChain {
       misbehavior: req.misbehavior,
       lastCommit: req.decidedLastCommit,
     });
-    const validatorUpdates = await endBlockValidatorUpdates(state);
+    // A validator's rewards are booked with its old power before the power changes (reward-state.ts).
+    const staking = new StakingStore(state);
+    const validatorUpdates = await endBlockValidatorUpdates(
+      state,
+      rewardsOn ? (op, from, to) => rewards.powerChange(staking, op, from, to) : undefined,
+    );
     const tExec = performance.now();
 
-    // Bridged-in BTC is minted like a dev balance change: the supply check counts it.
-    const expectedDelta = devMinted + bridgeMinted - state.burned;
+    // Bridged-in BTC and the block reward are minted like a dev balance change: the supply check counts them.
+    const expectedDelta = devMinted + bridgeMinted + minted - state.burned;
     // The BTC token's totalSupply() reads the supply from its storage (see btc-token.ts).
     if (expectedDelta !== 0n) {
       state.writeSlot(toKey(BTC_TOKEN_ADDRESS), SUPPLY_SLOT, uintWord(this.supply + expectedDelta));
@@ -1074,6 +1126,7 @@ export class Executor implements Application, EthChain {
           type: 'block_gas',
           attributes: [attr('height', String(height)), attr('amount', gasUsed.toString())],
         },
+        ...rewardEvents,
         ...slashEvents,
       ],
       txResults,
@@ -2441,6 +2494,27 @@ async function genesisPoolAccount(req: InitChainRequest): Promise<GenesisAccount
   const code = POOL_ACCOUNT_CODE;
   data.codeHash = keccak256(code);
   return { addr: STAKING_KEY, data, code, storage: slots };
+}
+
+/**
+ * The reward account 0x7b7c…0016 at genesis (a chain with a validator pool): app_state.rewards'
+ * params (or the defaults) in its storage, nothing locked, nonce 1 and the reverting marker code
+ * as the pool's.
+ */
+function genesisRewardAccount(req: InitChainRequest): GenesisAccount {
+  const rewards = (req.appState as { rewards?: unknown } | null)?.rewards;
+  if (rewards !== undefined) {
+    const problems: string[] = [];
+    validateRewardsGenesis(rewards, true, (key, message) => problems.push(`${key}: ${message}`));
+    if (problems.length > 0) throw new ExecutionError('BAD_GENESIS', `genesis.json:${problems.join('; ')}`);
+  }
+  const data = newAccount();
+  data.nonce = 1n;
+  data.codeHash = keccak256(POOL_ACCOUNT_CODE);
+  const staking = toStakingGenesis((req.appState as { staking: StakingGenesisJson }).staking);
+  const power = staking.validators.reduce((t, v) => t + v.selfBond / staking.params.powerReduction, 0n);
+  const storage = genesisRewardStorage(rewardsParamsOf(rewards as RewardsGenesisJson | undefined), power);
+  return { addr: REWARD_KEY, data, code: POOL_ACCOUNT_CODE, storage };
 }
 
 interface GenesisAccount {

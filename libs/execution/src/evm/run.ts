@@ -22,6 +22,7 @@ import { bytesToBigInt, equal, fromHex, toHex, toKey } from '../bytes.js';
 import { BRIDGE_OUT_ADDRESS, bridgeOutPrecompile } from '../precompiles/bridge-out.js';
 import { BTC_TOKEN_ADDRESS, btcTokenPrecompile } from '../precompiles/btc-token.js';
 import { trackCallFrames } from '../precompiles/call-frame.js';
+import { REWARD_PRECOMPILE } from '../precompiles/reward.js';
 import { STAKING_PRECOMPILE } from '../precompiles/staking.js';
 import { hasCode } from '../state/account.js';
 import type { JournaledState } from '../state/journaled.js';
@@ -150,6 +151,7 @@ export async function makeVm(
         { address: new Address(BTC_TOKEN_ADDRESS), function: btcTokenPrecompile },
         { address: new Address(BRIDGE_OUT_ADDRESS), function: bridgeOutPrecompile },
         STAKING_PRECOMPILE,
+        REWARD_PRECOMPILE,
       ],
     },
   });

@@ -252,6 +252,9 @@ export class StakingStore {
   async jailed(operator: Uint8Array): Promise<boolean> {
     return (await this.num(slot('val', operator, F.jailed))) !== 0n;
   }
+  async commissionBps(operator: Uint8Array): Promise<bigint> {
+    return this.num(slot('val', operator, F.commission));
+  }
   async lastPower(operator: Uint8Array): Promise<bigint> {
     return this.num(slot('val', operator, F.lastPower));
   }
@@ -396,7 +399,11 @@ export class StakingStore {
  * kept) when the new set would be empty or over CometBFT's total power cap, which consensus cannot
  * run with.
  */
-export async function endBlockValidatorUpdates(state: SlotStore): Promise<ValidatorUpdate[]> {
+export async function endBlockValidatorUpdates(
+  state: SlotStore,
+  /** Called before a validator's recorded power changes (the fee split books its rewards). */
+  beforePowerChange?: (operator: Uint8Array, from: bigint, to: bigint) => Promise<void>,
+): Promise<ValidatorUpdate[]> {
   const store = new StakingStore(state);
   if (!(await store.enabled()) || !(await store.takeDirty())) return [];
   const p = await store.params();
@@ -420,6 +427,7 @@ export async function endBlockValidatorUpdates(state: SlotStore): Promise<Valida
   for (const v of all) {
     const next = active.get(v.hex) ?? 0n;
     if (next === v.lastPower) continue;
+    if (beforePowerChange) await beforePowerChange(v.operator, v.lastPower, next);
     store.setLastPower(v.operator, next);
     updates.push({ pubKey: v.pubKey, power: next });
   }

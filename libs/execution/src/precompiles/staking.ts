@@ -11,6 +11,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { bigIntToFixed, concat, equal, toHex, toKey } from '../bytes.js';
 import type { JournaledState } from '../state/journaled.js';
 import { type CallFrame, currentFrame } from './call-frame.js';
+import { REWARD_KEY, RewardStore } from './reward-state.js';
 import {
   AbiDecodeError,
   type AbiValue,
@@ -64,7 +65,18 @@ const EVENTS = {
   undelegated: topicOf('Undelegated(address,address,uint256,uint256)'),
   withdrawn: topicOf('Withdrawn(address,uint256)'),
   unjailed: topicOf('Unjailed(address)'),
+  rewardsClaimed: topicOf('RewardsClaimed(address,address,uint256,uint256)'),
 };
+
+/**
+ * Books the rewards a delegation (and its validator) earned so far (reward-state.ts) before its
+ * shares change: the reward per share is only right for shares that did not change since.
+ */
+async function settleRewards(c: Ctx, delegator: Uint8Array, op: Uint8Array): Promise<void> {
+  const rewards = new RewardStore(c.state);
+  if (!(await rewards.enabled())) return;
+  await rewards.settleDelegation(c.store, delegator, op);
+}
 
 function requireWrite(c: Ctx, fn: string, payable: boolean): void {
   if (c.frame.isStatic) throw new Refusal(`${fn} changes state and cannot run in a static call`);
@@ -132,6 +144,9 @@ fn('editValidator(string,uint16)', async (c) => {
   const op = c.frame.caller.bytes;
   if (!(await c.store.exists(op))) throw new Refusal(`${addrHex(op)} operates no validator`);
   if (commission > MAX_COMMISSION_BPS) throw new Refusal(`commissionBps ${commission} is over 10000 (100%)`);
+  // The rewards earned at the old commission are booked at it.
+  const rewards = new RewardStore(c.state);
+  if (await rewards.enabled()) await rewards.settleValidator(c.store, op);
   await c.store.setDescription(op, moniker, Number(commission));
   c.logs.push([
     STAKING_ADDRESS,
@@ -162,6 +177,7 @@ fn('delegate(address)', async (c) => {
   const minted = total === 0n ? c.frame.value : (c.frame.value * total) / tokens;
   if (minted === 0n)
     throw new Refusal(`delegation of ${c.frame.value} base units buys less than one share of ${addrHex(op)}`);
+  await settleRewards(c, who, op);
   c.store.setDelegationShares(who, op, (await c.store.delegationShares(who, op)) + minted);
   c.store.setTotalShares(op, total + minted);
   c.store.setBonded(op, tokens + c.frame.value);
@@ -197,6 +213,7 @@ fn('undelegate(address,uint256)', async (c) => {
     );
   const p = await c.store.params();
   const completion = c.now() + p.unbondingTime;
+  await settleRewards(c, who, op);
   c.store.setDelegationShares(who, op, owned - burned);
   c.store.setTotalShares(op, total - burned);
   c.store.setBonded(op, tokens - paid);
@@ -274,6 +291,44 @@ fn('unjail()', async (c) => {
   c.store.markDirty();
   c.logs.push([STAKING_ADDRESS, [EVENTS.unjailed, addrTopic(op)], new Uint8Array(0)]);
   return { out: new Uint8Array(0), gas: GAS.write };
+});
+
+fn('claimRewards(address)', async (c) => {
+  requireWrite(c, 'claimRewards', false);
+  const op = c.args.address(0);
+  const who = c.frame.caller.bytes;
+  const rewards = new RewardStore(c.state);
+  if (!(await rewards.enabled()))
+    throw new Refusal('rewards are not enabled on this chain (its genesis has no reward account)');
+  if (!(await c.store.exists(op))) throw new Refusal(`no validator is operated by ${addrHex(op)}`);
+  const reward = await rewards.settleDelegation(c.store, who, op);
+  const commission = equal(who, op) ? await rewards.commission(op) : 0n;
+  if (reward + commission === 0n)
+    throw new Refusal(`${addrHex(who)} has no reward to claim from validator ${addrHex(op)}`);
+  rewards.setDelegationPending(who, op, 0n);
+  if (commission > 0n) rewards.setCommission(op, 0n);
+  await c.state.addBalance(REWARD_KEY, -(reward + commission));
+  await c.state.addBalance(toKey(who), reward + commission);
+  c.logs.push([
+    STAKING_ADDRESS,
+    [EVENTS.rewardsClaimed, addrTopic(who), addrTopic(op)],
+    concat(word(reward), word(commission)),
+  ]);
+  return { out: word(reward + commission), gas: GAS.write };
+});
+
+fn('pendingRewards(address,address)', async (c) => {
+  const who = c.args.address(0);
+  const op = c.args.address(1);
+  const rewards = new RewardStore(c.state);
+  const v = (await rewards.enabled()) ? await rewards.delegationPending(c.store, who, op) : 0n;
+  return { out: word(v), gas: GAS.view };
+});
+
+fn('pendingCommission(address)', async (c) => {
+  const rewards = new RewardStore(c.state);
+  const v = (await rewards.enabled()) ? await rewards.pendingCommission(c.store, c.args.address(0)) : 0n;
+  return { out: word(v), gas: GAS.view };
 });
 
 fn('validators()', async (c) => {

@@ -7,6 +7,7 @@ import type { JsonObject } from '../comet/encode.js';
 import type { TxIndexer } from '../comet/indexer.js';
 import { hexUpper } from '../comet/wire.js';
 import { bech32Decode, bech32Encode } from './bech32.js';
+import { distributionRoutes } from './distribution.js';
 import {
   consensusAddressHex,
   legacyDec,
@@ -521,6 +522,7 @@ export const REST_ROUTES: RestRoute[] = [
   },
   // x/staking shapes over the validator pool precompile (docs/staking.md).
   ...stakingRoutes({ parseAddress, displayAddress, consensusAddress, queryHeight, invalidArgument }),
+  ...distributionRoutes({ parseAddress, displayAddress, queryHeight }),
 ];
 
 /**

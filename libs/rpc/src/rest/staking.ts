@@ -50,10 +50,11 @@ function wordAt(data: Buffer, at: number): bigint {
   }
   return BigInt(`0x${data.subarray(at, at + 32).toString('hex')}`);
 }
-const word = (data: Buffer, i: number) => wordAt(data, i * 32);
-const addrArg = (a: Hex) => a.slice(2).padStart(64, '0');
+export const word = (data: Buffer, i: number) => wordAt(data, i * 32);
+export const addrArg = (a: Hex) => a.slice(2).padStart(64, '0');
 
-async function callPool(ctx: RestContext, height: bigint, data: string): Promise<Buffer> {
+/** Calls a view of the validator pool at `height`; its Error(string) becomes the gateway's error. */
+export async function callPool(ctx: RestContext, height: bigint, data: string): Promise<Buffer> {
   const r = await ctx.chain.call({ to: STAKING_POOL_ADDRESS, data: `0x${data}` as Hex }, height, undefined, {
     gasCap: 10_000_000n,
     timeoutMs: 5000,
@@ -72,7 +73,8 @@ async function callPool(ctx: RestContext, height: bigint, data: string): Promise
   return out;
 }
 
-async function operators(ctx: RestContext, height: bigint): Promise<Hex[]> {
+/** Operators of every validator of the pool at `height`. */
+export async function operators(ctx: RestContext, height: bigint): Promise<Hex[]> {
   const out = await callPool(ctx, height, SEL.validators);
   const off = Number(word(out, 0)) / 32;
   const n = Number(word(out, off));
@@ -152,7 +154,7 @@ function parseConsensusAddress(ctx: RestContext, text: string, bad: (m: string) 
 }
 
 /** A Cosmos sdk.Dec string (18 decimals) of parts per 10^18. */
-function dec(partsPer1e18: bigint): string {
+export function dec(partsPer1e18: bigint): string {
   return `${partsPer1e18 / DEC_ONE}.${(partsPer1e18 % DEC_ONE).toString().padStart(18, '0')}`;
 }
 

@@ -1,0 +1,178 @@
+// The reward stake (0x7b7c…0016) and the fee split through a real chain-local node process, with
+// ethers v6 as a wallet would use them: lock BTC, send fee-paying transactions, see the rewards
+// accrue, claim them (the locker from the reward stake, the validator's operator from the pool),
+// and a withdraw refused before the lock ends.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Contract, JsonRpcProvider, parseEther, Wallet } from 'ethers';
+import { DEV_ADDRESSES, DEV_KEYS, startLocalNode } from './harness.js';
+
+const REWARD = '0x7B7c000000000000000000000000000000000016';
+const POOL = '0x7B7C000000000000000000000000000000000011';
+const BTC = '0x7b7c000000000000000000000000000000000000';
+const WEEK = 604_800n;
+
+const STAKE_ABI = [
+  'function lock(uint256 unlockTime) payable returns (uint256)',
+  'function withdraw() returns (uint256)',
+  'function claim() returns (uint256)',
+  'function weightOf(address) view returns (uint256)',
+  'function totalWeight() view returns (uint256)',
+  'function pendingRewards(address) view returns (uint256)',
+  'function lockOf(address) view returns (uint256 amount, uint256 unlockTime)',
+  'event RewardsClaimed(address indexed owner, uint256 amount)',
+];
+const POOL_ABI = [
+  'function claimRewards(address operator) returns (uint256)',
+  'function pendingRewards(address delegator, address operator) view returns (uint256)',
+  'function pendingCommission(address operator) view returns (uint256)',
+  'event RewardsClaimed(address indexed delegator, address indexed operator, uint256 reward, uint256 commission)',
+];
+
+async function revertReason(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    const e = err as { reason?: string; shortMessage?: string };
+    return e.reason ?? `no reason: ${e.shortMessage}`;
+  }
+  throw new Error('the call did not revert');
+}
+
+describe('reward stake and fee split against noded chain-local', { timeout: 240_000 }, () => {
+  let env: Awaited<ReturnType<typeof startLocalNode>>;
+  let provider: JsonRpcProvider;
+
+  before(async () => {
+    env = await startLocalNode();
+    provider = new JsonRpcProvider(env.node.ethUrl, undefined, {
+      staticNetwork: true,
+      pollingInterval: 100,
+      cacheTimeout: -1,
+    });
+  });
+
+  after(async () => {
+    provider?.destroy();
+    await env?.cleanup();
+  });
+
+  it('lock, fee-paying transactions, claim: the locker and the validator are paid, the proposer keeps nothing', async () => {
+    const locker = new Wallet(DEV_KEYS[1], provider);
+    const spender = new Wallet(DEV_KEYS[2], provider);
+    const operator = new Wallet(DEV_KEYS[0], provider);
+    const stake = new Contract(REWARD, STAKE_ABI, locker);
+    const supply0 = await new Contract(
+      BTC,
+      ['function totalSupply() view returns (uint256)'],
+      provider,
+    ).totalSupply();
+
+    const now = BigInt((await provider.getBlock('latest'))!.timestamp);
+    const lockRc = await (await stake.lock(now + 4n * WEEK, { value: parseEther('3') })).wait();
+    assert.equal(lockRc.status, 1);
+    const [amount, end] = await stake.lockOf(locker.address);
+    assert.equal(amount, parseEther('3'));
+    assert.equal(end % WEEK, 0n, 'the unlock time is a whole week');
+    const t = BigInt((await provider.getBlock('latest'))!.timestamp);
+    assert.equal(
+      await stake.weightOf(locker.address, { blockTag: 'latest' }),
+      (parseEther('3') * (end - t)) / 126_144_000n,
+    );
+
+    assert.match(
+      await revertReason(stake.withdraw.staticCall()),
+      new RegExp(
+        `^the lock of ${locker.address.toLowerCase()} ends at ${end}: withdraw is refused before it`,
+      ),
+    );
+
+    // Fee-paying transfers; the block's proposer (the miner) hands every fee to the split.
+    let lastBlock = 0;
+    for (let i = 0; i < 4; i++) {
+      const rc = await (
+        await spender.sendTransaction({
+          to: Wallet.createRandom().address,
+          value: 1000n,
+          maxPriorityFeePerGas: 2_000_000_000n,
+        })
+      ).wait();
+      assert.equal(rc!.status, 1);
+      lastBlock = rc!.blockNumber;
+    }
+    const miner = (await provider.getBlock(lastBlock))!.miner;
+    assert.equal(await provider.getBalance(miner), 0n, 'the proposer keeps no fee');
+
+    // The x/distribution REST routes answer what the views answer, at the same height.
+    const rest = async (path: string, height: number) => {
+      const r = await fetch(`${env.node.apiUrl}${path}`, {
+        headers: { 'x-cosmos-block-height': String(height) },
+        signal: AbortSignal.timeout(10_000),
+      });
+      assert.equal(r.status, 200, `${path}: ${r.status}`);
+      return (await r.json()) as Record<string, unknown>;
+    };
+    const pool = new Contract(POOL, POOL_ABI, operator);
+    const op = DEV_ADDRESSES[0];
+    const decOf = (amount: bigint) => `${amount}.000000000000000000`;
+    const viewRewards = await pool.pendingRewards(op, op, { blockTag: lastBlock });
+    const viewCommission = await pool.pendingCommission(op, { blockTag: lastBlock });
+    assert.ok(viewRewards > 0n);
+    assert.deepEqual(await rest(`/cosmos/distribution/v1beta1/delegators/${op}/rewards`, lastBlock), {
+      rewards: [{ validator_address: op, reward: [{ denom: 'abtc', amount: decOf(viewRewards) }] }],
+      total: [{ denom: 'abtc', amount: decOf(viewRewards) }],
+    });
+    assert.deepEqual(await rest(`/cosmos/distribution/v1beta1/delegators/${op}/rewards/${op}`, lastBlock), {
+      rewards: [{ denom: 'abtc', amount: decOf(viewRewards) }],
+    });
+    assert.deepEqual(await rest(`/cosmos/distribution/v1beta1/validators/${op}/commission`, lastBlock), {
+      commission: {
+        commission: viewCommission === 0n ? [] : [{ denom: 'abtc', amount: decOf(viewCommission) }],
+      },
+    });
+    assert.deepEqual((await rest('/cosmos/distribution/v1beta1/params', lastBlock)).params, {
+      community_tax: '0.000000000000000000',
+      base_proposer_reward: '0.000000000000000000',
+      bonus_proposer_reward: '0.000000000000000000',
+      withdraw_addr_enabled: false,
+      validator_share: '0.500000000000000000',
+      block_reward: '0',
+    });
+
+    const pending = await stake.pendingRewards(locker.address);
+    assert.ok(pending > 0n, 'the locker earned part of the fees');
+    const before = await provider.getBalance(locker.address);
+    const claimRc = await (await stake.claim()).wait();
+    const ev = stake.interface.parseLog(claimRc.logs[0])!;
+    assert.equal(ev.name, 'RewardsClaimed');
+    const paid = ev.args.amount as bigint;
+    assert.ok(paid >= pending, `claimed ${paid}, pending before ${pending}`);
+    assert.equal(
+      await provider.getBalance(locker.address),
+      before + paid - (claimRc.gasUsed as bigint) * (claimRc.gasPrice as bigint),
+    );
+
+    // The single validator (operated by dev account #0) gets the validators' half.
+    const owed =
+      (await pool.pendingRewards(DEV_ADDRESSES[0], DEV_ADDRESSES[0])) +
+      (await pool.pendingCommission(DEV_ADDRESSES[0]));
+    assert.ok(owed > 0n);
+    const opBefore = await provider.getBalance(operator.address);
+    const opRc = await (await pool.claimRewards(DEV_ADDRESSES[0])).wait();
+    const opEv = pool.interface.parseLog(opRc.logs[0])!;
+    const opPaid = (opEv.args.reward as bigint) + (opEv.args.commission as bigint);
+    assert.ok(opPaid >= owed);
+    assert.equal(
+      await provider.getBalance(operator.address),
+      opBefore + opPaid - (opRc.gasUsed as bigint) * (opRc.gasPrice as bigint),
+    );
+
+    // No block reward on chain-local: fees only move, the supply stays.
+    const supply1 = await new Contract(
+      BTC,
+      ['function totalSupply() view returns (uint256)'],
+      provider,
+    ).totalSupply();
+    assert.equal(supply1, supply0);
+  });
+});
