@@ -240,7 +240,7 @@ export function clusterWiringProblems(docs: Manifest[]): string[] {
     const svcName = target.split(':')[0]!;
     const svc = find(docs, 'Service', svcName);
     const sp = svcPort(svcName, Number(port));
-    if (!svc || svc.spec.clusterIP !== 'None' || svc.spec.publishNotReadyAddresses !== true)
+    if (svc?.spec.clusterIP !== 'None' || svc?.spec.publishNotReadyAddresses !== true)
       p.push(`Service/${svcName}: must be headless and publish not-ready addresses (one address per pod)`);
     if (
       !sp ||
