@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { freePort, initLocalHome, runCli } from '../e2e/harness.js';
 import { startNatsServer } from './nats.js';
@@ -175,6 +176,39 @@ describe('noded service metrics', () => {
     store = await start('state-store', { NODED_SERVICE_METRICS_ADDRESS: own['state-store'] });
     await until('ready again', 60_000, async () =>
       (await fetch(`${base}/readyz`)).status === 200 ? true : undefined,
+    );
+
+    // A state-store that cannot reach NATS answers but stays behind: a metrics service that
+    // gathers it (lag at most 2) is not ready and says by how much.
+    const laggingAt = await at();
+    const deadNats = await freePort();
+    await start('state-store', {
+      NODED_NATS_URL: `nats://127.0.0.1:${deadNats}`,
+      NODED_STATE_STORE_DB: join(home, 'data', 'lagging.db'),
+      NODED_STATE_STORE_GRPC_ADDRESS: await at(),
+      NODED_SERVICE_METRICS_ADDRESS: laggingAt,
+    });
+    const metrics2 = await freePort();
+    await start('metrics', {
+      NODED_INSTRUMENTATION_PROMETHEUS_LISTEN_ADDR: `127.0.0.1:${metrics2}`,
+      NODED_METRICS_MAX_LAG: '2',
+      NODED_METRICS_TARGETS: [
+        `executor=${own.executor}`,
+        `consensus=${own.consensus}`,
+        `state-store=${own['state-store']}`,
+        `state-store=${laggingAt}`,
+        `rpc-edge=${own.edge1}`,
+      ].join(','),
+    });
+    const lag = await fetch(`http://127.0.0.1:${metrics2}/readyz`);
+    assert.equal(lag.status, 503);
+    const body = (await lag.json()) as { problems: string[] };
+    assert.equal(body.problems.length, 1, JSON.stringify(body));
+    assert.match(
+      body.problems[0]!,
+      new RegExp(
+        `^state-store at ${laggingAt}: at height -1, \\d+ behind consensus \\(\\d+; NODED_METRICS_MAX_LAG 2\\)$`,
+      ),
     );
   });
 
