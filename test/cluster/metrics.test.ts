@@ -178,6 +178,25 @@ describe('noded service metrics', () => {
       (await fetch(`${base}/readyz`)).status === 200 ? true : undefined,
     );
 
+    // The executor killed: /readyz names it unreachable and consensus, which waits for it, not
+    // ready; both come back once it is restarted.
+    const executor = running.find((r) => r.name === 'executor')!;
+    await executor.stop('SIGKILL');
+    const lost = await until('readyz names the executor and consensus', 30_000, async () => {
+      const r = await fetch(`${base}/readyz`);
+      if (r.status !== 503) return undefined;
+      const b = (await r.json()) as { problems: string[] };
+      return b.problems.some((p) => p.startsWith(`consensus at ${own.consensus}: not ready`)) ? b : undefined;
+    });
+    assert.ok(
+      lost.problems.some((p) => p.startsWith(`executor at ${own.executor}: unreachable`)),
+      JSON.stringify(lost),
+    );
+    await start('executor', { NODED_SERVICE_METRICS_ADDRESS: own.executor });
+    await until('ready after the executor is back', 90_000, async () =>
+      (await fetch(`${base}/readyz`)).status === 200 ? true : undefined,
+    );
+
     // A state-store that cannot reach NATS answers but stays behind: a metrics service that
     // gathers it (lag at most 2) is not ready and says by how much.
     const laggingAt = await at();
