@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # `make cluster`: the chain-local cluster on one machine without Docker (docs/cluster.md):
-# nats-server with JetStream, `noded service executor`, `consensus`, `state-store` and `rpc-edge`, each a
+# nats-server with JetStream, `noded service executor`, `consensus`, `state-store`, `rpc-edge` and `metrics`, each a
 # background job whose lines are prefixed "[name] ". A service that exits on its own is restarted
 # after a second (as a container runtime would); Ctrl-C (SIGINT) or SIGTERM stops them all.
 # Usage: scripts/cluster.sh HOME  (initialise HOME first: noded init full --chain-id chain-local)
-# Environment: NATS_PORT (4222), NATS_SERVER (nats-server), and every NODED_* variable of the
-# services (NODED_EXECUTOR_GRPC_ADDRESS, NODED_RPC_LADDR, ...), passed through.
+# Environment: NATS_PORT (4222), NATS_SERVER (nats-server), EXECUTOR_METRICS, CONSENSUS_METRICS,
+# STATE_STORE_METRICS, RPC_EDGE_METRICS (each service's own metrics endpoint, 127.0.0.1:26680..26683,
+# gathered by the metrics service on [instrumentation] prometheus_listen_addr), and every NODED_*
+# variable of the services (NODED_EXECUTOR_GRPC_ADDRESS, NODED_RPC_LADDR, ...), passed through.
 set -uo pipefail
 
 home="${1:?usage: scripts/cluster.sh HOME}"
@@ -22,6 +24,10 @@ if ! command -v "$nats_server" >/dev/null 2>&1; then
   exit 1
 fi
 mkdir -p "$home/data/nats"
+executor_metrics="${EXECUTOR_METRICS:-127.0.0.1:26680}"
+consensus_metrics="${CONSENSUS_METRICS:-127.0.0.1:26681}"
+state_store_metrics="${STATE_STORE_METRICS:-127.0.0.1:26682}"
+rpc_edge_metrics="${RPC_EDGE_METRICS:-127.0.0.1:26683}"
 export NODED_NATS_URL="${NODED_NATS_URL:-nats://127.0.0.1:$nats_port}"
 
 # Each service runs as its own job, in its own process group (job control on): a Ctrl-C at the
@@ -64,23 +70,28 @@ start_job() {
 # executor's write batch, about 2 KB per transfer, so a full block is several MB.
 printf 'max_payload: 67108864\n' >"$home/data/nats/nats-server.conf"
 start_job nats "$nats_server" -c "$home/data/nats/nats-server.conf" -js -a 127.0.0.1 -p "$nats_port" -sd "$home/data/nats"
-start_job executor node "$cli" service executor --home "$home"
+start_job executor env NODED_SERVICE_METRICS_ADDRESS="$executor_metrics" node "$cli" service executor --home "$home"
 # consensus waits for the executor ($NODED_EXECUTOR_WAIT, 60 s by default).
-start_job consensus node "$cli" service consensus --home "$home"
+start_job consensus env NODED_SERVICE_METRICS_ADDRESS="$consensus_metrics" node "$cli" service consensus --home "$home"
 # a read replica following the stream into <home>/data/state-store.db (NODED_STATE_STORE_DB)
-start_job state-store node "$cli" service state-store --home "$home"
+start_job state-store env NODED_SERVICE_METRICS_ADDRESS="$state_store_metrics" node "$cli" service state-store --home "$home"
 # the Ethereum JSON-RPC on app.toml's [evm] rpc_address/ws_address (8545/8546), reading from that
 # state-store (NODED_STATE_STORE_GRPC_ADDRESS) and sending transactions to the executor's CheckTx.
 # A second edge is one more command with other ports, e.g.
-#   NODED_EVM_RPC_ADDRESS=127.0.0.1:18545 NODED_EVM_WS_ADDRESS=127.0.0.1:18546 noded service rpc-edge --home HOME
-start_job rpc-edge node "$cli" service rpc-edge --home "$home"
+#   NODED_EVM_RPC_ADDRESS=127.0.0.1:18545 NODED_EVM_WS_ADDRESS=127.0.0.1:18546 \
+#   NODED_SERVICE_METRICS_ADDRESS=127.0.0.1:26684 noded service rpc-edge --home HOME
+start_job rpc-edge env NODED_SERVICE_METRICS_ADDRESS="$rpc_edge_metrics" node "$cli" service rpc-edge --home "$home"
+# every service's metrics on [instrumentation] prometheus_listen_addr (26660) with a service label,
+# and the cluster's /healthz and /readyz
+start_job metrics env NODED_METRICS_TARGETS="${NODED_METRICS_TARGETS:-executor=$executor_metrics,consensus=$consensus_metrics,state-store=$state_store_metrics,rpc-edge=$rpc_edge_metrics}" \
+  node "$cli" service metrics --home "$home"
 
 stopping=0
 stop_all() {
   if [ "$stopping" -eq 1 ]; then
     echo "[cluster] stopping again: the services exit without waiting" >&2
   else
-    echo "[cluster] stopping rpc-edge, state-store, consensus, executor and nats-server" >&2
+    echo "[cluster] stopping metrics, rpc-edge, state-store, consensus, executor and nats-server" >&2
   fi
   stopping=1
   # Reverse order of start: consensus stops driving the executor first; NATS last, so the
@@ -93,7 +104,7 @@ stop_all() {
 }
 trap stop_all INT TERM
 
-echo "[cluster] nats-server (JetStream) ${NODED_NATS_URL}, executor gRPC ${NODED_EXECUTOR_GRPC_ADDRESS:-127.0.0.1:26670}, consensus RPC ${NODED_RPC_LADDR:-(config.toml [rpc] laddr)}, state-store gRPC ${NODED_STATE_STORE_GRPC_ADDRESS:-127.0.0.1:26671}, Ethereum JSON-RPC ${NODED_EVM_RPC_ADDRESS:-(app.toml [evm] rpc_address)} and WebSocket ${NODED_EVM_WS_ADDRESS:-(app.toml [evm] ws_address)}; Ctrl-C stops them all" >&2
+echo "[cluster] nats-server (JetStream) ${NODED_NATS_URL}, executor gRPC ${NODED_EXECUTOR_GRPC_ADDRESS:-127.0.0.1:26670}, consensus RPC ${NODED_RPC_LADDR:-(config.toml [rpc] laddr)}, state-store gRPC ${NODED_STATE_STORE_GRPC_ADDRESS:-127.0.0.1:26671}, Ethereum JSON-RPC ${NODED_EVM_RPC_ADDRESS:-(app.toml [evm] rpc_address)} and WebSocket ${NODED_EVM_WS_ADDRESS:-(app.toml [evm] ws_address)}, cluster metrics ${NODED_INSTRUMENTATION_PROMETHEUS_LISTEN_ADDR:-(config.toml [instrumentation] prometheus_listen_addr)}; Ctrl-C stops them all" >&2
 
 while [ -n "$(jobs -pr)" ]; do
   wait

@@ -1,5 +1,13 @@
 // libs/telemetry: logging, Prometheus metrics and the health endpoints of the node.
 
+// Merging the expositions of several processes (the cluster's metrics service) with extra labels.
+export {
+  escapeLabelValue,
+  type MetricFamily,
+  mergeFamilies,
+  parseExposition,
+  sampleValue,
+} from './src/aggregate.js';
 // pino logger (JSON lines to <home>/logs/noded.log, readable lines on a TTY); satisfies libs/types Logger.
 export { createLogger, type LoggerOptions, LogLevelError, pinoLevel } from './src/logger.js';
 // The metrics registry fed from the EventBus plus hooks the node calls (mempool, peers, RPC).

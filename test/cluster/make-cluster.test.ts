@@ -45,6 +45,10 @@ describe('make cluster (scripts/cluster.sh)', () => {
         NATS_PORT: String(natsPort),
         NODED_EXECUTOR_GRPC_ADDRESS: executorAt,
         NODED_STATE_STORE_GRPC_ADDRESS: stateStoreAt,
+        EXECUTOR_METRICS: `127.0.0.1:${await freePort()}`,
+        CONSENSUS_METRICS: `127.0.0.1:${await freePort()}`,
+        STATE_STORE_METRICS: `127.0.0.1:${await freePort()}`,
+        RPC_EDGE_METRICS: `127.0.0.1:${await freePort()}`,
       },
     });
     script.stdout.on('data', (d) => {
@@ -113,6 +117,23 @@ describe('make cluster (scripts/cluster.sh)', () => {
       (await ethHeight()) >= 3 ? true : undefined,
     );
 
+    // The metrics service gathers every service on the home's prometheus_listen_addr.
+    await until('the cluster metrics are ready', 60_000, async () =>
+      (await fetch(`http://127.0.0.1:${ports.metrics}/readyz`)).status === 200 ? true : undefined,
+    );
+    const exposition = await (await fetch(`http://127.0.0.1:${ports.metrics}/metrics`)).text();
+    for (const service of ['executor', 'consensus', 'state-store', 'rpc-edge', 'metrics'])
+      assert.match(
+        exposition,
+        new RegExp(`^process_cpu_seconds_total\\{.*service="${service}"`, 'm'),
+        service,
+      );
+    const [metricsPid] = await pidOf(
+      'metrics',
+      /^\[metrics\] noded service metrics is running \(pid (\d+)\)/gm,
+    );
+    pids.add(metricsPid!);
+
     // A second edge beside the script's: one command with env overrides (docs/cluster.md).
     const edge2Port = await freePort();
     const edge2 = spawnService('rpc-edge', home, {
@@ -164,6 +185,7 @@ describe('make cluster (scripts/cluster.sh)', () => {
     assert.match(out, /^\[consensus\] noded: SIGTERM received, stopping service consensus/m);
     assert.match(out, /^\[executor\] noded: SIGTERM received, stopping service executor/m);
     assert.match(out, /^\[rpc-edge\] noded: SIGTERM received, stopping service rpc-edge/m);
+    assert.match(out, /^\[metrics\] noded: SIGTERM received, stopping service metrics/m);
     for (const p of pids) assert.equal(alive(p), false, `pid ${p} still runs after the script exited`);
 
     // the state-store followed the stream into its own RocksDB: every height, chained

@@ -16,7 +16,9 @@ export function spawnService(name: string, home: string, env: NodeJS.ProcessEnv)
   let out = '';
   const proc = spawn(process.execPath, [CLI, 'service', name, '--home', home], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...env },
+    // Each service's own metrics endpoint on a free port unless the test names one: tests run
+    // several replicas of a service on one machine (the defaults 26680..26683 are one each).
+    env: { NODED_SERVICE_METRICS_ADDRESS: '127.0.0.1:0', ...process.env, ...env },
   });
   proc.stdout?.on('data', (d) => {
     out += d;

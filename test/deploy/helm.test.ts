@@ -233,6 +233,8 @@ describe('helm/noded rendering', () => {
       /kubectl -n noded-mainnet create secret generic noded-validator-keys \\\n\s+--from-file=priv_validator_key\.json --from-file=node_key\.json/,
     );
     assert.match(notes, /NATS at nats:\/\/nats\.noded-mainnet\.svc:4222/);
+    assert.match(notes, /max_payload must be 64 MiB\n\s+\(67108864;/);
+    assert.match(notes, /config\.merge\.max_payload=67108864/);
     assert.match(notes, /get service noded-p2p/);
     assert.match(notes, /Autoscaled between 3 and 20 replicas at 70% CPU/);
     assert.match(notes, /port-forward service\/noded-consensus 26657/);

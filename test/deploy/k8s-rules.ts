@@ -163,5 +163,104 @@ export function manifestProblems(docs: Manifest[]): string[] {
     if (!(sm.spec.endpoints as Manifest[]).some((e) => e.port === portName))
       p.push(`${nameOf(sm)}: no endpoint on port ${portName}`);
   }
+  p.push(...clusterWiringProblems(docs));
+  return p;
+}
+
+/** A container of a workload whose name starts with `workload`. */
+function container(docs: Manifest[], workload: string, name: string): Manifest | undefined {
+  const w = docs.find((d) => WORKLOADS.has(d.kind) && d.metadata?.name === workload);
+  return (w?.spec.template.spec.containers as Manifest[] | undefined)?.find((c) => c.name === name);
+}
+const envOf = (c: Manifest | undefined, name: string): string | undefined =>
+  ((c?.env ?? []) as Manifest[]).find((e) => e.name === name)?.value;
+
+/**
+ * The services agree on their addresses (the code's defaults: executor gRPC 26670, state-store gRPC
+ * 26671; docs/cluster.md): every dialled address is one that something listens on, each service's
+ * own metrics endpoint is in the metrics container's NODED_METRICS_TARGETS and reachable there (the
+ * same pod, or a headless Service with that port and an allowing NetworkPolicy), and the metrics
+ * container, whose home is read-only, logs to stdout only.
+ */
+export function clusterWiringProblems(docs: Manifest[]): string[] {
+  const p: string[] = [];
+  const env = docs.find((d) => d.kind === 'ConfigMap' && /^noded-env/.test(d.metadata.name))?.data ?? {};
+  if (env.NODED_EXECUTOR_GRPC_ADDRESS !== 'noded-executor:26670')
+    p.push(
+      `noded-env: NODED_EXECUTOR_GRPC_ADDRESS ${env.NODED_EXECUTOR_GRPC_ADDRESS}, want noded-executor:26670`,
+    );
+  if (env.NODED_STATE_STORE_GRPC_ADDRESS !== 'noded-state-store:26671')
+    p.push(
+      `noded-env: NODED_STATE_STORE_GRPC_ADDRESS ${env.NODED_STATE_STORE_GRPC_ADDRESS}, want noded-state-store:26671`,
+    );
+  const svcPort = (name: string, port: number) =>
+    (find(docs, 'Service', name)?.spec.ports as Manifest[] | undefined)?.find((x) => x.port === port);
+  if (!svcPort('noded-executor', 26670)) p.push('Service/noded-executor: no port 26670');
+  if (!svcPort('noded-state-store', 26671)) p.push('Service/noded-state-store: no port 26671');
+  const executor = container(docs, 'noded-validator', 'executor');
+  if (envOf(executor, 'NODED_EXECUTOR_GRPC_ADDRESS') !== '0.0.0.0:26670')
+    p.push('noded-validator/executor: must listen on 0.0.0.0:26670');
+  const store = container(docs, 'noded-state-store', 'state-store');
+  if (envOf(store, 'NODED_STATE_STORE_GRPC_ADDRESS') !== '0.0.0.0:26671')
+    p.push('noded-state-store/state-store: must listen on 0.0.0.0:26671');
+  if (
+    envOf(container(docs, 'noded-validator', 'consensus'), 'NODED_EXECUTOR_GRPC_ADDRESS') !==
+    '127.0.0.1:26670'
+  )
+    p.push('noded-validator/consensus: must dial the executor of its pod at 127.0.0.1:26670');
+
+  const metrics = container(docs, 'noded-validator', 'metrics');
+  if (!metrics) return [...p, 'noded-validator: no metrics container'];
+  const args = (metrics.args ?? []) as string[];
+  const ro = ((metrics.volumeMounts ?? []) as Manifest[]).find((m) => m.mountPath === '/data')?.readOnly;
+  if (ro && args.join(' ').indexOf('--log-file -') < 0)
+    p.push('noded-validator/metrics: its home is read-only, so it must log with --log-file -');
+  const targets = new Map(
+    (envOf(metrics, 'NODED_METRICS_TARGETS') ?? '').split(',').map((t) => t.split('=') as [string, string]),
+  );
+  const own: Array<[string, string, string, string]> = [
+    ['executor', 'noded-validator', 'executor', '127.0.0.1:26680'],
+    ['consensus', 'noded-validator', 'consensus', '127.0.0.1:26681'],
+    ['state-store', 'noded-state-store', 'state-store', 'noded-state-store-headless:26682'],
+    ['rpc-edge', 'noded-rpc-edge', 'rpc-edge', 'noded-rpc-edge-metrics:26683'],
+  ];
+  for (const [service, workload, name, target] of own) {
+    const c = container(docs, workload, name);
+    const listen = envOf(c, 'NODED_SERVICE_METRICS_ADDRESS');
+    const port = target.split(':')[1]!;
+    if (targets.get(service) !== target)
+      p.push(
+        `noded-validator/metrics: NODED_METRICS_TARGETS has ${service}=${targets.get(service)}, want ${target}`,
+      );
+    if (listen !== `${target.startsWith('127.') ? '127.0.0.1' : '0.0.0.0'}:${port}`)
+      p.push(
+        `${workload}/${name}: NODED_SERVICE_METRICS_ADDRESS ${listen} does not match the target ${target}`,
+      );
+    if (target.startsWith('127.')) continue;
+    const svcName = target.split(':')[0]!;
+    const svc = find(docs, 'Service', svcName);
+    const sp = svcPort(svcName, Number(port));
+    if (svc?.spec.clusterIP !== 'None' || svc?.spec.publishNotReadyAddresses !== true)
+      p.push(`Service/${svcName}: must be headless and publish not-ready addresses (one address per pod)`);
+    if (
+      !sp ||
+      !((c?.ports ?? []) as Manifest[]).some(
+        (x) => x.name === sp.targetPort && x.containerPort === Number(port),
+      )
+    )
+      p.push(`Service/${svcName}: port ${port} does not reach ${workload}/${name}'s containerPort ${port}`);
+    const allowed = docs
+      .filter((d) => d.kind === 'NetworkPolicy')
+      .some((np) =>
+        ((np.spec.ingress ?? []) as Manifest[]).some(
+          (rule) =>
+            ((rule.ports ?? []) as Manifest[]).some((x) => x.port === Number(port)) &&
+            ((rule.from ?? []) as Manifest[]).some(
+              (f) => f.podSelector?.matchLabels?.['app.kubernetes.io/component'] === 'validator',
+            ),
+        ),
+      );
+    if (!allowed) p.push(`no NetworkPolicy lets the validator pod (metrics) reach ${port}`);
+  }
   return p;
 }

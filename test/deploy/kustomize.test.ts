@@ -17,7 +17,7 @@ import {
   schemaProblems,
   unknownFieldProblems,
 } from './k8s.js';
-import { manifestProblems } from './k8s-rules.js';
+import { clusterWiringProblems, manifestProblems } from './k8s-rules.js';
 
 const root = repoRoot();
 const TARGETS = ['k8s/base', 'k8s/overlays/testnet', 'k8s/overlays/mainnet'] as const;
@@ -40,15 +40,33 @@ function get(list: Manifest[], kind: string, name: string): Manifest {
 }
 
 describe('kustomize build of k8s/', { skip: KUSTOMIZE_SKIP }, () => {
-  it('renders the same 23 objects for the base and both overlays', () => {
+  it('renders the same 24 objects for the base and both overlays', () => {
     const kinds = (t: (typeof TARGETS)[number]) =>
       docs(t)
         .map(nameOf)
         .map((n) => n.replace(/-[a-z0-9]{10}$/, ''))
         .sort();
-    assert.equal(docs('k8s/base').length, 23);
+    assert.equal(docs('k8s/base').length, 24);
     assert.deepEqual(kinds('k8s/overlays/mainnet'), kinds('k8s/base'));
     assert.deepEqual(kinds('k8s/overlays/testnet'), kinds('k8s/base'));
+  });
+
+  it('the services agree on their addresses (26670, 26671, own metrics 26680..26683) and a mismatch is found', () => {
+    for (const t of TARGETS) assert.deepEqual(clusterWiringProblems(docs(t)), [], t);
+    const broken = docs('k8s/base');
+    const edge = get(broken, 'Deployment', 'noded-rpc-edge').spec.template.spec.containers[0];
+    edge.env.find((e: Manifest) => e.name === 'NODED_SERVICE_METRICS_ADDRESS').value = '0.0.0.0:9999';
+    const env = get(broken, 'ConfigMap', 'noded-env');
+    env.data.NODED_EXECUTOR_GRPC_ADDRESS = 'noded-executor:26658';
+    const metrics = get(broken, 'StatefulSet', 'noded-validator').spec.template.spec.containers.find(
+      (c: Manifest) => c.name === 'metrics',
+    );
+    metrics.args = ['service', 'metrics', '--home', '/data'];
+    assert.deepEqual(clusterWiringProblems(broken), [
+      'noded-env: NODED_EXECUTOR_GRPC_ADDRESS noded-executor:26658, want noded-executor:26670',
+      'noded-validator/metrics: its home is read-only, so it must log with --log-file -',
+      'noded-rpc-edge/rpc-edge: NODED_SERVICE_METRICS_ADDRESS 0.0.0.0:9999 does not match the target noded-rpc-edge-metrics:26683',
+    ]);
   });
 
   it('every object is valid against the Kubernetes API schemas, with no unknown field', () => {

@@ -11,10 +11,13 @@ export interface Readiness {
   serving: boolean;
   /** Block sync or state sync is still running. */
   catchingUp: boolean;
+  /** Why it is not ready, one reason each (the cluster's metrics service names the services). */
+  problems?: string[];
 }
 
 export interface MetricsServerDeps {
-  metrics: NodeMetrics;
+  /** What /metrics answers: the node's registry, or the cluster's merged exposition. */
+  metrics: Pick<NodeMetrics, 'text' | 'contentType'>;
   logger: Logger;
   options: InstrumentationOptions;
   /** Asked on every /readyz. */
@@ -101,7 +104,13 @@ export class MetricsServer {
           return;
         }
         if (state.serving && !state.catchingUp) json(res, 200, { status: 'ready' });
-        else json(res, 503, { status: 'not ready', serving: state.serving, catching_up: state.catchingUp });
+        else
+          json(res, 503, {
+            status: 'not ready',
+            serving: state.serving,
+            catching_up: state.catchingUp,
+            ...(state.problems ? { problems: state.problems } : {}),
+          });
         return;
       }
       default:

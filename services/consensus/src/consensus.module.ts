@@ -34,6 +34,7 @@ import {
   type ServiceFatal,
   type ServiceModuleFactory,
 } from '../../shared/src/bootstrap.js';
+import { serveServiceMetrics } from '../../shared/src/service-metrics.js';
 import type { ServiceSettings } from '../../shared/src/settings.js';
 import { ClusterNodeReader } from './reader.js';
 
@@ -53,6 +54,8 @@ export class ConsensusHost implements OnApplicationBootstrap, OnApplicationShutd
   private runtime: ConsensusRuntime | undefined;
   private recovering: Promise<void> | undefined;
   private stopping = false;
+  /** The executor is lost and consensus waits for it (not ready). */
+  private lost = false;
   private readonly log: Logger;
   private started: () => void = () => {};
   /** Resolves once the first runtime runs (the RPC starts after it). */
@@ -71,6 +74,11 @@ export class ConsensusHost implements OnApplicationBootstrap, OnApplicationShutd
     @Inject(CONSENSUS_BUS) private readonly bus: EventBus,
   ) {
     this.log = logger.child({ module: 'service' });
+  }
+
+  /** A runtime is running and the executor is not lost. */
+  get running(): boolean {
+    return this.runtime !== undefined && !this.lost && !this.stopping;
   }
 
   get current(): ConsensusRuntime {
@@ -161,6 +169,7 @@ export class ConsensusHost implements OnApplicationBootstrap, OnApplicationShutd
       { err: err.message, executor: this.app.address },
       'executor lost; waiting for it to come back',
     );
+    this.lost = true;
     this.recovering = (async () => {
       // The stopped runtime still answers reads of its stores until the new one replaces it.
       await this.runtime?.stop();
@@ -168,6 +177,7 @@ export class ConsensusHost implements OnApplicationBootstrap, OnApplicationShutd
       const rt = await this.create();
       this.runtime = rt;
       await rt.start();
+      this.lost = false;
       this.log.info({ height: rt.blockStoreHeight() }, 'executor back; consensus restarted');
     })().catch((e: Error) => {
       if (!this.stopping)
@@ -225,12 +235,19 @@ export class CometRpcHost implements OnApplicationBootstrap {
     });
     const reindexed = await indexer.catchUp(reader);
     if (reindexed > 0) this.log.info({ blocks: reindexed }, 'tx index caught up with the block store');
+    // consensus_* metrics from the bus and the reader (validators, block size), the RPC's calls.
+    const metrics = await serveServiceMetrics(s, this.logger.child({ module: 'metrics' }), this.closers, {
+      bus: this.bus,
+      node: reader,
+      readiness: () => ({ serving: this.consensus.running, catchingUp: false }),
+    });
     const comet = new CometRpcServer({
       node: reader,
       bus: this.bus,
       indexer,
       logger: this.logger.child({ module: 'rpc' }),
       options,
+      observe: (method, ms, ok) => metrics.observeRpc(method, ms, ok),
     });
     this.closers.add('rpc', () => comet.close());
     const at = hostPort(options.laddr);

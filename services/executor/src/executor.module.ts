@@ -14,12 +14,14 @@ import {
   SERVICE_SETTINGS,
   type ServiceModuleFactory,
 } from '../../shared/src/bootstrap.js';
+import { serveServiceMetrics } from '../../shared/src/service-metrics.js';
 import type { ServiceSettings } from '../../shared/src/settings.js';
 import { BlockPublisher } from './publisher.js';
 
 export const APPLICATION_DB = Symbol('application.db');
 export const EXECUTOR_BUS = Symbol('EventBus');
 export const ABCI_SERVER = Symbol('AbciServer');
+export const EXECUTOR_METRICS = Symbol('NodeMetrics');
 
 /** Grace for calls in flight when the gRPC server stops (a FinalizeBlock or Commit finishes). */
 const DRAIN_MS = 5_000;
@@ -153,6 +155,42 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
             'serving noded.abci.v1.Application, noded.mempool.v1.Mempool and grpc.health.v1',
           );
         return server;
+      },
+    },
+    {
+      provide: EXECUTOR_METRICS,
+      // The EVM gauges from the executor's EthNewHead events; the mempool, FinalizeBlock time and
+      // refused transactions sampled once a second (as `noded start` does).
+      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, Executor, EXECUTOR_BUS, ABCI_SERVER],
+      useFactory: async (
+        s: ServiceSettings,
+        logger: Logger,
+        closers: Closers,
+        executor: Executor,
+        bus: EventBus,
+        server: AbciServer,
+      ) => {
+        let open = true;
+        closers.add('readiness', () => {
+          open = false;
+        });
+        const metrics = await serveServiceMetrics(s, logger.child({ module: 'metrics' }), closers, {
+          bus,
+          readiness: () => ({ serving: open && server.address !== '', catchingUp: false }),
+        });
+        let seen = executor.executionStats();
+        const sample = () => {
+          metrics.setMempoolSize(executor.unconfirmedTxs(0).total);
+          const x = executor.executionStats();
+          if (x.lastFinalizeHeight !== seen.lastFinalizeHeight && x.lastFinalizeHeight > 0)
+            metrics.observeBlockProcessing(x.lastFinalizeMs);
+          if (x.refusedTxs > seen.refusedTxs) metrics.incFailedTxs(x.refusedTxs - seen.refusedTxs);
+          seen = x;
+        };
+        const timer = setInterval(sample, 1000);
+        timer.unref();
+        closers.add('metrics sampling', () => clearInterval(timer));
+        return metrics;
       },
     },
     ExecutorLifecycle,

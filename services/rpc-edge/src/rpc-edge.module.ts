@@ -21,6 +21,7 @@ import {
   SERVICE_SETTINGS,
   type ServiceModuleFactory,
 } from '../../shared/src/bootstrap.js';
+import { serveServiceMetrics } from '../../shared/src/service-metrics.js';
 import type { ServiceSettings } from '../../shared/src/settings.js';
 import { EdgeChain, HeadFeed } from './edge-chain.js';
 
@@ -55,6 +56,11 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
             'app.toml: [evm.rpc] enable and ws_enable are both false: an rpc-edge has nothing to serve',
           );
         }
+        // Up before the wait for the state-store: /healthz answers, /readyz once the JSON-RPC serves.
+        let serving = false;
+        const metrics = await serveServiceMetrics(s, logger.child({ module: 'metrics' }), closers, {
+          readiness: () => ({ serving, catchingUp: false }),
+        });
         const reader = new StateReaderClient(s.cluster.stateStoreGrpcAddress);
         closers.add('state-store client', () => reader.close());
         const mempool = new GrpcMempool(s.cluster.executorGrpcAddress);
@@ -83,6 +89,7 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
           devAccounts: devKeys.length > 0 ? new DevAccounts(devKeys) : null,
           peerCount: () => 0,
           syncing: () => false,
+          onRequest: (method, ms, ok) => metrics.observeRpc(method, ms, ok),
         });
         const feed = new HeadFeed(edge, chain, bus, logger.child({ module: 'heads' }));
         closers.add('new heads', () => feed.close());
@@ -140,7 +147,11 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
           const at = hostPort(s.loaded.app.evm.wsAddress.raw);
           endpoints.push(`ws://${dialHost(at.host)}:${await server.listenWs(at.host, at.port)}`);
         }
-        closers.add('json-rpc', () => server.close());
+        closers.add('json-rpc', () => {
+          serving = false;
+          return server.close();
+        });
+        serving = true;
         log.info(
           {
             endpoints,

@@ -77,7 +77,7 @@ export async function bootstrapService(
   const human = opts.logFormat === 'plain' && process.stdout.isTTY === true;
   const logger = createLogger({
     level: settings.logLevel,
-    file: settings.logFile,
+    file: settings.logFile ?? undefined,
     pretty: human,
     base: { service: settings.name },
   });

@@ -16,8 +16,34 @@ import {
 import { checkSubjectToken } from '../../../libs/stream/index.js';
 
 /** The services `noded service <name>` runs today. */
-export const SERVICE_NAMES = ['executor', 'consensus', 'state-store', 'rpc-edge'] as const;
+export const SERVICE_NAMES = ['executor', 'consensus', 'state-store', 'rpc-edge', 'metrics'] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
+/** The services whose metrics the metrics service gathers. */
+export type ScrapedService = Exclude<ServiceName, 'metrics'>;
+export const SCRAPED_SERVICES: readonly ScrapedService[] = [
+  'executor',
+  'consensus',
+  'state-store',
+  'rpc-edge',
+];
+
+/**
+ * Where each service serves its own /metrics, /healthz and /readyz unless NODED_SERVICE_METRICS_ADDRESS
+ * says otherwise (the metrics service gathers them onto [instrumentation] prometheus_listen_addr).
+ */
+export const DEFAULT_SERVICE_METRICS_ADDRESSES: Record<ScrapedService, string> = {
+  executor: '127.0.0.1:26680',
+  consensus: '127.0.0.1:26681',
+  'state-store': '127.0.0.1:26682',
+  'rpc-edge': '127.0.0.1:26683',
+};
+
+/** One endpoint the metrics service scrapes: a host name may stand for several replicas. */
+export interface MetricsTarget {
+  service: ScrapedService;
+  host: string;
+  port: number;
+}
 
 /** Where the executor serves noded.abci.v1.Application (and grpc.health.v1) unless told otherwise. */
 export const DEFAULT_EXECUTOR_GRPC_ADDRESS = '127.0.0.1:26670';
@@ -37,6 +63,12 @@ export interface ClusterSettings {
   stateStoreDb: string;
   /** NODED_STATE_STORE_GRPC_ADDRESS: where a state-store listens and an rpc-edge dials (host:port). */
   stateStoreGrpcAddress: string;
+  /** NODED_SERVICE_METRICS_ADDRESS: where this service serves its own metrics (host:port). */
+  serviceMetricsAddress: string;
+  /** NODED_METRICS_TARGETS: what the metrics service scrapes. */
+  metricsTargets: MetricsTarget[];
+  /** NODED_METRICS_MAX_LAG: heights a state-store may be behind consensus and the cluster still ready. */
+  metricsMaxLag: number;
 }
 
 export interface ServiceSettings {
@@ -46,7 +78,8 @@ export interface ServiceSettings {
   genesis: LoadedGenesis;
   cluster: ClusterSettings;
   logLevel: string;
-  logFile: string;
+  /** JSON log file; null: stdout only (`--log-file -`, for a read-only home). */
+  logFile: string | null;
 }
 
 /** Raised with every problem found; the CLI prints each on its own line. */
@@ -102,8 +135,47 @@ function natsUrlsOf(value: string, problems: string[]): string[] {
   return urls;
 }
 
+/** NODED_METRICS_TARGETS: comma-separated service=host:port, each service at least once. */
+function metricsTargetsOf(value: string | undefined, problems: string[]): MetricsTarget[] {
+  const text = value ?? SCRAPED_SERVICES.map((s) => `${s}=${DEFAULT_SERVICE_METRICS_ADDRESSES[s]}`).join(',');
+  const targets: MetricsTarget[] = [];
+  for (const item of text.split(',').map((s) => s.trim())) {
+    if (item === '') continue;
+    const eq = item.indexOf('=');
+    const service = eq < 0 ? '' : item.slice(0, eq);
+    const address = eq < 0 ? item : item.slice(eq + 1);
+    if (!(SCRAPED_SERVICES as readonly string[]).includes(service)) {
+      problems.push(
+        `$NODED_METRICS_TARGETS: each entry must be <service>=host:port with <service> one of ${SCRAPED_SERVICES.join(', ')}, got ${JSON.stringify(item)}`,
+      );
+      continue;
+    }
+    const m = HOST_PORT_RE.exec(address);
+    const port = m ? Number(m[2]) : 0;
+    if (!m || port < 1 || port > 65535) {
+      problems.push(`$NODED_METRICS_TARGETS: ${service}: must be host:port, got ${JSON.stringify(address)}`);
+      continue;
+    }
+    targets.push({ service: service as ScrapedService, host: m[1]!.replace(/^\[|\]$/g, ''), port });
+  }
+  for (const s of SCRAPED_SERVICES) {
+    if (
+      !targets.some((t) => t.service === s) &&
+      !problems.some((p) => p.startsWith('$NODED_METRICS_TARGETS'))
+    ) {
+      problems.push(`$NODED_METRICS_TARGETS: names no ${s} (every service of the cluster is required)`);
+    }
+  }
+  return targets;
+}
+
 /** The cluster's own variables, checked; defaults when unset. */
-export function clusterSettingsOf(env: Env, problems: string[], home = '.'): ClusterSettings {
+export function clusterSettingsOf(
+  env: Env,
+  problems: string[],
+  home = '.',
+  service?: ServiceName,
+): ClusterSettings {
   const executorGrpcAddress = env.NODED_EXECUTOR_GRPC_ADDRESS ?? DEFAULT_EXECUTOR_GRPC_ADDRESS;
   checkHostPort('NODED_EXECUTOR_GRPC_ADDRESS', executorGrpcAddress, problems);
   const natsUrls = natsUrlsOf(env.NODED_NATS_URL ?? DEFAULT_NATS_URL, problems);
@@ -133,7 +205,35 @@ export function clusterSettingsOf(env: Env, problems: string[], home = '.'): Clu
   }
   const stateStoreGrpcAddress = env.NODED_STATE_STORE_GRPC_ADDRESS ?? DEFAULT_STATE_STORE_GRPC_ADDRESS;
   checkHostPort('NODED_STATE_STORE_GRPC_ADDRESS', stateStoreGrpcAddress, problems);
-  return { executorGrpcAddress, natsUrls, executorWaitMs, stateStoreDb, stateStoreGrpcAddress };
+  const ownDefault =
+    service !== undefined && service !== 'metrics' ? DEFAULT_SERVICE_METRICS_ADDRESSES[service] : '';
+  const serviceMetricsAddress = env.NODED_SERVICE_METRICS_ADDRESS ?? ownDefault;
+  // Port 0 (any free port) is allowed here: an endpoint nobody gathers, for tests and one-off runs.
+  if (env.NODED_SERVICE_METRICS_ADDRESS !== undefined && !/:0$/.test(serviceMetricsAddress))
+    checkHostPort('NODED_SERVICE_METRICS_ADDRESS', serviceMetricsAddress, problems);
+  else if (env.NODED_SERVICE_METRICS_ADDRESS !== undefined && !HOST_PORT_RE.test(serviceMetricsAddress))
+    problems.push(
+      `$NODED_SERVICE_METRICS_ADDRESS: must be host:port (e.g. 127.0.0.1:26680), got ${JSON.stringify(serviceMetricsAddress)}`,
+    );
+  const metricsTargets = service === 'metrics' ? metricsTargetsOf(env.NODED_METRICS_TARGETS, problems) : [];
+  let metricsMaxLag = 10;
+  if (env.NODED_METRICS_MAX_LAG !== undefined) {
+    metricsMaxLag = /^\d{1,9}$/.test(env.NODED_METRICS_MAX_LAG) ? Number(env.NODED_METRICS_MAX_LAG) : -1;
+    if (metricsMaxLag < 0)
+      problems.push(
+        `$NODED_METRICS_MAX_LAG: must be a number of heights (0 or more), got ${JSON.stringify(env.NODED_METRICS_MAX_LAG)}`,
+      );
+  }
+  return {
+    executorGrpcAddress,
+    natsUrls,
+    executorWaitMs,
+    stateStoreDb,
+    stateStoreGrpcAddress,
+    serviceMetricsAddress,
+    metricsTargets,
+    metricsMaxLag,
+  };
 }
 
 const formatProblem = (p: ConfigProblem) =>
@@ -147,7 +247,7 @@ export function loadServiceSettings(
   name: ServiceName,
   home: string,
   env: Env,
-  overrides: { logLevel?: string; logFile?: string } = {},
+  overrides: { logLevel?: string; logFile?: string | null } = {},
 ): ServiceSettings {
   const paths = homePaths(home);
   const problems: string[] = [];
@@ -166,7 +266,7 @@ export function loadServiceSettings(
   problems.push(...loaded.problems.map(formatProblem));
   const g = loadGenesis(paths.genesis);
   problems.push(...g.problems.map(formatProblem));
-  const cluster = clusterSettingsOf(env, problems, home);
+  const cluster = clusterSettingsOf(env, problems, home, name);
   const token = g.genesis ? checkSubjectToken(g.genesis.runtime.chainId) : undefined;
   if (token) problems.push(`genesis.json: chain_id: ${token}`);
   if (problems.length > 0 || !g.genesis) throw new ServiceSettingsError(name, problems);
@@ -177,6 +277,6 @@ export function loadServiceSettings(
     genesis: g.genesis,
     cluster,
     logLevel: overrides.logLevel ?? loaded.config.logLevel,
-    logFile: overrides.logFile ?? `${paths.logs}/${name}.log`,
+    logFile: overrides.logFile === undefined ? `${paths.logs}/${name}.log` : overrides.logFile,
   };
 }

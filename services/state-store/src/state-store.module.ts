@@ -5,8 +5,9 @@
 // NODED_STATE_STORE_GRPC_ADDRESS with the node's own read code; after each applied height it
 // reloads its committed position.
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { Gauge } from 'prom-client';
 import { type StateReaderServer, serveStateReader } from '../../../libs/abci-grpc/index.js';
-import { toExecutorSettings } from '../../../libs/config/index.js';
+import { toExecutorSettings, toInstrumentationOptions } from '../../../libs/config/index.js';
 import { Executor } from '../../../libs/execution/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { ReplicaStore } from '../../../libs/stream/index.js';
@@ -19,12 +20,14 @@ import {
   type ServiceFatal,
   type ServiceModuleFactory,
 } from '../../shared/src/bootstrap.js';
+import { serveServiceMetrics } from '../../shared/src/service-metrics.js';
 import type { ServiceSettings } from '../../shared/src/settings.js';
 import { StreamFollower } from './follower.js';
 import { ReadWriteGate } from './gate.js';
 
 export const REPLICA_DB = Symbol('state-store.db');
 export const STATE_READER_SERVER = Symbol('StateReaderServer');
+export const STATE_STORE_METRICS = Symbol('NodeMetrics');
 
 @Injectable()
 export class StateStoreLifecycle implements OnApplicationShutdown {
@@ -150,6 +153,25 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
           .child({ module: 'service' })
           .info({ db: s.cluster.stateStoreDb, height: replica.height }, 'following the committed heights');
         return follower;
+      },
+    },
+    {
+      provide: STATE_STORE_METRICS,
+      // Its height, which the metrics service compares with consensus' for the cluster's /readyz.
+      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, ReplicaStore, StreamFollower],
+      useFactory: async (s: ServiceSettings, logger: Logger, closers: Closers, replica: ReplicaStore) => {
+        const metrics = await serveServiceMetrics(s, logger.child({ module: 'metrics' }), closers);
+        const chainId = s.genesis.runtime.chainId;
+        new Gauge({
+          name: `${toInstrumentationOptions(s.loaded.config).namespace}_state_store_height`,
+          help: 'Latest height this state-store replica has applied.',
+          labelNames: ['chain_id'] as const,
+          registers: [metrics.registry],
+          collect() {
+            this.set({ chain_id: chainId }, replica.height);
+          },
+        });
+        return metrics;
       },
     },
     StateStoreLifecycle,

@@ -21,6 +21,7 @@ const MODULES: Record<ServiceName, () => Promise<ServiceModuleFactory>> = {
   'state-store': async () =>
     (await import('../../../../state-store/src/state-store.module.js')).stateStoreModule,
   'rpc-edge': async () => (await import('../../../../rpc-edge/src/rpc-edge.module.js')).rpcEdgeModule,
+  metrics: async () => (await import('../../../../metrics/src/metrics.module.js')).metricsModule,
 };
 
 export function registerService(program: Command): void {
@@ -30,7 +31,10 @@ export function registerService(program: Command): void {
       .description(`run one service of the cluster: ${SERVICE_NAMES.join(' | ')} (docs/cluster.md)`)
       .argument('<name>', SERVICE_NAMES.join(' | '))
       .option('--log-level <level>', `${LOG_LEVELS.join(' | ')} (default: log_level in config.toml)`)
-      .option('--log-file <path>', 'JSON log file (default: <home>/logs/<name>.log)')
+      .option(
+        '--log-file <path>',
+        'JSON log file (default: <home>/logs/<name>.log); "-": stdout only (a read-only home)',
+      )
       .option('--log-format <format>', 'console: plain (readable lines on a terminal) | json'),
   ).action((name: string, opts: ServiceOpts) => runService(name, opts));
 }
@@ -39,7 +43,7 @@ async function runService(name: string, opts: ServiceOpts): Promise<void> {
   const errors: string[] = [];
   if (!(SERVICE_NAMES as readonly string[]).includes(name)) {
     errors.push(
-      `<name>: must be one of ${SERVICE_NAMES.join(', ')}, got ${JSON.stringify(name)} (p2p-gateway and metrics are not built yet)`,
+      `<name>: must be one of ${SERVICE_NAMES.join(', ')}, got ${JSON.stringify(name)} (p2p-gateway is not built yet)`,
     );
   }
   if (opts.logLevel !== undefined && !(LOG_LEVELS as readonly string[]).includes(opts.logLevel)) {
@@ -60,12 +64,13 @@ async function runService(name: string, opts: ServiceOpts): Promise<void> {
   try {
     settings = loadServiceSettings(service, home, process.env, {
       logLevel: opts.logLevel,
-      logFile: opts.logFile === undefined ? undefined : resolve(opts.logFile),
+      logFile: opts.logFile === undefined ? undefined : opts.logFile === '-' ? null : resolve(opts.logFile),
     });
   } catch (err) {
     if (err instanceof ServiceSettingsError) throw new CliError(err.message, err.problems);
     throw err;
   }
+  const seeLog = settings.logFile === null ? 'see its output above' : `see ${settings.logFile}`;
   const moduleOf = await MODULES[service]();
   let running: Awaited<ReturnType<typeof bootstrapService>>;
   try {
@@ -73,9 +78,7 @@ async function runService(name: string, opts: ServiceOpts): Promise<void> {
       logFormat: opts.logFormat as 'plain' | 'json' | undefined,
     });
   } catch (err) {
-    throw new CliError(
-      `service ${service} failed to start: ${(err as Error).message} (see ${settings.logFile})`,
-    );
+    throw new CliError(`service ${service} failed to start: ${(err as Error).message} (${seeLog})`);
   }
   say(`noded service ${service} is running (pid ${process.pid}); Ctrl-C or SIGTERM stops it`);
 
@@ -101,8 +104,6 @@ async function runService(name: string, opts: ServiceOpts): Promise<void> {
   try {
     await running.done;
   } catch (err) {
-    throw new CliError(
-      `service ${service} stopped with an error: ${(err as Error).message} (see ${settings.logFile})`,
-    );
+    throw new CliError(`service ${service} stopped with an error: ${(err as Error).message} (${seeLog})`);
   }
 }

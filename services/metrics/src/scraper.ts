@@ -1,0 +1,200 @@
+// The cluster's metrics: on each scrape of :26660 the metrics service fetches every service's own
+// /metrics (NODED_METRICS_TARGETS; a host name that resolves to several addresses, as a scaled
+// compose service or a headless Kubernetes Service does, is one replica per address), adds the
+// labels service="<name>" and replica="<address>:<port>", and merges them with its own process
+// metrics into one exposition. /readyz asks every replica's /readyz and compares each state-store's
+// height with consensus'.
+import { lookup } from 'node:dns/promises';
+import { get } from 'node:http';
+import { isIP } from 'node:net';
+import {
+  escapeLabelValue,
+  type MetricFamily,
+  mergeFamilies,
+  parseExposition,
+  sampleValue,
+} from '../../../libs/telemetry/index.js';
+import type { Logger } from '../../../libs/types/index.js';
+import type { MetricsTarget, ScrapedService } from '../../shared/src/settings.js';
+
+export interface Replica {
+  service: ScrapedService;
+  /** host:port as dialled ("[::1]:26680" for IPv6). */
+  address: string;
+  host: string;
+  port: number;
+}
+
+export interface ScraperOptions {
+  targets: MetricsTarget[];
+  /** [instrumentation] namespace: the prefix of the metric names read and written. */
+  namespace: string;
+  maxLag: number;
+  /** Each request's deadline. */
+  timeoutMs?: number;
+  /** The metrics service's own exposition (its process metrics). */
+  own: () => Promise<string>;
+  logger: Logger;
+}
+
+interface Fetched {
+  status: number;
+  body: string;
+}
+
+/** One GET without keep-alive (a service's endpoint keeps few connections open). */
+function httpGet(host: string, port: number, path: string, timeoutMs: number): Promise<Fetched> {
+  return new Promise((resolve, reject) => {
+    const req = get({ host, port, path, agent: false, timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
+      );
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on('error', reject);
+  });
+}
+
+const dial = (host: string, port: number) => (isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`);
+
+export class ClusterScraper {
+  private readonly timeoutMs: number;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: ScraperOptions) {
+    this.timeoutMs = opts.timeoutMs ?? 3_000;
+    this.log = opts.logger;
+  }
+
+  /** Every replica of every target now (host names resolved to all their addresses). */
+  async replicas(): Promise<{ replicas: Replica[]; problems: string[] }> {
+    const replicas: Replica[] = [];
+    const problems: string[] = [];
+    await Promise.all(
+      this.opts.targets.map(async (t) => {
+        if (isIP(t.host) !== 0) {
+          replicas.push({ service: t.service, host: t.host, port: t.port, address: dial(t.host, t.port) });
+          return;
+        }
+        try {
+          const all = await lookup(t.host, { all: true });
+          for (const a of all)
+            replicas.push({
+              service: t.service,
+              host: a.address,
+              port: t.port,
+              address: dial(a.address, t.port),
+            });
+        } catch (err) {
+          problems.push(`${t.service}: ${t.host} does not resolve (${(err as Error).message})`);
+        }
+      }),
+    );
+    const order = (r: Replica) =>
+      `${this.opts.targets.findIndex((t) => t.service === r.service)} ${r.address}`;
+    replicas.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+    return { replicas, problems };
+  }
+
+  private async metricsOf(r: Replica): Promise<MetricFamily[]> {
+    const res = await httpGet(r.host, r.port, '/metrics', this.timeoutMs);
+    if (res.status !== 200) throw new Error(`/metrics answered ${res.status}`);
+    return parseExposition(res.body, { service: r.service, replica: r.address });
+  }
+
+  /** The merged exposition: every replica's metrics, the service's own, and one `up` per replica. */
+  async text(): Promise<string> {
+    const ns = this.opts.namespace;
+    const { replicas, problems } = await this.replicas();
+    for (const p of problems) this.log.warn({ problem: p }, 'metrics target');
+    const results = await Promise.all(
+      replicas.map(async (r) => {
+        const t0 = performance.now();
+        try {
+          return { r, families: await this.metricsOf(r), seconds: (performance.now() - t0) / 1000 };
+        } catch (err) {
+          this.log.debug(
+            { replica: r.address, service: r.service, err: (err as Error).message },
+            'scrape failed',
+          );
+          return { r, families: undefined, seconds: (performance.now() - t0) / 1000 };
+        }
+      }),
+    );
+    const own = parseExposition(await this.opts.own(), { service: 'metrics', replica: 'self' });
+    const labels = (r: Replica) => `service="${r.service}",replica="${escapeLabelValue(r.address)}"`;
+    const up: MetricFamily = {
+      name: `${ns}_cluster_target_up`,
+      help: 'Whether the last scrape of a service replica answered (1) or not (0).',
+      type: 'gauge',
+      samples: results.map((x) => `${ns}_cluster_target_up{${labels(x.r)}} ${x.families ? 1 : 0}`),
+    };
+    const duration: MetricFamily = {
+      name: `${ns}_cluster_target_scrape_duration_seconds`,
+      help: 'How long the last scrape of a service replica took.',
+      type: 'gauge',
+      samples: results.map(
+        (x) => `${ns}_cluster_target_scrape_duration_seconds{${labels(x.r)}} ${x.seconds}`,
+      ),
+    };
+    const merged = mergeFamilies([
+      [up, duration],
+      ...results.flatMap((x) => (x.families ? [x.families] : [])),
+      own,
+    ]);
+    for (const c of merged.conflicts) this.log.warn({ conflict: c }, 'metric family left out');
+    return merged.text;
+  }
+
+  /**
+   * Ready when every target has at least one replica, every replica answers /readyz with 200, and
+   * no state-store is more than maxLag heights behind consensus. Each failure is named.
+   */
+  async readiness(): Promise<string[]> {
+    const ns = this.opts.namespace;
+    const { replicas, problems } = await this.replicas();
+    for (const t of this.opts.targets) {
+      if (
+        !replicas.some((r) => r.service === t.service) &&
+        !problems.some((p) => p.startsWith(`${t.service}:`))
+      )
+        problems.push(`${t.service}: no replica at ${t.host}:${t.port}`);
+    }
+    const heights = new Map<Replica, number | undefined>();
+    await Promise.all(
+      replicas.map(async (r) => {
+        try {
+          const res = await httpGet(r.host, r.port, '/readyz', this.timeoutMs);
+          if (res.status !== 200)
+            problems.push(`${r.service} at ${r.address}: not ready (${res.body.trim()})`);
+        } catch (err) {
+          problems.push(`${r.service} at ${r.address}: unreachable (${(err as Error).message})`);
+          return;
+        }
+        if (r.service !== 'consensus' && r.service !== 'state-store') return;
+        try {
+          const name =
+            r.service === 'consensus' ? `${ns}_consensus_latest_block_height` : `${ns}_state_store_height`;
+          heights.set(r, sampleValue(await this.metricsOf(r), name));
+        } catch (err) {
+          problems.push(`${r.service} at ${r.address}: metrics unreadable (${(err as Error).message})`);
+        }
+      }),
+    );
+    const consensus = [...heights].find(([r]) => r.service === 'consensus')?.[1];
+    if (consensus !== undefined) {
+      for (const [r, h] of heights) {
+        if (r.service !== 'state-store') continue;
+        if (h === undefined) problems.push(`state-store at ${r.address}: reports no height`);
+        else if (consensus - h > this.opts.maxLag)
+          problems.push(
+            `state-store at ${r.address}: at height ${h}, ${consensus - h} behind consensus (${consensus}; NODED_METRICS_MAX_LAG ${this.opts.maxLag})`,
+          );
+      }
+    }
+    return problems.sort();
+  }
+}
