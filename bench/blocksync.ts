@@ -134,7 +134,19 @@ async function main(): Promise<void> {
   const startNode = (i: number): ChildProcess => {
     const p = spawn(
       process.execPath,
-      [NODED_CLI, 'start', '--home', homes[i]!, '--log-level', 'info', '--log-file', logs[i]!],
+      [
+        ...(i === 1 && process.env.BENCH_SYNC_CPU_PROF
+          ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_SYNC_CPU_PROF]
+          : []),
+        NODED_CLI,
+        'start',
+        '--home',
+        homes[i]!,
+        '--log-level',
+        'info',
+        '--log-file',
+        logs[i]!,
+      ],
       { stdio: 'ignore' },
     );
     running.add(p);
@@ -260,6 +272,11 @@ async function main(): Promise<void> {
     writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
     log(`results in ${file}`);
   } finally {
+    // BENCH_SYNC_CPU_PROF=<dir>: the syncing node is stopped gracefully, so that it writes its profile.
+    if (process.env.BENCH_SYNC_CPU_PROF) {
+      for (const p of running) p.kill('SIGTERM');
+      await sleep(5000);
+    }
     for (const p of running) p.kill('SIGKILL');
     await sleep(300);
     if (!process.env.KEEP_BENCH_DIR) rmSync(dir, { recursive: true, force: true });
