@@ -75,6 +75,8 @@ interface BlockRef {
 /** Block sync: heights sent ahead of a behind peer (catchupBatch), and at most about this many bytes at once. */
 const CATCHUP_WINDOW = 32;
 const CATCHUP_WINDOW_BYTES = 4 * 1024 * 1024;
+/** How long the events of a block applied without fsync wait for the next block before its state is synced. */
+const UNPUBLISHED_FLUSH_MS = 250;
 
 interface SyncStats {
   since: number;
@@ -145,6 +147,12 @@ export class ConsensusRuntime {
   private sync = newSyncStats(0);
   /** A synced block is being applied: the engine's signature checks count as block sync's verify. */
   private syncing = false;
+  /**
+   * Block sync's fast path: the last block applied whose state is not on disk yet. Its events
+   * (NewBlock, Tx, waiters, the latest height) wait until it is, so that no height is published
+   * twice, even when a power failure sends the handshake back to replay it (see applyBlock).
+   */
+  private unpublished: { block: Block; blockId: BlockId; res: FinalizeBlockResponse } | null = null;
   private latest: BlockRef | null = null;
   private earliest: BlockRef | null = null;
   private waiters: Array<{
@@ -398,6 +406,8 @@ export class ConsensusRuntime {
       this.shutdownIo();
     }
     await this.idle();
+    // A block applied by block sync whose events still wait for its state to be on disk.
+    if (!this.fatalError && !this.released) await this.flushUnpublished();
     // Once, also after a fatal error (which stops the runtime but leaves the WAL open): a service
     // that recovers from a lost executor creates a new runtime on the same WAL directory.
     if (this.released) return;
@@ -729,6 +739,9 @@ export class ConsensusRuntime {
     const durable = stored === undefined;
     const t0 = performance.now();
     const res = await this.finalize(block, blockId);
+    // The results were just written synced, and with them the state saved before them: the
+    // previous block's events can go out.
+    await this.publishPending();
     const t1 = performance.now();
     if (stored) {
       await stored;
@@ -742,7 +755,17 @@ export class ConsensusRuntime {
     await this.stateStore.saveState(next, durable);
     const t3 = performance.now();
     this.chain = next;
-    await this.afterCommit(block, blockId, res);
+    if (durable) {
+      await this.afterCommit(block, blockId, res);
+    } else {
+      this.unpublished = { block, blockId, res };
+      // Normally the next synced block publishes it; if none comes, the state is synced here.
+      const t = this.scheduler.setTimer(UNPUBLISHED_FLUSH_MS, () => {
+        this.timers.delete(t);
+        this.enqueue({ kind: 'call', fn: () => this.flushUnpublished() });
+      });
+      this.timers.add(t);
+    }
     if (this.syncing) {
       this.sync.executeMs += t1 - t0;
       this.sync.commitMs += t2 - tc;
@@ -750,6 +773,21 @@ export class ConsensusRuntime {
       this.sync.publishMs += performance.now() - t3;
     }
     return res;
+  }
+
+  /** Publishes the events of the block whose state was saved without fsync (the caller made it durable). */
+  private async publishPending(): Promise<void> {
+    const p = this.unpublished;
+    if (!p) return;
+    this.unpublished = null;
+    await this.afterCommit(p.block, p.blockId, p.res);
+  }
+
+  /** No synced write followed the last fast-path block: sync its state, then publish it. */
+  private async flushUnpublished(): Promise<void> {
+    if (!this.unpublished) return;
+    await this.stateStore.saveState(this.chain);
+    await this.publishPending();
   }
 
   /** The application already committed `block`; rebuild the state from its saved results. */
