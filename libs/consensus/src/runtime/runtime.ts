@@ -153,6 +153,8 @@ export class ConsensusRuntime {
    * twice, even when a power failure sends the handshake back to replay it (see applyBlock).
    */
   private unpublished: { block: Block; blockId: BlockId; res: FinalizeBlockResponse } | null = null;
+  /** The timer that publishes `unpublished` if no block follows it (one at a time). */
+  private flushTimer: unknown = null;
   private latest: BlockRef | null = null;
   private earliest: BlockRef | null = null;
   private waiters: Array<{
@@ -760,11 +762,15 @@ export class ConsensusRuntime {
     } else {
       this.unpublished = { block, blockId, res };
       // Normally the next synced block publishes it; if none comes, the state is synced here.
-      const t = this.scheduler.setTimer(UNPUBLISHED_FLUSH_MS, () => {
-        this.timers.delete(t);
-        this.enqueue({ kind: 'call', fn: () => this.flushUnpublished() });
-      });
-      this.timers.add(t);
+      if (this.flushTimer === null) {
+        const t = this.scheduler.setTimer(UNPUBLISHED_FLUSH_MS, () => {
+          this.timers.delete(t);
+          this.flushTimer = null;
+          this.enqueue({ kind: 'call', fn: () => this.flushUnpublished() });
+        });
+        this.flushTimer = t;
+        this.timers.add(t);
+      }
     }
     if (this.syncing) {
       this.sync.executeMs += t1 - t0;
