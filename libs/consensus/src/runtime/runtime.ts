@@ -741,10 +741,11 @@ export class ConsensusRuntime {
     const durable = stored === undefined;
     const t0 = performance.now();
     const res = await this.finalize(block, blockId);
+    const t1 = performance.now();
     // The results were just written synced, and with them the state saved before them: the
     // previous block's events can go out.
     await this.publishPending();
-    const t1 = performance.now();
+    if (this.syncing) this.sync.publishMs += performance.now() - t1;
     if (stored) {
       await stored;
       await this.wal!.writeEndHeight(block.header.height, false);
