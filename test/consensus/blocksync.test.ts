@@ -144,8 +144,8 @@ describe('block sync: fewer fsyncs while catching up, and a power failure during
 
     const s: Synced = { app: new TestApp(), blockKV: new PowerKV(), stateKV: new PowerKV(), commits: [] };
     recordCommits(s);
-    // The power failure: while block 15 executes, its block store write already synced (it runs
-    // alongside), the state of 14 not yet (it is synced with the results of 15).
+    // The power failure: while block 15 executes, its block store write already synced, the state
+    // of 14 not yet (it is synced with the results of 15).
     let crash: { blockKV: PowerKV; stateKV: PowerKV; appHeight: number; lastDurable: number } | undefined;
     const finalize = s.app.finalizeBlock.bind(s.app);
     s.app.finalizeBlock = async (req) => {

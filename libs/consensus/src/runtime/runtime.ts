@@ -673,23 +673,15 @@ export class ConsensusRuntime {
     const h = block.header.height;
     const t = performance.now();
     // While catching up (a block from a peer's commit, peers two or more heights ahead), only the
-    // block store and the block results are fsynced: the application's commit, the state and the
-    // WAL marker are written without, and a power failure that loses some of them is repaired by
-    // the handshake (it rebuilds the state from the results and replays the application from the
-    // block store). Five fsyncs per block become two, and the block store's runs while the block
-    // executes; the application commits only once both are on disk. The block at the tip gets all five.
-    if (this.syncing && this.catchingUp()) {
-      const saving =
-        this.blockStore.height < h ? this.blockStore.saveBlock(block, blockId, commit) : Promise.resolve();
-      // Awaited below; this only keeps a failure while the block executes from being unhandled.
-      saving.catch(() => undefined);
-      await this.applyBlock(block, blockId, saving);
-    } else {
-      if (this.blockStore.height < h) await this.blockStore.saveBlock(block, blockId, commit);
-      await this.wal!.writeEndHeight(h);
-      if (this.syncing) this.sync.storeMs += performance.now() - t;
-      await this.applyBlock(block, blockId);
-    }
+    // block store and the block results are fsynced: the WAL marker, the application's commit and
+    // the state are written without, and a power failure that loses some of them is repaired by the
+    // handshake (it rebuilds the state from the results and replays the application from the block
+    // store). Five fsyncs per block become two. The block at the tip gets all five.
+    const durable = !(this.syncing && this.catchingUp());
+    if (this.blockStore.height < h) await this.blockStore.saveBlock(block, blockId, commit);
+    await this.wal!.writeEndHeight(h, durable);
+    if (this.syncing) this.sync.storeMs += performance.now() - t;
+    await this.applyBlock(block, blockId, durable);
     this.logger.info(
       { height: h, round: commit.round, hash: hexUpper(blockId.hash), txs: block.data.txs.length },
       'committed block',
@@ -729,16 +721,11 @@ export class ConsensusRuntime {
   }
 
   /**
-   * finalizeBlock, save results, commit, save the next state, update evidence, publish. `stored`:
-   * block sync's fast path (see commitDecided): the block store's write still in flight; the
-   * application commits after it, and the commit, the WAL marker and the state are not fsynced.
+   * finalizeBlock, save results, commit, save the next state, update evidence, publish. Not
+   * `durable`: block sync's fast path (see commitDecided): the commit and the state are not
+   * fsynced, and the events wait until the state is on disk.
    */
-  private async applyBlock(
-    block: Block,
-    blockId: BlockId,
-    stored?: Promise<void>,
-  ): Promise<FinalizeBlockResponse> {
-    const durable = stored === undefined;
+  private async applyBlock(block: Block, blockId: BlockId, durable = true): Promise<FinalizeBlockResponse> {
     const t0 = performance.now();
     const res = await this.finalize(block, blockId);
     const t1 = performance.now();
@@ -746,11 +733,6 @@ export class ConsensusRuntime {
     // previous block's events can go out.
     await this.publishPending();
     if (this.syncing) this.sync.publishMs += performance.now() - t1;
-    if (stored) {
-      await stored;
-      await this.wal!.writeEndHeight(block.header.height, false);
-      if (this.syncing) this.sync.storeMs += performance.now() - t1;
-    }
     const tc = performance.now();
     const next = nextChainState(this.chain, block, blockId, res);
     await (durable ? this.opts.app.commit() : this.opts.app.commit({ durable: false }));
