@@ -171,8 +171,8 @@ async function main(): Promise<void> {
     );
     await rpc.call('evm_setAutomine', [false]);
     const t0 = performance.now();
-    for (let left = args.empty; left > 0; left -= 500)
-      await rpc.call('hardhat_mine', [`0x${Math.min(left, 500).toString(16)}`]);
+    for (let left = args.empty; left > 0; left -= 100)
+      await rpc.call('hardhat_mine', [`0x${Math.min(left, 100).toString(16)}`]);
     const emptyTip = await height(v);
     log(
       `validator at ${emptyTip} after ${args.empty} empty blocks (${(performance.now() - t0).toFixed(0)} ms)`,
