@@ -223,9 +223,12 @@ export class Wal {
     await this.fs.sync(this.path);
   }
 
-  /** Marks `height` as stored (fsynced); rotates the file when it grew past the limit. */
-  async writeEndHeight(height: number): Promise<void> {
-    await this.append({ end: height }, true);
+  /**
+   * Marks `height` as stored (fsynced unless `sync` is false: replay keeps only the records of the
+   * height it replays, so a lost marker changes nothing); rotates the file when it grew past the limit.
+   */
+  async writeEndHeight(height: number, sync = true): Promise<void> {
+    await this.append({ end: height }, sync);
     if (this.size > this.rotateBytes) {
       await this.fs.rename(this.path, `${this.dir}/wal.1`);
       this.size = 0;

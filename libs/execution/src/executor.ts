@@ -27,6 +27,7 @@ import {
   type CallResult,
   ChainError,
   type CheckTxResult,
+  type CommitOptions,
   type DevStateChange,
   type EthBlock,
   type EthChain,
@@ -1136,7 +1137,7 @@ export class Executor implements Application, EthChain {
     };
   }
 
-  async commit(): Promise<{ retainHeight: number }> {
+  async commit(opts?: CommitOptions): Promise<{ retainHeight: number }> {
     this.assertInitialized();
     const p = this.pending;
     if (!p) throw new ExecutionError('NO_PENDING_BLOCK', 'commit without a finalized block');
@@ -1159,7 +1160,7 @@ export class Executor implements Application, EthChain {
     }
     this.db.beginCommit(p.built, newOldest);
     const tWrite = performance.now();
-    await this.opts.kv.write(ops, { sync: true });
+    await this.opts.kv.write(ops, { sync: opts?.durable !== false });
     const writeMs = performance.now() - tWrite;
     this.db.finishCommit(p.built, newOldest);
     this.opts.logger.debug(

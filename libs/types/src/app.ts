@@ -189,8 +189,19 @@ export interface Application {
    * method every extension whose signature verifies is accepted.
    */
   verifyVoteExtension?(req: VerifyVoteExtensionRequest): Promise<boolean>;
-  /** Persists the state of the last finalized block atomically. */
-  commit(): Promise<{ retainHeight: number }>;
+  /**
+   * Persists the state of the last finalized block atomically. With `durable: false` the write
+   * need not be on disk when this returns (one that is lost in a power failure is replayed from
+   * the block store at the next start): block sync asks for that while catching up, and an
+   * application may ignore it and always write durably.
+   */
+  commit(opts?: CommitOptions): Promise<{ retainHeight: number }>;
+}
+
+/** How the application's commit writes (Application.commit). */
+export interface CommitOptions {
+  /** false: no fsync needed before returning (default true). */
+  durable?: boolean;
 }
 
 export type { Evidence };

@@ -174,8 +174,11 @@ export class StateStore {
     return s ? loadChainState(decodeTagged<StoredChainState>(s)) : undefined;
   }
 
-  /** Saves the state with the validator sets and params it determines, synced. */
-  async saveState(s: ChainState): Promise<void> {
+  /**
+   * Saves the state with the validator sets and params it determines, synced unless `sync` is
+   * false (block sync: a lost state is rebuilt from the synced block results at the next start).
+   */
+  async saveState(s: ChainState, sync = true): Promise<void> {
     const h = s.lastBlockHeight;
     const ops: Array<{ type: 'put'; key: Uint8Array; value: Uint8Array }> = [
       { type: 'put', key: key('st:state'), value: encodeTagged(storeChainState(s)) },
@@ -189,7 +192,7 @@ export class StateStore {
         key: key('st:v:', h),
         value: encodeTagged(storeValidatorSet(s.lastValidators)),
       });
-    await this.kv.write(ops, { sync: true });
+    await this.kv.write(ops, { sync });
   }
 
   /**

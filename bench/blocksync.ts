@@ -1,0 +1,291 @@
+// `npm run bench:blocksync`: how fast a fresh full node catches up (issue 21, block sync).
+// A 1-validator chain-local network plus one full node, written by `noded testnet` on random
+// loopback IPs, each node its own process:
+//   1. the validator mines `--empty` empty blocks (hardhat_mine, every block a real consensus
+//      height), then `--full` blocks of `--txs` value transfers each (automine off, the transfers
+//      sent, then one evm_mine per block);
+//   2. the full node starts from genesis; its height is polled every 10 ms, and blocks/s is taken
+//      over the empty range (from its first applied block) and over the transfer blocks;
+//   3. its `block sync progress` log lines say where its time went (verify, execute, store, waiting
+//      for blocks).
+// Output: a summary on stdout and JSON under bench/results/.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { getBytes } from 'ethers';
+import { parse, stringify } from 'smol-toml';
+import { currentFees, devAccounts, fastSignTx, receivers } from './chain.js';
+import { JsonRpcClient } from './rpc.js';
+import { NODED_CLI, repoRoot } from './targets.js';
+
+const log = (msg: string) => console.log(`[bench:blocksync] ${msg}`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Args {
+  empty: number;
+  full: number;
+  txs: number;
+}
+
+function parseArgs(argv: string[]): Args {
+  const a: Args = { empty: 3000, full: 200, txs: 200 };
+  for (let i = 0; i < argv.length; i++) {
+    const k = argv[i];
+    const v = Number(argv[i + 1]);
+    if (k !== '--empty' && k !== '--full' && k !== '--txs')
+      throw new Error(`unknown option ${k} (use --empty N --full N --txs N)`);
+    if (!Number.isInteger(v) || v < 0)
+      throw new Error(`${k} needs a non-negative integer, got ${argv[i + 1]}`);
+    a[k.slice(2) as keyof Args] = v;
+    i++;
+  }
+  if (a.txs > 20 * 60) throw new Error('--txs is at most 1200 (20 senders, 60 each per block)');
+  return a;
+}
+
+const running = new Set<ChildProcess>();
+
+async function comet(ip: string, path: string): Promise<Record<string, unknown>> {
+  const res = await fetch(`http://${ip}:26657${path}`, { signal: AbortSignal.timeout(5000) });
+  const j = (await res.json()) as { result?: Record<string, unknown> };
+  if (!j.result) throw new Error(`${path}: no result`);
+  return j.result;
+}
+
+async function height(ip: string): Promise<number> {
+  try {
+    const st = await comet(ip, '/status');
+    return Number((st.sync_info as Record<string, unknown>).latest_block_height);
+  } catch {
+    return -1;
+  }
+}
+
+async function waitFor(what: string, ms: number, ok: () => Promise<boolean>): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await ok()) return;
+    await sleep(100);
+  }
+  throw new Error(`${what}: not within ${ms} ms`);
+}
+
+const PARTS = ['verifyMs', 'executeMs', 'commitMs', 'storeMs', 'publishMs', 'otherMs', 'waitMs'] as const;
+type Progress = { blocks: number } & Record<(typeof PARTS)[number], number>;
+
+/**
+ * Sums the `block sync progress` lines of a node's JSON log: those ending at or below `split` (the
+ * empty blocks) and those above it (the transfer blocks); a line that spans both counts as the first.
+ */
+function progressOf(logFile: string, split: number): { empty: Progress; full: Progress } {
+  const zero = (): Progress => {
+    const p = { blocks: 0 } as Progress;
+    for (const k of PARTS) p[k] = 0;
+    return p;
+  };
+  const out = { empty: zero(), full: zero() };
+  for (const line of readFileSync(logFile, 'utf8').split('\n')) {
+    if (!line.includes('block sync progress')) continue;
+    const j = JSON.parse(line) as Record<string, number>;
+    const sum = (j.height ?? 0) - (j.blocks ?? 0) < split ? out.empty : out.full;
+    sum.blocks += j.blocks ?? 0;
+    for (const k of PARTS) sum[k] += j[k] ?? 0;
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  process.on('SIGINT', () => {
+    for (const p of running) p.kill('SIGKILL');
+    process.exit(130);
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'noded-benchsync-'));
+  const start = `127.${10 + Math.floor(Math.random() * 240)}.${Math.floor(Math.random() * 250)}.2`;
+  const out = join(dir, 'net');
+  const r = spawnSync(
+    process.execPath,
+    [
+      NODED_CLI,
+      'testnet',
+      '--validators',
+      '1',
+      '--non-validators',
+      '1',
+      '--output',
+      out,
+      '--starting-ip',
+      start,
+    ],
+    { encoding: 'utf8' },
+  );
+  if (r.status !== 0) throw new Error(`noded testnet failed: ${r.stderr}`);
+  const base = start.split('.').map(Number);
+  const ips = [start, `${base[0]}.${base[1]}.${base[2]}.${base[3]! + 1}`];
+  const homes = [join(out, 'node0'), join(out, 'node1')];
+  for (const home of homes) {
+    const file = join(home, 'config', 'config.toml');
+    const doc = parse(readFileSync(file, 'utf8')) as Record<string, Record<string, unknown>>;
+    doc.instrumentation!.prometheus = false;
+    writeFileSync(file, stringify(doc));
+  }
+  const logs = homes.map((h) => join(h, 'bench.log'));
+  const startNode = (i: number): ChildProcess => {
+    const p = spawn(
+      process.execPath,
+      [
+        ...(i === 1 && process.env.BENCH_SYNC_CPU_PROF
+          ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_SYNC_CPU_PROF]
+          : []),
+        NODED_CLI,
+        'start',
+        '--home',
+        homes[i]!,
+        '--log-level',
+        'info',
+        '--log-file',
+        logs[i]!,
+      ],
+      { stdio: 'ignore' },
+    );
+    running.add(p);
+    p.once('exit', () => running.delete(p));
+    return p;
+  };
+  const results: Record<string, unknown> = {
+    when: new Date().toISOString(),
+    machine: { cpus: cpus().length, model: cpus()[0]?.model, loadavg: loadavg() },
+    args,
+  };
+  try {
+    startNode(0);
+    const v = ips[0]!;
+    await waitFor('validator up', 60_000, async () => (await height(v)) >= 1);
+    const rpc = new JsonRpcClient(`http://${v}:8545`, { timeoutMs: 600_000 });
+    await waitFor('validator JSON-RPC up', 60_000, () =>
+      rpc.call('eth_blockNumber').then(
+        () => true,
+        () => false,
+      ),
+    );
+    await rpc.call('evm_setAutomine', [false]);
+    const t0 = performance.now();
+    for (let left = args.empty; left > 0; left -= 100)
+      await rpc.call('hardhat_mine', [`0x${Math.min(left, 100).toString(16)}`]);
+    const emptyTip = await height(v);
+    log(
+      `validator at ${emptyTip} after ${args.empty} empty blocks (${(performance.now() - t0).toFixed(0)} ms)`,
+    );
+
+    const senders = devAccounts(20);
+    const keys = senders.map((s) => getBytes(s.key.privateKey));
+    const to = receivers(64);
+    const fees = await currentFees(rpc, 4n);
+    const perSender = Math.ceil(args.txs / senders.length);
+    let sent = 0;
+    for (let b = 0; b < args.full; b++) {
+      const batch: string[] = [];
+      for (let s = 0; s < senders.length && batch.length < args.txs; s++) {
+        for (let n = 0; n < perSender && batch.length < args.txs; n++) {
+          const tx = fastSignTx(keys[s]!, senders[s]!.address, fees, {
+            to: to[(s * 7 + n + b) % to.length]!,
+            value: 1n,
+            gasLimit: 21_000n,
+            nonce: b * perSender + n,
+          });
+          batch.push(tx.raw);
+        }
+      }
+      const res = await rpc.batch(batch.map((raw) => ({ method: 'eth_sendRawTransaction', params: [raw] })));
+      const bad = res.find((x) => x instanceof Error);
+      if (bad) throw bad;
+      sent += batch.length;
+      await rpc.call('evm_mine');
+    }
+    rpc.close();
+    const tip = await height(v);
+    const fullTxs = Number(
+      ((await comet(v, `/block?height=${tip}`)).block as { data: { txs: unknown[] } }).data.txs.length,
+    );
+    log(
+      `validator at ${tip}: ${args.full} blocks of transfers (${sent} sent; the last block holds ${fullTxs})`,
+    );
+
+    // 2. The fresh full node catches up.
+    const f = ips[1]!;
+    startNode(1);
+    let first = -1;
+    let tFirst = 0;
+    let tEmpty = 0;
+    let tTip = 0;
+    const end = Date.now() + 900_000;
+    for (;;) {
+      if (Date.now() > end) throw new Error(`the full node did not reach ${tip}`);
+      const h = await height(f);
+      const now = performance.now();
+      if (first < 0 && h > 0) {
+        first = h;
+        tFirst = now;
+      }
+      if (tEmpty === 0 && h >= emptyTip) tEmpty = now;
+      if (h >= tip) {
+        tTip = now;
+        break;
+      }
+      await sleep(10);
+    }
+    const [hv, hf] = await Promise.all([comet(v, `/block?height=${tip}`), comet(f, `/block?height=${tip}`)]);
+    const agree = (hv.block_id as { hash: string }).hash === (hf.block_id as { hash: string }).hash;
+    if (!agree) throw new Error(`the full node holds another block at ${tip}`);
+    const emptyRate = (emptyTip - first) / ((tEmpty - tFirst) / 1000);
+    const fullRate = args.full > 0 ? (tip - emptyTip) / ((tTip - tEmpty) / 1000) : 0;
+    await sleep(1500);
+    const progress = progressOf(logs[1]!, emptyTip);
+    results.sync = {
+      first,
+      emptyTip,
+      tip,
+      emptyBlocksPerSec: emptyRate,
+      emptyMs: tEmpty - tFirst,
+      fullBlocksPerSec: fullRate,
+      fullMs: tTip - tEmpty,
+      txsPerFullBlock: fullTxs,
+      sameBlockAtTip: agree,
+      progress,
+    };
+    log(
+      `sync: empty blocks ${first}..${emptyTip}: ${emptyRate.toFixed(0)} blocks/s (${(tEmpty - tFirst).toFixed(0)} ms); ` +
+        `transfer blocks ${emptyTip + 1}..${tip}: ${fullRate.toFixed(0)} blocks/s (${(tTip - tEmpty).toFixed(0)} ms)`,
+    );
+    for (const [range, p] of Object.entries(progress)) {
+      if (p.blocks === 0) continue;
+      log(
+        `${range} blocks, the syncing node's time per block (ms): ` +
+          PARTS.map((k) => `${k.slice(0, -2)} ${(p[k] / p.blocks).toFixed(2)}`).join(', ') +
+          ` (${p.blocks} blocks)`,
+      );
+    }
+    const resDir = join(repoRoot(), 'bench', 'results');
+    mkdirSync(resDir, { recursive: true });
+    const file = join(resDir, `blocksync-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+    writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+    log(`results in ${file}`);
+  } finally {
+    // BENCH_SYNC_CPU_PROF=<dir>: the syncing node is stopped gracefully, so that it writes its profile.
+    if (process.env.BENCH_SYNC_CPU_PROF) {
+      for (const p of running) p.kill('SIGTERM');
+      await sleep(5000);
+    }
+    for (const p of running) p.kill('SIGKILL');
+    await sleep(300);
+    if (!process.env.KEEP_BENCH_DIR) rmSync(dir, { recursive: true, force: true });
+    else log(`kept ${dir}`);
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  for (const p of running) p.kill('SIGKILL');
+  process.exit(1);
+});

@@ -1,0 +1,244 @@
+// Block sync's fast path (docs/p2p.md, "Block sync"): while catching up, a node fsyncs only the block
+// store and the block results, and a power failure that loses everything else must still restart
+// cleanly. A validator runtime and a fresh non-validator runtime talk over an in-memory network; the
+// syncing node's stores record which writes were synced, and a "power failure" keeps only those.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { validatorKeyJson } from '../../libs/config/index.js';
+import {
+  BlockStore,
+  type ConsensusMessage,
+  type ConsensusNetwork,
+  ConsensusRuntime,
+  type ConsensusRuntimeOptions,
+  StateStore,
+  TestApp,
+} from '../../libs/consensus/index.js';
+import { type BatchOp, MemoryKV } from '../../libs/storage/index.js';
+import { type CommitOptions, EventBus, silentLogger } from '../../libs/types/index.js';
+import { CHAIN_ID, GENESIS_TIME, PARAMS, TIMEOUTS, testKey, validatorsOf } from './helpers.js';
+
+const dirs: string[] = [];
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** A MemoryKV that remembers its writes, to rebuild what a power failure would leave: the synced ones and all before them. */
+class PowerKV extends MemoryKV {
+  readonly log: Array<{ ops: BatchOp[]; sync: boolean }> = [];
+  override async write(ops: BatchOp[], options?: { sync?: boolean }): Promise<void> {
+    this.log.push({ ops, sync: options?.sync === true });
+    await super.write(ops);
+  }
+  /** The store after a power failure now: up to and including the last synced write (RocksDB's WAL fsync covers all before it). */
+  async durable(): Promise<PowerKV> {
+    let last = -1;
+    this.log.forEach((w, i) => {
+      if (w.sync) last = i;
+    });
+    const copy = new PowerKV();
+    for (const w of this.log.slice(0, last + 1)) await copy.write(w.ops, { sync: w.sync });
+    return copy;
+  }
+}
+
+/** Two endpoints of an in-memory network; messages arrive on a later turn of the event loop. */
+function link(): { a: ConsensusNetwork; b: ConsensusNetwork } {
+  const handlers = new Map<string, (peer: string, m: ConsensusMessage) => void>();
+  const end = (self: string, other: string): ConsensusNetwork => {
+    const deliver = (m: ConsensusMessage) => setImmediate(() => handlers.get(other)?.(self, m));
+    return {
+      broadcast: deliver,
+      send: (_peer, m) => deliver(m),
+      subscribe: (h) => {
+        handlers.set(self, h);
+        return () => handlers.delete(self);
+      },
+    };
+  };
+  return { a: end('a', 'b'), b: end('b', 'a') };
+}
+
+const key = testKey(0);
+
+function baseOpts(
+  dir: string,
+  app: TestApp,
+  over: Partial<ConsensusRuntimeOptions>,
+): ConsensusRuntimeOptions {
+  return {
+    chainId: CHAIN_ID,
+    genesis: {
+      time: GENESIS_TIME,
+      initialHeight: 1,
+      validators: validatorsOf([key]),
+      consensusParams: PARAMS,
+      appState: { test: true },
+    },
+    timeouts: { ...TIMEOUTS, commit: 10 },
+    createEmptyBlocks: true,
+    doubleSignCheckHeight: 0,
+    privValidator: null,
+    walDir: join(dir, 'cs.wal'),
+    blockStore: new MemoryKV(),
+    stateStore: new MemoryKV(),
+    app,
+    bus: new EventBus(),
+    logger: silentLogger,
+    gossipIntervalMs: 30,
+    ...over,
+  };
+}
+
+interface Synced {
+  app: TestApp;
+  blockKV: PowerKV;
+  stateKV: PowerKV;
+  /** Each application commit: its height, whether it asked for durability, and what a power failure at that moment would keep. */
+  commits: Array<{ height: number; durable: boolean; blockOnDisk: number; resultsOnDisk: boolean }>;
+}
+
+/** Wraps the app's commit to check, at each commit, what is on disk already. */
+function recordCommits(s: Synced): void {
+  const real = s.app.commit.bind(s.app);
+  s.app.commit = async (o?: CommitOptions) => {
+    const height = s.app.height + 1;
+    const blocks = await BlockStore.open(await s.blockKV.durable());
+    const results = await new StateStore(await s.stateKV.durable()).loadResults(height);
+    s.commits.push({
+      height,
+      durable: o?.durable !== false,
+      blockOnDisk: blocks.height,
+      resultsOnDisk: results !== undefined,
+    });
+    return real();
+  };
+}
+
+describe('block sync: fewer fsyncs while catching up, and a power failure during it', () => {
+  it('fsyncs only the block and its results before each commit, and restarts cleanly from what was synced', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'noded-bsync-'));
+    dirs.push(dir);
+    const keyFile = join(dir, 'priv_validator_key.json');
+    writeFileSync(keyFile, validatorKeyJson({ seed: key.seed, publicKey: key.publicKey }));
+    const vApp = new TestApp();
+    const vOpts = baseOpts(join(dir, 'v'), vApp, {
+      privValidator: { keyFile, stateFile: join(dir, 'priv_validator_state.json') },
+      timeouts: { ...TIMEOUTS, commit: 1 },
+    });
+    // The validator makes 40 blocks alone, then slows down and serves the syncing node.
+    const solo = await ConsensusRuntime.create(vOpts);
+    await solo.start();
+    await solo.waitForHeight(40, 30_000);
+    await solo.stop();
+    const net = link();
+    const v = await ConsensusRuntime.create({
+      ...vOpts,
+      network: net.a,
+      timeouts: { ...TIMEOUTS, commit: 400 },
+    });
+    await v.start();
+
+    const s: Synced = { app: new TestApp(), blockKV: new PowerKV(), stateKV: new PowerKV(), commits: [] };
+    recordCommits(s);
+    // The power failure: while block 15 executes, its block store write already synced, the state
+    // of 14 not yet (it is synced with the results of 15).
+    let crash: { blockKV: PowerKV; stateKV: PowerKV; appHeight: number; lastDurable: number } | undefined;
+    const finalize = s.app.finalizeBlock.bind(s.app);
+    s.app.finalizeBlock = async (req) => {
+      if (req.height === 15 && !crash) {
+        await new Promise((r) => setImmediate(r));
+        crash = {
+          blockKV: await s.blockKV.durable(),
+          stateKV: await s.stateKV.durable(),
+          appHeight: s.app.height,
+          lastDurable: Math.max(0, ...s.commits.filter((c) => c.durable).map((c) => c.height)),
+        };
+      }
+      return finalize(req);
+    };
+    const sOpts = baseOpts(join(dir, 's'), s.app, { blockStore: s.blockKV, stateStore: s.stateKV });
+    const first = await ConsensusRuntime.create({ ...sOpts, network: net.b });
+    await first.start();
+    await first.waitForHeight(20, 30_000);
+    await first.stop();
+
+    // Every commit while catching up skipped its own fsync, but only after the block and its results were on disk.
+    assert.ok(s.commits.length >= 20);
+    const fast = s.commits.filter((c) => !c.durable);
+    assert.ok(fast.length >= 15, `${fast.length} of ${s.commits.length} commits took the fast path`);
+    for (const c of s.commits) {
+      assert.ok(
+        c.blockOnDisk >= c.height,
+        `block ${c.height} was on disk before its commit (${c.blockOnDisk})`,
+      );
+      assert.ok(c.resultsOnDisk, `results of ${c.height} were on disk before its commit`);
+    }
+
+    // Power failure at that moment: the stores keep their synced writes; two ways the application may come back.
+    assert.ok(crash, 'block 15 was synced');
+    const { blockKV: lostBlocks, stateKV: lostState, appHeight, lastDurable } = crash;
+    for (const appCameBack of ['at its last durable commit', 'with every commit (the OS wrote them)']) {
+      const app = new TestApp();
+      // Rebuild the application's commits up to where this case leaves it, from the validator's blocks.
+      const to = appCameBack.startsWith('at') ? lastDurable : appHeight;
+      await app.initChain({
+        chainId: CHAIN_ID,
+        time: GENESIS_TIME,
+        initialHeight: 1,
+        validators: validatorsOf([key]),
+        consensusParams: PARAMS,
+        appState: { test: true },
+      });
+      for (let h = 1; h <= to; h++) {
+        const b = (await v.loadBlock(h))!;
+        await app.finalizeBlock({
+          height: h,
+          time: b.header.time,
+          proposerAddress: b.header.proposerAddress,
+          hash: new Uint8Array(32),
+          txs: b.data.txs,
+          misbehavior: [],
+          decidedLastCommit: { round: 0, votes: [] },
+        });
+        await app.commit();
+      }
+      const blockKV = await lostBlocks.durable();
+      const stateKV = await lostState.durable();
+      const stateBefore = (await new StateStore(stateKV).loadState())?.lastBlockHeight ?? 0;
+      const storeBefore = (await BlockStore.open(blockKV)).height;
+      assert.equal(storeBefore, 15, 'block 15 was on disk');
+      assert.equal(stateBefore, 13, 'the state of 14 was not (two blocks behind the block store)');
+      const again = await ConsensusRuntime.create({
+        ...sOpts,
+        app,
+        blockStore: blockKV,
+        stateStore: stateKV,
+        network: net.b,
+      });
+      assert.equal(
+        again.chainState().lastBlockHeight,
+        (await BlockStore.open(blockKV)).height,
+        `${appCameBack} (state on disk ${stateBefore}): the handshake brought the state to the block store`,
+      );
+      await again.start();
+      const tip = v.blockStoreHeight();
+      await again.waitForHeight(tip, 30_000);
+      await again.stop();
+      for (let h = 1; h <= tip; h++) {
+        const a = await v.loadBlockMeta(h);
+        const b = await again.loadBlockMeta(h);
+        assert.deepEqual(b?.blockId.hash, a?.blockId.hash, `${appCameBack}: block ${h}`);
+      }
+      // The application rebuilt by the handshake and sync holds the validator's app hash at its height.
+      await v.waitForHeight(app.height + 1, 10_000);
+      const next = await v.loadBlockMeta(app.height + 1);
+      assert.ok(next, `the validator has block ${app.height + 1}`);
+      assert.deepEqual(app.appHash, next.header.appHash, `${appCameBack}: app hash at ${app.height}`);
+    }
+    await v.stop();
+  });
+});
