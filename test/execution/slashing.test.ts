@@ -403,6 +403,25 @@ describe('validator pool: downtime jailing', () => {
     downtime_jail_duration: '60',
   };
 
+  it('a block every validator signed changes no state once the signing infos exist (the app hash holds still)', async () => {
+    const n = await start(params);
+    try {
+      await block(n);
+      // The first commit records each validator's signing info; a miss and its expiry write too.
+      await block(n, { decidedLastCommit: commitOf([]) });
+      const hashes: string[] = [];
+      for (let h = 0; h < 3; h++) {
+        const res = await block(n, { decidedLastCommit: commitOf([]) });
+        hashes.push(Buffer.from(res.appHash).toString('hex'));
+      }
+      assert.equal(new Set(hashes).size, 1, `app hashes of clean blocks: ${hashes.join(', ')}`);
+      const missed = await block(n, { decidedLastCommit: commitOf([2]) });
+      assert.notEqual(Buffer.from(missed.appHash).toString('hex'), hashes[0], 'a miss is recorded');
+    } finally {
+      await n.ex.close();
+    }
+  });
+
   it('missing up to window × (1 − min_signed) is allowed; one more jails, slashes and removes the power', async () => {
     const n = await start(params);
     try {

@@ -115,7 +115,10 @@ export interface SigningInfo {
   /** Whether the record exists (it starts at the first block the validator is seen in a commit). */
   seen: boolean;
   startHeight: bigint;
-  /** Blocks counted so far in the current window (the bitmap index is indexOffset mod window). */
+  /**
+   * Kept for the stored layout; always 0 now (the bitmap index is the height mod window, so that a
+   * clean block writes nothing). The views report heights since startHeight instead.
+   */
   indexOffset: bigint;
   missedBlocks: bigint;
   /** Seconds; until then unjail() is refused. */

@@ -382,7 +382,9 @@ fn('signingInfo(address)', async (c) => {
     out: encodeAbi([
       { t: 'address', v: consensusAddressOf(v.pubKey) },
       { t: 'uint', v: i.startHeight },
-      { t: 'uint', v: i.indexOffset },
+      // Heights counted since the window started (the Cosmos SDK's index offset, for a validator
+      // in the set throughout).
+      { t: 'uint', v: i.seen && c.blockNumber() > i.startHeight ? c.blockNumber() - i.startHeight : 0n },
       { t: 'uint', v: i.jailedUntil },
       { t: 'bool', v: i.tombstoned },
       { t: 'uint', v: i.missedBlocks },
