@@ -28,6 +28,9 @@ import {
 
 const hex = (b: Uint8Array): Hex => `0x${Buffer.from(b).toString('hex')}`;
 
+/** How long a transaction lookup that missed both the state-store and the mempool waits for the state-store's next height. */
+const TX_LOOKUP_WAIT_MS = 300;
+
 export class EdgeChain {
   private head: StateHead;
 
@@ -71,7 +74,7 @@ export class EdgeChain {
       getBlockTransactions: (n) => r('getBlockTransactions', n),
       getBlockReceipts: (n) => r('getBlockReceipts', n),
       // In a block: the state-store; still waiting: the executor's mempool (as the node answers).
-      getTransaction: async (h) => (await r<EthTx | undefined>('getTransaction', h)) ?? this.pendingTx(h),
+      getTransaction: (h) => this.transaction(h),
       getReceipt: (h) => r('getReceipt', h),
       getLogs: (f) => r('getLogs', f),
       getBalance: (a, h) => r('getBalance', a, h),
@@ -94,6 +97,24 @@ export class EdgeChain {
   private async pendingNonce(address: Hex): Promise<bigint> {
     if (!/^0x[0-9a-fA-F]{40}$/.test(address)) throw new ChainError(-32602, `invalid address ${address}`);
     return this.mempool.pendingNonce(Uint8Array.from(Buffer.from(address.slice(2), 'hex')));
+  }
+
+  /**
+   * A transaction by hash: mined (the state-store) or waiting (the executor's mempool). One that
+   * leaves the mempool in a block between the two reads is in neither until the state-store applies
+   * that block, so after two misses the state-store is asked again once its height has moved
+   * (waiting up to TX_LOOKUP_WAIT_MS for it), rather than answering null for a known transaction.
+   */
+  private async transaction(hash: Hex): Promise<EthTx | undefined> {
+    const before = this.head.latestHeight;
+    const mined = await this.read<EthTx | undefined>('getTransaction', hash);
+    if (mined !== undefined) return mined;
+    const waiting = await this.pendingTx(hash);
+    if (waiting !== undefined) return waiting;
+    const deadline = Date.now() + TX_LOOKUP_WAIT_MS;
+    while ((await this.refresh()).latestHeight <= before && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    return this.head.latestHeight > before ? this.read<EthTx | undefined>('getTransaction', hash) : undefined;
   }
 
   private async pendingTx(hash: Hex): Promise<EthTx | undefined> {
