@@ -7,8 +7,8 @@
 // start naming the user; a gRPC client without a certificate, or with one another CA signed, is
 // refused by the executor and the state-store.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -308,6 +308,35 @@ describe('security inside the cluster', () => {
     assert.equal(await anon.exited, 1, anon.output());
     assert.match(anon.output(), /requires a login \(Authorization Violation\): set \$NODED_NATS_USER/);
     assert.equal(store.proc.exitCode, null);
+  });
+
+  it('noded nats-auth writes the users for the home chain and refuses what it cannot use', async () => {
+    const { home } = await initLocalHome();
+    cleanups.push(() => rmSync(home, { recursive: true, force: true }));
+    const out = mkdtempSync(join(tmpdir(), 'noded-auth-'));
+    cleanups.push(() => rmSync(out, { recursive: true, force: true }));
+    const ok = runCli(['nats-auth', '--home', home, '--out', out]);
+    assert.equal(ok.code, 0, ok.stderr);
+    const conf = readFileSync(join(out, 'auth.conf'), 'utf8');
+    assert.match(conf, /user: "executor"/);
+    assert.match(conf, /publish: \{ allow: \["noded\.chain-local\.blocks", /);
+    assert.match(conf, /user: "rpc-edge"\n.*\n {6}permissions: \{\n {8}publish: \{ deny: \[">"\] \}/);
+    for (const f of ['auth.conf', 'executor.password', 'state-store.password', 'rpc-edge.password'])
+      assert.equal(statSync(join(out, f)).mode & 0o777, 0o600, f);
+    // nats-server accepts the block as written.
+    writeFileSync(join(out, 'server.conf'), 'include "auth.conf"\n');
+    const t = spawnSync('nats-server', ['-c', join(out, 'server.conf'), '-t'], { encoding: 'utf8' });
+    assert.equal(t.status, 0, t.stderr);
+    writeFileSync(join(out, 'rpc-edge.password'), 'has "quotes"\n');
+    const bad = runCli(['nats-auth', '--home', home, '--out', out]);
+    assert.equal(bad.code, 1);
+    assert.match(
+      bad.stderr,
+      /rpc-edge\.password holds a password with characters other than A-Z a-z 0-9 _ -/,
+    );
+    const none = runCli(['nats-auth', '--home', join(out, 'nothing')]);
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /no node home at/);
   });
 
   it('refuses bad login and certificate settings by name before opening anything', () => {
