@@ -158,12 +158,14 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
         });
         // Closed first: no FinalizeBlock or Commit reaches an executor that is closing.
         closers.add('abci gRPC server', () => server.close(DRAIN_MS));
-        logger
-          .child({ module: 'service' })
-          .info(
-            { address: server.address, height: executor.latestHeight().toString() },
-            'serving noded.abci.v1.Application, noded.mempool.v1.Mempool and grpc.health.v1',
-          );
+        logger.child({ module: 'service' }).info(
+          {
+            address: server.address,
+            height: executor.latestHeight().toString(),
+            tls: s.cluster.grpcTls ? 'mutual' : 'none',
+          },
+          'serving noded.abci.v1.Application, noded.mempool.v1.Mempool and grpc.health.v1',
+        );
         return server;
       },
     },

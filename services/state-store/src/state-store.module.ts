@@ -118,7 +118,10 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
         closers.add('state gRPC server', () => server.close(5_000));
         logger
           .child({ module: 'service' })
-          .info({ address: server.address }, 'serving noded.state.v1.StateReader and grpc.health.v1');
+          .info(
+            { address: server.address, tls: s.cluster.grpcTls ? 'mutual' : 'none' },
+            'serving noded.state.v1.StateReader and grpc.health.v1',
+          );
         return server;
       },
     },
