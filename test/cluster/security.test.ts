@@ -177,8 +177,16 @@ describe('security inside the cluster', () => {
     );
     const provider = new JsonRpcProvider(edgeUrl, undefined, { staticNetwork: true, polling: true });
     cleanups.push(() => provider.destroy());
+    // The edge's pending-transaction filter is fed by the executor's txs.pending subject: it sees
+    // the hash only if the executor may publish there and the edge may subscribe.
+    const filter = (await rpc(edgeUrl, 'eth_newPendingTransactionFilter')) as string;
     const to = '0x00000000000000000000000000000000005ec0de';
     const tx = await new Wallet(DEV_KEYS[0]!, provider).sendTransaction({ to, value: 12345n });
+    const seen: string[] = [];
+    await until('the transfer on the pending filter', 20_000, async () => {
+      seen.push(...((await rpc(edgeUrl, 'eth_getFilterChanges', [filter])) as string[]));
+      return seen.includes(tx.hash) ? true : undefined;
+    });
     const receipt = await tx.wait(1, 60_000);
     assert.equal(receipt?.status, 1);
     assert.equal(await provider.getBalance(to, receipt!.blockNumber), 12345n);
