@@ -3,6 +3,9 @@
 # nats-server with JetStream, `noded service executor`, `consensus`, `state-store`, `rpc-edge` and `metrics`, each a
 # background job whose lines are prefixed "[name] ". A service that exits on its own is restarted
 # after a second (as a container runtime would); Ctrl-C (SIGINT) or SIGTERM stops them all.
+# nats-server requires a login: `noded nats-auth` writes one user per service with its subject
+# permissions into HOME/data/nats/auth.conf and each password into HOME/data/nats/<service>.password
+# (kept across runs), and each service gets its own NODED_NATS_USER and NODED_NATS_PASSWORD_FILE.
 # Usage: scripts/cluster.sh HOME  (initialise HOME first: noded init full --chain-id chain-local)
 # Environment: NATS_PORT (4222), NATS_SERVER (nats-server), EXECUTOR_METRICS, CONSENSUS_METRICS,
 # STATE_STORE_METRICS, RPC_EDGE_METRICS (each service's own metrics endpoint, 127.0.0.1:26680..26683,
@@ -24,6 +27,11 @@ if ! command -v "$nats_server" >/dev/null 2>&1; then
   exit 1
 fi
 mkdir -p "$home/data/nats"
+# One nats-server user per service, each limited to its subjects (docs/cluster.md "Security").
+if ! node "$cli" nats-auth --home "$home" >/dev/null; then
+  echo "cluster: noded nats-auth failed; see above" >&2
+  exit 1
+fi
 executor_metrics="${EXECUTOR_METRICS:-127.0.0.1:26680}"
 consensus_metrics="${CONSENSUS_METRICS:-127.0.0.1:26681}"
 state_store_metrics="${STATE_STORE_METRICS:-127.0.0.1:26682}"
@@ -68,19 +76,20 @@ start_job() {
 
 # max_payload 64 MiB (nats-server's largest; its default is 1 MiB): a CommittedHeight carries the
 # executor's write batch, about 2 KB per transfer, so a full block is several MB.
-printf 'max_payload: 67108864\n' >"$home/data/nats/nats-server.conf"
+printf 'max_payload: 67108864\ninclude "auth.conf"\n' >"$home/data/nats/nats-server.conf"
 start_job nats "$nats_server" -c "$home/data/nats/nats-server.conf" -js -a 127.0.0.1 -p "$nats_port" -sd "$home/data/nats"
-start_job executor env NODED_SERVICE_METRICS_ADDRESS="$executor_metrics" node "$cli" service executor --home "$home"
+start_job executor env NODED_NATS_USER=executor NODED_NATS_PASSWORD_FILE="$home/data/nats/executor.password" NODED_SERVICE_METRICS_ADDRESS="$executor_metrics" node "$cli" service executor --home "$home"
 # consensus waits for the executor ($NODED_EXECUTOR_WAIT, 60 s by default).
 start_job consensus env NODED_SERVICE_METRICS_ADDRESS="$consensus_metrics" node "$cli" service consensus --home "$home"
 # a read replica following the stream into <home>/data/state-store.db (NODED_STATE_STORE_DB)
-start_job state-store env NODED_SERVICE_METRICS_ADDRESS="$state_store_metrics" node "$cli" service state-store --home "$home"
+start_job state-store env NODED_NATS_USER=state-store NODED_NATS_PASSWORD_FILE="$home/data/nats/state-store.password" NODED_SERVICE_METRICS_ADDRESS="$state_store_metrics" node "$cli" service state-store --home "$home"
 # the Ethereum JSON-RPC on app.toml's [evm] rpc_address/ws_address (8545/8546), reading from that
 # state-store (NODED_STATE_STORE_GRPC_ADDRESS) and sending transactions to the executor's CheckTx.
 # A second edge is one more command with other ports, e.g.
 #   NODED_EVM_RPC_ADDRESS=127.0.0.1:18545 NODED_EVM_WS_ADDRESS=127.0.0.1:18546 \
-#   NODED_SERVICE_METRICS_ADDRESS=127.0.0.1:26684 noded service rpc-edge --home HOME
-start_job rpc-edge env NODED_SERVICE_METRICS_ADDRESS="$rpc_edge_metrics" node "$cli" service rpc-edge --home "$home"
+#   NODED_SERVICE_METRICS_ADDRESS=127.0.0.1:26684 NODED_NATS_USER=rpc-edge \
+#   NODED_NATS_PASSWORD_FILE=HOME/data/nats/rpc-edge.password noded service rpc-edge --home HOME
+start_job rpc-edge env NODED_NATS_USER=rpc-edge NODED_NATS_PASSWORD_FILE="$home/data/nats/rpc-edge.password" NODED_SERVICE_METRICS_ADDRESS="$rpc_edge_metrics" node "$cli" service rpc-edge --home "$home"
 # every service's metrics on [instrumentation] prometheus_listen_addr (26660) with a service label,
 # and the cluster's /healthz and /readyz
 start_job metrics env NODED_METRICS_TARGETS="${NODED_METRICS_TARGETS:-executor=$executor_metrics,consensus=$consensus_metrics,state-store=$state_store_metrics,rpc-edge=$rpc_edge_metrics}" \

@@ -50,3 +50,9 @@ export {
   type StateSource,
   serveStateReader,
 } from './src/state.js';
+// Mutual TLS credentials for both ends of every link above (PEM bytes in, grpc-js credentials out).
+export {
+  type GrpcTlsMaterial,
+  mutualTlsChannelCredentials,
+  mutualTlsServerCredentials,
+} from './src/tls.js';

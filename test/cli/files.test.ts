@@ -288,6 +288,7 @@ describe('--help', () => {
       ['init'],
       ['start'],
       ['service'],
+      ['nats-auth'],
       ['status'],
       ['logs'],
       ['config', 'validate'],

@@ -6,7 +6,7 @@
 // the state-store's own RocksDB then holds every height, chained.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { connect } from 'nats';
@@ -142,6 +142,9 @@ describe('make cluster (scripts/cluster.sh)', () => {
       NODED_EXECUTOR_GRPC_ADDRESS: executorAt,
       NODED_EVM_RPC_ADDRESS: `127.0.0.1:${edge2Port}`,
       NODED_EVM_WS_ADDRESS: `127.0.0.1:${await freePort()}`,
+      // nats-server requires a login: the edge's, as the script wrote it (docs/cluster.md)
+      NODED_NATS_USER: 'rpc-edge',
+      NODED_NATS_PASSWORD_FILE: join(home, 'data', 'nats', 'rpc-edge.password'),
     });
     cleanups.push(() => edge2.stop());
     await waitForService(edge2, /noded service rpc-edge is running/, 60_000);
@@ -169,7 +172,17 @@ describe('make cluster (scripts/cluster.sh)', () => {
     );
 
     // every height the executor committed is in the stream
-    const nc = await connect({ servers: `nats://127.0.0.1:${natsPort}` });
+    // (nats-server refuses a client without a login; the state-store's may read the stream)
+    await assert.rejects(
+      connect({ servers: `nats://127.0.0.1:${natsPort}`, reconnect: false }),
+      /Authorization Violation/i,
+    );
+    const nc = await connect({
+      servers: `nats://127.0.0.1:${natsPort}`,
+      user: 'state-store',
+      pass: readFileSync(join(home, 'data', 'nats', 'state-store.password'), 'utf8').trim(),
+      inboxPrefix: '_INBOX.state-store',
+    });
     const info = await (await nc.jetstreamManager()).streams.info(blocksStreamName('chain-local'));
     await nc.close();
     assert.equal(info.state.first_seq, 1);

@@ -1,7 +1,7 @@
 // A real nats-server with JetStream for tests: 127.0.0.1, a free port, a temporary store directory
 // (kept across restart() so the stream survives, removed by stop()), and max_payload 64 MiB as
 // scripts/cluster.sh configures it (a CommittedHeight of a full block is several MB), unless the
-// test asks for another.
+// test asks for another; `config` is appended to its configuration (the cluster's authorization block).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,11 +25,13 @@ export interface NatsServer {
 /** The cluster's max_payload (nats-server's largest). */
 export const CLUSTER_MAX_PAYLOAD = 64 * 1024 * 1024;
 
-export async function startNatsServer(opts: { maxPayload?: number } = {}): Promise<NatsServer> {
+export async function startNatsServer(
+  opts: { maxPayload?: number; config?: string } = {},
+): Promise<NatsServer> {
   const port = await freePort();
   const storeDir = mkdtempSync(join(tmpdir(), 'noded-nats-'));
   const conf = join(storeDir, 'nats-server.conf');
-  writeFileSync(conf, `max_payload: ${opts.maxPayload ?? CLUSTER_MAX_PAYLOAD}\n`);
+  writeFileSync(conf, `max_payload: ${opts.maxPayload ?? CLUSTER_MAX_PAYLOAD}\n${opts.config ?? ''}`);
   let out = '';
   let proc: ChildProcess | undefined;
   const launch = async () => {

@@ -11,7 +11,11 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import { AbciClientError, GrpcApplication } from '../../../libs/abci-grpc/index.js';
+import {
+  AbciClientError,
+  GrpcApplication,
+  mutualTlsChannelCredentials,
+} from '../../../libs/abci-grpc/index.js';
 import {
   homePaths,
   loadNodeKey,
@@ -286,7 +290,10 @@ export const consensusModule: ServiceModuleFactory = (settings, shared) => {
         provide: GrpcApplication,
         inject: [SERVICE_SETTINGS, Closers],
         useFactory: (s: ServiceSettings, closers: Closers) => {
-          const app = new GrpcApplication(s.cluster.executorGrpcAddress);
+          const app = new GrpcApplication(
+            s.cluster.executorGrpcAddress,
+            s.cluster.grpcTls ? { credentials: mutualTlsChannelCredentials(s.cluster.grpcTls) } : {},
+          );
           closers.add('executor client', () => app.close());
           return app;
         },

@@ -2,7 +2,11 @@
 // consensus as noded.abci.v1.Application over gRPC with grpc.health.v1 on the same port. It is the
 // only writer of committed data.
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
-import { type AbciServer, serveApplication } from '../../../libs/abci-grpc/index.js';
+import {
+  type AbciServer,
+  mutualTlsServerCredentials,
+  serveApplication,
+} from '../../../libs/abci-grpc/index.js';
 import { homePaths, toExecutorSettings } from '../../../libs/config/index.js';
 import { DepositWatcher, Executor } from '../../../libs/execution/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
@@ -14,6 +18,7 @@ import {
   SERVICE_SETTINGS,
   type ServiceModuleFactory,
 } from '../../shared/src/bootstrap.js';
+import { checkNatsLogin, natsConnectOptions } from '../../shared/src/nats.js';
 import { serveServiceMetrics } from '../../shared/src/service-metrics.js';
 import type { ServiceSettings } from '../../shared/src/settings.js';
 import { BlockPublisher } from './publisher.js';
@@ -112,18 +117,21 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
     {
       provide: BlockPublisher,
       inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, Executor, EXECUTOR_BUS],
-      useFactory: (
+      useFactory: async (
         s: ServiceSettings,
         logger: Logger,
         closers: Closers,
         executor: Executor,
         bus: EventBus,
       ) => {
+        // A refused login stops the start here, naming the user; an unreachable server does not.
+        await checkNatsLogin(s.cluster, 'executor', logger.child({ module: 'publisher' }));
         const publisher = new BlockPublisher({
           executor,
           bus,
           chainId: s.genesis.runtime.chainId,
           servers: s.cluster.natsUrls,
+          login: natsConnectOptions(s.cluster, 'executor'),
           logger,
         });
         // Closed after the gRPC server (no more commits) and before the executor it reads.
@@ -145,15 +153,19 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
           logger: logger.child({ module: 'abci-grpc' }),
           // rpc-edges' 'pending' nonces, txpool_* and waiting transactions by hash.
           mempool: executor,
+          // Mutual TLS when NODED_GRPC_TLS_* name the files; plaintext otherwise.
+          ...(s.cluster.grpcTls ? { credentials: mutualTlsServerCredentials(s.cluster.grpcTls) } : {}),
         });
         // Closed first: no FinalizeBlock or Commit reaches an executor that is closing.
         closers.add('abci gRPC server', () => server.close(DRAIN_MS));
-        logger
-          .child({ module: 'service' })
-          .info(
-            { address: server.address, height: executor.latestHeight().toString() },
-            'serving noded.abci.v1.Application, noded.mempool.v1.Mempool and grpc.health.v1',
-          );
+        logger.child({ module: 'service' }).info(
+          {
+            address: server.address,
+            height: executor.latestHeight().toString(),
+            tls: s.cluster.grpcTls ? 'mutual' : 'none',
+          },
+          'serving noded.abci.v1.Application, noded.mempool.v1.Mempool and grpc.health.v1',
+        );
         return server;
       },
     },

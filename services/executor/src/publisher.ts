@@ -31,6 +31,8 @@ export interface PublisherOptions {
   bus: EventBus;
   chainId: string;
   servers: string[];
+  /** The service's NATS login and inbox prefix (natsConnectOptions); none: an open nats-server. */
+  login?: { user?: string; pass?: string; inboxPrefix?: string };
   logger: Logger;
   /** Heights read from the outbox per round. */
   batch?: number;
@@ -112,6 +114,7 @@ export class BlockPublisher {
   private async ensureConnected(): Promise<void> {
     if (this.nc && !this.nc.isClosed()) return;
     const nc = await connect({
+      ...this.o.login,
       servers: this.o.servers,
       name: `noded-executor-${this.o.chainId}`,
       maxReconnectAttempts: -1,

@@ -7,7 +7,11 @@
 import { arch, platform } from 'node:os';
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { connect, type NatsConnection } from 'nats';
-import { GrpcMempool, StateReaderClient } from '../../../libs/abci-grpc/index.js';
+import {
+  GrpcMempool,
+  mutualTlsChannelCredentials,
+  StateReaderClient,
+} from '../../../libs/abci-grpc/index.js';
 import { homePaths, toEthRpcOptions } from '../../../libs/config/index.js';
 import { DevAccounts, EthRpcServer } from '../../../libs/rpc/index.js';
 import { decodePendingTxs, headsSubject, pendingTxsSubject } from '../../../libs/stream/index.js';
@@ -21,6 +25,7 @@ import {
   SERVICE_SETTINGS,
   type ServiceModuleFactory,
 } from '../../shared/src/bootstrap.js';
+import { checkNatsLogin, natsConnectOptions } from '../../shared/src/nats.js';
 import { serveServiceMetrics } from '../../shared/src/service-metrics.js';
 import type { ServiceSettings } from '../../shared/src/settings.js';
 import { EdgeChain, HeadFeed } from './edge-chain.js';
@@ -61,9 +66,11 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
         const metrics = await serveServiceMetrics(s, logger.child({ module: 'metrics' }), closers, {
           readiness: () => ({ serving, catchingUp: false }),
         });
-        const reader = new StateReaderClient(s.cluster.stateStoreGrpcAddress);
+        // Mutual TLS on both links when NODED_GRPC_TLS_* name the files; plaintext otherwise.
+        const tls = s.cluster.grpcTls ? { credentials: mutualTlsChannelCredentials(s.cluster.grpcTls) } : {};
+        const reader = new StateReaderClient(s.cluster.stateStoreGrpcAddress, tls);
         closers.add('state-store client', () => reader.close());
-        const mempool = new GrpcMempool(s.cluster.executorGrpcAddress);
+        const mempool = new GrpcMempool(s.cluster.executorGrpcAddress, tls);
         closers.add('mempool client', () => mempool.close());
         log.info({ stateStore: s.cluster.stateStoreGrpcAddress }, 'waiting for the state-store');
         await reader.waitReady(STATE_STORE_WAIT_MS);
@@ -94,13 +101,15 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
         const feed = new HeadFeed(edge, chain, bus, logger.child({ module: 'heads' }));
         closers.add('new heads', () => feed.close());
         // Core NATS heads only wake the feed up; it reads what it publishes from the state-store.
+        // A refused login stops the start here, naming the user; an unreachable server does not.
+        await checkNatsLogin(s.cluster, 'rpc-edge', log);
         let nc: NatsConnection | undefined;
         let natsClosed = false;
         const subscribe = async () => {
           while (!natsClosed) {
             try {
               nc = await connect({
-                servers: s.cluster.natsUrls,
+                ...natsConnectOptions(s.cluster, 'rpc-edge'),
                 name: 'noded-rpc-edge',
                 maxReconnectAttempts: -1,
               });

@@ -1,8 +1,10 @@
 // What every cluster service reads before it starts: the home's config.toml and app.toml with
 // NODED_<KEY> overrides, genesis.json, and the cluster's own variables (docs/cluster.md
 // "Configuration"). Every problem is collected and reported at once, each naming the file or variable.
-import { existsSync } from 'node:fs';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import type { GrpcTlsMaterial } from '../../../libs/abci-grpc/index.js';
 import {
   type ConfigProblem,
   type Env,
@@ -52,6 +54,19 @@ export const DEFAULT_STATE_STORE_GRPC_ADDRESS = '127.0.0.1:26671';
 /** nats-server's default client port. */
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
 
+/** This service's NATS login: a user of nats-server's authorization block and its password. */
+export interface NatsLogin {
+  user: string;
+  pass: string;
+  /** Where the password was read from (named in errors, never the password). */
+  passwordFile: string;
+}
+
+/** Mutual TLS on the cluster's gRPC links, and the files it was read from. */
+export interface GrpcTlsSettings extends GrpcTlsMaterial {
+  files: { cert: string; key: string; ca: string };
+}
+
 export interface ClusterSettings {
   /** NODED_EXECUTOR_GRPC_ADDRESS: where the executor listens and consensus dials (host:port). */
   executorGrpcAddress: string;
@@ -69,6 +84,10 @@ export interface ClusterSettings {
   metricsTargets: MetricsTarget[];
   /** NODED_METRICS_MAX_LAG: heights a state-store may be behind consensus and the cluster still ready. */
   metricsMaxLag: number;
+  /** NODED_NATS_USER and NODED_NATS_PASSWORD_FILE; null: no login (a nats-server without authorization). */
+  natsLogin: NatsLogin | null;
+  /** NODED_GRPC_TLS_CERT, NODED_GRPC_TLS_KEY, NODED_GRPC_TLS_CA; null: plaintext gRPC. */
+  grpcTls: GrpcTlsSettings | null;
 }
 
 export interface ServiceSettings {
@@ -126,13 +145,115 @@ function natsUrlsOf(value: string, problems: string[]): string[] {
         `$NODED_NATS_URL: each URL must be nats://host:port or tls://host:port, got ${JSON.stringify(u)}`,
       );
     } else if (url.username !== '' || url.password !== '') {
-      // Credentials come from files named in config (a later slice), never from a URL in the environment.
+      // The login comes from $NODED_NATS_USER and the file $NODED_NATS_PASSWORD_FILE names, never from a URL.
       problems.push(
         `$NODED_NATS_URL: must not carry a user or password, got one in ${JSON.stringify(url.host)}`,
       );
     }
   }
   return urls;
+}
+
+/** A file named by `$name`, read whole; a problem naming the variable and the path when it cannot be. */
+function readNamedFile(name: string, path: string, problems: string[]): Buffer | undefined {
+  if (path.trim() === '') {
+    problems.push(`$${name}: must be a file path, got ""`);
+    return undefined;
+  }
+  try {
+    const bytes = readFileSync(path);
+    if (bytes.length === 0) {
+      problems.push(`$${name}: ${path} is empty`);
+      return undefined;
+    }
+    return bytes;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    problems.push(
+      `$${name}: cannot read ${path} (${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'a directory' : (err as Error).message})`,
+    );
+    return undefined;
+  }
+}
+
+// A nats-server user name as nats-server.conf takes it unquoted and the generated config writes it.
+const NATS_USER_RE = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** NODED_NATS_USER and NODED_NATS_PASSWORD_FILE: both or neither. */
+function natsLoginOf(env: Env, problems: string[]): NatsLogin | null {
+  const user = env.NODED_NATS_USER;
+  const file = env.NODED_NATS_PASSWORD_FILE;
+  if (user === undefined && file === undefined) return null;
+  if (user === undefined || file === undefined) {
+    problems.push(
+      `$NODED_NATS_USER and $NODED_NATS_PASSWORD_FILE: set both or neither, got only $${user === undefined ? 'NODED_NATS_PASSWORD_FILE' : 'NODED_NATS_USER'}`,
+    );
+    return null;
+  }
+  if (!NATS_USER_RE.test(user))
+    problems.push(`$NODED_NATS_USER: must be 1 to 64 of A-Z a-z 0-9 _ . -, got ${JSON.stringify(user)}`);
+  const bytes = readNamedFile('NODED_NATS_PASSWORD_FILE', file, problems);
+  if (bytes === undefined) return null;
+  // One line; the newline an editor or `echo` leaves is not part of the password.
+  const pass = bytes.toString('utf8').replace(/\r?\n$/, '');
+  if (pass === '' || /[\r\n]/.test(pass)) {
+    problems.push(
+      `$NODED_NATS_PASSWORD_FILE: ${file} must hold the password on one line, got ${pass === '' ? 'an empty line' : 'several lines'}`,
+    );
+    return null;
+  }
+  return { user, pass, passwordFile: resolve(file) };
+}
+
+/** NODED_GRPC_TLS_CERT, _KEY and _CA: all three or none; parsed and checked against each other. */
+function grpcTlsOf(env: Env, problems: string[]): GrpcTlsSettings | null {
+  const names = ['NODED_GRPC_TLS_CERT', 'NODED_GRPC_TLS_KEY', 'NODED_GRPC_TLS_CA'] as const;
+  const set = names.filter((n) => env[n] !== undefined);
+  if (set.length === 0) return null;
+  if (set.length < names.length) {
+    problems.push(
+      `$NODED_GRPC_TLS_CERT, $NODED_GRPC_TLS_KEY and $NODED_GRPC_TLS_CA: set all three or none, got only ${set.map((n) => `$${n}`).join(', ')}`,
+    );
+    return null;
+  }
+  const files = { cert: env.NODED_GRPC_TLS_CERT!, key: env.NODED_GRPC_TLS_KEY!, ca: env.NODED_GRPC_TLS_CA! };
+  const cert = readNamedFile('NODED_GRPC_TLS_CERT', files.cert, problems);
+  const key = readNamedFile('NODED_GRPC_TLS_KEY', files.key, problems);
+  const ca = readNamedFile('NODED_GRPC_TLS_CA', files.ca, problems);
+  if (!cert || !key || !ca) return null;
+  const parse = <T>(name: string, path: string, what: string, f: () => T): T | undefined => {
+    try {
+      return f();
+    } catch (err) {
+      problems.push(`$${name}: ${path} is not a PEM ${what} (${(err as Error).message})`);
+      return undefined;
+    }
+  };
+  const leaf = parse('NODED_GRPC_TLS_CERT', files.cert, 'certificate', () => new X509Certificate(cert));
+  const priv = parse('NODED_GRPC_TLS_KEY', files.key, 'private key', () => createPrivateKey(key));
+  const root = parse('NODED_GRPC_TLS_CA', files.ca, 'CA certificate', () => new X509Certificate(ca));
+  if (!leaf || !priv || !root) return null;
+  const before = problems.length;
+  if (!leaf.checkPrivateKey(priv))
+    problems.push(
+      `$NODED_GRPC_TLS_KEY: ${files.key} is not the private key of the certificate ${files.cert}`,
+    );
+  if (!leaf.checkIssued(root) || !leaf.verify(root.publicKey))
+    problems.push(
+      `$NODED_GRPC_TLS_CERT: ${files.cert} is not signed by the CA of $NODED_GRPC_TLS_CA (${files.ca}); the peers would refuse it`,
+    );
+  const now = Date.now();
+  if (Date.parse(leaf.validTo) < now || Date.parse(leaf.validFrom) > now)
+    problems.push(
+      `$NODED_GRPC_TLS_CERT: ${files.cert} is valid from ${leaf.validFrom} to ${leaf.validTo}, not now`,
+    );
+  if (problems.length > before) return null;
+  return {
+    cert,
+    key,
+    ca,
+    files: { cert: resolve(files.cert), key: resolve(files.key), ca: resolve(files.ca) },
+  };
 }
 
 /** NODED_METRICS_TARGETS: comma-separated service=host:port, each service at least once. */
@@ -224,9 +345,13 @@ export function clusterSettingsOf(
         `$NODED_METRICS_MAX_LAG: must be a number of heights (0 or more), got ${JSON.stringify(env.NODED_METRICS_MAX_LAG)}`,
       );
   }
+  const natsLogin = natsLoginOf(env, problems);
+  const grpcTls = grpcTlsOf(env, problems);
   return {
     executorGrpcAddress,
     natsUrls,
+    natsLogin,
+    grpcTls,
     executorWaitMs,
     stateStoreDb,
     stateStoreGrpcAddress,

@@ -10,6 +10,8 @@ import type { Logger } from '../../../libs/types/index.js';
 export interface FollowerOptions {
   replica: ReplicaStore;
   servers: string[];
+  /** The service's NATS login and inbox prefix (natsConnectOptions); none: an open nats-server. */
+  login?: { user?: string; pass?: string; inboxPrefix?: string };
   logger: Logger;
   onFatal: (err: Error) => void;
   /**
@@ -49,6 +51,7 @@ export class StreamFollower {
     while (!this.stopped) {
       try {
         this.nc ??= await connect({
+          ...this.o.login,
           servers: this.o.servers,
           name: `noded-state-store-${this.o.replica.chainId}`,
           maxReconnectAttempts: -1,

@@ -6,7 +6,11 @@
 // reloads its committed position.
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Gauge } from 'prom-client';
-import { type StateReaderServer, serveStateReader } from '../../../libs/abci-grpc/index.js';
+import {
+  mutualTlsServerCredentials,
+  type StateReaderServer,
+  serveStateReader,
+} from '../../../libs/abci-grpc/index.js';
 import { toExecutorSettings, toInstrumentationOptions } from '../../../libs/config/index.js';
 import { Executor } from '../../../libs/execution/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
@@ -20,6 +24,7 @@ import {
   type ServiceFatal,
   type ServiceModuleFactory,
 } from '../../shared/src/bootstrap.js';
+import { checkNatsLogin, natsConnectOptions } from '../../shared/src/nats.js';
 import { serveServiceMetrics } from '../../shared/src/service-metrics.js';
 import type { ServiceSettings } from '../../shared/src/settings.js';
 import { StreamFollower } from './follower.js';
@@ -105,12 +110,18 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
         const server = await serveStateReader(
           { chain: view, chainId: s.genesis.runtime.chainId, gate: (read) => gate.read(read) },
           s.cluster.stateStoreGrpcAddress,
-          { logger: logger.child({ module: 'state-grpc' }) },
+          {
+            logger: logger.child({ module: 'state-grpc' }),
+            ...(s.cluster.grpcTls ? { credentials: mutualTlsServerCredentials(s.cluster.grpcTls) } : {}),
+          },
         );
         closers.add('state gRPC server', () => server.close(5_000));
         logger
           .child({ module: 'service' })
-          .info({ address: server.address }, 'serving noded.state.v1.StateReader and grpc.health.v1');
+          .info(
+            { address: server.address, tls: s.cluster.grpcTls ? 'mutual' : 'none' },
+            'serving noded.state.v1.StateReader and grpc.health.v1',
+          );
         return server;
       },
     },
@@ -126,7 +137,7 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
         ReadWriteGate,
         STATE_READER_SERVER,
       ],
-      useFactory: (
+      useFactory: async (
         s: ServiceSettings,
         logger: Logger,
         fatal: ServiceFatal,
@@ -135,9 +146,12 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
         view: Executor,
         gate: ReadWriteGate,
       ) => {
+        // A refused login stops the start here, naming the user; an unreachable server does not.
+        await checkNatsLogin(s.cluster, 'state-store', logger.child({ module: 'follower' }));
         const follower = new StreamFollower({
           replica,
           servers: s.cluster.natsUrls,
+          login: natsConnectOptions(s.cluster, 'state-store'),
           logger,
           onFatal: fatal,
           applyGate: (apply) =>
