@@ -48,5 +48,6 @@ export {
   type StateReaderServer,
   StateRequestError,
   type StateSource,
+  StateStoreUnavailableError,
   serveStateReader,
 } from './src/state.js';

@@ -78,6 +78,7 @@ describe('noded service metrics', () => {
       NODED_SERVICE_METRICS_ADDRESS: own.edge2,
       NODED_EVM_RPC_ADDRESS: `127.0.0.1:${edge2Http}`,
       NODED_EVM_WS_ADDRESS: `127.0.0.1:${await freePort()}`,
+      NODED_API_ADDRESS: `tcp://127.0.0.1:${await freePort()}`,
     });
     await start('metrics', {
       NODED_METRICS_TARGETS: [

@@ -95,6 +95,7 @@ describe('noded service rpc-edge', () => {
       NODED_STATE_STORE_GRPC_ADDRESS: store2At,
       NODED_EVM_RPC_ADDRESS: `127.0.0.1:${edge2Http}`,
       NODED_EVM_WS_ADDRESS: `127.0.0.1:${edge2Ws}`,
+      NODED_API_ADDRESS: `tcp://127.0.0.1:${await freePort()}`,
     });
     const url1 = `http://127.0.0.1:${ports.evmHttp}`;
     const url2 = `http://127.0.0.1:${edge2Http}`;
