@@ -81,7 +81,7 @@ start_job state-store env NODED_SERVICE_METRICS_ADDRESS="$state_store_metrics" n
 # default: config.toml [rpc] laddr), and sending transactions to the executor's CheckTx.
 # A second edge is one more command with other ports, e.g.
 #   NODED_EVM_RPC_ADDRESS=127.0.0.1:18545 NODED_EVM_WS_ADDRESS=127.0.0.1:18546 \
-#   NODED_API_ADDRESS=tcp://127.0.0.1:11317 \
+#   NODED_API_ADDRESS=tcp://127.0.0.1:11317 NODED_EVM_API_ADDRESS=127.0.0.1:11317 \
 #   NODED_SERVICE_METRICS_ADDRESS=127.0.0.1:26684 noded service rpc-edge --home HOME
 start_job rpc-edge env NODED_SERVICE_METRICS_ADDRESS="$rpc_edge_metrics" node "$cli" service rpc-edge --home "$home"
 # every service's metrics on [instrumentation] prometheus_listen_addr (26660) with a service label,

@@ -144,6 +144,7 @@ describe('make cluster (scripts/cluster.sh)', () => {
       NODED_EVM_RPC_ADDRESS: `127.0.0.1:${edge2Port}`,
       NODED_EVM_WS_ADDRESS: `127.0.0.1:${await freePort()}`,
       NODED_API_ADDRESS: `tcp://127.0.0.1:${edge2Api}`,
+      NODED_EVM_API_ADDRESS: `127.0.0.1:${edge2Api}`,
     });
     cleanups.push(() => edge2.stop());
     await waitForService(edge2, /noded service rpc-edge is running/, 60_000);

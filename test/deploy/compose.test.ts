@@ -177,6 +177,7 @@ describe('docker-compose.yml', () => {
     assert.equal(services['rpc-edge'].environment.NODED_EVM_RPC_ADDRESS, '0.0.0.0:8545');
     assert.equal(services['rpc-edge'].environment.NODED_EVM_WS_ADDRESS, '0.0.0.0:8546');
     assert.equal(services['rpc-edge'].environment.NODED_API_ADDRESS, 'tcp://0.0.0.0:1317');
+    assert.equal(services['rpc-edge'].environment.NODED_EVM_API_ADDRESS, '0.0.0.0:1317');
     assert.equal(services['rpc-edge'].environment.NODED_CONSENSUS_RPC_ADDRESS, 'consensus:26657');
   });
 
