@@ -5,13 +5,14 @@
 // validator sets, node info, the transaction's CometBFT hash) say. Bad paths get the gateway's
 // 400/404/405 shapes. With consensus stopped, its routes answer 503 with the reason while state
 // routes keep answering; consensus restarted, they answer again; with the state-store stopped, state
-// routes answer 503.
+// routes answer 503. Last, the cluster is stopped and `noded start` runs on the same home: its REST
+// gives byte-for-byte the same answers as the edge gave for the same heights.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { JsonRpcProvider, keccak256, Wallet } from 'ethers';
-import { DEV_ADDRESSES, DEV_KEYS, freePort, initLocalHome } from '../e2e/harness.js';
+import { DEV_ADDRESSES, DEV_KEYS, freePort, initLocalHome, startNode } from '../e2e/harness.js';
 import { startNatsServer } from './nats.js';
 import { comet, type ServiceProcess, spawnService, until, waitForService } from './processes.js';
 
@@ -276,5 +277,55 @@ describe('noded service rpc-edge: REST on [api] address', () => {
       return r.status === 200 ? true : undefined;
     });
     assert.equal(edge.proc.exitCode, null, 'the edge kept running throughout');
+
+    // ---- the same answers as `noded start` on this home at the same heights ---------------------
+    const compared: Array<[string, Record<string, string>?]> = [
+      [`/cosmos/base/tendermint/v1beta1/blocks/${h}`],
+      [`/cosmos/base/tendermint/v1beta1/blocks/${h - 1}`],
+      [`/cosmos/base/tendermint/v1beta1/validatorsets/${h}`],
+      [`/cosmos/base/tendermint/v1beta1/validatorsets/${h}?pagination.limit=1`],
+      [`/cosmos/tx/v1beta1/txs/${receipt!.hash}`],
+      [`/cosmos/tx/v1beta1/txs/${cometHash}`],
+      [`/cosmos/bank/v1beta1/balances/${DEV_ADDRESSES[0]}`, at],
+      [`/cosmos/bank/v1beta1/balances/${fresh}/by_denom?denom=abtc`, at],
+      [`/cosmos/auth/v1beta1/accounts/${DEV_ADDRESSES[0]}`, at],
+      ['/evm/v1/params'],
+      ['/noded/bridge/v1/params', at],
+      ['/cosmos/staking/v1beta1/params', at],
+      ['/cosmos/distribution/v1beta1/params', at],
+      ['/cosmos/bank/v1beta1/balances/0x1234'],
+      ['/cosmos/base/tendermint/v1beta1/blocks/99999999'],
+      [`/cosmos/tx/v1beta1/txs/${'ab'.repeat(32)}`],
+      ['/no/such/route'],
+    ];
+    // The chain grows meanwhile: "the chain length N" is compared without N.
+    const answer = (r: { status: number; body: Json }) => ({
+      status: r.status,
+      body:
+        typeof r.body.message === 'string'
+          ? { ...r.body, message: r.body.message.replace(/chain length \d+$/, 'chain length N') }
+          : r.body,
+    });
+    const fromEdge: Array<{ status: number; body: Json }> = [];
+    for (const [path, headers] of compared) fromEdge.push(answer(await rest(api, path, { headers })));
+    assert.deepEqual(
+      fromEdge.slice(0, 11).map((r) => r.status),
+      Array(11).fill(200),
+      'the edge answered the state and block routes',
+    );
+    for (const s of running.reverse()) await s.stop();
+    running.length = 0;
+    const node = await startNode(home, ports);
+    cleanups.push(() => node.stop());
+    await until('noded start serves REST', 30_000, async () =>
+      (await rest(api, '/evm/v1/params').catch(() => undefined))?.status === 200 ? true : undefined,
+    );
+    for (const [i, [path, headers]] of compared.entries()) {
+      const r = answer(await rest(api, path, { headers }));
+      assert.deepEqual(r, fromEdge[i], `${path}: the edge answered ${JSON.stringify(fromEdge[i])}`);
+    }
+    const startInfo = (await ok(api, '/cosmos/base/tendermint/v1beta1/node_info')).default_node_info;
+    assert.equal(startInfo.default_node_id, info.default_node_info.default_node_id);
+    assert.equal(startInfo.network, info.default_node_info.network);
   });
 });
