@@ -58,7 +58,7 @@ const b64OfHex = (hex: string) => Buffer.from(hex, 'hex').toString('base64');
 const protoTime = (rfc3339: string) => new Date(rfc3339).getTime();
 
 describe('noded service rpc-edge: REST on [api] address', () => {
-  it('answers state routes from the state-store and block routes from consensus, 503 when either is down', async () => {
+  it('answers state routes from the state-store and block routes from consensus, 503 when either is down', async (t) => {
     const { home, ports } = await initLocalHome({ timeoutCommit: '300ms' });
     cleanups.push(() => rmSync(home, { recursive: true, force: true }));
     const nats = await startNatsServer();
@@ -313,6 +313,18 @@ describe('noded service rpc-edge: REST on [api] address', () => {
       Array(11).fill(200),
       'the edge answered the state and block routes',
     );
+    // Latency, reported (not asserted): 20 sequential GETs of a block and of a balance at the height.
+    const timed = async (label: string) => {
+      for (const [what, path, headers] of [
+        ['block', `/cosmos/base/tendermint/v1beta1/blocks/${h}`, undefined],
+        ['balance', `/cosmos/bank/v1beta1/balances/${DEV_ADDRESSES[0]}`, at],
+      ] as const) {
+        const t0 = performance.now();
+        for (let i = 0; i < 20; i++) assert.equal((await rest(api, path, { headers })).status, 200);
+        t.diagnostic(`${label} ${what}: ${((performance.now() - t0) / 20).toFixed(2)} ms per request`);
+      }
+    };
+    await timed('rpc-edge');
     for (const s of running.reverse()) await s.stop();
     running.length = 0;
     const node = await startNode(home, ports);
@@ -320,6 +332,7 @@ describe('noded service rpc-edge: REST on [api] address', () => {
     await until('noded start serves REST', 30_000, async () =>
       (await rest(api, '/evm/v1/params').catch(() => undefined))?.status === 200 ? true : undefined,
     );
+    await timed('noded start');
     for (const [i, [path, headers]] of compared.entries()) {
       const r = answer(await rest(api, path, { headers }));
       assert.deepEqual(r, fromEdge[i], `${path}: the edge answered ${JSON.stringify(fromEdge[i])}`);
