@@ -83,10 +83,13 @@ start_job executor env NODED_NATS_USER=executor NODED_NATS_PASSWORD_FILE="$home/
 start_job consensus env NODED_SERVICE_METRICS_ADDRESS="$consensus_metrics" node "$cli" service consensus --home "$home"
 # a read replica following the stream into <home>/data/state-store.db (NODED_STATE_STORE_DB)
 start_job state-store env NODED_NATS_USER=state-store NODED_NATS_PASSWORD_FILE="$home/data/nats/state-store.password" NODED_SERVICE_METRICS_ADDRESS="$state_store_metrics" node "$cli" service state-store --home "$home"
-# the Ethereum JSON-RPC on app.toml's [evm] rpc_address/ws_address (8545/8546), reading from that
-# state-store (NODED_STATE_STORE_GRPC_ADDRESS) and sending transactions to the executor's CheckTx.
+# the Ethereum JSON-RPC on app.toml's [evm] rpc_address/ws_address (8545/8546) and the REST API on
+# [api] address (1317), reading from that state-store (NODED_STATE_STORE_GRPC_ADDRESS) and, for
+# REST's blocks/validator sets/node info, from consensus' CometBFT RPC (NODED_CONSENSUS_RPC_ADDRESS,
+# default: config.toml [rpc] laddr), and sending transactions to the executor's mempool service.
 # A second edge is one more command with other ports, e.g.
 #   NODED_EVM_RPC_ADDRESS=127.0.0.1:18545 NODED_EVM_WS_ADDRESS=127.0.0.1:18546 \
+#   NODED_API_ADDRESS=tcp://127.0.0.1:11317 NODED_EVM_API_ADDRESS=127.0.0.1:11317 \
 #   NODED_SERVICE_METRICS_ADDRESS=127.0.0.1:26684 NODED_NATS_USER=rpc-edge \
 #   NODED_NATS_PASSWORD_FILE=HOME/data/nats/rpc-edge.password noded service rpc-edge --home HOME
 start_job rpc-edge env NODED_NATS_USER=rpc-edge NODED_NATS_PASSWORD_FILE="$home/data/nats/rpc-edge.password" NODED_SERVICE_METRICS_ADDRESS="$rpc_edge_metrics" node "$cli" service rpc-edge --home "$home"

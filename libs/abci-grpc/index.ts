@@ -48,6 +48,7 @@ export {
   type StateReaderServer,
   StateRequestError,
   type StateSource,
+  StateStoreUnavailableError,
   serveStateReader,
 } from './src/state.js';
 // Mutual TLS credentials for both ends of every link above (PEM bytes in, grpc-js credentials out).

@@ -12,7 +12,7 @@ import { after, describe, it } from 'node:test';
 import { connect } from 'nats';
 import { RocksKV } from '../../libs/storage/index.js';
 import { blocksStreamName, ReplicaStore } from '../../libs/stream/index.js';
-import { freePort, initLocalHome, repoRoot } from '../e2e/harness.js';
+import { DEV_ADDRESSES, freePort, initLocalHome, repoRoot } from '../e2e/harness.js';
 import { comet, spawnService, until, waitForService } from './processes.js';
 
 const cleanups: Array<() => unknown> = [];
@@ -136,6 +136,7 @@ describe('make cluster (scripts/cluster.sh)', () => {
 
     // A second edge beside the script's: one command with env overrides (docs/cluster.md).
     const edge2Port = await freePort();
+    const edge2Api = await freePort();
     const edge2 = spawnService('rpc-edge', home, {
       NODED_NATS_URL: `nats://127.0.0.1:${natsPort}`,
       NODED_STATE_STORE_GRPC_ADDRESS: stateStoreAt,
@@ -145,12 +146,24 @@ describe('make cluster (scripts/cluster.sh)', () => {
       // nats-server requires a login: the edge's, as the script wrote it (docs/cluster.md)
       NODED_NATS_USER: 'rpc-edge',
       NODED_NATS_PASSWORD_FILE: join(home, 'data', 'nats', 'rpc-edge.password'),
+      NODED_API_ADDRESS: `tcp://127.0.0.1:${edge2Api}`,
+      NODED_EVM_API_ADDRESS: `127.0.0.1:${edge2Api}`,
     });
     cleanups.push(() => edge2.stop());
     await waitForService(edge2, /noded service rpc-edge is running/, 60_000);
     await until('the second edge answers', 30_000, async () =>
       (await ethHeight(edge2Port)) >= 3 ? true : undefined,
     );
+    // REST on both edges: blocks from consensus' RPC on [rpc] laddr, balances from the state-store.
+    for (const api of [ports.api, edge2Api]) {
+      const block = await fetch(`http://127.0.0.1:${api}/cosmos/base/tendermint/v1beta1/blocks/2`);
+      assert.equal(block.status, 200);
+      const json = (await block.json()) as { block: { header: { height: string; chain_id: string } } };
+      assert.deepEqual([json.block.header.height, json.block.header.chain_id], ['2', 'chain-local']);
+      const bank = await fetch(`http://127.0.0.1:${api}/cosmos/bank/v1beta1/balances/${DEV_ADDRESSES[1]}`);
+      assert.equal(bank.status, 200);
+      assert.equal(((await bank.json()) as { balances: unknown[] }).balances.length, 1);
+    }
     await edge2.stop();
 
     // kill -9 of the executor: the script starts a new one, and blocks continue.

@@ -74,10 +74,13 @@ describe('noded service metrics', () => {
     let store = await start('state-store', { NODED_SERVICE_METRICS_ADDRESS: own['state-store'] });
     await start('rpc-edge', { NODED_SERVICE_METRICS_ADDRESS: own.edge1 });
     const edge2Http = await freePort();
+    const edge2Api = await freePort();
     await start('rpc-edge', {
       NODED_SERVICE_METRICS_ADDRESS: own.edge2,
       NODED_EVM_RPC_ADDRESS: `127.0.0.1:${edge2Http}`,
       NODED_EVM_WS_ADDRESS: `127.0.0.1:${await freePort()}`,
+      NODED_API_ADDRESS: `tcp://127.0.0.1:${edge2Api}`,
+      NODED_EVM_API_ADDRESS: `127.0.0.1:${edge2Api}`,
     });
     await start('metrics', {
       NODED_METRICS_TARGETS: [

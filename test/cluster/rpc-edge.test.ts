@@ -72,6 +72,7 @@ describe('noded service rpc-edge', () => {
     const store2At = `127.0.0.1:${await freePort()}`;
     const edge2Http = await freePort();
     const edge2Ws = await freePort();
+    const edge2Api = await freePort();
     const env = { NODED_EXECUTOR_GRPC_ADDRESS: executorAt, NODED_NATS_URL: nats.url };
     const running: ServiceProcess[] = [];
     cleanups.push(async () => {
@@ -95,6 +96,8 @@ describe('noded service rpc-edge', () => {
       NODED_STATE_STORE_GRPC_ADDRESS: store2At,
       NODED_EVM_RPC_ADDRESS: `127.0.0.1:${edge2Http}`,
       NODED_EVM_WS_ADDRESS: `127.0.0.1:${edge2Ws}`,
+      NODED_API_ADDRESS: `tcp://127.0.0.1:${edge2Api}`,
+      NODED_EVM_API_ADDRESS: `127.0.0.1:${edge2Api}`,
     });
     const url1 = `http://127.0.0.1:${ports.evmHttp}`;
     const url2 = `http://127.0.0.1:${edge2Http}`;

@@ -195,6 +195,7 @@ describe('noded service executor + consensus', () => {
       NODED_API_ADDRESS: 'nowhere',
       NODED_STATE_STORE_DB: join(home, 'data', 'application.db'),
       NODED_STATE_STORE_GRPC_ADDRESS: '127.0.0.1:99999',
+      NODED_CONSENSUS_RPC_ADDRESS: 'http://127.0.0.1:26657',
     });
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /\$NODED_EXECUTOR_GRPC_ADDRESS: must be host:port .*got "localhost"/);
@@ -205,16 +206,21 @@ describe('noded service executor + consensus', () => {
     assert.match(bad.stderr, /app\.toml: api\.address: .*\(set by \$NODED_API_ADDRESS\)/);
     assert.match(bad.stderr, /\$NODED_STATE_STORE_DB: must not be the node's own application\.db/);
     assert.match(bad.stderr, /\$NODED_STATE_STORE_GRPC_ADDRESS: port must be 1\.\.65535, got 99999/);
+    assert.match(
+      bad.stderr,
+      /\$NODED_CONSENSUS_RPC_ADDRESS: must be host:port .*got "http:\/\/127\.0\.0\.1:26657"/,
+    );
 
-    // An rpc-edge with both endpoints disabled has nothing to serve, and says so.
+    // An rpc-edge with all three endpoints disabled has nothing to serve, and says so.
     const idle = runCli(['service', 'rpc-edge', '--home', home], {
       NODED_EVM_RPC_ENABLE: 'false',
       NODED_EVM_RPC_WS_ENABLE: 'false',
+      NODED_API_ENABLE: 'false',
     });
     assert.equal(idle.code, 1);
     assert.match(
       idle.stderr,
-      /\[evm\.rpc\] enable and ws_enable are both false: an rpc-edge has nothing to serve/,
+      /\[evm\.rpc\] enable and ws_enable and \[api\] enable are all false: an rpc-edge has nothing to serve/,
     );
 
     const nobody = `127.0.0.1:${await freePort()}`;

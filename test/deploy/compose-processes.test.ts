@@ -15,7 +15,8 @@
 // haproxy gets the shipped config with two changes Docker's DNS would make unnecessary: the
 // `resolvers docker` section is left out and each `server-template ... rpc-edge:<port>` becomes one
 // `server` line per rpc-edge replica. Then: ethers sends a transfer through the proxy on 8545 and gets
-// its receipt, 26657 shows the block, WebSocket 8546 through the proxy answers, both rpc-edge replicas
+// its receipt, 26657 shows the block, REST on 1317 through the proxy gives the balance and the
+// block, WebSocket 8546 through the proxy answers, both rpc-edge replicas
 // (`--scale rpc-edge=2`) serve requests (counted by the metrics service on 26660, whose /readyz is
 // 200), and with one replica killed the proxy keeps serving.
 import assert from 'node:assert/strict';
@@ -311,6 +312,28 @@ describe('docker-compose.yml as processes', () => {
         await fetch(`http://${ips.consensus![0]}:${port(26657)}/block?height=${receipt!.blockNumber}`)
       ).json()) as Any;
       assert.equal(block.result.block.data.txs.length >= 1, true);
+
+      // REST through the proxy on 1317: the balance from a state-store, the block from consensus.
+      const restBase = `http://${proxyIp}:${port(1317)}`;
+      const restGet = async (path: string) => {
+        const res = await fetch(`${restBase}${path}`, { signal: AbortSignal.timeout(10_000) });
+        assert.equal(res.status, 200, `${path}: ${await res.clone().text()}`);
+        return (await res.json()) as Any;
+      };
+      const h = String(receipt!.blockNumber);
+      const bank = await restGet(`/cosmos/bank/v1beta1/balances/${DEV_ADDRESSES[3]}`);
+      assert.equal(
+        bank.balances[0].amount,
+        BigInt(
+          (await jsonRpc(proxyUrl, 'eth_getBalance', [DEV_ADDRESSES[3], 'latest'])) as string,
+        ).toString(),
+      );
+      const restBlock = await restGet(`/cosmos/base/tendermint/v1beta1/blocks/${h}`);
+      assert.equal(
+        restBlock.block_id.hash,
+        Buffer.from(block.result.block_id.hash, 'hex').toString('base64'),
+      );
+      assert.deepEqual(restBlock.block.data.txs, block.result.block.data.txs);
 
       // WebSocket through the proxy on 8546.
       const ws = new WebSocketProvider(`ws://${proxyIp}:${port(8546)}`, 31337, { staticNetwork: true });

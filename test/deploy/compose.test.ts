@@ -176,6 +176,9 @@ describe('docker-compose.yml', () => {
     assert.equal(services.metrics.environment.NODED_INSTRUMENTATION_PROMETHEUS_LISTEN_ADDR, '0.0.0.0:26660');
     assert.equal(services['rpc-edge'].environment.NODED_EVM_RPC_ADDRESS, '0.0.0.0:8545');
     assert.equal(services['rpc-edge'].environment.NODED_EVM_WS_ADDRESS, '0.0.0.0:8546');
+    assert.equal(services['rpc-edge'].environment.NODED_API_ADDRESS, 'tcp://0.0.0.0:1317');
+    assert.equal(services['rpc-edge'].environment.NODED_EVM_API_ADDRESS, '0.0.0.0:1317');
+    assert.equal(services['rpc-edge'].environment.NODED_CONSENSUS_RPC_ADDRESS, 'consensus:26657');
   });
 
   it('publishes the spec ports: 26656 p2p-gateway (in its profile), 26657 consensus and 26660 metrics on 127.0.0.1, 8545/8546/1317 by the proxy only', () => {

@@ -10,6 +10,7 @@ import { bech32Decode, bech32Encode, defaultApiOptions, RestServer } from '../..
 import {
   GatewayError,
   matchRoute,
+  nodeConsensus,
   parseAddress,
   REST_ROUTES,
   type RestContext,
@@ -71,7 +72,7 @@ describe('fuzz: REST path and query parsing', () => {
   before(async () => {
     chain = await FakeChain.create();
     ctx = {
-      node: chain,
+      consensus: nodeConsensus(chain),
       chain,
       logger: silentLogger,
       evmChainId: EVM_CHAIN_ID,
@@ -200,7 +201,7 @@ describe('fuzz: REST server with arbitrary URLs', () => {
   before(async () => {
     chain ??= await FakeChain.create();
     server = new RestServer({
-      node: chain,
+      consensus: nodeConsensus(chain),
       chain,
       logger: silentLogger,
       options: { ...defaultApiOptions, enable: true },

@@ -1,19 +1,27 @@
 // CometBFT JSON read back into consensus types: headers, commits (with absent and nil signatures)
 // and validators survive encode -> decode unchanged, so a light block fetched over RPC verifies;
-// malformed fields are refused with their path.
+// malformed fields are refused with their path. Whole blocks (transactions, duplicate-vote
+// evidence, the first block's empty commit) and transaction results too, as an rpc-edge's REST reads
+// them from the consensus service: decoded, they print the same gateway JSON as the originals.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { headerHash, verifyTrustRoot } from '../../libs/consensus/index.js';
 import { ed25519Verify } from '../../libs/crypto/index.js';
 import {
+  blockFromJson,
+  blockJson,
   CometJsonError,
   commitFromJson,
   commitJson,
+  execTxResultFromJson,
   headerFromJson,
   headerJson,
   validatorFromJson,
   validatorJson,
 } from '../../libs/rpc/index.js';
+import { execTxResultJson } from '../../libs/rpc/src/comet/encode.js';
+import { protoBlock } from '../../libs/rpc/src/rest/encode.js';
+import type { Block, ExecTxResult, Vote } from '../../libs/types/index.js';
 import { CHAIN_ID, GENESIS_TIME } from '../consensus/helpers.js';
 import { KEYS, lightBlock, S, setOf } from '../consensus/light-helpers.js';
 
@@ -88,5 +96,78 @@ describe('CometBFT JSON decoding', () => {
     for (const [fn, message] of cases) {
       assert.throws(fn, (err: unknown) => err instanceof CometJsonError && message.test(err.message));
     }
+  });
+
+  it('reads back a block with transactions and evidence, the first block, and transaction results', () => {
+    const lb = lightBlock({ height: 7, vals: setOf(KEYS.slice(0, 3)), time: GENESIS_TIME + 7n * S + 5n });
+    const vote = (round: number, hashByte: number): Vote => ({
+      type: 2,
+      height: 6,
+      round,
+      blockId: {
+        hash: new Uint8Array(32).fill(hashByte),
+        partSetHeader: { total: 1, hash: new Uint8Array(32).fill(9) },
+      },
+      timestamp: GENESIS_TIME + 6n * S + 1_000n,
+      validatorAddress: lb.validators[1]!.address,
+      validatorIndex: 1,
+      signature: new Uint8Array(64).fill(round + 1),
+    });
+    const block: Block = {
+      header: lb.header,
+      data: { txs: [Uint8Array.from([1, 2, 3]), Uint8Array.from([0xff])] },
+      evidence: [
+        {
+          voteA: vote(0, 1),
+          voteB: vote(0, 2),
+          totalVotingPower: 30n,
+          validatorPower: 10n,
+          timestamp: GENESIS_TIME + 6n * S,
+        },
+      ],
+      lastCommit: lb.commit,
+    };
+    const back = blockFromJson(json(blockJson(block)));
+    assert.deepEqual(back, block);
+    assert.deepEqual(protoBlock(back, 'P'), protoBlock(block, 'P'));
+    const first: Block = { ...block, data: { txs: [] }, evidence: [], lastCommit: null };
+    const firstBack = blockFromJson(json(blockJson(first)));
+    assert.equal(firstBack.lastCommit, null);
+    assert.deepEqual(protoBlock(firstBack), protoBlock(first));
+
+    const results: ExecTxResult[] = [
+      {
+        code: 0,
+        data: Uint8Array.from([7, 7]),
+        log: '',
+        info: '',
+        gasWanted: 21_000n,
+        gasUsed: 21_000n,
+        events: [{ type: 'ethereum_tx', attributes: [{ key: 'txHash', value: '0xab', index: true }] }],
+        codespace: '',
+      },
+      {
+        code: 3,
+        data: new Uint8Array(0),
+        log: 'reverted',
+        info: 'x',
+        gasWanted: 5n,
+        gasUsed: 4n,
+        events: [],
+        codespace: 'evm',
+      },
+    ];
+    assert.deepEqual(
+      results.map((r, i) => execTxResultFromJson(json(execTxResultJson(r)), `r[${i}]`)),
+      results,
+    );
+    assert.throws(
+      () => blockFromJson({ ...json(blockJson(block)), data: { txs: ['**'] } }),
+      /^CometJsonError: block\.data\.txs\[0\]: not base64$/,
+    );
+    assert.throws(
+      () => execTxResultFromJson({ ...json(execTxResultJson(results[0]!)), code: 'x' }),
+      /tx_result\.code: not an integer/,
+    );
   });
 });

@@ -337,6 +337,18 @@ function headFrom(h: ChainHead): StateHead {
 }
 
 /** A client of one state-store: Head and the reads, with deadlines; errors name the address. */
+/**
+ * The state-store did not answer (unreachable, or past the deadline). Still a ChainError -32000 for
+ * the JSON-RPC; the REST API answers it 503.
+ */
+export class StateStoreUnavailableError extends ChainError {
+  readonly unavailable = true;
+  constructor(message: string) {
+    super(-32000, message);
+    this.name = 'StateStoreUnavailableError';
+  }
+}
+
 export class StateReaderClient {
   private readonly client: grpc.Client;
   private closed = false;
@@ -403,7 +415,7 @@ export class StateReaderClient {
           }
           if (err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.DEADLINE_EXCEEDED) {
             return reject(
-              new ChainError(-32000, `state-store at ${this.address} is unavailable: ${err.details}`),
+              new StateStoreUnavailableError(`state-store at ${this.address} is unavailable: ${err.details}`),
             );
           }
           reject(new Error(`state-store at ${this.address}: ${err.details || err.message}`));

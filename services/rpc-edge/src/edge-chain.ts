@@ -12,8 +12,15 @@
 // second, since core NATS delivers at most once) it asks the state-store for its position and
 // publishes every height it now holds that was not published yet, with the block and its logs as the
 // state-store answers them. So subscribers see the heights the state-store can answer reads at.
-import type { GrpcMempool, StateHead, StateRead, StateReaderClient } from '../../../libs/abci-grpc/index.js';
+import {
+  type GrpcMempool,
+  type StateHead,
+  type StateRead,
+  type StateReaderClient,
+  StateStoreUnavailableError,
+} from '../../../libs/abci-grpc/index.js';
 import { renderPendingTx } from '../../../libs/execution/index.js';
+import { unavailable } from '../../../libs/rpc/index.js';
 import {
   ChainError,
   type EthBlock,
@@ -198,4 +205,23 @@ export class HeadFeed {
     if (this.timer) clearInterval(this.timer);
     await this.running;
   }
+}
+
+/**
+ * The EthChain the edge's REST API reads: the same reads, except that a state-store that does not
+ * answer is the REST API's 503 (gRPC-gateway code 14, the reason in the message) instead of a 500.
+ */
+export function restChain(chain: EthChain): EthChain {
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, fn] of Object.entries(chain) as Array<[string, (...a: unknown[]) => unknown]>) {
+    wrapped[name] = (...args: unknown[]) => {
+      const out = fn(...args);
+      if (!(out instanceof Promise)) return out;
+      return out.catch((err: unknown) => {
+        if (err instanceof StateStoreUnavailableError) throw unavailable(err.message);
+        throw err;
+      });
+    };
+  }
+  return wrapped as unknown as EthChain;
 }

@@ -2,8 +2,11 @@
 // WebSocket on [evm] ws_address, every [evm]/[evm.rpc] limit of app.toml, as `noded start` applies
 // them) over an EdgeChain: reads from the state-store at NODED_STATE_STORE_GRPC_ADDRESS, transactions
 // and the mempool's answers from the executor's noded.mempool.v1.Mempool at
-// NODED_EXECUTOR_GRPC_ADDRESS, new heads and admitted transactions from NATS. It holds no chain
-// state; run as many as needed, each on its own ports.
+// NODED_EXECUTOR_GRPC_ADDRESS, new heads and admitted transactions from NATS. And the REST API on
+// [api] address with every [api] limit: its state routes over the same EdgeChain, its CometBFT-shaped
+// routes (blocks, validator sets, node info, syncing, a transaction's block) over the consensus
+// service's CometBFT RPC at NODED_CONSENSUS_RPC_ADDRESS. It holds no chain state; run as many as
+// needed, each on its own ports.
 import { arch, platform } from 'node:os';
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { connect, type NatsConnection } from 'nats';
@@ -12,8 +15,8 @@ import {
   mutualTlsChannelCredentials,
   StateReaderClient,
 } from '../../../libs/abci-grpc/index.js';
-import { homePaths, toEthRpcOptions } from '../../../libs/config/index.js';
-import { DevAccounts, EthRpcServer } from '../../../libs/rpc/index.js';
+import { homePaths, toApiOptions, toEthRpcOptions, toExecutorSettings } from '../../../libs/config/index.js';
+import { CometRpcConsensus, DevAccounts, EthRpcServer, RestServer } from '../../../libs/rpc/index.js';
 import { decodePendingTxs, headsSubject, pendingTxsSubject } from '../../../libs/stream/index.js';
 import { EventBus, type Logger } from '../../../libs/types/index.js';
 import { devAccountKeys } from '../../noded/src/dev-keys.js';
@@ -28,7 +31,7 @@ import {
 import { checkNatsLogin, natsConnectOptions } from '../../shared/src/nats.js';
 import { serveServiceMetrics } from '../../shared/src/service-metrics.js';
 import type { ServiceSettings } from '../../shared/src/settings.js';
-import { EdgeChain, HeadFeed } from './edge-chain.js';
+import { EdgeChain, HeadFeed, restChain } from './edge-chain.js';
 
 /** How long the edge waits for its state-store at start. */
 const STATE_STORE_WAIT_MS = 60_000;
@@ -56,9 +59,10 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
       useFactory: async (s: ServiceSettings, logger: Logger, closers: Closers) => {
         const log = logger.child({ module: 'service' });
         const options = toEthRpcOptions(s.loaded.app);
-        if (!options.enable && !options.wsEnable) {
+        const apiOptions = toApiOptions(s.loaded.app);
+        if (!options.enable && !options.wsEnable && !apiOptions.enable) {
           throw new Error(
-            'app.toml: [evm.rpc] enable and ws_enable are both false: an rpc-edge has nothing to serve',
+            'app.toml: [evm.rpc] enable and ws_enable and [api] enable are all false: an rpc-edge has nothing to serve',
           );
         }
         // Up before the wait for the state-store: /healthz answers, /readyz once the JSON-RPC serves.
@@ -160,15 +164,35 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
           serving = false;
           return server.close();
         });
+        // REST: state routes through the state-store, CometBFT-shaped routes through consensus' RPC.
+        const rpcAt = hostPort(s.loaded.config.rpc.laddr.raw);
+        const consensusRpc = s.cluster.consensusRpcAddress ?? `${dialHost(rpcAt.host)}:${rpcAt.port}`;
+        if (apiOptions.enable) {
+          const rest = new RestServer({
+            consensus: new CometRpcConsensus(consensusRpc),
+            chain: restChain(chain),
+            logger: logger.child({ module: 'api' }),
+            options: apiOptions,
+            evmChainId: s.genesis.runtime.evmChainId,
+            gas: toExecutorSettings(s.loaded.config, s.loaded.app, 'full').gas,
+            appVersion: { name: 'noded', version: NODED_VERSION },
+          });
+          const at = hostPort(apiOptions.address);
+          endpoints.push(
+            `${rest.tls ? 'https' : 'http'}://${dialHost(at.host)}:${await rest.listen(at.host, at.port)}`,
+          );
+          closers.add('api', () => rest.close());
+        }
         serving = true;
         log.info(
           {
             endpoints,
             stateStore: s.cluster.stateStoreGrpcAddress,
             executor: s.cluster.executorGrpcAddress,
+            consensusRpc,
             height: head.latestHeight.toString(),
           },
-          'serving the Ethereum JSON-RPC',
+          'serving the Ethereum JSON-RPC and the REST API',
         );
         return server;
       },

@@ -78,6 +78,11 @@ export interface ClusterSettings {
   stateStoreDb: string;
   /** NODED_STATE_STORE_GRPC_ADDRESS: where a state-store listens and an rpc-edge dials (host:port). */
   stateStoreGrpcAddress: string;
+  /**
+   * NODED_CONSENSUS_RPC_ADDRESS: the consensus service's CometBFT RPC an rpc-edge's REST reads blocks,
+   * validator sets and node info from (host:port); unset: the home's `[rpc] laddr` on its dialable host.
+   */
+  consensusRpcAddress?: string;
   /** NODED_SERVICE_METRICS_ADDRESS: where this service serves its own metrics (host:port). */
   serviceMetricsAddress: string;
   /** NODED_METRICS_TARGETS: what the metrics service scrapes. */
@@ -326,6 +331,9 @@ export function clusterSettingsOf(
   }
   const stateStoreGrpcAddress = env.NODED_STATE_STORE_GRPC_ADDRESS ?? DEFAULT_STATE_STORE_GRPC_ADDRESS;
   checkHostPort('NODED_STATE_STORE_GRPC_ADDRESS', stateStoreGrpcAddress, problems);
+  const consensusRpcAddress = env.NODED_CONSENSUS_RPC_ADDRESS;
+  if (consensusRpcAddress !== undefined)
+    checkHostPort('NODED_CONSENSUS_RPC_ADDRESS', consensusRpcAddress, problems);
   const ownDefault =
     service !== undefined && service !== 'metrics' ? DEFAULT_SERVICE_METRICS_ADDRESSES[service] : '';
   const serviceMetricsAddress = env.NODED_SERVICE_METRICS_ADDRESS ?? ownDefault;
@@ -355,6 +363,7 @@ export function clusterSettingsOf(
     executorWaitMs,
     stateStoreDb,
     stateStoreGrpcAddress,
+    ...(consensusRpcAddress !== undefined ? { consensusRpcAddress } : {}),
     serviceMetricsAddress,
     metricsTargets,
     metricsMaxLag,

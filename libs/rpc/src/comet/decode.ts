@@ -1,16 +1,21 @@
 // CometBFT v0.38 JSON back into the consensus types: what a client of another node's :26657 reads
-// (the light node following RPC servers). The inverse of encode.ts for headers, commits and
-// validators. Input is untrusted: every field is checked for shape and a bad one is named
+// (the light node following RPC servers, an rpc-edge's REST reading the consensus service). The
+// inverse of encode.ts for headers, commits, validators, blocks and transaction results. Input is untrusted: every field is checked for shape and a bad one is named
 // (`CometJsonError: commit.signatures[2].signature: ...`); whether the contents can be trusted is the
 // light client's business, not this decoder's.
 import type {
+  AbciEvent,
+  Block,
   BlockId,
   BlockIdFlag,
   Commit,
   CommitSig,
+  Evidence,
+  ExecTxResult,
   Header,
   TimeNs,
   Validator,
+  Vote,
 } from '../../../types/index.js';
 import { fromB64, fromHex, GO_ZERO_TIME, parseRfc3339 } from './wire.js';
 
@@ -153,5 +158,96 @@ export function validatorFromJson(v: unknown, path = 'validator'): Validator {
     pubKey: b64(pk.value, `${path}.pub_key.value`),
     votingPower: int(o.voting_power, `${path}.voting_power`),
     proposerPriority: int(o.proposer_priority, `${path}.proposer_priority`),
+  };
+}
+
+function list(v: unknown, path: string, max = 100_000): unknown[] {
+  if (v === null || v === undefined) return [];
+  if (!Array.isArray(v)) throw new CometJsonError(path, 'not a list');
+  if (v.length > max) throw new CometJsonError(path, `${v.length} entries, over ${max}`);
+  return v;
+}
+
+function bool(v: unknown, path: string): boolean {
+  if (typeof v !== 'boolean') throw new CometJsonError(path, `not a boolean (${JSON.stringify(v)})`);
+  return v;
+}
+
+function voteFromJson(v: unknown, path: string): Vote {
+  const o = obj(v, path);
+  const type = num(o.type, `${path}.type`);
+  if (type !== 1 && type !== 2) throw new CometJsonError(`${path}.type`, `${type} is not 1 or 2`);
+  return {
+    type,
+    height: num(o.height, `${path}.height`),
+    round: num(o.round, `${path}.round`),
+    blockId: blockIdFromJson(o.block_id, `${path}.block_id`),
+    timestamp: time(o.timestamp, `${path}.timestamp`),
+    validatorAddress: hex(o.validator_address, `${path}.validator_address`),
+    validatorIndex: num(o.validator_index, `${path}.validator_index`),
+    signature: b64(o.signature, `${path}.signature`),
+  };
+}
+
+function evidenceFromJson(v: unknown, path: string): Evidence {
+  const o = obj(v, path);
+  if (o.type !== 'tendermint/DuplicateVoteEvidence')
+    throw new CometJsonError(
+      `${path}.type`,
+      `${JSON.stringify(o.type)} is not tendermint/DuplicateVoteEvidence`,
+    );
+  const e = obj(o.value, `${path}.value`);
+  return {
+    voteA: voteFromJson(e.vote_a, `${path}.value.vote_a`),
+    voteB: voteFromJson(e.vote_b, `${path}.value.vote_b`),
+    totalVotingPower: int(e.TotalVotingPower, `${path}.value.TotalVotingPower`),
+    validatorPower: int(e.ValidatorPower, `${path}.value.ValidatorPower`),
+    timestamp: time(e.Timestamp, `${path}.value.Timestamp`),
+  };
+}
+
+/** A block as /block prints it; the first block's empty last_commit (height 0) is null. */
+export function blockFromJson(v: unknown, path = 'block'): Block {
+  const o = obj(v, path);
+  const data = obj(o.data, `${path}.data`);
+  const evidence = obj(o.evidence, `${path}.evidence`);
+  const lastCommit = commitFromJson(o.last_commit, `${path}.last_commit`);
+  return {
+    header: headerFromJson(o.header, `${path}.header`),
+    data: { txs: list(data.txs, `${path}.data.txs`).map((t, i) => b64(t, `${path}.data.txs[${i}]`)) },
+    evidence: list(evidence.evidence, `${path}.evidence.evidence`).map((e, i) =>
+      evidenceFromJson(e, `${path}.evidence.evidence[${i}]`),
+    ),
+    lastCommit: lastCommit.height === 0 && lastCommit.signatures.length === 0 ? null : lastCommit,
+  };
+}
+
+function eventFromJson(v: unknown, path: string): AbciEvent {
+  const o = obj(v, path);
+  return {
+    type: o.type === undefined ? '' : text(o.type, `${path}.type`),
+    attributes: list(o.attributes, `${path}.attributes`).map((a, i) => {
+      const at = obj(a, `${path}.attributes[${i}]`);
+      return {
+        key: text(at.key, `${path}.attributes[${i}].key`),
+        value: text(at.value, `${path}.attributes[${i}].value`),
+        index: bool(at.index ?? false, `${path}.attributes[${i}].index`),
+      };
+    }),
+  };
+}
+
+/** One entry of /block_results txs_results (ExecTxResult in jsonpb with defaults emitted). */
+export function execTxResultFromJson(v: unknown, path = 'tx_result'): ExecTxResult {
+  const o = obj(v, path);
+  return {
+    code: num(o.code, `${path}.code`),
+    data: b64(o.data ?? null, `${path}.data`),
+    log: text(o.log ?? '', `${path}.log`),
+    info: text(o.info ?? '', `${path}.info`),
+    gasWanted: int(o.gas_wanted ?? '0', `${path}.gas_wanted`),
+    gasUsed: int(o.gas_used ?? '0', `${path}.gas_used`),
+    events: list(o.events, `${path}.events`).map((e, i) => eventFromJson(e, `${path}.events[${i}]`)),
+    codespace: text(o.codespace ?? '', `${path}.codespace`),
   };
 }

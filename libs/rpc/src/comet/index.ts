@@ -2,9 +2,11 @@
 
 // CometBFT JSON read back (headers, commits, validators): for clients of another node's RPC.
 export {
+  blockFromJson,
   blockIdFromJson,
   CometJsonError,
   commitFromJson,
+  execTxResultFromJson,
   headerFromJson,
   validatorFromJson,
 } from './decode.js';

@@ -1,7 +1,17 @@
 // The REST routes (:1317): Cosmos SDK gateway paths for node, blocks, validators, balances,
 // accounts and transactions, plus the chain's EVM and fee-market parameters.
 import { keccak256, sha256 } from '../../../crypto/index.js';
-import type { EthChain, Hex, Logger, NodeReader } from '../../../types/index.js';
+import type {
+  Block,
+  BlockId,
+  EthChain,
+  ExecTxResult,
+  Hex,
+  Logger,
+  NodeIdentity,
+  NodeReader,
+  Validator,
+} from '../../../types/index.js';
 import { BRIDGE_OUT_ADDRESS, BridgeReadError, BridgeReader, BTC_TOKEN_ADDRESS } from '../bridge.js';
 import type { JsonObject } from '../comet/encode.js';
 import type { TxIndexer } from '../comet/indexer.js';
@@ -35,16 +45,51 @@ export interface FeeMarketParams {
   allowUnprotectedTxs?: boolean;
 }
 
+/**
+ * What the CometBFT-shaped routes (node_info, syncing, blocks, validator sets, a transaction's block
+ * and results) read: the consensus side of a node. `noded start` reads its own stores
+ * (`nodeConsensus`); an rpc-edge reads the consensus service's CometBFT RPC. An implementation whose
+ * backing service does not answer throws `unavailable(...)` (503).
+ */
+export interface RestConsensus {
+  identity(): Promise<NodeIdentity>;
+  catchingUp(): Promise<boolean>;
+  /** The lowest and the highest stored block heights. */
+  storeRange(): Promise<{ base: number; height: number }>;
+  /** The block at a stored height with its id; undefined when not stored. */
+  block(height: number): Promise<{ block: Block; blockId: BlockId } | undefined>;
+  /** The results of a stored block's transactions, in block order. */
+  txResults(height: number): Promise<ExecTxResult[] | undefined>;
+  /** The validator set that signs the block at a height; undefined when not known. */
+  validators(height: number): Promise<Validator[] | undefined>;
+  /** Resolves a CometBFT (sha256) transaction hash to its raw bytes; absent without a tx index. */
+  txByCometHash?(hash: Uint8Array): Promise<Uint8Array | undefined>;
+}
+
+/** The RestConsensus of an all-in-one node: its NodeReader and, when on, its tx indexer. */
+export function nodeConsensus(node: NodeReader, indexer?: TxIndexer): RestConsensus {
+  return {
+    identity: async () => node.identity(),
+    catchingUp: async () => node.syncInfo().catchingUp,
+    storeRange: async () => ({ base: node.blockStoreBase(), height: node.blockStoreHeight() }),
+    block: async (height) => {
+      const [block, meta] = await Promise.all([node.loadBlock(height), node.loadBlockMeta(height)]);
+      return block && meta ? { block, blockId: meta.blockId } : undefined;
+    },
+    txResults: async (height) => (await node.loadBlockResults(height))?.txResults,
+    validators: (height) => node.validators(height),
+    txByCometHash: indexer ? async (hash) => (await indexer.get(hash))?.tx : undefined,
+  };
+}
+
 export interface RestContext {
-  node: NodeReader;
+  consensus: RestConsensus;
   chain: EthChain;
   logger: Logger;
   evmChainId: bigint;
   gas: FeeMarketParams;
   /** Bech32 prefix for account addresses (valcons addresses use `<prefix>valcons`); hex only when unset. */
   bech32Prefix?: string;
-  /** Resolves CometBFT (sha256) transaction hashes; without it only Ethereum hashes are found. */
-  indexer?: TxIndexer;
   appVersion: { name: string; version: string; gitCommit: string };
 }
 
@@ -62,6 +107,8 @@ export class GatewayError extends Error {
 
 export const invalidArgument = (msg: string) => new GatewayError(3, 400, msg);
 export const notFound = (msg: string) => new GatewayError(5, 404, msg);
+/** The service a route reads from did not answer (gRPC UNAVAILABLE): 503, the reason in the message. */
+export const unavailable = (msg: string) => new GatewayError(14, 503, msg);
 
 export interface RestRequest {
   params: Record<string, string>;
@@ -168,23 +215,22 @@ function pagination(req: RestRequest, total: number): { offset: number; limit: n
 }
 
 async function blockResponse(ctx: RestContext, height: number): Promise<JsonObject> {
-  const top = ctx.node.blockStoreHeight();
+  const range = await ctx.consensus.storeRange();
+  const top = range.height;
   if (height > top)
     throw invalidArgument(`requested block height ${height} is bigger then the chain length ${top}`);
-  const [block, meta] = await Promise.all([ctx.node.loadBlock(height), ctx.node.loadBlockMeta(height)]);
-  if (!block || !meta)
-    throw notFound(
-      `block ${height} is not available (the lowest stored height is ${ctx.node.blockStoreBase()})`,
-    );
+  const found = await ctx.consensus.block(height);
+  if (!found) throw notFound(`block ${height} is not available (the lowest stored height is ${range.base})`);
+  const { block } = found;
   return {
-    block_id: protoBlockId(meta.blockId),
+    block_id: protoBlockId(found.blockId),
     block: protoBlock(block),
     sdk_block: protoBlock(block, consensusAddress(ctx, block.header.proposerAddress)),
   };
 }
 
 async function validatorSet(ctx: RestContext, req: RestRequest, height: number): Promise<JsonObject> {
-  const vals = await ctx.node.validators(height);
+  const vals = await ctx.consensus.validators(height);
   if (!vals) throw notFound(`validator set for height ${height} is not available`);
   const page = pagination(req, vals.length);
   return {
@@ -196,8 +242,8 @@ async function validatorSet(ctx: RestContext, req: RestRequest, height: number):
   };
 }
 
-function nodeInfo(ctx: RestContext): JsonObject {
-  const id = ctx.node.identity();
+async function nodeInfo(ctx: RestContext): Promise<JsonObject> {
+  const id = await ctx.consensus.identity();
   return {
     default_node_info: {
       protocol_version: { p2p: '8', block: '11', app: '0' },
@@ -286,10 +332,10 @@ async function txByHash(ctx: RestContext, hashText: string): Promise<JsonObject>
   const hash = parseTxHash(hashText);
   let ethHash = `0x${Buffer.from(hash).toString('hex')}` as Hex;
   let tx = await ctx.chain.getTransaction(ethHash);
-  if (!tx && ctx.indexer) {
-    const indexed = await ctx.indexer.get(hash);
+  if (!tx && ctx.consensus.txByCometHash) {
+    const indexed = await ctx.consensus.txByCometHash(hash);
     if (indexed) {
-      ethHash = `0x${Buffer.from(keccak256(indexed.tx)).toString('hex')}` as Hex;
+      ethHash = `0x${Buffer.from(keccak256(indexed)).toString('hex')}` as Hex;
       tx = await ctx.chain.getTransaction(ethHash);
     }
   }
@@ -297,13 +343,14 @@ async function txByHash(ctx: RestContext, hashText: string): Promise<JsonObject>
     throw notFound(`tx not found: ${hashText}`);
   const height = Number(tx.blockNumber);
   const index = Number(tx.transactionIndex);
-  const [receipt, block, results] = await Promise.all([
+  const [receipt, found, results] = await Promise.all([
     ctx.chain.getReceipt(ethHash),
-    ctx.node.loadBlock(height),
-    ctx.node.loadBlockResults(height),
+    ctx.consensus.block(height),
+    ctx.consensus.txResults(height),
   ]);
+  const block = found?.block;
   const raw = block?.data.txs[index];
-  const exec = results?.txResults[index];
+  const exec = results?.[index];
   const gasUsed = receipt?.gasUsed ?? exec?.gasUsed ?? 0n;
   const price = receipt?.effectiveGasPrice ?? tx.gasPrice;
   const message: JsonObject = {
@@ -372,17 +419,17 @@ export const REST_ROUTES: RestRoute[] = [
   {
     path: '/cosmos/base/tendermint/v1beta1/node_info',
     summary: 'Node identity (CometBFT node info) and application version.',
-    handler: async (ctx) => nodeInfo(ctx),
+    handler: (ctx) => nodeInfo(ctx),
   },
   {
     path: '/cosmos/base/tendermint/v1beta1/syncing',
     summary: 'Whether the node is catching up.',
-    handler: async (ctx) => ({ syncing: ctx.node.syncInfo().catchingUp }),
+    handler: async (ctx) => ({ syncing: await ctx.consensus.catchingUp() }),
   },
   {
     path: '/cosmos/base/tendermint/v1beta1/blocks/latest',
     summary: 'The latest committed block.',
-    handler: async (ctx) => blockResponse(ctx, ctx.node.blockStoreHeight()),
+    handler: async (ctx) => blockResponse(ctx, (await ctx.consensus.storeRange()).height),
   },
   {
     path: '/cosmos/base/tendermint/v1beta1/blocks/{height}',
@@ -392,7 +439,7 @@ export const REST_ROUTES: RestRoute[] = [
   {
     path: '/cosmos/base/tendermint/v1beta1/validatorsets/latest',
     summary: 'The validator set of the latest block (pagination.offset / pagination.limit).',
-    handler: async (ctx, req) => validatorSet(ctx, req, ctx.node.blockStoreHeight()),
+    handler: async (ctx, req) => validatorSet(ctx, req, (await ctx.consensus.storeRange()).height),
   },
   {
     path: '/cosmos/base/tendermint/v1beta1/validatorsets/{height}',

@@ -20,10 +20,21 @@ import {
 } from '../http.js';
 import { openApiDocument } from './openapi.js';
 import { ApiConfigError, type ApiOptions, validateApiOptions } from './options.js';
-import { type FeeMarketParams, GatewayError, matchRoute, REST_ROUTES, type RestContext } from './routes.js';
+import {
+  type FeeMarketParams,
+  GatewayError,
+  matchRoute,
+  nodeConsensus,
+  REST_ROUTES,
+  type RestConsensus,
+  type RestContext,
+} from './routes.js';
 
 export interface RestServerDeps {
-  node: NodeReader;
+  /** The all-in-one node's stores for the CometBFT-shaped routes; or give `consensus`. */
+  node?: NodeReader;
+  /** What the CometBFT-shaped routes read when there is no NodeReader here (an rpc-edge). */
+  consensus?: RestConsensus;
   chain: EthChain;
   logger: Logger;
   options: ApiOptions;
@@ -33,7 +44,7 @@ export interface RestServerDeps {
   gas: FeeMarketParams;
   /** Bech32 prefix to accept and print account addresses with (hex only when unset). */
   bech32Prefix?: string;
-  /** Lets /cosmos/tx/v1beta1/txs/{hash} resolve CometBFT (sha256) hashes too. */
+  /** With `node`: lets /cosmos/tx/v1beta1/txs/{hash} resolve CometBFT (sha256) hashes too. */
   indexer?: TxIndexer;
   /** Reported by node_info's application_version. */
   appVersion?: { name: string; version: string; gitCommit?: string };
@@ -57,17 +68,21 @@ export class RestServer {
     validateApiOptions(deps.options);
     this.options = deps.options;
     this.logger = deps.logger.child({ module: 'rest' });
+    let consensus = deps.consensus;
+    if (!consensus) {
+      if (!deps.node) throw new Error('RestServer needs either node or consensus');
+      consensus = nodeConsensus(deps.node, deps.indexer);
+    }
     this.ctx = {
-      node: deps.node,
+      consensus,
       chain: deps.chain,
       logger: this.logger,
       evmChainId: deps.evmChainId,
       gas: deps.gas,
       bech32Prefix: deps.bech32Prefix,
-      indexer: deps.indexer,
       appVersion: {
         name: deps.appVersion?.name ?? 'noded',
-        version: deps.appVersion?.version ?? deps.node.identity().version,
+        version: deps.appVersion?.version ?? deps.node?.identity().version ?? '',
         gitCommit: deps.appVersion?.gitCommit ?? '',
       },
     };
