@@ -4,7 +4,7 @@
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { type AbciServer, serveApplication } from '../../../libs/abci-grpc/index.js';
 import { homePaths, toExecutorSettings } from '../../../libs/config/index.js';
-import { DepositWatcher, Executor } from '../../../libs/execution/index.js';
+import { DepositWatcher, Executor, kvWatcherProgress } from '../../../libs/execution/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { encodeCommitted } from '../../../libs/stream/index.js';
 import { EventBus, type Logger } from '../../../libs/types/index.js';
@@ -77,6 +77,8 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
               bridgeAddress: bridge.bridgeAddress,
               confirmations: bridge.confirmations,
               pollIntervalMs: bridge.pollIntervalMs,
+              startBlock: BigInt(bridge.startBlock),
+              progress: kvWatcherProgress(kv, bridge.bridgeAddress),
               lastProcessed: () => lastInbound(),
               logger: logger.child({ module: 'bridge' }),
             })

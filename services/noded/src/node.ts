@@ -17,7 +17,13 @@ import {
   toInstrumentationOptions,
 } from '../../../libs/config/index.js';
 import { ConsensusRuntime } from '../../../libs/consensus/index.js';
-import { DEV_CHAIN_ID, DepositWatcher, Executor, HARDFORK } from '../../../libs/execution/index.js';
+import {
+  DEV_CHAIN_ID,
+  DepositWatcher,
+  Executor,
+  HARDFORK,
+  kvWatcherProgress,
+} from '../../../libs/execution/index.js';
 import {
   ConsensusChannel,
   LightChannel,
@@ -100,6 +106,8 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
           bridgeAddress: app.bridge.bridgeAddress,
           confirmations: app.bridge.confirmations,
           pollIntervalMs: app.bridge.pollIntervalMs,
+          startBlock: BigInt(app.bridge.startBlock),
+          progress: kvWatcherProgress(applicationDb, app.bridge.bridgeAddress),
           lastProcessed: () => lastInbound(),
           logger: logger.child({ module: 'bridge' }),
         })
