@@ -115,6 +115,7 @@ import {
   type BridgeParams,
   bridgeOutGenesisStorage,
   type InboundState,
+  inflowRoom,
   parseBridgeParams,
   readInbound,
 } from './precompiles/bridge-out.js';
@@ -366,8 +367,17 @@ export class Executor implements Application, EthChain {
   /** The EthereumJS block of the last eth_call (blocks never change once committed). */
   private callBlock: { height: number; priced: boolean; block: ReturnType<typeof makeBlock> } | undefined;
   private readonly bridgeIn: BridgeIn;
-  /** Bridge in: the last deposit sequence number processed in the committed state. */
-  private inboundLast = 0n;
+  /** Bridge in: the state committed at the latest height (last processed deposit, pause, inflow window). */
+  private inbound: InboundState = {
+    token: '',
+    lastSequence: 0n,
+    totalIn: 0n,
+    paused: false,
+    windowSeconds: 0n,
+    maxInflow: 0n,
+    windowIndex: 0n,
+    windowInflow: 0n,
+  };
 
   private constructor(private readonly opts: ExecutorOptions) {
     this.common = chainCommon(opts.evmChainId);
@@ -461,7 +471,7 @@ export class Executor implements Application, EthChain {
     const root = fromHex((await this.meta(META.stateRoot)) ?? toHex(EMPTY_TRIE_ROOT));
     this.db.init(Number(height), oldest, root);
     this.initialized = true;
-    this.inboundLast = (await this.inboundAt(Number(height))).lastSequence;
+    this.inbound = await this.inboundAt(Number(height));
     this.opts.logger.info(
       {
         height: Number(height),
@@ -758,6 +768,7 @@ export class Executor implements Application, EthChain {
       req.height,
       req.localLastCommit,
       await this.inboundAt(this.db.latest),
+      seconds(req.time),
     );
     if (bridge && protoTxSize(bridge.length) <= req.maxTxBytes) {
       dev.push(bridge);
@@ -786,7 +797,12 @@ export class Executor implements Application, EthChain {
         const why =
           i !== 0
             ? `the bridge transaction is at index ${i}, not 0`
-            : await this.bridgeIn.check(raw, req.height, await this.inboundAt(this.db.latest));
+            : await this.bridgeIn.check(
+                raw,
+                req.height,
+                await this.inboundAt(this.db.latest),
+                seconds(req.time),
+              );
         if (why !== null) {
           this.opts.logger.warn({ height: req.height, reason: why }, 'bridge: rejecting proposal');
           return false;
@@ -833,7 +849,19 @@ export class Executor implements Application, EthChain {
 
   /** The last bridge-in deposit sequence number the committed state has processed (the watcher's start). */
   lastInboundSequence(): bigint {
-    return this.inboundLast;
+    return this.inbound.lastSequence;
+  }
+
+  /**
+   * Bridge-in limits for the metrics, from the latest committed state: the admin's pause, the BTC
+   * minted in the inflow window holding `timestamp` (seconds), and the limit (0 = none).
+   */
+  inboundLimits(timestamp: bigint): { paused: boolean; windowInflow: bigint; maxInflow: bigint } {
+    return {
+      paused: this.inbound.paused,
+      windowInflow: inflowRoom(this.inbound, timestamp).used,
+      maxInflow: this.inbound.maxInflow,
+    };
   }
 
   /** ExtendVote: this validator's attestation of the next source-chain deposits (docs/bridge.md). */
@@ -971,7 +999,7 @@ export class Executor implements Application, EthChain {
         sliceStart = performance.now();
       }
       if (i === 0 && bridgeTx) {
-        const { minted, result } = await this.bridgeIn.apply(run.state, bridgeTx, height);
+        const { minted, result } = await this.bridgeIn.apply(run.state, bridgeTx, height, ctx.timestamp);
         bridgeMinted += minted;
         run.recordOther(result);
         continue;
@@ -1182,7 +1210,7 @@ export class Executor implements Application, EthChain {
     this.appHash = p.appHash;
     this.baseFee = p.nextBaseFee;
     this.supply = p.supply;
-    this.inboundLast = (await this.inboundAt(p.height)).lastSequence;
+    this.inbound = await this.inboundAt(p.height);
     if (p.minTip !== undefined) {
       this.recentTips.push(p.minTip);
       if (this.recentTips.length > TIP_HISTORY) this.recentTips.shift();
@@ -1259,7 +1287,7 @@ export class Executor implements Application, EthChain {
     this.supply = BigInt(meta[META.totalSupply] ?? 0);
     const root = fromHex(meta[META.stateRoot] ?? toHex(EMPTY_TRIE_ROOT));
     this.db.reset(Number(meta[META.height] ?? target), oldest, root);
-    this.inboundLast = (await this.inboundAt(this.db.latest)).lastSequence;
+    this.inbound = await this.inboundAt(this.db.latest);
     await this.recheckMempool();
     this.opts.logger.info({ height: target, from: top }, 'application rolled back');
   }

@@ -291,7 +291,9 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       metrics.recordPeerTraffic(p2p.traffic());
     };
     if (watcher) {
-      watcher.onStats((st) => metrics.recordBridge(st));
+      watcher.onStats((st) =>
+        metrics.recordBridge({ ...st, ...executor.inboundLimits(BigInt(Math.floor(Date.now() / 1000))) }),
+      );
       watcher.start();
       life.add('bridge watcher', () => watcher.stop());
       log.info(
