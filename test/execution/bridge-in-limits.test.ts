@@ -19,7 +19,13 @@ import {
   isBridgeTx,
 } from '../../libs/execution/index.js';
 import { type KVStore, RocksKV } from '../../libs/storage/index.js';
-import { EventBus, type ExtendedCommitInfo, type Hex, type Validator } from '../../libs/types/index.js';
+import {
+  EventBus,
+  type ExtendedCommitInfo,
+  type Hex,
+  type Logger,
+  type Validator,
+} from '../../libs/types/index.js';
 import {
   addr,
   ETH,
@@ -103,7 +109,8 @@ async function open(bridge: Record<string, unknown>, dir?: string) {
     process(txs: Uint8Array[], at?: bigint): Promise<boolean>;
     balance(a: string): Promise<bigint>;
     inbound(): Promise<bigint[]>;
-    restart(): Promise<void>;
+    restart(logger?: Logger): Promise<void>;
+    readonly kv: KVStore;
     close(): Promise<void>;
   } = {
     path,
@@ -155,11 +162,14 @@ async function open(bridge: Record<string, unknown>, dir?: string) {
       );
       return abi.decodeFunctionResult('inbound', r.returnData).map((v) => BigInt(v));
     },
-    async restart() {
+    async restart(logger?: Logger) {
       await ex.close();
       await kv.close();
       kv = await RocksKV.open(path);
-      ex = await Executor.open(executorOptions(kv, new EventBus()));
+      ex = await Executor.open(executorOptions(kv, new EventBus(), logger ? { logger } : {}));
+    },
+    get kv() {
+      return kv;
     },
     async close() {
       await ex.close();
@@ -330,5 +340,64 @@ describe('executor: bridge-in inflow limit and pause', () => {
     );
     await ex.close();
     await kv.close();
+  });
+});
+
+describe('executor: an application.db without recorded validator sets', () => {
+  it('is reported at start with the fix, and copying the sets from consensus makes bridge transactions valid again', async () => {
+    const n = await open({});
+    await n.block([]);
+    await n.block([]);
+    // What an application.db written before bridge in recorded validator sets looks like.
+    const marker = Buffer.from('bridge.valset.');
+    const old: Uint8Array[] = [];
+    for await (const [k] of n.kv.iterate({})) {
+      if (Buffer.from(k).includes(marker)) old.push(k.slice());
+    }
+    assert.ok(old.length >= 3, `${old.length} sets recorded`);
+    await n.kv.write(old.map((key) => ({ type: 'del' as const, key })));
+    const lines: string[] = [];
+    const rec = (level: string) => (o: unknown, m?: string) => {
+      lines.push(`${level} ${m ?? ''} ${JSON.stringify(o)}`);
+    };
+    const logger: Logger = {
+      trace: () => {},
+      debug: () => {},
+      info: rec('info') as Logger['info'],
+      warn: rec('warn') as Logger['warn'],
+      error: rec('error') as Logger['error'],
+      child: () => logger,
+    };
+    await n.restart(logger);
+
+    const ds = [dep(1n, alice, 5n)];
+    assert.deepEqual(await n.prepare(extended(2, ds)), [], 'no set for height 2: nothing proposed');
+    // Without a source the node only says what is wrong and how to fix it.
+    assert.deepEqual(await n.ex.checkBridgeValidatorSets(), [2, 3, 4]);
+    const err = lines.find((l) => l.startsWith('error bridge: application.db has no validator set'));
+    assert.ok(err, lines.join('\n'));
+    assert.match(err, /every bridge transaction will be refused/);
+    assert.match(err, /noded start/);
+    assert.match(err, /"heights":\[2,3,4\]/);
+
+    // With consensus' sets (the all-in-one node reads data/state.db) they are copied and persist.
+    const asked: number[] = [];
+    const missing = await n.ex.checkBridgeValidatorSets(async (h) => {
+      asked.push(h);
+      return validators;
+    });
+    assert.deepEqual(missing, []);
+    assert.deepEqual(asked, [2, 3, 4]);
+    assert.ok(lines.some((l) => l.startsWith('info bridge: copied the validator sets')));
+    await n.restart();
+    assert.deepEqual(await n.ex.checkBridgeValidatorSets(), [], 'recorded on disk');
+    const txs = await n.prepare(extended(2, ds));
+    assert.deepEqual(sequences(txs), [1n]);
+    assert.equal(await n.process(txs), true);
+    await n.block(txs);
+    assert.equal(await n.balance(alice), 5n);
+    // The next heights' sets follow from the copied ones, as for any chain.
+    assert.deepEqual(await n.ex.checkBridgeValidatorSets(), []);
+    await n.close();
   });
 });

@@ -48,6 +48,7 @@ import {
   type ProcessProposalRequest,
   type StateOverrides,
   type TracerConfig,
+  type Validator,
   type VerifyVoteExtensionRequest,
 } from '../../types/index.js';
 import { attr, BlockRun } from './blockrun.js';
@@ -850,6 +851,44 @@ export class Executor implements Application, EthChain {
   /** The last bridge-in deposit sequence number the committed state has processed (the watcher's start). */
   lastInboundSequence(): bigint {
     return this.inbound.lastSequence;
+  }
+
+  /**
+   * Bridge in checks attestations against the validator sets this executor records from InitChain
+   * on. An application.db written before it did has none, and then refuses every bridge
+   * transaction. At start this copies the missing sets from `source` (consensus' state store, on
+   * the all-in-one node), and otherwise says so at error level with the fix. Returns the heights
+   * still missing (empty when all is well or nothing is bridged in).
+   */
+  async checkBridgeValidatorSets(
+    source?: (height: number) => Promise<Validator[] | undefined>,
+  ): Promise<number[]> {
+    if (!this.initialized || this.inbound.token === '') return [];
+    const latest = this.db.latest;
+    let missing = await this.bridgeIn.missingSets(latest, this.genesisHeight + 1);
+    if (missing.length === 0) return [];
+    const copied: number[] = [];
+    if (source) {
+      for (const h of missing) {
+        const set = await source(h);
+        if (set && set.length > 0) {
+          await this.bridgeIn.backfill(h, set);
+          copied.push(h);
+        }
+      }
+      missing = missing.filter((h) => !copied.includes(h));
+    }
+    if (copied.length > 0)
+      this.opts.logger.info(
+        { heights: copied },
+        'bridge: copied the validator sets application.db lacked from the consensus state store (data/state.db)',
+      );
+    if (missing.length > 0)
+      this.opts.logger.error(
+        { heights: missing, latest },
+        'bridge: application.db has no validator set recorded for these heights (it was written before bridge in recorded them), so every bridge transaction will be refused and nothing is minted; run `noded start` once on a home holding both data/application.db and data/state.db to copy them from the consensus state store, or start the chain from a new genesis',
+      );
+    return missing;
   }
 
   /**

@@ -103,6 +103,8 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
           logger: logger.child({ module: 'execution' }),
         });
         closers.add('executor', () => executor.close());
+        // The consensus state store is another service's: a missing validator set is only reported.
+        await executor.checkBridgeValidatorSets();
         if (watcher) {
           lastInbound = () => executor.lastInboundSequence();
           watcher.start();

@@ -16,7 +16,7 @@ import {
   toExecutorSettings,
   toInstrumentationOptions,
 } from '../../../libs/config/index.js';
-import { ConsensusRuntime } from '../../../libs/consensus/index.js';
+import { ConsensusRuntime, StateStore } from '../../../libs/consensus/index.js';
 import {
   DEV_CHAIN_ID,
   DepositWatcher,
@@ -130,6 +130,11 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     });
     life.add('executor', () => executor.close());
     lastInbound = () => executor.lastInboundSequence();
+    // An application.db written before bridge in recorded validator sets: copy them from consensus.
+    const consensusState = new StateStore(stateStore);
+    await executor.checkBridgeValidatorSets(
+      async (h) => (await consensusState.loadValidators(h))?.validators,
+    );
 
     // tx_index.db belongs to the indexer's own thread; "null" indexes nothing (as CometBFT).
     const indexer =

@@ -134,6 +134,26 @@ export class BridgeIn {
     return [{ type: 'put', key: valsetKey(height + 2), value: this.encodeSet(set) }];
   }
 
+  /**
+   * The sets the next blocks need that are not recorded: those of `latest` (checking block
+   * latest + 1), latest + 1 and latest + 2 (FinalizeBlock(latest + 1) derives latest + 3 from it),
+   * from the chain's first height on. An application.db written before this executor recorded
+   * sets has none of them.
+   */
+  async missingSets(latest: number, firstHeight: number): Promise<number[]> {
+    const out: number[] = [];
+    for (let h = Math.max(latest, firstHeight); h <= latest + 2; h++)
+      if (!(await this.validators(h))) out.push(h);
+    return out;
+  }
+
+  /** Records the set of `height` taken from elsewhere (consensus' state store). */
+  async backfill(height: number, validators: Validator[]): Promise<void> {
+    const set = validators.map((v) => ({ address: v.address, pubKey: v.pubKey, power: v.votingPower }));
+    await this.kv.write([{ type: 'put', key: valsetKey(height), value: this.encodeSet(set) }]);
+    this.remember(height, set);
+  }
+
   /** Rolling back to `target` (dev chain): the sets that blocks above it recorded go too. */
   dropOps(target: number, top: number): BatchOp[] {
     const ops: BatchOp[] = [];
