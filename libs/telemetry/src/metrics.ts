@@ -242,7 +242,8 @@ export class NodeMetrics {
     if (s.paused !== undefined) this.bridgePaused.set(this.label, s.paused ? 1 : 0);
     if (s.windowInflow !== undefined) this.bridgeWindowInflow.set(this.label, btc(s.windowInflow));
     if (s.maxInflow !== undefined) this.bridgeInflowLimit.set(this.label, btc(s.maxInflow));
-    if (s.errors > this.bridgeErrorsSeen) this.bridgeErrors.inc(this.label, s.errors - this.bridgeErrorsSeen);
+    // An increase of 0 still creates the series, so a healthy watcher shows errors_total 0.
+    this.bridgeErrors.inc(this.label, Math.max(0, s.errors - this.bridgeErrorsSeen));
     this.bridgeErrorsSeen = s.errors;
   }
 
