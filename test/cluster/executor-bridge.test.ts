@@ -28,7 +28,7 @@ describe('cluster executor service: bridge in and its metrics', { timeout: 240_0
   it('mints an attested deposit and exports the bridge_* series on its own metrics page', async () => {
     const src = await startSourceChain();
     cleanups.push(() => src.stop().catch(() => {}));
-    const { home, ports } = await initLocalHome({
+    const { home } = await initLocalHome({
       timeoutCommit: '300ms',
       extra: (_config, app) => {
         if (!('evm' in app)) return;
