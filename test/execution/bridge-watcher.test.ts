@@ -21,7 +21,7 @@ import {
 import { RocksKV } from '../../libs/storage/index.js';
 import type { Logger } from '../../libs/types/index.js';
 import { freePort } from '../e2e/harness.js';
-import { type SourceChain, startSourceChain } from '../e2e/source-chain.js';
+import { countingProxy, type SourceChain, startSourceChain } from '../e2e/source-chain.js';
 
 const alice = '0x00000000000000000000000000000000000a11ce';
 const bob = '0x0000000000000000000000000000000000000b0b';
@@ -338,39 +338,6 @@ describe('DepositWatcher against a source chain answering garbage', () => {
     );
   });
 });
-
-/** A JSON-RPC proxy in front of the source chain that records each eth_getLogs range asked. */
-async function countingProxy(target: string): Promise<{
-  url: string;
-  ranges: Array<[bigint, bigint]>;
-  close(): void;
-}> {
-  const ranges: Array<[bigint, bigint]> = [];
-  const port = await freePort();
-  const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => {
-      body += d;
-    });
-    req.on('end', async () => {
-      const call = JSON.parse(body) as {
-        method: string;
-        params: Array<{ fromBlock: string; toBlock: string }>;
-      };
-      if (call.method === 'eth_getLogs')
-        ranges.push([BigInt(call.params[0]!.fromBlock), BigInt(call.params[0]!.toBlock)]);
-      const up = await fetch(target, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body,
-      });
-      res.writeHead(up.status, { 'content-type': 'application/json' });
-      res.end(await up.text());
-    });
-  });
-  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${port}`, ranges, close: () => server.close() };
-}
 
 describe("DepositWatcher's start block and saved progress (Hardhat source, RocksDB on disk)", () => {
   let src: SourceChain;
