@@ -31,6 +31,7 @@ export {
   type DepositWatcherOptions,
   type DepositWatcherStats,
   kvWatcherProgress,
+  type SavedProgress,
   type WatcherProgressStore,
 } from './src/bridge/watcher.js';
 // The consensus chain whose blocks may carry dev operations (anvil_setBalance & co., dev.ts).

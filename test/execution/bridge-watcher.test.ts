@@ -432,19 +432,44 @@ describe("DepositWatcher's start block and saved progress (Hardhat source, Rocks
     assert.equal(c.stats().errors, 0);
     // A progress saved for another bridge contract is not used (that one is read from start_block).
     assert.equal(await kvWatcherProgress(kv, alice).load(), undefined);
-    assert.equal(
-      await kvWatcherProgress(kv, src.bridgeAddress.toUpperCase().replace('0X', '0x')).load(),
-      safe,
-    );
+    const saved = await kvWatcherProgress(kv, src.bridgeAddress.toUpperCase().replace('0X', '0x')).load();
+    assert.equal(saved?.block, safe);
+    const block = (await src.provider.send('eth_getBlockByNumber', [`0x${safe.toString(16)}`, false])) as {
+      hash: string;
+    };
+    assert.equal(saved?.hash, block.hash.toLowerCase(), 'the saved point carries its block hash');
     await c.stop();
     await kv.close();
   });
 
-  it('a source chain that went back below the saved point is read again from start_block', async () => {
+  it('a saved point the source chain no longer has (past its head, or another block hash) is dropped: read again from start_block', async () => {
     const kv = await RocksKV.open(dir);
     try {
-      // A saved point past the source head (e.g. a new source chain, or a deep reorg).
-      await kvWatcherProgress(kv, src.bridgeAddress).save(10_000n);
+      // A saved point under the source head whose block has another hash (a new chain at the same
+      // addresses, or a reorg below it): its deposits must be read again, not skipped.
+      const { logger, lines } = recorder();
+      await kvWatcherProgress(kv, src.bridgeAddress).save({ block: 5n, hash: `0x${'ab'.repeat(32)}` });
+      proxy.ranges.length = 0;
+      const changed = new DepositWatcher({
+        rpcUrl: proxy.url,
+        bridgeAddress: src.bridgeAddress,
+        confirmations: 2,
+        pollIntervalMs: 100,
+        lastProcessed: () => 0n,
+        startBlock: 3n,
+        logRange: 100_000,
+        progress: kvWatcherProgress(kv, src.bridgeAddress),
+        logger,
+      });
+      await changed.poll();
+      assert.equal(proxy.ranges[0]![0], 3n);
+      assert.ok(lines.some((l) => l.startsWith('warn bridge: the source chain no longer has the block')));
+      assert.deepEqual(
+        changed.next(10).map((d) => d.sequence),
+        [1n, 2n],
+      );
+      // A saved point past the source head (a new, shorter chain, or a deep reorg).
+      await kvWatcherProgress(kv, src.bridgeAddress).save({ block: 10_000n, hash: `0x${'cd'.repeat(32)}` });
       proxy.ranges.length = 0;
       const w = new DepositWatcher({
         rpcUrl: proxy.url,
@@ -467,7 +492,7 @@ describe("DepositWatcher's start block and saved progress (Hardhat source, Rocks
         w.next(1)[0]!.sourceBlock - 1n,
         'the saved point followed the source chain back, to before the first unprocessed deposit',
       );
-      assert.equal(await kvWatcherProgress(kv, src.bridgeAddress).load(), w.stats().resumeFrom);
+      assert.equal((await kvWatcherProgress(kv, src.bridgeAddress).load())?.block, w.stats().resumeFrom);
     } finally {
       await kv.close();
     }

@@ -47,12 +47,19 @@ export interface DepositWatcherOptions {
  * loses no deposit it had seen but the chain had not processed yet.
  */
 export interface WatcherProgressStore {
-  /** The saved block, or undefined when none was saved (for this bridge contract). */
-  load(): Promise<bigint | undefined>;
-  save(block: bigint): Promise<void>;
+  /** The saved block and its hash, or undefined when none was saved (for this bridge contract). */
+  load(): Promise<SavedProgress | undefined>;
+  save(progress: SavedProgress): Promise<void>;
+}
+
+/** A resume point: a source block number and its hash (0x + 64 hex), to notice a changed chain. */
+export interface SavedProgress {
+  block: bigint;
+  hash: string;
 }
 
 const PROGRESS_KEY = metaKey('bridge.watcher.progress');
+const HASH = /^0x[0-9a-f]{64}$/;
 
 /**
  * The resume point kept in the node's application.db (a local key outside the state root, like the
@@ -65,12 +72,23 @@ export function kvWatcherProgress(kv: KVStore, bridgeAddress: string): WatcherPr
     async load() {
       const raw = await kv.get(PROGRESS_KEY);
       if (!raw) return undefined;
-      const v = JSON.parse(new TextDecoder().decode(raw)) as { bridge?: unknown; block?: unknown };
-      if (v.bridge !== bridge || typeof v.block !== 'string' || !/^[0-9]+$/.test(v.block)) return undefined;
-      return BigInt(v.block);
+      const v = JSON.parse(new TextDecoder().decode(raw)) as {
+        bridge?: unknown;
+        block?: unknown;
+        hash?: unknown;
+      };
+      if (
+        v.bridge !== bridge ||
+        typeof v.block !== 'string' ||
+        !/^[0-9]+$/.test(v.block) ||
+        typeof v.hash !== 'string' ||
+        !HASH.test(v.hash)
+      )
+        return undefined;
+      return { block: BigInt(v.block), hash: v.hash };
     },
-    async save(block) {
-      const value = new TextEncoder().encode(JSON.stringify({ bridge, block: block.toString() }));
+    async save({ block, hash }) {
+      const value = new TextEncoder().encode(JSON.stringify({ bridge, block: block.toString(), hash }));
       await kv.write([{ type: 'put', key: PROGRESS_KEY, value }]);
     },
   };
@@ -219,21 +237,51 @@ export class DepositWatcher {
     for (const fn of this.listeners) fn(s);
   }
 
-  /** Reads the saved resume point once; a store that fails is retried at the next poll. */
+  /**
+   * Reads the saved resume point once, and uses it when the source chain still has that block
+   * (same hash): a new chain or a reorg below it is read again from start_block. A store or source
+   * chain that fails is retried at the next poll.
+   */
   private async resume(): Promise<void> {
     if (this.resumed) return;
     const p = this.opts.progress;
     const saved = p ? await p.load() : undefined;
-    this.resumed = true;
-    if (saved === undefined) return;
-    this.saved = saved;
-    if (saved >= this.scannedTo) {
-      this.scannedTo = saved;
-      this.logger.info(
-        { from: String(saved + 1n), startBlock: String(this.startBlock) },
-        'bridge: resuming the source-chain scan after the last block whose deposits are all processed',
-      );
+    if (saved === undefined || saved.block <= this.scannedTo) {
+      this.resumed = true;
+      return;
     }
+    const hash = await this.blockHash(saved.block);
+    this.resumed = true;
+    if (hash !== saved.hash) {
+      this.logger.warn(
+        {
+          block: String(saved.block),
+          saved: saved.hash,
+          now: hash ?? 'none',
+          startBlock: String(this.startBlock),
+        },
+        'bridge: the source chain no longer has the block the scan stopped at (a new chain or a reorg); reading again from start_block',
+      );
+      return;
+    }
+    this.saved = saved.block;
+    this.scannedTo = saved.block;
+    this.logger.info(
+      { from: String(saved.block + 1n), startBlock: String(this.startBlock) },
+      'bridge: resuming the source-chain scan after the last block whose deposits are all processed',
+    );
+  }
+
+  /** The hash of source block `n`, or undefined when the chain has no such block. */
+  private async blockHash(n: bigint): Promise<string | undefined> {
+    const b = await this.rpc('eth_getBlockByNumber', [`0x${n.toString(16)}`, false]);
+    if (b === null) return undefined;
+    const hash = (b as { hash?: unknown } | undefined)?.hash;
+    if (typeof b !== 'object' || typeof hash !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(hash))
+      throw new SourceChainError(
+        `eth_getBlockByNumber(${n}) answered no block hash: ${JSON.stringify(b)?.slice(0, 80)}`,
+      );
+    return hash.toLowerCase();
   }
 
   /**
@@ -251,8 +299,10 @@ export class DepositWatcher {
     const p = this.opts.progress;
     if (!p) return;
     const b = this.checkpoint();
-    if (b === this.saved || b < this.startBlock - 1n) return;
-    await p.save(b);
+    if (b === this.saved || b < this.startBlock - 1n || b < 0n) return;
+    const hash = await this.blockHash(b);
+    if (hash === undefined) return;
+    await p.save({ block: b, hash });
     this.saved = b;
   }
 
