@@ -69,6 +69,8 @@ export class BridgeIn {
   private readonly cache = new Map<number, AttestingValidator[]>();
   /** The deposit last reported as larger than a whole window's limit (logged once). */
   private reportedTooLarge = 0n;
+  /** The (window, deposit) last reported as waiting for the next window (logged once each). */
+  private reportedWaiting = '';
 
   constructor(
     private readonly kv: KVStore,
@@ -235,7 +237,8 @@ export class BridgeIn {
           },
           'bridge: a deposit is larger than max_inflow_per_window: it cannot be minted under this genesis, and the deposits after it wait behind it',
         );
-      } else {
+      } else if (this.reportedWaiting !== `${window}:${first.sequence}`) {
+        this.reportedWaiting = `${window}:${first.sequence}`;
         this.logger.info(
           {
             height,
