@@ -30,6 +30,9 @@ export {
   DepositWatcher,
   type DepositWatcherOptions,
   type DepositWatcherStats,
+  kvWatcherProgress,
+  type SavedProgress,
+  type WatcherProgressStore,
 } from './src/bridge/watcher.js';
 // The consensus chain whose blocks may carry dev operations (anvil_setBalance & co., dev.ts).
 export { DEV_CHAIN_ID } from './src/dev.js';

@@ -22,13 +22,14 @@ describe('app.toml [bridge]', () => {
       btcTokenAddress: '',
       confirmations: 12,
       pollIntervalMs: 5000,
+      startBlock: 0,
     });
     assert.match(renderAppToml(), /\[bridge\]\n\n(#.*\n)+enable = false/);
   });
 
-  it('takes a source chain, its contracts, confirmations and a poll interval', () => {
+  it('takes a source chain, its contracts, confirmations, a poll interval and a start block', () => {
     const a = app(
-      `[bridge]\nenable = true\nethereum_rpc_url = "http://127.0.0.1:8545"\nbridge_address = "${BRIDGE}"\nbtc_token_address = "${TOKEN}"\nconfirmations = 3\npoll_interval = "500ms"\n`,
+      `[bridge]\nenable = true\nethereum_rpc_url = "http://127.0.0.1:8545"\nbridge_address = "${BRIDGE}"\nbtc_token_address = "${TOKEN}"\nconfirmations = 3\npoll_interval = "500ms"\nstart_block = 19000000\n`,
     );
     assert.deepEqual(a.problems, []);
     assert.deepEqual(a.app.bridge, {
@@ -38,6 +39,7 @@ describe('app.toml [bridge]', () => {
       btcTokenAddress: TOKEN.toLowerCase(),
       confirmations: 3,
       pollIntervalMs: 500,
+      startBlock: 19_000_000,
     });
   });
 
@@ -61,6 +63,9 @@ describe('app.toml [bridge]', () => {
         ['app.toml: bridge.confirmations: must be an integer between 0 and 10000, got -1'],
       ],
       ['poll_interval = "10ms"', ['app.toml: bridge.poll_interval: must be at least 100ms']],
+      ['start_block = -5', ['app.toml: bridge.start_block: must be an integer >= 0, got -5']],
+      ['start_block = "12"', ['app.toml: bridge.start_block: must be an integer']],
+      ['start_block = 1.5', ['app.toml: bridge.start_block: must be an integer']],
       [
         'enable = true',
         [

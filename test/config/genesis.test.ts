@@ -227,6 +227,24 @@ describe('genesis', () => {
     );
     assert.deepEqual(
       edit((g) => {
+        g.app_state.bridge = { ...bridge, max_inflow_per_window: '1' } as never;
+      }),
+      [],
+    );
+    for (const [v, why] of [
+      ['0', 'must be > 0, got "0"'],
+      ['-1', 'must be a string holding an integer, got "-1"'],
+      [7, 'must be a string holding an integer, got 7'],
+    ] as const) {
+      assert.deepEqual(
+        edit((g) => {
+          g.app_state.bridge = { ...bridge, max_inflow_per_window: v } as never;
+        }),
+        [`genesis.json: app_state.bridge.max_inflow_per_window: ${why}`],
+      );
+    }
+    assert.deepEqual(
+      edit((g) => {
         g.app_state.evm.accounts.push({
           address: '0x7b7c000000000000000000000000000000000012',
           balance: '1',

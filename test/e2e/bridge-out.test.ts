@@ -190,7 +190,7 @@ describe('bridge-out precompile against noded chain-local', { timeout: 240_000 }
     assert.equal((await rest(node, '/noded/bridge/v1/outbound?recipient=0xzz')).status, 400);
     const params = (await rest(node, '/noded/bridge/v1/params')).json.params as Record<string, unknown>;
     assert.deepEqual(
-      { ...params, window_start: undefined },
+      { ...params, window_start: undefined, inbound_window_start: undefined },
       {
         admin: DEV_ADDRESSES[ADMIN].toLowerCase(),
         paused: false,
@@ -205,8 +205,12 @@ describe('bridge-out precompile against noded chain-local', { timeout: 240_000 }
         inbound_last_sequence: '0',
         total_bridged_in: '0',
         inbound_token: null,
+        max_inflow_per_window: null,
+        inbound_window_start: undefined,
+        inbound_window_inflow: '0',
       },
     );
+    assert.equal(params.inbound_window_start, params.window_start, 'the same windows both ways');
     assert.deepEqual((await rpc(node, 'bridge_params', [])).result, params);
   });
 

@@ -5,6 +5,7 @@
 // addresses.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { Contract, ContractFactory, JsonRpcProvider, type JsonRpcSigner } from 'ethers';
 import { contractSource } from '../btc-token.js';
@@ -138,4 +139,49 @@ export async function startSourceChain(port?: number): Promise<SourceChain> {
     },
   };
   return chain;
+}
+
+/** A JSON-RPC proxy in front of the source chain that records each eth_getLogs range asked. */
+export async function countingProxy(target: string): Promise<{
+  url: string;
+  ranges: Array<[bigint, bigint]>;
+  close(): void;
+}> {
+  const ranges: Array<[bigint, bigint]> = [];
+  const port = await freePort();
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => {
+      body += d;
+    });
+    req.on('end', async () => {
+      const call = JSON.parse(body) as {
+        method: string;
+        params: Array<{ fromBlock: string; toBlock: string }>;
+      };
+      if (call.method === 'eth_getLogs')
+        ranges.push([BigInt(call.params[0]!.fromBlock), BigInt(call.params[0]!.toBlock)]);
+      try {
+        const up = await fetch(target, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+        });
+        res.writeHead(up.status, { 'content-type': 'application/json' });
+        res.end(await up.text());
+      } catch {
+        res.writeHead(502);
+        res.end();
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${port}`,
+    ranges,
+    close: () => {
+      server.close();
+      server.closeAllConnections();
+    },
+  };
 }

@@ -3,7 +3,10 @@
 // one source block, the chain's last processed sequence number, a source chain that stops and
 // comes back, and one that answers garbage. Plus the attestation encoding and the log parser.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
   ASSETS_LOCKED_TOPIC,
@@ -11,12 +14,14 @@ import {
   DepositWatcher,
   decodeAttestation,
   encodeAttestation,
+  kvWatcherProgress,
   MAX_ATTESTED_DEPOSITS,
   parseAssetsLockedLog,
 } from '../../libs/execution/index.js';
+import { RocksKV } from '../../libs/storage/index.js';
 import type { Logger } from '../../libs/types/index.js';
 import { freePort } from '../e2e/harness.js';
-import { type SourceChain, startSourceChain } from '../e2e/source-chain.js';
+import { countingProxy, type SourceChain, startSourceChain } from '../e2e/source-chain.js';
 
 const alice = '0x00000000000000000000000000000000000a11ce';
 const bob = '0x0000000000000000000000000000000000000b0b';
@@ -331,5 +336,165 @@ describe('DepositWatcher against a source chain answering garbage', () => {
       w.next(5).map((d) => [d.sequence, d.amount]),
       [[1n, 5n]],
     );
+  });
+});
+
+describe("DepositWatcher's start block and saved progress (Hardhat source, RocksDB on disk)", () => {
+  let src: SourceChain;
+  let proxy: Awaited<ReturnType<typeof countingProxy>>;
+  const dir = mkdtempSync(join(tmpdir(), 'bridge-progress-'));
+  before(async () => {
+    src = await startSourceChain();
+    proxy = await countingProxy(src.url);
+  });
+  after(async () => {
+    proxy?.close();
+    await src?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reads from start_block, not 0; a restart resumes after the last fully processed block and reads an unprocessed deposit again', async () => {
+    // The contracts are deployed in the first blocks; the source chain then has a history to skip.
+    const deployed = await src.head();
+    await src.mine(40);
+    const startBlock = deployed + 1n;
+    await src.lock(1n * BTC, alice);
+    const b1 = await src.head();
+    await src.mine(2);
+    let processed = 0n;
+    let kv = await RocksKV.open(dir);
+    const watcher = (logRange = 5) =>
+      new DepositWatcher({
+        rpcUrl: proxy.url,
+        bridgeAddress: src.bridgeAddress,
+        confirmations: 2,
+        pollIntervalMs: 100,
+        lastProcessed: () => processed,
+        logRange,
+        startBlock,
+        progress: kvWatcherProgress(kv, src.bridgeAddress),
+      });
+
+    const a = watcher();
+    await a.poll();
+    assert.equal(proxy.ranges[0]![0], startBlock, 'the first range starts at start_block');
+    assert.ok(
+      proxy.ranges.every(([f]) => f >= startBlock),
+      'no block below start_block is read',
+    );
+    assert.deepEqual(
+      a.next(10).map((d) => d.sequence),
+      [1n],
+    );
+    assert.equal(
+      a.stats().resumeFrom,
+      b1 - 1n,
+      'deposit 1 is not processed: the resume point stays before it',
+    );
+
+    processed = 1n;
+    await src.lock(2n * BTC, bob);
+    const b2 = await src.head();
+    await src.mine(2);
+    await a.poll();
+    assert.deepEqual(
+      a.next(10).map((d) => d.sequence),
+      [2n],
+    );
+    assert.equal(a.stats().resumeFrom, b2 - 1n, 'deposit 1 processed, deposit 2 not');
+    await a.stop();
+    await kv.close();
+
+    // The node restarts (deposit 2 still waiting to be minted): the scan resumes at deposit 2's block.
+    kv = await RocksKV.open(dir);
+    proxy.ranges.length = 0;
+    const b = watcher(1000);
+    await b.poll();
+    const safe = (await src.head()) - 2n;
+    assert.deepEqual(proxy.ranges, [[b2, safe]], 'one range, from deposit 2 block to head - confirmations');
+    assert.deepEqual(
+      b.next(10).map((d) => [d.sequence, d.recipient, d.amount]),
+      [[2n, bob, 2n * BTC]],
+      'the deposit seen before the restart and not processed is read again',
+    );
+    processed = 2n;
+    await b.poll();
+    assert.equal(b.stats().resumeFrom, safe, 'every deposit processed: the resume point is the scanned head');
+    await b.stop();
+    await kv.close();
+
+    // Restarted again with nothing new on the source chain: nothing is read at all.
+    kv = await RocksKV.open(dir);
+    proxy.ranges.length = 0;
+    const c = watcher();
+    await c.poll();
+    assert.deepEqual(proxy.ranges, [], 'a restart does not rescan');
+    assert.equal(c.stats().errors, 0);
+    // A progress saved for another bridge contract is not used (that one is read from start_block).
+    assert.equal(await kvWatcherProgress(kv, alice).load(), undefined);
+    const saved = await kvWatcherProgress(kv, src.bridgeAddress.toUpperCase().replace('0X', '0x')).load();
+    assert.equal(saved?.block, safe);
+    const block = (await src.provider.send('eth_getBlockByNumber', [`0x${safe.toString(16)}`, false])) as {
+      hash: string;
+    };
+    assert.equal(saved?.hash, block.hash.toLowerCase(), 'the saved point carries its block hash');
+    await c.stop();
+    await kv.close();
+  });
+
+  it('a saved point the source chain no longer has (past its head, or another block hash) is dropped: read again from start_block', async () => {
+    const kv = await RocksKV.open(dir);
+    try {
+      // A saved point under the source head whose block has another hash (a new chain at the same
+      // addresses, or a reorg below it): its deposits must be read again, not skipped.
+      const { logger, lines } = recorder();
+      await kvWatcherProgress(kv, src.bridgeAddress).save({ block: 5n, hash: `0x${'ab'.repeat(32)}` });
+      proxy.ranges.length = 0;
+      const changed = new DepositWatcher({
+        rpcUrl: proxy.url,
+        bridgeAddress: src.bridgeAddress,
+        confirmations: 2,
+        pollIntervalMs: 100,
+        lastProcessed: () => 0n,
+        startBlock: 3n,
+        logRange: 100_000,
+        progress: kvWatcherProgress(kv, src.bridgeAddress),
+        logger,
+      });
+      await changed.poll();
+      assert.equal(proxy.ranges[0]![0], 3n);
+      assert.ok(lines.some((l) => l.startsWith('warn bridge: the source chain no longer has the block')));
+      assert.deepEqual(
+        changed.next(10).map((d) => d.sequence),
+        [1n, 2n],
+      );
+      // A saved point past the source head (a new, shorter chain, or a deep reorg).
+      await kvWatcherProgress(kv, src.bridgeAddress).save({ block: 10_000n, hash: `0x${'cd'.repeat(32)}` });
+      proxy.ranges.length = 0;
+      const w = new DepositWatcher({
+        rpcUrl: proxy.url,
+        bridgeAddress: src.bridgeAddress,
+        confirmations: 2,
+        pollIntervalMs: 100,
+        lastProcessed: () => 0n,
+        startBlock: 3n,
+        logRange: 100_000,
+        progress: kvWatcherProgress(kv, src.bridgeAddress),
+      });
+      await w.poll();
+      assert.equal(proxy.ranges[0]![0], 3n);
+      assert.deepEqual(
+        w.next(10).map((d) => d.sequence),
+        [1n, 2n],
+      );
+      assert.equal(
+        w.stats().resumeFrom,
+        w.next(1)[0]!.sourceBlock - 1n,
+        'the saved point followed the source chain back, to before the first unprocessed deposit',
+      );
+      assert.equal((await kvWatcherProgress(kv, src.bridgeAddress).load())?.block, w.stats().resumeFrom);
+    } finally {
+      await kv.close();
+    }
   });
 });

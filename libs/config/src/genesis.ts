@@ -78,6 +78,11 @@ export interface BridgeGenesisJson {
    * (deposits of any other token are skipped). Absent: nothing is minted.
    */
   btc_token_address?: string;
+  /**
+   * Bridge in: the most BTC minted per window (the windows of window_seconds), base units (decimal
+   * string). Deposits beyond it wait, in order, for the next window. Absent: no limit.
+   */
+  max_inflow_per_window?: string;
 }
 
 /** Addresses of the chain's own precompiles, which genesis may not allocate (docs/btc-token.md, docs/bridge.md). */
@@ -467,6 +472,7 @@ export function validateGenesis(json: unknown, label = 'genesis.json'): ConfigPr
         'max_outflow_per_window',
         'chains',
         'btc_token_address',
+        'max_inflow_per_window',
       ]);
       if (b.btc_token_address !== undefined) {
         const bad =
@@ -481,6 +487,8 @@ export function validateGenesis(json: unknown, label = 'genesis.json'): ConfigPr
       const min = intString(`${key}.min_amount`, b.min_amount, positive);
       intString(`${key}.window_seconds`, b.window_seconds, positive);
       const max = intString(`${key}.max_outflow_per_window`, b.max_outflow_per_window, positive);
+      if (b.max_inflow_per_window !== undefined)
+        intString(`${key}.max_inflow_per_window`, b.max_inflow_per_window, positive);
       if (min !== undefined && max !== undefined && max < min) {
         p(
           `${key}.max_outflow_per_window`,

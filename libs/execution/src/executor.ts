@@ -49,6 +49,7 @@ import {
   type ProcessProposalRequest,
   type StateOverrides,
   type TracerConfig,
+  type Validator,
   type VerifyVoteExtensionRequest,
 } from '../../types/index.js';
 import { attr, BlockRun } from './blockrun.js';
@@ -116,6 +117,7 @@ import {
   type BridgeParams,
   bridgeOutGenesisStorage,
   type InboundState,
+  inflowRoom,
   parseBridgeParams,
   readInbound,
 } from './precompiles/bridge-out.js';
@@ -367,8 +369,17 @@ export class Executor implements Application, EthChain {
   /** The EthereumJS block of the last eth_call (blocks never change once committed). */
   private callBlock: { height: number; priced: boolean; block: ReturnType<typeof makeBlock> } | undefined;
   private readonly bridgeIn: BridgeIn;
-  /** Bridge in: the last deposit sequence number processed in the committed state. */
-  private inboundLast = 0n;
+  /** Bridge in: the state committed at the latest height (last processed deposit, pause, inflow window). */
+  private inbound: InboundState = {
+    token: '',
+    lastSequence: 0n,
+    totalIn: 0n,
+    paused: false,
+    windowSeconds: 0n,
+    maxInflow: 0n,
+    windowIndex: 0n,
+    windowInflow: 0n,
+  };
 
   private constructor(private readonly opts: ExecutorOptions) {
     this.common = chainCommon(opts.evmChainId);
@@ -462,7 +473,7 @@ export class Executor implements Application, EthChain {
     const root = fromHex((await this.meta(META.stateRoot)) ?? toHex(EMPTY_TRIE_ROOT));
     this.db.init(Number(height), oldest, root);
     this.initialized = true;
-    this.inboundLast = (await this.inboundAt(Number(height))).lastSequence;
+    this.inbound = await this.inboundAt(Number(height));
     this.opts.logger.info(
       {
         height: Number(height),
@@ -759,6 +770,7 @@ export class Executor implements Application, EthChain {
       req.height,
       req.localLastCommit,
       await this.inboundAt(this.db.latest),
+      seconds(req.time),
     );
     if (bridge && protoTxSize(bridge.length) <= req.maxTxBytes) {
       dev.push(bridge);
@@ -787,7 +799,12 @@ export class Executor implements Application, EthChain {
         const why =
           i !== 0
             ? `the bridge transaction is at index ${i}, not 0`
-            : await this.bridgeIn.check(raw, req.height, await this.inboundAt(this.db.latest));
+            : await this.bridgeIn.check(
+                raw,
+                req.height,
+                await this.inboundAt(this.db.latest),
+                seconds(req.time),
+              );
         if (why !== null) {
           this.opts.logger.warn({ height: req.height, reason: why }, 'bridge: rejecting proposal');
           return false;
@@ -834,7 +851,57 @@ export class Executor implements Application, EthChain {
 
   /** The last bridge-in deposit sequence number the committed state has processed (the watcher's start). */
   lastInboundSequence(): bigint {
-    return this.inboundLast;
+    return this.inbound.lastSequence;
+  }
+
+  /**
+   * Bridge in checks attestations against the validator sets this executor records from InitChain
+   * on. An application.db written before it did has none, and then refuses every bridge
+   * transaction. At start this copies the missing sets from `source` (consensus' state store, on
+   * the all-in-one node), and otherwise says so at error level with the fix. Returns the heights
+   * still missing (empty when all is well or nothing is bridged in).
+   */
+  async checkBridgeValidatorSets(
+    source?: (height: number) => Promise<Validator[] | undefined>,
+  ): Promise<number[]> {
+    if (!this.initialized || this.inbound.token === '') return [];
+    const latest = this.db.latest;
+    let missing = await this.bridgeIn.missingSets(latest, this.genesisHeight + 1);
+    if (missing.length === 0) return [];
+    const copied: number[] = [];
+    if (source) {
+      for (const h of missing) {
+        const set = await source(h);
+        if (set && set.length > 0) {
+          await this.bridgeIn.backfill(h, set);
+          copied.push(h);
+        }
+      }
+      missing = missing.filter((h) => !copied.includes(h));
+    }
+    if (copied.length > 0)
+      this.opts.logger.info(
+        { heights: copied },
+        'bridge: copied the validator sets application.db lacked from the consensus state store (data/state.db)',
+      );
+    if (missing.length > 0)
+      this.opts.logger.error(
+        { heights: missing, latest },
+        'bridge: application.db has no validator set recorded for these heights (it was written before bridge in recorded them), so every bridge transaction will be refused and nothing is minted; run `noded start` once on a home holding both data/application.db and data/state.db to copy them from the consensus state store, or start the chain from a new genesis',
+      );
+    return missing;
+  }
+
+  /**
+   * Bridge-in limits for the metrics, from the latest committed state: the admin's pause, the BTC
+   * minted in the inflow window holding `timestamp` (seconds), and the limit (0 = none).
+   */
+  inboundLimits(timestamp: bigint): { paused: boolean; windowInflow: bigint; maxInflow: bigint } {
+    return {
+      paused: this.inbound.paused,
+      windowInflow: inflowRoom(this.inbound, timestamp).used,
+      maxInflow: this.inbound.maxInflow,
+    };
   }
 
   /** ExtendVote: this validator's attestation of the next source-chain deposits (docs/bridge.md). */
@@ -972,7 +1039,7 @@ export class Executor implements Application, EthChain {
         sliceStart = performance.now();
       }
       if (i === 0 && bridgeTx) {
-        const { minted, result } = await this.bridgeIn.apply(run.state, bridgeTx, height);
+        const { minted, result } = await this.bridgeIn.apply(run.state, bridgeTx, height, ctx.timestamp);
         bridgeMinted += minted;
         run.recordOther(result);
         continue;
@@ -1183,7 +1250,7 @@ export class Executor implements Application, EthChain {
     this.appHash = p.appHash;
     this.baseFee = p.nextBaseFee;
     this.supply = p.supply;
-    this.inboundLast = (await this.inboundAt(p.height)).lastSequence;
+    this.inbound = await this.inboundAt(p.height);
     if (p.minTip !== undefined) {
       this.recentTips.push(p.minTip);
       if (this.recentTips.length > TIP_HISTORY) this.recentTips.shift();
@@ -1260,7 +1327,7 @@ export class Executor implements Application, EthChain {
     this.supply = BigInt(meta[META.totalSupply] ?? 0);
     const root = fromHex(meta[META.stateRoot] ?? toHex(EMPTY_TRIE_ROOT));
     this.db.reset(Number(meta[META.height] ?? target), oldest, root);
-    this.inboundLast = (await this.inboundAt(this.db.latest)).lastSequence;
+    this.inbound = await this.inboundAt(this.db.latest);
     await this.recheckMempool();
     this.opts.logger.info({ height: target, from: top }, 'application rolled back');
   }

@@ -37,6 +37,11 @@ export interface BridgeParamsJson {
   total_bridged_in: string;
   /** Bridge in: the source-chain token minted as BTC (genesis app_state.bridge.btc_token_address); null when none. */
   inbound_token: Hex | null;
+  /** Bridge in: the most BTC minted per window (genesis max_inflow_per_window); null when no limit. */
+  max_inflow_per_window: string | null;
+  /** Bridge in: the start (block time, seconds) of the window of the queried block, and the BTC minted in it. */
+  inbound_window_start: string;
+  inbound_window_inflow: string;
 }
 
 const sel = (signature: string) =>
@@ -139,16 +144,30 @@ export class BridgeReader {
     return out;
   }
 
-  /** The bridge-in state: last processed deposit, BTC minted, the mapped source token. */
+  /** The bridge-in state: last processed deposit, BTC minted, the mapped source token, the inflow window. */
   async inbound(
     height: bigint,
-  ): Promise<Pick<BridgeParamsJson, 'inbound_last_sequence' | 'total_bridged_in' | 'inbound_token'>> {
+  ): Promise<
+    Pick<
+      BridgeParamsJson,
+      | 'inbound_last_sequence'
+      | 'total_bridged_in'
+      | 'inbound_token'
+      | 'max_inflow_per_window'
+      | 'inbound_window_start'
+      | 'inbound_window_inflow'
+    >
+  > {
     const b = await this.view(SEL.inbound, height);
     const token = uintAt(b, 64);
+    const max = uintAt(b, 96);
     return {
       inbound_last_sequence: uintAt(b, 0).toString(),
       total_bridged_in: uintAt(b, 32).toString(),
       inbound_token: token === 0n ? null : (`0x${token.toString(16).padStart(40, '0')}` as Hex),
+      max_inflow_per_window: max === 0n ? null : max.toString(),
+      inbound_window_start: uintAt(b, 128).toString(),
+      inbound_window_inflow: uintAt(b, 160).toString(),
     };
   }
 

@@ -78,6 +78,9 @@ export class NodeMetrics {
   private readonly bridgeMinted: Gauge<'chain_id'>;
   private readonly bridgePending: Gauge<'chain_id'>;
   private readonly bridgeErrors: Counter<'chain_id'>;
+  private readonly bridgePaused: Gauge<'chain_id'>;
+  private readonly bridgeWindowInflow: Gauge<'chain_id'>;
+  private readonly bridgeInflowLimit: Gauge<'chain_id'>;
   private bridgeErrorsSeen = 0;
   /** The node's execution counters when last read (metrics count the increase). */
   private seen = { refusedTxs: 0, ranAheadTxs: 0, lastFinalizeHeight: 0 };
@@ -199,6 +202,18 @@ export class NodeMetrics {
       'bridge_pending_deposits',
       'Deposits seen on the source chain and not processed yet.',
     );
+    this.bridgePaused = gauge(
+      'bridge_paused',
+      '1 while the admin has paused the bridge (no mint, no bridgeOut).',
+    );
+    this.bridgeWindowInflow = gauge(
+      'bridge_window_inflow_btc',
+      'BTC minted by bridge-in in the current inflow window.',
+    );
+    this.bridgeInflowLimit = gauge(
+      'bridge_inflow_limit_btc',
+      'Most BTC bridge-in mints per window (genesis max_inflow_per_window; 0 = no limit).',
+    );
     this.bridgeErrors = new Counter({
       name: `${ns}_bridge_errors_total`,
       help: 'Failed reads of the source chain (down, timing out, or answering garbage).',
@@ -215,12 +230,20 @@ export class NodeMetrics {
     lastMinted: bigint;
     pending: number;
     errors: number;
+    /** From the committed state: the pause switch and the inflow window (base units). */
+    paused?: boolean;
+    windowInflow?: bigint;
+    maxInflow?: bigint;
   }): void {
     this.bridgeObserved.set(this.label, Number(s.lastObserved));
     this.bridgeAttested.set(this.label, Number(s.lastAttested));
     this.bridgeMinted.set(this.label, Number(s.lastMinted));
     this.bridgePending.set(this.label, s.pending);
-    if (s.errors > this.bridgeErrorsSeen) this.bridgeErrors.inc(this.label, s.errors - this.bridgeErrorsSeen);
+    if (s.paused !== undefined) this.bridgePaused.set(this.label, s.paused ? 1 : 0);
+    if (s.windowInflow !== undefined) this.bridgeWindowInflow.set(this.label, btc(s.windowInflow));
+    if (s.maxInflow !== undefined) this.bridgeInflowLimit.set(this.label, btc(s.maxInflow));
+    // An increase of 0 still creates the series, so a healthy watcher shows errors_total 0.
+    this.bridgeErrors.inc(this.label, Math.max(0, s.errors - this.bridgeErrorsSeen));
     this.bridgeErrorsSeen = s.errors;
   }
 
@@ -358,4 +381,9 @@ export class NodeMetrics {
   close(): void {
     this.unsubscribe?.();
   }
+}
+
+/** Base units (1e-18 BTC) as BTC for a gauge (a float: exact to about 15 digits). */
+function btc(units: bigint): number {
+  return Number(units / 10n ** 9n) / 1e9;
 }

@@ -8,7 +8,7 @@ import {
   serveApplication,
 } from '../../../libs/abci-grpc/index.js';
 import { homePaths, toExecutorSettings } from '../../../libs/config/index.js';
-import { DepositWatcher, Executor } from '../../../libs/execution/index.js';
+import { DepositWatcher, Executor, kvWatcherProgress } from '../../../libs/execution/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { encodeCommitted } from '../../../libs/stream/index.js';
 import { EventBus, type Logger } from '../../../libs/types/index.js';
@@ -27,6 +27,11 @@ export const APPLICATION_DB = Symbol('application.db');
 export const EXECUTOR_BUS = Symbol('EventBus');
 export const ABCI_SERVER = Symbol('AbciServer');
 export const EXECUTOR_METRICS = Symbol('NodeMetrics');
+/** The bridge-in watcher the Executor provider made ([bridge] enable), for the metrics provider. */
+export const BRIDGE_WATCHER = Symbol('DepositWatcher');
+interface BridgeWatcherSlot {
+  watcher: DepositWatcher | undefined;
+}
 
 /** Grace for calls in flight when the gRPC server stops (a FinalizeBlock or Commit finishes). */
 const DRAIN_MS = 5_000;
@@ -48,6 +53,7 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
     { provide: SERVICE_LOGGER, useValue: shared.logger },
     { provide: Closers, useValue: shared.closers },
     { provide: EXECUTOR_BUS, useValue: new EventBus() },
+    { provide: BRIDGE_WATCHER, useValue: { watcher: undefined } satisfies BridgeWatcherSlot },
     {
       provide: APPLICATION_DB,
       inject: [SERVICE_SETTINGS, Closers],
@@ -59,13 +65,14 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
     },
     {
       provide: Executor,
-      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, APPLICATION_DB, EXECUTOR_BUS],
+      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, APPLICATION_DB, EXECUTOR_BUS, BRIDGE_WATCHER],
       useFactory: async (
         s: ServiceSettings,
         logger: Logger,
         closers: Closers,
         kv: KVStore,
         bus: EventBus,
+        slot: BridgeWatcherSlot,
       ): Promise<Executor> => {
         const x = toExecutorSettings(
           s.loaded.config,
@@ -82,6 +89,8 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
               bridgeAddress: bridge.bridgeAddress,
               confirmations: bridge.confirmations,
               pollIntervalMs: bridge.pollIntervalMs,
+              startBlock: BigInt(bridge.startBlock),
+              progress: kvWatcherProgress(kv, bridge.bridgeAddress),
               lastProcessed: () => lastInbound(),
               logger: logger.child({ module: 'bridge' }),
             })
@@ -106,8 +115,11 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
           logger: logger.child({ module: 'execution' }),
         });
         closers.add('executor', () => executor.close());
+        // The consensus state store is another service's: a missing validator set is only reported.
+        await executor.checkBridgeValidatorSets();
         if (watcher) {
           lastInbound = () => executor.lastInboundSequence();
+          slot.watcher = watcher;
           watcher.start();
           closers.add('bridge watcher', () => watcher.stop());
         }
@@ -173,7 +185,15 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
       provide: EXECUTOR_METRICS,
       // The EVM gauges from the executor's EthNewHead events; the mempool, FinalizeBlock time and
       // refused transactions sampled once a second (as `noded start` does).
-      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, Executor, EXECUTOR_BUS, ABCI_SERVER],
+      inject: [
+        SERVICE_SETTINGS,
+        SERVICE_LOGGER,
+        Closers,
+        Executor,
+        EXECUTOR_BUS,
+        ABCI_SERVER,
+        BRIDGE_WATCHER,
+      ],
       useFactory: async (
         s: ServiceSettings,
         logger: Logger,
@@ -181,6 +201,7 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
         executor: Executor,
         bus: EventBus,
         server: AbciServer,
+        slot: BridgeWatcherSlot,
       ) => {
         let open = true;
         closers.add('readiness', () => {
@@ -199,6 +220,17 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
           if (x.refusedTxs > seen.refusedTxs) metrics.incFailedTxs(x.refusedTxs - seen.refusedTxs);
           seen = x;
         };
+        // Bridge in: the watcher's numbers after each poll of the source chain, as `noded start` shows them.
+        const watcher = slot.watcher;
+        if (watcher) {
+          const record = () =>
+            metrics.recordBridge({
+              ...watcher.stats(),
+              ...executor.inboundLimits(BigInt(Math.floor(Date.now() / 1000))),
+            });
+          watcher.onStats(record);
+          record();
+        }
         const timer = setInterval(sample, 1000);
         timer.unref();
         closers.add('metrics sampling', () => clearInterval(timer));

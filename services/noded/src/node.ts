@@ -16,8 +16,14 @@ import {
   toExecutorSettings,
   toInstrumentationOptions,
 } from '../../../libs/config/index.js';
-import { ConsensusRuntime } from '../../../libs/consensus/index.js';
-import { DEV_CHAIN_ID, DepositWatcher, Executor, HARDFORK } from '../../../libs/execution/index.js';
+import { ConsensusRuntime, StateStore } from '../../../libs/consensus/index.js';
+import {
+  DEV_CHAIN_ID,
+  DepositWatcher,
+  Executor,
+  HARDFORK,
+  kvWatcherProgress,
+} from '../../../libs/execution/index.js';
 import {
   ConsensusChannel,
   LightChannel,
@@ -100,6 +106,8 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
           bridgeAddress: app.bridge.bridgeAddress,
           confirmations: app.bridge.confirmations,
           pollIntervalMs: app.bridge.pollIntervalMs,
+          startBlock: BigInt(app.bridge.startBlock),
+          progress: kvWatcherProgress(applicationDb, app.bridge.bridgeAddress),
           lastProcessed: () => lastInbound(),
           logger: logger.child({ module: 'bridge' }),
         })
@@ -122,6 +130,11 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     });
     life.add('executor', () => executor.close());
     lastInbound = () => executor.lastInboundSequence();
+    // An application.db written before bridge in recorded validator sets: copy them from consensus.
+    const consensusState = new StateStore(stateStore);
+    await executor.checkBridgeValidatorSets(
+      async (h) => (await consensusState.loadValidators(h))?.validators,
+    );
 
     // tx_index.db belongs to the indexer's own thread; "null" indexes nothing (as CometBFT).
     const indexer =
@@ -283,7 +296,9 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       metrics.recordPeerTraffic(p2p.traffic());
     };
     if (watcher) {
-      watcher.onStats((st) => metrics.recordBridge(st));
+      watcher.onStats((st) =>
+        metrics.recordBridge({ ...st, ...executor.inboundLimits(BigInt(Math.floor(Date.now() / 1000))) }),
+      );
       watcher.start();
       life.add('bridge watcher', () => watcher.stop());
       log.info(

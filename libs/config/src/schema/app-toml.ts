@@ -110,6 +110,7 @@ export class BridgeSection extends TomlSection {
   btc_token_address = '';
   @IsInt(0, 10_000) confirmations = 12;
   @IsDuration(100) poll_interval = '5s';
+  @IsInt(0) start_block = 0;
 }
 
 export class AppTomlFile extends TomlSection {
@@ -202,6 +203,8 @@ export const APP_TOML_DOCS: Record<string, string> = {
   'bridge.btc_token_address': 'The wrapped-BTC ERC-20 on the source chain that maps to native BTC.',
   'bridge.confirmations': 'Blocks a deposit must be buried under on the source chain before it is attested.',
   'bridge.poll_interval': 'How often the source chain is read for new deposits.',
+  'bridge.start_block':
+    "The first source block read (the bridge contract's deployment block); later starts resume where the last one stopped.",
 };
 
 /** app.toml after validation: camelCase, durations in ms, integer strings as bigint. */
@@ -252,6 +255,7 @@ export interface AppToml {
     btcTokenAddress: string;
     confirmations: number;
     pollIntervalMs: number;
+    startBlock: number;
   };
 }
 
@@ -327,6 +331,7 @@ export function toAppToml(f: AppTomlFile, resolve: (path: string) => string = (p
       btcTokenAddress: f.bridge.btc_token_address.toLowerCase(),
       confirmations: f.bridge.confirmations,
       pollIntervalMs: ms(f.bridge.poll_interval),
+      startBlock: f.bridge.start_block,
     },
   };
 }

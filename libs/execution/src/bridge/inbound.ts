@@ -13,7 +13,7 @@ import type {
 } from '../../../types/index.js';
 import { attr } from '../blockrun.js';
 import { toKey } from '../bytes.js';
-import { type InboundState, readInbound, writeInbound } from '../precompiles/bridge-out.js';
+import { type InboundState, inflowRoom, readInbound, writeInbound } from '../precompiles/bridge-out.js';
 import type { JournaledState } from '../state/journaled.js';
 import { metaKey } from '../store/keys.js';
 import { type Deposit, decodeAttestation, encodeAttestation, MAX_ATTESTED_DEPOSITS } from './deposits.js';
@@ -39,6 +39,27 @@ const dec = new TextDecoder();
 const valsetKey = (h: number) => metaKey(`bridge.valset.${h}`);
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
+/**
+ * How many of `deposits` (in order) a block at `timestamp` may process under the inflow limit:
+ * the mapped token's amounts of the leading ones must fit in what the window has left. Another
+ * token's deposit mints nothing and always fits. The rest wait, in order, for a later window.
+ */
+export function depositsWithinLimit(
+  deposits: readonly Deposit[],
+  inbound: InboundState,
+  timestamp: bigint,
+): number {
+  const { room } = inflowRoom(inbound, timestamp);
+  if (room === undefined) return deposits.length;
+  let sum = 0n;
+  for (const [i, d] of deposits.entries()) {
+    if (d.token !== inbound.token) continue;
+    sum += d.amount;
+    if (sum > room) return i;
+  }
+  return deposits.length;
+}
+
 interface StoredValidator {
   pubKey: string;
   power: string;
@@ -46,6 +67,10 @@ interface StoredValidator {
 
 export class BridgeIn {
   private readonly cache = new Map<number, AttestingValidator[]>();
+  /** The deposit last reported as larger than a whole window's limit (logged once). */
+  private reportedTooLarge = 0n;
+  /** The (window, deposit) last reported as waiting for the next window (logged once each). */
+  private reportedWaiting = '';
 
   constructor(
     private readonly kv: KVStore,
@@ -111,6 +136,26 @@ export class BridgeIn {
     return [{ type: 'put', key: valsetKey(height + 2), value: this.encodeSet(set) }];
   }
 
+  /**
+   * The sets the next blocks need that are not recorded: those of `latest` (checking block
+   * latest + 1), latest + 1 and latest + 2 (FinalizeBlock(latest + 1) derives latest + 3 from it),
+   * from the chain's first height on. An application.db written before this executor recorded
+   * sets has none of them.
+   */
+  async missingSets(latest: number, firstHeight: number): Promise<number[]> {
+    const out: number[] = [];
+    for (let h = Math.max(latest, firstHeight); h <= latest + 2; h++)
+      if (!(await this.validators(h))) out.push(h);
+    return out;
+  }
+
+  /** Records the set of `height` taken from elsewhere (consensus' state store). */
+  async backfill(height: number, validators: Validator[]): Promise<void> {
+    const set = validators.map((v) => ({ address: v.address, pubKey: v.pubKey, power: v.votingPower }));
+    await this.kv.write([{ type: 'put', key: valsetKey(height), value: this.encodeSet(set) }]);
+    this.remember(height, set);
+  }
+
   /** Rolling back to `target` (dev chain): the sets that blocks above it recorded go too. */
   dropOps(target: number, top: number): BatchOp[] {
     const ops: BatchOp[] = [];
@@ -170,13 +215,44 @@ export class BridgeIn {
     height: number,
     commit: ExtendedCommitInfo | undefined,
     inbound: InboundState,
+    timestamp: bigint,
   ): Promise<Uint8Array | null> {
-    if (!commit || inbound.token === '') return null;
+    if (!commit || inbound.token === '' || inbound.paused) return null;
     const next = inbound.lastSequence + 1n;
     const validators = await this.validators(height - 1);
     if (!validators) return null;
     const tx = tallyAttestations(commit, { chainId: this.chainId, height: height - 1, validators, next });
     if (!tx) return null;
+    const fit = depositsWithinLimit(tx.deposits, inbound, timestamp);
+    if (fit < tx.deposits.length) {
+      const first = tx.deposits[fit]!;
+      const { window, used } = inflowRoom(inbound, timestamp);
+      if (fit === 0 && first.amount > inbound.maxInflow && first.sequence !== this.reportedTooLarge) {
+        this.reportedTooLarge = first.sequence;
+        this.logger.error(
+          {
+            sequence: String(first.sequence),
+            amount: String(first.amount),
+            limit: String(inbound.maxInflow),
+          },
+          'bridge: a deposit is larger than max_inflow_per_window: it cannot be minted under this genesis, and the deposits after it wait behind it',
+        );
+      } else if (this.reportedWaiting !== `${window}:${first.sequence}`) {
+        this.reportedWaiting = `${window}:${first.sequence}`;
+        this.logger.info(
+          {
+            height,
+            waiting: String(first.sequence),
+            windowStart: String(window * inbound.windowSeconds),
+            inflow: String(used),
+            limit: String(inbound.maxInflow),
+          },
+          'bridge: the inflow limit of this window is reached; the next deposits wait for the next window',
+        );
+      }
+      if (fit === 0) return null;
+      tx.deposits = tx.deposits.slice(0, fit);
+    }
     this.logger.info(
       {
         height,
@@ -189,10 +265,16 @@ export class BridgeIn {
     return encodeBridgeTx(tx);
   }
 
-  /** ProcessProposal: why this block's bridge transaction must be refused, or null. */
-  async check(raw: Uint8Array, height: number, inbound: InboundState): Promise<string | null> {
+  /** ProcessProposal: why this block's bridge transaction (block time `timestamp`) must be refused, or null. */
+  async check(
+    raw: Uint8Array,
+    height: number,
+    inbound: InboundState,
+    timestamp: bigint,
+  ): Promise<string | null> {
     if (inbound.token === '')
       return 'genesis maps no source token to BTC (app_state.bridge.btc_token_address): nothing is bridged in';
+    if (inbound.paused) return 'bridge-in is paused by the admin';
     const next = inbound.lastSequence + 1n;
     let tx: ReturnType<typeof decodeBridgeTx>;
     try {
@@ -203,7 +285,18 @@ export class BridgeIn {
     }
     const validators = await this.validators(height - 1);
     if (!validators) return `no validator set is recorded for height ${height - 1}`;
-    return checkBridgeTx(tx, { chainId: this.chainId, height: height - 1, validators, next });
+    return (
+      checkBridgeTx(tx, { chainId: this.chainId, height: height - 1, validators, next }) ??
+      this.overLimit(tx.deposits, inbound, timestamp)
+    );
+  }
+
+  /** Why minting `deposits` at `timestamp` would pass the window's inflow limit, or null. */
+  private overLimit(deposits: readonly Deposit[], inbound: InboundState, timestamp: bigint): string | null {
+    if (depositsWithinLimit(deposits, inbound, timestamp) === deposits.length) return null;
+    const { window, used } = inflowRoom(inbound, timestamp);
+    const sum = deposits.reduce((a, d) => (d.token === inbound.token ? a + d.amount : a), 0n);
+    return `minting ${sum} would bring the inflow of this ${inbound.windowSeconds}-second window (from ${window * inbound.windowSeconds}) to ${used + sum}, above the limit ${inbound.maxInflow}`;
   }
 
   /**
@@ -215,6 +308,7 @@ export class BridgeIn {
     state: JournaledState,
     raw: Uint8Array,
     height: number,
+    timestamp: bigint,
   ): Promise<{ minted: bigint; result: ExecTxResult }> {
     const fail = (log: string): { minted: bigint; result: ExecTxResult } => {
       this.logger.error({ height, reason: log }, 'bridge: the block’s bridge transaction mints nothing');
@@ -243,6 +337,11 @@ export class BridgeIn {
       return fail(
         `bridge: deposit ${tx.deposits[0]!.sequence} is not the next to mint (${inbound.lastSequence + 1n})`,
       );
+    // ProcessProposal refused these already; a block that still carries one processes nothing, so
+    // its deposits wait (never skipped).
+    if (inbound.paused) return fail('bridge: bridge-in is paused by the admin');
+    const over = this.overLimit(tx.deposits, inbound, timestamp);
+    if (over) return fail(`bridge: ${over}`);
     let minted = 0n;
     const events: ExecTxResult['events'] = [];
     for (const d of tx.deposits) {
@@ -273,7 +372,13 @@ export class BridgeIn {
       }
     }
     const last = tx.deposits.at(-1)!.sequence;
-    writeInbound(state, last, inbound.totalIn + minted);
+    const { window, used } = inflowRoom(inbound, timestamp);
+    writeInbound(state, {
+      lastSequence: last,
+      totalIn: inbound.totalIn + minted,
+      window,
+      windowInflow: used + minted,
+    });
     this.logger.info(
       { height, from: String(tx.deposits[0]!.sequence), to: String(last), minted: minted.toString() },
       'bridge: deposits processed',

@@ -2,8 +2,10 @@
 // contract in blocks at least `confirmations` deep, and keeps the deposits not yet minted on noded,
 // by sequence number. A source chain that is down, slow or answering garbage is logged and retried
 // at the next poll; the watcher never throws out of its loop and never invents a deposit.
+import type { KVStore } from '../../../storage/index.js';
 import type { Logger } from '../../../types/index.js';
 import { silentLogger } from '../../../types/index.js';
+import { metaKey } from '../store/keys.js';
 import {
   ASSETS_LOCKED_TOPIC,
   type Deposit,
@@ -30,6 +32,66 @@ export interface DepositWatcherOptions {
   logRange?: number;
   /** Deposits held at most; beyond it the scan waits for mints (default 10,000). */
   maxPending?: number;
+  /**
+   * The first source block read ([bridge] start_block: the bridge contract's deployment block;
+   * default 0). A reorg below what was read restarts the scan here, never below.
+   */
+  startBlock?: bigint;
+  /** Where the scan's resume point survives a restart (kvWatcherProgress); without it, startBlock. */
+  progress?: WatcherProgressStore;
+}
+
+/**
+ * The watcher's resume point: the highest source block whose deposits the chain has all processed
+ * (everything at or below it is minted or skipped), so a restart reads from the block after it and
+ * loses no deposit it had seen but the chain had not processed yet.
+ */
+export interface WatcherProgressStore {
+  /** The saved block and its hash, or undefined when none was saved (for this bridge contract). */
+  load(): Promise<SavedProgress | undefined>;
+  save(progress: SavedProgress): Promise<void>;
+}
+
+/** A resume point: a source block number and its hash (0x + 64 hex), to notice a changed chain. */
+export interface SavedProgress {
+  block: bigint;
+  hash: string;
+}
+
+const PROGRESS_KEY = metaKey('bridge.watcher.progress');
+const HASH = /^0x[0-9a-f]{64}$/;
+
+/**
+ * The resume point kept in the node's application.db (a local key outside the state root, like the
+ * recorded validator sets). It names the bridge contract it belongs to: a progress saved for
+ * another `bridge_address` is ignored, so changing the contract reads the new one from start_block.
+ */
+export function kvWatcherProgress(kv: KVStore, bridgeAddress: string): WatcherProgressStore {
+  const bridge = bridgeAddress.toLowerCase();
+  return {
+    async load() {
+      const raw = await kv.get(PROGRESS_KEY);
+      if (!raw) return undefined;
+      const v = JSON.parse(new TextDecoder().decode(raw)) as {
+        bridge?: unknown;
+        block?: unknown;
+        hash?: unknown;
+      };
+      if (
+        v.bridge !== bridge ||
+        typeof v.block !== 'string' ||
+        !/^[0-9]+$/.test(v.block) ||
+        typeof v.hash !== 'string' ||
+        !HASH.test(v.hash)
+      )
+        return undefined;
+      return { block: BigInt(v.block), hash: v.hash };
+    },
+    async save({ block, hash }) {
+      const value = new TextEncoder().encode(JSON.stringify({ bridge, block: block.toString(), hash }));
+      await kv.write([{ type: 'put', key: PROGRESS_KEY, value }]);
+    },
+  };
 }
 
 /** What the metrics show (docs/metrics.md, `<ns>_bridge_*`). */
@@ -44,15 +106,21 @@ export interface DepositWatcherStats {
   pending: number;
   /** Failed polls since start (source chain down, timing out, or answering garbage). */
   errors: number;
-  /** Highest source block scanned (-1 before the first scan). */
+  /** Highest source block scanned (start_block - 1 before the first scan). */
   scannedTo: bigint;
+  /** The resume point last saved (-1 before any): a restart reads from the block after it. */
+  resumeFrom: bigint;
   /** Latest source head seen (-1 before any). */
   sourceHead: bigint;
 }
 
 export class DepositWatcher {
   private readonly pending = new Map<bigint, Deposit>();
-  private scannedTo = -1n;
+  private readonly startBlock: bigint;
+  private scannedTo: bigint;
+  /** Whether the saved resume point was read (once, before the first scan). */
+  private resumed = false;
+  private saved = -1n;
   private sourceHead = -1n;
   private lastObserved = 0n;
   private lastAttested = 0n;
@@ -73,6 +141,9 @@ export class DepositWatcher {
     this.timeoutMs = opts.requestTimeoutMs ?? Math.max(1000, Math.min(opts.pollIntervalMs, 10_000));
     this.range = BigInt(opts.logRange ?? 5000);
     this.maxPending = opts.maxPending ?? 10_000;
+    this.startBlock = opts.startBlock ?? 0n;
+    if (this.startBlock < 0n) throw new RangeError(`startBlock ${this.startBlock} is negative`);
+    this.scannedTo = this.startBlock - 1n;
   }
 
   /** Polls now and then every poll interval until stop(). */
@@ -112,6 +183,7 @@ export class DepositWatcher {
       errors: this.errors,
       scannedTo: this.scannedTo,
       sourceHead: this.sourceHead,
+      resumeFrom: this.saved,
     };
   }
 
@@ -165,16 +237,86 @@ export class DepositWatcher {
     for (const fn of this.listeners) fn(s);
   }
 
+  /**
+   * Reads the saved resume point once, and uses it when the source chain still has that block
+   * (same hash): a new chain or a reorg below it is read again from start_block. A store or source
+   * chain that fails is retried at the next poll.
+   */
+  private async resume(): Promise<void> {
+    if (this.resumed) return;
+    const p = this.opts.progress;
+    const saved = p ? await p.load() : undefined;
+    if (saved === undefined || saved.block <= this.scannedTo) {
+      this.resumed = true;
+      return;
+    }
+    const hash = await this.blockHash(saved.block);
+    this.resumed = true;
+    if (hash !== saved.hash) {
+      this.logger.warn(
+        {
+          block: String(saved.block),
+          saved: saved.hash,
+          now: hash ?? 'none',
+          startBlock: String(this.startBlock),
+        },
+        'bridge: the source chain no longer has the block the scan stopped at (a new chain or a reorg); reading again from start_block',
+      );
+      return;
+    }
+    this.saved = saved.block;
+    this.scannedTo = saved.block;
+    this.logger.info(
+      { from: String(saved.block + 1n), startBlock: String(this.startBlock) },
+      'bridge: resuming the source-chain scan after the last block whose deposits are all processed',
+    );
+  }
+
+  /** The hash of source block `n`, or undefined when the chain has no such block. */
+  private async blockHash(n: bigint): Promise<string | undefined> {
+    const b = await this.rpc('eth_getBlockByNumber', [`0x${n.toString(16)}`, false]);
+    if (b === null) return undefined;
+    const hash = (b as { hash?: unknown } | undefined)?.hash;
+    if (typeof b !== 'object' || typeof hash !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(hash))
+      throw new SourceChainError(
+        `eth_getBlockByNumber(${n}) answered no block hash: ${JSON.stringify(b)?.slice(0, 80)}`,
+      );
+    return hash.toLowerCase();
+  }
+
+  /**
+   * The block a restart may resume after: every deposit at or below it is processed by the chain.
+   * A deposit seen but not processed yet keeps it below that deposit's block, so it is read again.
+   */
+  private checkpoint(): bigint {
+    this.prune();
+    let b = this.scannedTo;
+    for (const d of this.pending.values()) if (d.sourceBlock - 1n < b) b = d.sourceBlock - 1n;
+    return b;
+  }
+
+  private async saveProgress(): Promise<void> {
+    const p = this.opts.progress;
+    if (!p) return;
+    const b = this.checkpoint();
+    if (b === this.saved || b < this.startBlock - 1n || b < 0n) return;
+    const hash = await this.blockHash(b);
+    if (hash === undefined) return;
+    await p.save({ block: b, hash });
+    this.saved = b;
+  }
+
   private async scan(): Promise<void> {
+    await this.resume();
     const head = parseQuantity(await this.rpc('eth_blockNumber', []), 'eth_blockNumber');
     if (head < this.scannedTo) {
       // The source chain went back below what was read (a new chain, or a reorg deeper than the
-      // confirmations): read it again from the start; deposits already held are checked against it.
+      // confirmations): read it again from start_block; deposits already held are checked against it.
       this.logger.warn(
-        { head: String(head), scannedTo: String(this.scannedTo) },
-        'bridge: the source chain head is below the blocks already read; rescanning',
+        { head: String(head), scannedTo: String(this.scannedTo), startBlock: String(this.startBlock) },
+        'bridge: the source chain head is below the blocks already read; rescanning from start_block',
       );
-      this.scannedTo = -1n;
+      this.scannedTo = this.startBlock - 1n;
     }
     this.sourceHead = head;
     const safe = head - BigInt(this.opts.confirmations);
@@ -206,12 +348,13 @@ export class DepositWatcher {
           { pending: this.pending.size, limit: this.maxPending },
           'bridge: too many deposits waiting to be minted; the scan waits',
         );
-        return;
+        break;
       }
       for (const d of fresh) this.keep(d);
       for (const d of deposits) if (d.sequence > this.lastObserved) this.lastObserved = d.sequence;
       this.scannedTo = to;
     }
+    await this.saveProgress();
   }
 
   private keep(d: Deposit): void {

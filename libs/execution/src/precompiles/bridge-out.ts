@@ -52,6 +52,11 @@ const S = {
   inboundSequence: slot(13),
   /** Bridge in: BTC minted in total. */
   totalIn: slot(14),
+  /** Bridge in: the most BTC minted per window (genesis max_inflow_per_window; 0 = no limit). */
+  maxInflow: slot(15),
+  /** Bridge in: the window of the last mint, and the BTC minted in it. */
+  inWindowIndex: slot(16),
+  inWindowInflow: slot(17),
 };
 const ENTRIES_SLOT = uintWord(10n);
 const BY_RECIPIENT_SLOT = uintWord(11n);
@@ -94,6 +99,8 @@ export interface BridgeParams {
   chains: number[];
   /** The source-chain wrapped-BTC token whose deposits are minted as BTC (bridge in); absent: none. */
   btcTokenAddress?: Uint8Array;
+  /** Bridge in: the most BTC minted per window (the outflow's windows); absent: no limit. */
+  maxInflowPerWindow?: bigint;
 }
 
 /** Parses app_state.bridge (undefined when absent: bridgeOut then refuses every call). */
@@ -138,6 +145,9 @@ export function parseBridgeParams(appState: unknown): BridgeParams | undefined {
   }
   return {
     ...(typeof b.btc_token_address === 'string' ? { btcTokenAddress: fromHex(b.btc_token_address) } : {}),
+    ...(b.max_inflow_per_window !== undefined
+      ? { maxInflowPerWindow: int('max_inflow_per_window', 1n) }
+      : {}),
     admin: fromHex(b.admin as string),
     paused: b.paused === true,
     minAmount: int('min_amount', 1n),
@@ -164,6 +174,7 @@ export function bridgeOutGenesisStorage(p: BridgeParams | undefined): Map<string
     p.chains.reduce((bits, c) => bits | (1n << BigInt(c)), 0n),
   );
   if (p.btcTokenAddress) put(S.inboundToken, bytesToBigInt(p.btcTokenAddress));
+  if (p.maxInflowPerWindow !== undefined) put(S.maxInflow, p.maxInflowPerWindow);
   return m;
 }
 
@@ -173,6 +184,25 @@ export interface InboundState {
   token: string;
   lastSequence: bigint;
   totalIn: bigint;
+  /** The admin's pause switch (slot 1): it stops minting as it stops bridgeOut. */
+  paused: boolean;
+  windowSeconds: bigint;
+  /** The most BTC minted per window; 0 = no limit. */
+  maxInflow: bigint;
+  /** The window of the last mint and the BTC minted in it. */
+  windowIndex: bigint;
+  windowInflow: bigint;
+}
+
+/** What a block at `timestamp` (seconds) may still mint: Infinity-like `room` undefined = no limit. */
+export function inflowRoom(
+  inbound: InboundState,
+  timestamp: bigint,
+): { window: bigint; used: bigint; room: bigint | undefined } {
+  const window = inbound.windowSeconds === 0n ? 0n : timestamp / inbound.windowSeconds;
+  const used = inbound.windowIndex === window ? inbound.windowInflow : 0n;
+  if (inbound.maxInflow === 0n) return { window, used, room: undefined };
+  return { window, used, room: inbound.maxInflow > used ? inbound.maxInflow - used : 0n };
 }
 
 interface SlotState {
@@ -187,12 +217,23 @@ export async function readInbound(state: SlotState): Promise<InboundState> {
     token: token === 0n ? '' : `0x${token.toString(16).padStart(40, '0')}`,
     lastSequence: await r(S.inboundSequence),
     totalIn: await r(S.totalIn),
+    paused: (await r(S.paused)) !== 0n,
+    windowSeconds: await r(S.windowSeconds),
+    maxInflow: await r(S.maxInflow),
+    windowIndex: await r(S.inWindowIndex),
+    windowInflow: await r(S.inWindowInflow),
   };
 }
 
-export function writeInbound(state: SlotState, lastSequence: bigint, totalIn: bigint): void {
-  state.writeSlot(SELF, S.inboundSequence, uintWord(lastSequence));
-  state.writeSlot(SELF, S.totalIn, uintWord(totalIn));
+/** After a mint: the last processed sequence, the total, and the window's inflow so far. */
+export function writeInbound(
+  state: SlotState,
+  w: { lastSequence: bigint; totalIn: bigint; window: bigint; windowInflow: bigint },
+): void {
+  state.writeSlot(SELF, S.inboundSequence, uintWord(w.lastSequence));
+  state.writeSlot(SELF, S.totalIn, uintWord(w.totalIn));
+  state.writeSlot(SELF, S.inWindowIndex, uintWord(w.window));
+  state.writeSlot(SELF, S.inWindowInflow, uintWord(w.windowInflow));
 }
 
 class Refusal extends Error {}
@@ -383,13 +424,22 @@ const METHODS: Method[] = [
     gas: BRIDGE_OUT_GAS.inbound,
     words: 0,
     writes: false,
-    // (lastSequence, totalBridgedIn, btcTokenAddress): the bridge-in state.
-    run: async (c) =>
-      concat(
+    // (lastSequence, totalBridgedIn, btcTokenAddress, maxInflowPerWindow, windowStart, windowInflow):
+    // the bridge-in state; the window is the one of the current block.
+    run: async (c) => {
+      const windowSeconds = await read(c, S.windowSeconds);
+      const now = block(c.evm).timestamp;
+      const current = windowSeconds === 0n ? 0n : now / windowSeconds;
+      const used = (await read(c, S.inWindowIndex)) === current ? await read(c, S.inWindowInflow) : 0n;
+      return concat(
         uintWord(await read(c, S.inboundSequence)),
         uintWord(await read(c, S.totalIn)),
         uintWord(await read(c, S.inboundToken)),
-      ),
+        uintWord(await read(c, S.maxInflow)),
+        uintWord(current * windowSeconds),
+        uintWord(used),
+      );
+    },
   },
   {
     signature: 'outbound(uint256)',
