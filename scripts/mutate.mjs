@@ -17,7 +17,7 @@ import { mkdirSync } from 'node:fs';
 const MODULES = {
   voteset: {
     mutate: ['libs/consensus/src/voteset.ts'],
-    tests: ['dist/test/consensus/validators.test.js'],
+    tests: ['dist/test/consensus/voteset.test.js', 'dist/test/consensus/validators.test.js'],
     extra: [
       { file: 'dist/test/consensus/vote-extensions.test.js', names: 'VoteSet|vote extension encodings' },
     ],
