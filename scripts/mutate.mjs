@@ -32,7 +32,7 @@ const MODULES = {
     tests: ['dist/test/rest/rest.test.js'],
   },
   'config-peers': {
-    mutate: ['libs/config/src/values.ts:53-163'],
+    mutate: ['libs/config/src/values.ts:53-81', 'libs/config/src/values.ts:121-163'],
     tests: ['dist/test/config/p2p.test.js'],
   },
   'comet-body-limit': {
