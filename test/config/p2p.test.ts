@@ -239,6 +239,7 @@ describe('config.toml [p2p]: node ids in persistent_peers, seeds and uncondition
       [`${ID}@node-1.example.org:26656`, 'node-1.example.org', 26656],
       [`${ID}@${label63}.io:2`, `${label63}.io`, 2],
       [`${ID}@1.2.3.4:80`, '1.2.3.4', 80],
+      [`${ID}@n.a.b:3`, 'n.a.b', 3],
     ];
     for (const [entry, host, port] of good) {
       const c = peers(entry);
@@ -247,6 +248,8 @@ describe('config.toml [p2p]: node ids in persistent_peers, seeds and uncondition
     }
     const shape = [
       `${ID}@:26656`,
+      `${ID}@26656`,
+      `${ID}@[::1]:266:56`,
       `${ID}@[not-v6]:26656`,
       `${ID}@[::1]:`,
       `${ID}@[::1]:2665x`,
