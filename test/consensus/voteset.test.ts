@@ -109,6 +109,8 @@ describe('VoteSet majority and listings', () => {
       "a validator's first vote is its vote",
     );
     assert.equal(set.all().length, 3);
+    assert.deepEqual(set.get(idx(0)), a0);
+    assert.deepEqual(set.get(idx(2)), n2);
     assert.deepEqual(set.votesFor(blockIdKey(idB)), [b0]);
     assert.deepEqual(set.votesFor(''), [n2]);
     assert.deepEqual(set.votesFor(blockIdKey(idC)), []);
@@ -194,6 +196,16 @@ describe('vote extension checks outside non-nil precommits', () => {
         reason: 'a prevote or nil precommit carries a vote extension',
       });
     assert.equal(set.sum, 0n);
+  });
+});
+
+describe('trusted votes (own signer, stored commits)', () => {
+  it('skip the signature and extension checks: a stored precommit without its extension is still counted', () => {
+    const set = new VoteSet(CHAIN_ID, 1, 0, 2, chain.validators, true);
+    const stored = { ...precommit(0, idA), signature: new Uint8Array(64) };
+    assert.equal(set.add(stored, ed25519Verify).status, 'invalid', 'untrusted: the signature is checked');
+    assert.deepEqual(set.add(stored, ed25519Verify, true), { status: 'added' });
+    assert.equal(set.powerFor(blockIdKey(idA)), 10n);
   });
 });
 
