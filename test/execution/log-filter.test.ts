@@ -146,15 +146,41 @@ describe('scanLogs over a stored receipts record', () => {
         bytes('c0c0'),
       ],
     ]);
+    // The logs field (0x82 c0 c0, the record's last 3 bytes) is a string: named at its first byte.
     assert.throws(
       () => scan(stringLogs, undefined, undefined),
-      /^Error: stored receipts record is corrupt at byte \d+$/,
+      new RegExp(`^Error: stored receipts record is corrupt at byte ${stringLogs.length - 3}$`),
     );
     // Outer list, one receipt whose first field announces a 2-byte length with only 1 byte left.
     assert.throws(
       () => scan(Uint8Array.of(0xc3, 0xc2, 0xb9, 0x01), undefined, undefined),
       /^Error: stored receipts record is corrupt at byte 3$/,
     );
+    const at = (enc: Uint8Array, byte: number) =>
+      assert.throws(
+        () => scan(enc, undefined, undefined),
+        new RegExp(`^Error: stored receipts record is corrupt at byte ${byte}$`),
+        `${Buffer.from(enc).toString('hex')} at ${byte}`,
+      );
+    // A receipt with 8 of its 9 fields: the 9th is missing where the receipt ends.
+    const short = rlpEncode([
+      [
+        Uint8Array.of(2),
+        Uint8Array.of(1),
+        bytes('5208'),
+        bytes('5208'),
+        bytes('01'),
+        bytes('aa'),
+        bytes('bb'),
+        new Uint8Array(0),
+      ],
+    ]);
+    at(short, short.length);
+    // A 5-byte string with 2 bytes left in its receipt; a long-string length that ends the receipt.
+    at(Uint8Array.of(0xc4, 0xc3, 0x85, 0x01, 0x02), 2);
+    at(Uint8Array.of(0xc3, 0xc2, 0xb8, 0x05), 2);
+    // A 6-byte length is read (the item fits), then the receipt ends after its first field.
+    at(Uint8Array.of(0xc9, 0xc8, 0xbd, 0, 0, 0, 0, 0, 1, 0x61), 10);
     // A string with an 8-byte length (0xbf): more than the 6 length bytes any record can need.
     const eight = Uint8Array.of(0xcb, 0xca, 0xbf, 0, 0, 0, 0, 0, 0, 0, 1, 0x61);
     assert.throws(
