@@ -308,6 +308,17 @@ describe('CometBFT RPC over HTTP', () => {
     assert.equal(atLimit.status, 200, atLimit.text);
     assert.equal(JSON.parse(atLimit.text).result.code, 0, atLimit.text);
     assert.equal(await pending(), before + 1);
+    // With a Content-Length too: exactly the limit is read, one byte more is refused unread.
+    const health = (pad: number) =>
+      `{"jsonrpc":"2.0","id":2,"method":"health",${' '.repeat(pad)}"params":{}}`;
+    const exactHealth = health(4096 - health(0).length);
+    assert.equal(exactHealth.length, 4096);
+    const declaredAtLimit = await rpcPost(h.url, exactHealth);
+    assert.equal(declaredAtLimit.status, 200);
+    assert.deepEqual(declaredAtLimit.json, { jsonrpc: '2.0', id: 2, result: {} });
+    const declaredOver = await rpcPost(h.url, `${exactHealth} `);
+    assert.equal(declaredOver.status, 400);
+    assert.equal(declaredOver.json.error.code, -32600);
   });
 
   it('CORS answers allowed origins and preflights only', async () => {
