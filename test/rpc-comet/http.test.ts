@@ -321,6 +321,28 @@ describe('CometBFT RPC over HTTP', () => {
     assert.equal(declaredOver.json.error.code, -32600);
   });
 
+  it('a client that drops its connection in the middle of a body leaves the server serving', async () => {
+    const u = new URL(h.url);
+    for (const head of [
+      // Half of a declared body, then the connection is cut.
+      `POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"jsonrpc":"2.0",`,
+      // A chunked body cut after its first chunk.
+      'POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"jso\r\n',
+    ]) {
+      await new Promise<void>((resolve, reject) => {
+        const sock = connect(Number(u.port), u.hostname, () => {
+          sock.write(head, () => setTimeout(() => sock.destroy(), 50));
+        });
+        sock.on('error', reject);
+        sock.on('close', () => resolve());
+      });
+      await new Promise((r) => setTimeout(r, 50));
+      const health = await http(`${h.url}/health`);
+      assert.equal(health.status, 200);
+      assert.deepEqual(health.json.result, {});
+    }
+  });
+
   it('CORS answers allowed origins and preflights only', async () => {
     const allowed = await http(`${h.url}/health`, { headers: { origin: 'https://app.example' } });
     assert.equal(allowed.headers.get('access-control-allow-origin'), 'https://app.example');
