@@ -229,6 +229,64 @@ describe('config.toml [p2p]: node ids in persistent_peers, seeds and uncondition
     });
   }
 
+  it('persistent_peers: the host and port of each entry are checked (IPv4, IPv6 in brackets, host names, 1-65535)', () => {
+    const peers = (entry: string) => p2p(`persistent_peers = ${JSON.stringify(entry)}`);
+    const label63 = `a${'b'.repeat(61)}c`;
+    const good: Array<[string, string, number]> = [
+      [`${ID}@[::1]:26656`, '::1', 26656],
+      [`${ID}@[fe80::1:2]:1`, 'fe80::1:2', 1],
+      [`${ID}@a:65535`, 'a', 65535],
+      [`${ID}@node-1.example.org:26656`, 'node-1.example.org', 26656],
+      [`${ID}@${label63}.io:2`, `${label63}.io`, 2],
+      [`${ID}@1.2.3.4:80`, '1.2.3.4', 80],
+      [`${ID}@n.a.b:3`, 'n.a.b', 3],
+    ];
+    for (const [entry, host, port] of good) {
+      const c = peers(entry);
+      assert.deepEqual(c.problems, [], entry);
+      assert.deepEqual(c.config.p2p.persistentPeers, [{ nodeId: ID, host, port }], entry);
+    }
+    const shape = [
+      `${ID}@:26656`,
+      `${ID}@26656`,
+      `${ID}@[::1]:266:56`,
+      `${ID}@[not-v6]:26656`,
+      `${ID}@[::1]:`,
+      `${ID}@[::1]:2665x`,
+      `${ID}@x[::1]:26656`,
+      `${ID}@10.0.0.2:`,
+      `${ID}@10.0.0.2:123456`,
+      `${ID}@10.0.0.2: 26656`,
+      `${ID}@10.0.0.2:26656x`,
+      `${ID}@x10.0.0.2:26656:1`,
+      `${ID}@-node.example.org:26656`,
+      `${ID}@node-.example.org:26656`,
+      `${ID}@node.-example.org:26656`,
+      `${ID}@node.example-:26656`,
+      `${ID}@node..example.org:26656`,
+      `${ID}@${label63}d.io:2`,
+      `${ID}@under_score:26656`,
+    ];
+    for (const entry of shape) {
+      const c = peers(entry);
+      assert.deepEqual(
+        c.problems,
+        [
+          `config.toml: p2p.persistent_peers: each peer must be "<node_id>@<host>:<port>", got ${JSON.stringify(entry)}`,
+        ],
+        entry,
+      );
+      assert.deepEqual(c.config.p2p.persistentPeers, [], entry);
+    }
+    for (const entry of [`${ID}@10.0.0.2:65536`, `${ID}@[::1]:0`, `${ID}@10.0.0.2:99999`]) {
+      assert.deepEqual(
+        peers(entry).problems,
+        [`config.toml: p2p.persistent_peers: port must be between 1 and 65535, got ${JSON.stringify(entry)}`],
+        entry,
+      );
+    }
+  });
+
   it('unconditional_peer_ids: a malformed node id is refused; good ones are read as lower case', () => {
     for (const [what, id] of malformed.filter(([w]) => w !== 'empty')) {
       const c = p2p(`unconditional_peer_ids = ${JSON.stringify(`${ID},${id}`)}`);

@@ -4,7 +4,8 @@
 // included; a truncated record fails with the byte where it breaks.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { compileLogFilter, scanLogs } from '../../libs/execution/src/chain/log-filter.js';
+import { bloomAdd } from '../../libs/execution/src/chain/header.js';
+import { bloomMayMatch, compileLogFilter, scanLogs } from '../../libs/execution/src/chain/log-filter.js';
 import { rlpEncode } from '../../libs/execution/src/rlp.js';
 import type { Hex } from '../../libs/types/index.js';
 
@@ -104,6 +105,90 @@ describe('scanLogs over a stored receipts record', () => {
     );
   });
 
+  it('topic 0 and every byte of a value decide: a value differing only in its first byte does not match', () => {
+    assert.deepEqual(
+      scan(enc, undefined, [word(2)]).map(([, k]) => k),
+      [3],
+    );
+    assert.deepEqual(
+      scan(enc, undefined, [[word(1)], word(0xb)]).map(([, k]) => k),
+      [1],
+    );
+    assert.deepEqual(scan(enc, undefined, [word(9)]), []);
+    const firstByte = (h: Hex): Hex => `0xff${h.slice(4)}`;
+    assert.deepEqual(scan(enc, undefined, [firstByte(word(1))]), []);
+    assert.deepEqual(scan(enc, undefined, [null, firstByte(word(0xa))]), []);
+    assert.deepEqual(scan(enc, [firstByte(E1)], undefined), []);
+  });
+
+  it('hands out empty data, 55-byte data and a log whose list is exactly 55 bytes (RLP size boundaries)', () => {
+    assert.equal(scan(enc, undefined, undefined)[1]![4], '0x');
+    const d55: Hex = `0x${'5a'.repeat(55)}`;
+    const d32: Hex = `0x${'33'.repeat(32)}`; // [address, [], data]: 21 + 1 + 33 = 55 bytes of payload
+    const edge = record([[[E1, [], d55]], [[E2, [], d32]]]);
+    assert.deepEqual(scan(edge, undefined, undefined), [
+      [0, 0, E1, [], d55],
+      [1, 1, E2, [], d32],
+    ]);
+  });
+
+  it('a corrupt record names the byte: a string where the logs list belongs, a length past the end, an 8-byte length', () => {
+    const stringLogs = rlpEncode([
+      [
+        Uint8Array.of(2),
+        Uint8Array.of(1),
+        bytes('5208'),
+        bytes('5208'),
+        bytes('3b9aca00'),
+        bytes('aa'.repeat(20)),
+        bytes('bb'.repeat(20)),
+        new Uint8Array(0),
+        bytes('c0c0'),
+      ],
+    ]);
+    // The logs field (0x82 c0 c0, the record's last 3 bytes) is a string: named at its first byte.
+    assert.throws(
+      () => scan(stringLogs, undefined, undefined),
+      new RegExp(`^Error: stored receipts record is corrupt at byte ${stringLogs.length - 3}$`),
+    );
+    // Outer list, one receipt whose first field announces a 2-byte length with only 1 byte left.
+    assert.throws(
+      () => scan(Uint8Array.of(0xc3, 0xc2, 0xb9, 0x01), undefined, undefined),
+      /^Error: stored receipts record is corrupt at byte 3$/,
+    );
+    const at = (enc: Uint8Array, byte: number) =>
+      assert.throws(
+        () => scan(enc, undefined, undefined),
+        new RegExp(`^Error: stored receipts record is corrupt at byte ${byte}$`),
+        `${Buffer.from(enc).toString('hex')} at ${byte}`,
+      );
+    // A receipt with 8 of its 9 fields: the 9th is missing where the receipt ends.
+    const short = rlpEncode([
+      [
+        Uint8Array.of(2),
+        Uint8Array.of(1),
+        bytes('5208'),
+        bytes('5208'),
+        bytes('01'),
+        bytes('aa'),
+        bytes('bb'),
+        new Uint8Array(0),
+      ],
+    ]);
+    at(short, short.length);
+    // A 5-byte string with 2 bytes left in its receipt; a long-string length that ends the receipt.
+    at(Uint8Array.of(0xc4, 0xc3, 0x85, 0x01, 0x02), 2);
+    at(Uint8Array.of(0xc3, 0xc2, 0xb8, 0x05), 2);
+    // A 6-byte length is read (the item fits), then the receipt ends after its first field.
+    at(Uint8Array.of(0xc9, 0xc8, 0xbd, 0, 0, 0, 0, 0, 1, 0x61), 10);
+    // A string with an 8-byte length (0xbf): more than the 6 length bytes any record can need.
+    const eight = Uint8Array.of(0xcb, 0xca, 0xbf, 0, 0, 0, 0, 0, 0, 0, 1, 0x61);
+    assert.throws(
+      () => scan(eight, undefined, undefined),
+      /^Error: stored receipts record is corrupt at byte 3$/,
+    );
+  });
+
   it('stops when the visitor says so', () => {
     const seen: number[] = [];
     scanLogs(enc, compileLogFilter(undefined, undefined), (_i, k) => {
@@ -160,6 +245,7 @@ describe('scanLogs over a stored receipts record', () => {
     // A receipt without logs listed by mistake yields nothing; an index past the record ends the walk.
     assert.deepEqual(only(new Map([[1, 2]])), []);
     assert.deepEqual(only(new Map([[7, 9]])), []);
+    assert.deepEqual(only(new Map([[3, 4]])), [], 'the index just past the last receipt');
   });
 
   it('a truncated record fails with the byte where it breaks', () => {
@@ -167,5 +253,62 @@ describe('scanLogs over a stored receipts record', () => {
       () => scan(enc.subarray(0, enc.length - 10), undefined, undefined),
       /^Error: stored receipts record is corrupt at byte \d+$/,
     );
+  });
+});
+
+describe('compileLogFilter and bloomMayMatch (the block-level skip before any record is read)', () => {
+  const T1 = word(0x1111);
+  const T2 = word(0x2222);
+  const T3 = word(0x3333);
+  // A block whose only log is E1 emitting [T1, T2], bloomed as the executor blooms its headers.
+  const bloom = new Uint8Array(256);
+  for (const item of [E1, T1, T2]) bloomAdd(bloom, bytes(item));
+  const may = (addresses: Hex[] | undefined, topics: Array<Hex | Hex[] | null> | undefined) =>
+    bloomMayMatch(compileLogFilter(addresses, topics), bloom);
+
+  it('compiles addresses and topics to distinct bytes; an empty alternative list is a wildcard', () => {
+    const upper = `0x${'E1'.repeat(20)}` as Hex;
+    const f = compileLogFilter([E1, upper], [T1, [T2, T2, '0x02'], [], null]);
+    assert.deepEqual(f.addresses, [bytes(E1)]);
+    assert.deepEqual(f.topics, [[bytes(T1)], [bytes(T2), bytes(word(2))], null, null]);
+    assert.deepEqual(compileLogFilter([], []), { addresses: null, topics: [] });
+    assert.deepEqual(compileLogFilter(undefined, undefined), { addresses: null, topics: [] });
+  });
+
+  it('a block may match only when its bloom holds a named address and a value for every named position', () => {
+    assert.equal(may(undefined, undefined), true);
+    assert.equal(may([E1], undefined), true);
+    assert.equal(may([E2], undefined), false);
+    assert.equal(may([E2, E1], undefined), true, 'any of the addresses');
+    assert.equal(may(undefined, [T1]), true);
+    assert.equal(may(undefined, [T3]), false);
+    assert.equal(may(undefined, [[T3, T1]]), true, 'OR-alternatives in one position');
+    assert.equal(may(undefined, [null, T2]), true);
+    assert.equal(may(undefined, [null, T3]), false);
+    assert.equal(may(undefined, [T1, [T3]]), false, 'every named position must be present');
+    assert.equal(may([E1], [T1, T2]), true);
+    assert.equal(may([E2], [T1, T2]), false);
+    assert.equal(bloomMayMatch(compileLogFilter([E1], [T1]), new Uint8Array(256)), false, 'an empty bloom');
+  });
+
+  it('needs all three bits of a value: a bloom holding two of them does not match', () => {
+    for (const item of [E2, T3]) {
+      // Each of the three bits alone, and each pair, is not enough.
+      const single = new Uint8Array(256);
+      bloomAdd(single, bytes(item));
+      const set = [...single.entries()].filter(([, b]) => b !== 0);
+      const bits: Array<[number, number]> = [];
+      for (const [i, b] of set) for (let k = 0; k < 8; k++) if (b & (1 << k)) bits.push([i, 1 << k]);
+      assert.equal(bits.length >= 2 && bits.length <= 3, true);
+      for (let drop = 0; drop < bits.length; drop++) {
+        const partial = new Uint8Array(256);
+        bits.forEach(([i, m], j) => {
+          if (j !== drop) partial[i]! |= m;
+        });
+        const f = item === E2 ? compileLogFilter([E2], undefined) : compileLogFilter(undefined, [T3]);
+        assert.equal(bloomMayMatch(f, partial), false, `${item} without bit ${drop}`);
+        assert.equal(bloomMayMatch(f, single), true);
+      }
+    }
   });
 });

@@ -202,11 +202,24 @@ describe('REST API routes', () => {
         'invalid request, either offset or key is expected, got both',
       ],
       ['pagination.key=eA==', 'pagination.key "eA==" is not a next_key this server returned'],
+      // "1x", "x1" and "1" without its base64 padding: none is a next_key this server hands out.
+      ['pagination.key=MXg%3D', 'pagination.key "MXg=" is not a next_key this server returned'],
+      ['pagination.key=eDE%3D', 'pagination.key "eDE=" is not a next_key this server returned'],
+      ['pagination.key=MQ', 'pagination.key "MQ" is not a next_key this server returned'],
     ]) {
       const r = await http(`${rest.url}/cosmos/base/tendermint/v1beta1/validatorsets/4?${bad}`);
       assert.equal(r.status, 400, bad);
       assert.equal(r.json.message, message, bad);
     }
+    // Offsets and keys of more than one digit.
+    assert.deepEqual(await page('pagination.offset=10'), {
+      addresses: [],
+      pagination: { next_key: null, total: '2' },
+    });
+    assert.deepEqual(await page(`pagination.key=${key(10)}`), {
+      addresses: [],
+      pagination: { next_key: null, total: '2' },
+    });
     // A limit of 0 means the default page (100), as in the Cosmos SDK.
     assert.deepEqual((await page('pagination.limit=0')).addresses, [addr(0), addr(1)]);
     // The latest set pages the same way.
@@ -222,6 +235,8 @@ describe('REST API routes', () => {
       'pagination.offset=x',
       'pagination.limit=1.5',
       'pagination.offset=',
+      'pagination.offset=1x',
+      'pagination.limit=1x',
     ]) {
       const r = await http(`${rest.url}/cosmos/base/tendermint/v1beta1/validatorsets/4?${bad}`);
       assert.equal(r.status, 400, bad);

@@ -308,6 +308,39 @@ describe('CometBFT RPC over HTTP', () => {
     assert.equal(atLimit.status, 200, atLimit.text);
     assert.equal(JSON.parse(atLimit.text).result.code, 0, atLimit.text);
     assert.equal(await pending(), before + 1);
+    // With a Content-Length too: exactly the limit is read, one byte more is refused unread.
+    const health = (pad: number) =>
+      `{"jsonrpc":"2.0","id":2,"method":"health",${' '.repeat(pad)}"params":{}}`;
+    const exactHealth = health(4096 - health(0).length);
+    assert.equal(exactHealth.length, 4096);
+    const declaredAtLimit = await rpcPost(h.url, exactHealth);
+    assert.equal(declaredAtLimit.status, 200);
+    assert.deepEqual(declaredAtLimit.json, { jsonrpc: '2.0', id: 2, result: {} });
+    const declaredOver = await rpcPost(h.url, `${exactHealth} `);
+    assert.equal(declaredOver.status, 400);
+    assert.equal(declaredOver.json.error.code, -32600);
+  });
+
+  it('a client that drops its connection in the middle of a body leaves the server serving', async () => {
+    const u = new URL(h.url);
+    for (const head of [
+      // Half of a declared body, then the connection is cut.
+      `POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"jsonrpc":"2.0",`,
+      // A chunked body cut after its first chunk.
+      'POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"jso\r\n',
+    ]) {
+      await new Promise<void>((resolve, reject) => {
+        const sock = connect(Number(u.port), u.hostname, () => {
+          sock.write(head, () => setTimeout(() => sock.destroy(), 50));
+        });
+        sock.on('error', reject);
+        sock.on('close', () => resolve());
+      });
+      await new Promise((r) => setTimeout(r, 50));
+      const health = await http(`${h.url}/health`);
+      assert.equal(health.status, 200);
+      assert.deepEqual(health.json.result, {});
+    }
   });
 
   it('CORS answers allowed origins and preflights only', async () => {
