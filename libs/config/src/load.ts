@@ -230,9 +230,9 @@ function checkAppToml(
   }
 
   if (ok('api.tls_cert_file', 'api.tls_key_file')) checkTls(app, file, push);
-  if (ok('bridge.enable', 'bridge.ethereum_rpc_url', 'bridge.bridge_address', 'bridge.btc_token_address')) {
-    checkBridge(app, file, push);
-  }
+  // Each bridge key is checked on its own (a bad one does not hide another's problem: its default
+  // would reveal it on the next read, e.g. a missing RPC URL behind a malformed token address).
+  if (ok('bridge.enable')) checkBridge(app, file, push, (key) => ok(`bridge.${key}`));
 
   // A header trusted by hash needs both its height and its hash.
   if (ok('light.trust_height', 'light.trust_hash')) {
@@ -255,17 +255,32 @@ function checkAppToml(
 }
 
 /** [bridge]: checksummed addresses, and all three endpoints once enabled. */
-function checkBridge(app: AppToml, file: AppTomlFile, push: (key: string, message: string) => void) {
+function checkBridge(
+  app: AppToml,
+  file: AppTomlFile,
+  push: (key: string, message: string) => void,
+  valid: (key: 'ethereum_rpc_url' | 'bridge_address' | 'btc_token_address') => boolean,
+) {
+  let addressesOk = valid('bridge_address') && valid('btc_token_address');
   for (const key of ['bridge_address', 'btc_token_address'] as const) {
+    if (!valid(key)) continue;
     const v = file.bridge[key];
     const why = v === '' ? undefined : checkEthAddress(v);
-    if (why) push(`bridge.${key}`, `${why}, got ${describeValue(v)}`);
+    if (why) {
+      push(`bridge.${key}`, `${why}, got ${describeValue(v)}`);
+      addressesOk = false;
+    }
   }
   if (!app.bridge.enable) return;
   for (const key of ['ethereum_rpc_url', 'bridge_address', 'btc_token_address'] as const) {
-    if (file.bridge[key] === '') push(`bridge.${key}`, 'must be set when bridge.enable is true, got ""');
+    if (valid(key) && file.bridge[key] === '')
+      push(`bridge.${key}`, 'must be set when bridge.enable is true, got ""');
   }
-  if (app.bridge.bridgeAddress !== '' && app.bridge.bridgeAddress === app.bridge.btcTokenAddress) {
+  if (
+    addressesOk &&
+    app.bridge.bridgeAddress !== '' &&
+    app.bridge.bridgeAddress === app.bridge.btcTokenAddress
+  ) {
     push(
       'bridge.btc_token_address',
       `must differ from bridge.bridge_address, got ${describeValue(file.bridge.btc_token_address)}`,
