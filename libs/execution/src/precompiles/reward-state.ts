@@ -21,9 +21,10 @@
 // whatever the number of validators, locks or delegations.
 // Every division rounds down, and what the rounding of a block (or of a booking) leaves over goes
 // to the carry, which the next block distributes: no base unit is ever owed twice, none is lost.
-import { keccak256 } from '../../../crypto/index.js';
+
 import type { AbciEvent } from '../../../types/index.js';
-import { bigIntToBytes, bytesToBigInt, concat, fromHex, toKey } from '../bytes.js';
+import { bigIntToBytes, bytesToBigInt, fromHex, toKey } from '../bytes.js';
+import { namedSlots } from './slots.js';
 import { FRACTION_ONE, type SlotStore, type StakingStore } from './staking-state.js';
 
 export const REWARD_ADDRESS_HEX = '0x7b7c000000000000000000000000000000000016';
@@ -56,25 +57,7 @@ export interface LockPosition {
   end: bigint;
 }
 
-const utf8 = new TextEncoder();
-const PREFIX = utf8.encode('noded.rewards/');
-const slotCache = new Map<string, string>();
-
-function slot(name: string, ...keys: Array<Uint8Array | bigint>): string {
-  if (keys.length === 0) {
-    const hit = slotCache.get(name);
-    if (hit) return hit;
-  }
-  const parts = keys.map((k) => (typeof k === 'bigint' ? bigIntTo32(k) : k));
-  const s = toKey(keccak256(concat(PREFIX, utf8.encode(name), ...parts)));
-  if (keys.length === 0) slotCache.set(name, s);
-  return s;
-}
-
-function bigIntTo32(n: bigint): Uint8Array {
-  const b = bigIntToBytes(n);
-  return concat(new Uint8Array(32 - b.length), b);
-}
+const slot = namedSlots('noded.rewards/');
 
 const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b;
 

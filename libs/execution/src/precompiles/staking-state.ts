@@ -5,9 +5,11 @@
 // coin supply invariant holds without a special case (docs/staking.md).
 //
 // Slots are keccak256("noded.staking/<name>" ++ key bytes): no two names or keys collide.
-import { keccak256, sha256 } from '../../../crypto/index.js';
+
+import { sha256 } from '../../../crypto/index.js';
 import type { ValidatorUpdate } from '../../../types/index.js';
 import { bigIntToBytes, bytesToBigInt, concat, equal, fromHex, toKey } from '../bytes.js';
+import { bigIntTo32, namedSlots } from './slots.js';
 
 /** The pool's address: the validator pool precompile. */
 export const STAKING_ADDRESS_HEX = '0x7b7c000000000000000000000000000000000011';
@@ -41,25 +43,8 @@ export interface SlotStore {
 }
 
 const utf8 = new TextEncoder();
-const PREFIX = utf8.encode('noded.staking/');
-const slotCache = new Map<string, string>();
-
 /** The storage slot (hex key) of a named value and its key bytes. */
-function slot(name: string, ...keys: Array<Uint8Array | bigint>): string {
-  if (keys.length === 0) {
-    const hit = slotCache.get(name);
-    if (hit) return hit;
-  }
-  const parts = keys.map((k) => (typeof k === 'bigint' ? bigIntTo32(k) : k));
-  const s = toKey(keccak256(concat(PREFIX, utf8.encode(name), ...parts)));
-  if (keys.length === 0) slotCache.set(name, s);
-  return s;
-}
-
-function bigIntTo32(n: bigint): Uint8Array {
-  const b = bigIntToBytes(n);
-  return concat(new Uint8Array(32 - b.length), b);
-}
+const slot = namedSlots('noded.staking/');
 
 /** Validator fields, each one slot of "val" ++ operator ++ field. */
 const F = {
