@@ -55,3 +55,28 @@ export class HealthStatus {
     server.addService(HealthService, impl);
   }
 }
+
+/**
+ * A server's graceful stop: every name (and the overall "") reported NOT_SERVING, health watches
+ * ended, calls in flight given up to `graceMs`, then the server forced down.
+ */
+export function shutdownGracefully(
+  server: grpc.Server,
+  health: HealthStatus,
+  names: string[],
+  graceMs: number,
+): Promise<void> {
+  return new Promise<void>((resolve) => {
+    for (const name of names) health.set(name, ServingStatus.NOT_SERVING);
+    health.set('', ServingStatus.NOT_SERVING);
+    health.endWatches();
+    const force = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, graceMs);
+    server.tryShutdown(() => {
+      clearTimeout(force);
+      resolve();
+    });
+  });
+}

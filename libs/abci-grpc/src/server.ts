@@ -13,7 +13,7 @@ import {
 } from './constants.js';
 import { AbciFieldError, fromProto, toProto } from './convert.js';
 import { ApplicationService } from './gen/noded/abci/v1/abci.js';
-import { HealthStatus, ServingStatus } from './health.js';
+import { HealthStatus, ServingStatus, shutdownGracefully } from './health.js';
 import { lenientDefinition, UndecodableRequest } from './lenient.js';
 import { addMempoolService, MEMPOOL_SERVICE_NAME, type MempoolSource } from './mempool.js';
 
@@ -196,20 +196,12 @@ export async function serveApplication(
     port,
     health,
     close(graceMs = 5_000) {
-      closing ??= new Promise<void>((resolve) => {
-        health.set(ABCI_SERVICE_NAME, ServingStatus.NOT_SERVING);
-        if (opts.mempool) health.set(MEMPOOL_SERVICE_NAME, ServingStatus.NOT_SERVING);
-        health.set('', ServingStatus.NOT_SERVING);
-        health.endWatches();
-        const force = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, graceMs);
-        server.tryShutdown(() => {
-          clearTimeout(force);
-          resolve();
-        });
-      });
+      closing ??= shutdownGracefully(
+        server,
+        health,
+        opts.mempool ? [ABCI_SERVICE_NAME, MEMPOOL_SERVICE_NAME] : [ABCI_SERVICE_NAME],
+        graceMs,
+      );
       return closing;
     },
   };

@@ -18,7 +18,7 @@ import {
   type ReadResponse,
   StateReaderService,
 } from './gen/noded/state/v1/state.js';
-import { HealthStatus, ServingStatus } from './health.js';
+import { HealthStatus, ServingStatus, shutdownGracefully } from './health.js';
 import { lenientDefinition, UndecodableRequest } from './lenient.js';
 
 export const STATE_READER_SERVICE_NAME = 'noded.state.v1.StateReader';
@@ -295,19 +295,7 @@ export async function serveStateReader(
     port,
     health,
     close(graceMs = 5_000) {
-      closing ??= new Promise<void>((resolve) => {
-        health.set(STATE_READER_SERVICE_NAME, ServingStatus.NOT_SERVING);
-        health.set('', ServingStatus.NOT_SERVING);
-        health.endWatches();
-        const force = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, graceMs);
-        server.tryShutdown(() => {
-          clearTimeout(force);
-          resolve();
-        });
-      });
+      closing ??= shutdownGracefully(server, health, [STATE_READER_SERVICE_NAME], graceMs);
       return closing;
     },
   };

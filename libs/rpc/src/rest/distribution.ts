@@ -3,17 +3,14 @@
 // validator pool's pendingRewards / pendingCommission views, the params the reward stake's params(),
 // all read at the queried height. Amounts are DecCoins of abtc (base units), as the SDK prints
 // them: an empty list when there is nothing.
-import { keccak256 } from '../../../crypto/index.js';
 import type { Hex } from '../../../types/index.js';
 import type { JsonObject } from '../comet/encode.js';
 import { GatewayError, type RestContext, type RestRequest, type RestRoute } from './routes.js';
-import { addrArg, callPool, dec, operators, word } from './staking.js';
+import { addrArg, callPool, dec, operators, selector, word } from './staking.js';
 
 /** The reward stake precompile (its params and the fee split's state). */
 export const REWARD_STAKE_ADDRESS = '0x7b7c000000000000000000000000000000000016' as Hex;
 
-const selector = (sig: string) =>
-  Buffer.from(keccak256(new TextEncoder().encode(sig)).subarray(0, 4)).toString('hex');
 const SEL = {
   pendingRewards: selector('pendingRewards(address,address)'),
   pendingCommission: selector('pendingCommission(address)'),

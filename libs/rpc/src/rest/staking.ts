@@ -10,7 +10,8 @@ import { GatewayError, notFound, type RestContext, type RestRequest, type RestRo
 /** The validator pool precompile. */
 export const STAKING_POOL_ADDRESS = '0x7b7c000000000000000000000000000000000011' as Hex;
 
-const selector = (sig: string) =>
+/** The 4-byte function selector of `sig`, as hex without 0x. */
+export const selector = (sig: string) =>
   Buffer.from(keccak256(new TextEncoder().encode(sig)).subarray(0, 4)).toString('hex');
 const SEL = {
   validators: selector('validators()'),
