@@ -36,6 +36,24 @@ const MODULES = {
     mutate: ['libs/config/src/values.ts:53-81', 'libs/config/src/values.ts:121-163'],
     tests: ['dist/test/config/p2p.test.js'],
   },
+  'fee-market': {
+    mutate: ['libs/execution/src/feeMarket.ts'],
+    tests: ['dist/test/execution/feemarket.test.js'],
+  },
+  'comet-query': {
+    mutate: ['libs/rpc/src/comet/query.ts'],
+    tests: ['dist/test/rpc-comet/query.test.js', 'dist/test/fuzz/comet-query.test.js'],
+  },
+  wal: {
+    mutate: ['libs/consensus/src/wal.ts'],
+    tests: [],
+    extra: [{ file: 'dist/test/consensus/wal-privval.test.js', names: 'WAL' }],
+  },
+  privval: {
+    mutate: ['libs/consensus/src/privval.ts'],
+    tests: [],
+    extra: [{ file: 'dist/test/consensus/wal-privval.test.js', names: 'FilePV' }],
+  },
   'comet-body-limit': {
     mutate: ['libs/rpc/src/comet/server.ts:75-104'],
     tests: [],

@@ -9,38 +9,26 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Contract, JsonRpcProvider, Wallet } from 'ethers';
 import { compileBtcContracts } from '../btc-token.js';
-import { DEV_ADDRESSES, initLocalHome, type RunningNode, startNode } from './harness.js';
+import {
+  DEV_ADDRESSES,
+  initLocalHome,
+  jsonRpcResult,
+  type RunningNode,
+  startNode,
+  until,
+} from './harness.js';
 import { type SourceChain, startSourceChain } from './source-chain.js';
+
+const rpc = (node: RunningNode, method: string, params: unknown[] = []) =>
+  jsonRpcResult(node.ethUrl, method, params);
 
 const BTC = 10n ** 18n;
 const BTC_TOKEN = '0x7b7c000000000000000000000000000000000000';
 const CONFIRMATIONS = 2;
 
-async function rpc(node: RunningNode, method: string, params: unknown[] = []): Promise<unknown> {
-  const res = await fetch(node.ethUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
-
 const balance = async (node: RunningNode, a: string) =>
   BigInt((await rpc(node, 'eth_getBalance', [a, 'latest'])) as string);
 const height = async (node: RunningNode) => BigInt((await rpc(node, 'eth_blockNumber')) as string);
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, ms = 40_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 /** A recipient that has never held anything (`_i` names the test using it). */
 const fresh = (_i: number) => Wallet.createRandom().address.toLowerCase();

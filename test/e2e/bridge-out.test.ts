@@ -18,7 +18,9 @@ import {
 } from 'ethers';
 import { BTC, compileBtcContracts, contractSource } from '../btc-token.js';
 import { compileSolidity } from '../solc.js';
-import { DEV_ADDRESSES, DEV_KEYS, initLocalHome, type RunningNode, startNode } from './harness.js';
+import { DEV_ADDRESSES, DEV_KEYS, initLocalHome, jsonRpc, type RunningNode, startNode } from './harness.js';
+
+const rpc = (node: RunningNode, method: string, params: unknown[]) => jsonRpc(node.ethUrl, method, params);
 
 const BRIDGE = '0x7B7C000000000000000000000000000000000012';
 const bridgeAbi = compileSolidity({ 'IBridgeOut.sol': contractSource('IBridgeOut.sol') }, 'cancun').IBridgeOut
@@ -36,20 +38,6 @@ async function reasonOf(p: Promise<unknown>): Promise<string> {
     return e.reason ?? `no reason: ${e.shortMessage}`;
   }
   throw new Error('the call did not revert');
-}
-
-async function rpc(
-  node: RunningNode,
-  method: string,
-  params: unknown[],
-): Promise<{ result?: unknown; error?: { code: number; message: string } }> {
-  const res = await fetch(node.ethUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  return (await res.json()) as { result?: unknown; error?: { code: number; message: string } };
 }
 
 async function rest(

@@ -6,32 +6,20 @@ import assert from 'node:assert/strict';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { DEV_ADDRESSES, initLocalHome, type RunningNode, startNode } from './harness.js';
+import {
+  DEV_ADDRESSES,
+  initLocalHome,
+  jsonRpcResult,
+  type RunningNode,
+  startNode,
+  until,
+} from './harness.js';
 import { countingProxy, type SourceChain, startSourceChain } from './source-chain.js';
 
+const rpc = (node: RunningNode, method: string, params: unknown[] = []) =>
+  jsonRpcResult(node.ethUrl, method, params);
+
 const BTC = 10n ** 18n;
-
-async function rpc(node: RunningNode, method: string, params: unknown[] = []): Promise<unknown> {
-  const res = await fetch(node.ethUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, ms = 40_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 const lastSequence = async (node: RunningNode) =>
   ((await rpc(node, 'bridge_params')) as Record<string, string>).inbound_last_sequence;

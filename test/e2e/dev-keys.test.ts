@@ -7,7 +7,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { DEFAULT_DEV_MNEMONIC, deriveDevAccounts } from '../../libs/config/index.js';
-import { DEV_ADDRESSES, type RunningNode, rewireHome, runCli, startNode, waitForOutput } from './harness.js';
+import {
+  DEV_ADDRESSES,
+  jsonRpc,
+  type RunningNode,
+  rewireHome,
+  runCli,
+  startNode,
+  waitForOutput,
+} from './harness.js';
+
+const rpc = jsonRpc;
 
 function filesUnder(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -26,16 +36,6 @@ function devKeyMaterial(home: string): string[] {
     for (const k of keys) if (text.includes(k)) found.push(`${file}: dev private key ${k.slice(0, 8)}…`);
   }
   return found;
-}
-
-async function rpc(url: string, method: string, params: unknown[]) {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    signal: AbortSignal.timeout(5000),
-  });
-  return (await res.json()) as { result?: unknown; error?: { code: number; message: string } };
 }
 
 describe('dev accounts on testnet and mainnet homes', () => {

@@ -11,6 +11,7 @@ import { JsonRpcProvider, Wallet } from 'ethers';
 import {
   DEV_KEYS,
   initLocalHome,
+  jsonRpc,
   type NodePorts,
   type RunningNode,
   rewireHome,
@@ -18,20 +19,7 @@ import {
   startNode,
 } from './harness.js';
 
-interface RpcAnswer {
-  result?: unknown;
-  error?: { code: number; message: string };
-}
-
-async function rpc(url: string, method: string, params: unknown[] = []): Promise<RpcAnswer> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    signal: AbortSignal.timeout(60_000),
-  });
-  return (await res.json()) as RpcAnswer;
-}
+const rpc = jsonRpc;
 
 async function ok<T>(url: string, method: string, params: unknown[] = []): Promise<T> {
   const a = await rpc(url, method, params);

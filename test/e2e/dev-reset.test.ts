@@ -9,22 +9,9 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ContractFactory, type InterfaceAbi, JsonRpcProvider, Wallet } from 'ethers';
 import { compile, TOKEN_SOURCE } from './contracts.js';
-import { DEV_ADDRESSES, DEV_KEYS, initLocalHome, type RunningNode, startNode } from './harness.js';
+import { DEV_ADDRESSES, DEV_KEYS, initLocalHome, jsonRpc, type RunningNode, startNode } from './harness.js';
 
-interface RpcReply {
-  result?: unknown;
-  error?: { code: number; message: string };
-}
-
-async function rpc(url: string, method: string, params: unknown[] = []): Promise<RpcReply> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    signal: AbortSignal.timeout(30_000),
-  });
-  return (await res.json()) as RpcReply;
-}
+const rpc = jsonRpc;
 
 async function ok(url: string, method: string, params: unknown[] = []): Promise<unknown> {
   const r = await rpc(url, method, params);

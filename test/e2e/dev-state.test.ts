@@ -17,7 +17,9 @@ import {
   http,
 } from 'viem';
 import { compile, PROBE_SOURCE } from './contracts.js';
-import { DEV_ADDRESSES, DEV_KEYS, initLocalHome, rewireHome, runCli, startNode } from './harness.js';
+import { DEV_ADDRESSES, DEV_KEYS, initLocalHome, jsonRpc, rewireHome, runCli, startNode } from './harness.js';
+
+const rpc = jsonRpc;
 
 const VAULT_SOURCE = `// SPDX-License-Identifier: MIT
 pragma solidity ^0.8.20;
@@ -37,21 +39,6 @@ contract Vault {
     function bare() external pure { revert(); }
 }
 `;
-
-interface RpcReply {
-  result?: unknown;
-  error?: { code: number; message: string; data?: string };
-}
-
-async function rpc(url: string, method: string, params: unknown[] = []): Promise<RpcReply> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    signal: AbortSignal.timeout(20_000),
-  });
-  return (await res.json()) as RpcReply;
-}
 
 async function ok(url: string, method: string, params: unknown[] = []): Promise<unknown> {
   const r = await rpc(url, method, params);

@@ -255,6 +255,49 @@ export async function waitForOutput(node: RunningNode, re: RegExp, ms = 15_000):
   }
 }
 
+/** A JSON-RPC reply as the node sent it: a result, or an error with its code. */
+export interface RpcReply {
+  result?: unknown;
+  error?: { code: number; message: string; data?: string };
+}
+
+/** One JSON-RPC call over HTTP POST; the reply comes back whole, an error included. */
+export async function jsonRpc(
+  url: string,
+  method: string,
+  params: unknown[] = [],
+  timeoutMs = 60_000,
+): Promise<RpcReply> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  return (await res.json()) as RpcReply;
+}
+
+/** One JSON-RPC call whose result is returned and whose error is thrown as "<method>: <message>". */
+export async function jsonRpcResult(url: string, method: string, params: unknown[] = []): Promise<unknown> {
+  const reply = await jsonRpc(url, method, params, 10_000);
+  if (reply.error) throw new Error(`${method}: ${reply.error.message}`);
+  return reply.result;
+}
+
+/**
+ * Polls `fn` every 200 ms until it gives a value (a throw counts as "not yet"); fails naming `what`
+ * after `ms`.
+ */
+export async function until<T>(what: string, fn: () => Promise<T | undefined>, ms = 40_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 /** A fresh chain-local node: init + start. Remove the home with `cleanup` after stop. */
 export async function startLocalNode(opts: Parameters<typeof initLocalHome>[0] = {}) {
   const { home, ports } = await initLocalHome(opts);

@@ -91,54 +91,68 @@ export async function startSourceChain(port?: number): Promise<SourceChain> {
     }
     await new Promise((r) => setTimeout(r, 200));
   }
-  const c = compiled();
-  const deployer = await provider.getSigner(0);
-  const tokenF = new ContractFactory(c.TestToken.abi as never[], c.TestToken.bytecode, deployer);
-  const token = (await (
-    await tokenF.deploy('Wrapped BTC', 'WBTC', 10n ** 30n)
-  ).waitForDeployment()) as Contract;
-  const bridgeF = new ContractFactory(c.BTCBridgeSource.abi as never[], c.BTCBridgeSource.bytecode, deployer);
-  const bridge = (await (
-    await bridgeF.deploy(await token.getAddress(), await deployer.getAddress())
-  ).waitForDeployment()) as Contract;
-  const bridgeAddress = (await bridge.getAddress()).toLowerCase();
-  await (await (token.connect(deployer) as Contract).approve(bridgeAddress, 2n ** 255n)).wait();
-  const chain: SourceChain = {
-    url,
-    port: p,
-    provider,
-    deployer,
-    token,
-    bridge,
-    tokenAddress: (await token.getAddress()).toLowerCase(),
-    bridgeAddress,
-    async lock(amount, recipient) {
-      await (await (bridge.connect(deployer) as Contract).lock(amount, recipient)).wait();
-    },
-    async lockInOneBlock(deposits) {
-      await provider.send('evm_setAutomine', [false]);
-      try {
-        const b = bridge.connect(deployer) as Contract;
-        let nonce = await provider.getTransactionCount(await deployer.getAddress(), 'pending');
-        for (const d of deposits) await b.lock(d.amount, d.recipient, { nonce: nonce++, gasLimit: 200_000 });
-        await provider.send('evm_mine', []);
-      } finally {
-        await provider.send('evm_setAutomine', [true]);
-      }
-      return BigInt(await provider.send('eth_blockNumber', []));
-    },
-    async mine(n) {
-      await provider.send('hardhat_mine', [`0x${n.toString(16)}`]);
-    },
-    async head() {
-      return BigInt(await provider.send('eth_blockNumber', []));
-    },
-    async stop() {
-      provider.destroy();
-      await stop();
-    },
-  };
-  return chain;
+  // From here a failure (Hardhat overloaded, a deployment refused) must not leave Hardhat running.
+  try {
+    const c = compiled();
+    const deployer = await provider.getSigner(0);
+    const tokenF = new ContractFactory(c.TestToken.abi as never[], c.TestToken.bytecode, deployer);
+    const token = (await (
+      await tokenF.deploy('Wrapped BTC', 'WBTC', 10n ** 30n)
+    ).waitForDeployment()) as Contract;
+    const bridgeF = new ContractFactory(
+      c.BTCBridgeSource.abi as never[],
+      c.BTCBridgeSource.bytecode,
+      deployer,
+    );
+    const bridge = (await (
+      await bridgeF.deploy(await token.getAddress(), await deployer.getAddress())
+    ).waitForDeployment()) as Contract;
+    const bridgeAddress = (await bridge.getAddress()).toLowerCase();
+    await (await (token.connect(deployer) as Contract).approve(bridgeAddress, 2n ** 255n)).wait();
+    const chain: SourceChain = {
+      url,
+      port: p,
+      provider,
+      deployer,
+      token,
+      bridge,
+      tokenAddress: (await token.getAddress()).toLowerCase(),
+      bridgeAddress,
+      async lock(amount, recipient) {
+        await (await (bridge.connect(deployer) as Contract).lock(amount, recipient)).wait();
+      },
+      async lockInOneBlock(deposits) {
+        await provider.send('evm_setAutomine', [false]);
+        try {
+          const b = bridge.connect(deployer) as Contract;
+          let nonce = await provider.getTransactionCount(await deployer.getAddress(), 'pending');
+          for (const d of deposits)
+            await b.lock(d.amount, d.recipient, { nonce: nonce++, gasLimit: 200_000 });
+          await provider.send('evm_mine', []);
+        } finally {
+          await provider.send('evm_setAutomine', [true]);
+        }
+        return BigInt(await provider.send('eth_blockNumber', []));
+      },
+      async mine(n) {
+        await provider.send('hardhat_mine', [`0x${n.toString(16)}`]);
+      },
+      async head() {
+        return BigInt(await provider.send('eth_blockNumber', []));
+      },
+      async stop() {
+        provider.destroy();
+        await stop();
+      },
+    };
+    return chain;
+  } catch (err) {
+    provider.destroy();
+    await stop();
+    throw new Error(
+      `deploying the bridge contracts to hardhat on ${url} failed: ${(err as Error).message}\n${out}`,
+    );
+  }
 }
 
 /** A JSON-RPC proxy in front of the source chain that records each eth_getLogs range asked. */

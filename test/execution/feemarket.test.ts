@@ -46,6 +46,12 @@ describe('fee market', () => {
     assert.equal(nextBaseFee(100n, T + 1n, { gasTarget: T, minGasPrice: 1n, maxGasPrice: MAX }), 101n);
   });
 
+  it('keeps the fee for a gas target of 0 (app.toml requires >= 1; the library must not divide by it)', () => {
+    const p = { gasTarget: 0n, minGasPrice: 1n, maxGasPrice: MAX };
+    assert.equal(nextBaseFee(8n * GWEI, 0n, p), 8n * GWEI);
+    assert.equal(nextBaseFee(8n * GWEI, 2n * T, p), 8n * GWEI);
+  });
+
   it('computes the effective tip as min(tip cap, fee cap - base fee)', () => {
     assert.equal(effectiveTip(10n, 3n, 5n), 3n);
     assert.equal(effectiveTip(10n, 8n, 5n), 5n);
