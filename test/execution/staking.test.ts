@@ -560,6 +560,7 @@ describe('validator pool: the Solidity interface (contracts/IValidatorPool.sol)'
     const events: string[] = [];
     abi.forEachEvent((e) => events.push(e.format('sighash')));
     assert.deepEqual(events.sort(), [
+      'AllRewardsClaimed(address,uint256,uint256)',
       'Delegated(address,address,uint256)',
       'RewardsClaimed(address,address,uint256,uint256)',
       'Undelegated(address,address,uint256,uint256)',

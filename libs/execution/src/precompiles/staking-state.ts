@@ -22,6 +22,12 @@ const MAX_TOTAL_VOTING_POWER = 9223372036854775807n / 8n;
 /** The most unbonding entries a delegator holds at once (the Cosmos SDK's max_entries is 7). */
 export const MAX_UNBONDING_ENTRIES = 16;
 
+/**
+ * The most validators one delegator's list holds (delegations and unclaimed rewards): the bound
+ * of claimAllRewards(), which visits each of them (docs/staking.md "Claiming").
+ */
+export const MAX_DELEGATOR_VALIDATORS = 32;
+
 /** Order of the parameters in storage and in params(). */
 export const PARAM_NAMES = [
   'minSelfBond',
@@ -293,6 +299,49 @@ export class StakingStore {
     this.put(slot('ubdd.has', operator, delegator), 1n);
   }
 
+  /**
+   * The validators a delegator has shares of or unclaimed rewards from (in the order they were
+   * added; a removal moves the last one into the gap). Delegations made before the list existed
+   * join it when they are next touched (delegate, undelegate, claimRewards).
+   */
+  async delegatorValidators(delegator: Uint8Array): Promise<Uint8Array[]> {
+    const n = await this.num(slot('dv.n', delegator));
+    const out: Uint8Array[] = [];
+    for (let i = 0n; i < n; i++) out.push(bigIntTo32(await this.num(slot('dv', delegator, i))).slice(12));
+    return out;
+  }
+  /**
+   * Adds a validator to the delegator's list: 'added', 'present' when it is there already, or
+   * 'full' (nothing written) when the list holds MAX_DELEGATOR_VALIDATORS.
+   */
+  async addDelegatorValidator(
+    delegator: Uint8Array,
+    operator: Uint8Array,
+  ): Promise<'added' | 'present' | 'full'> {
+    if ((await this.num(slot('dv.idx', delegator, operator))) !== 0n) return 'present';
+    const n = await this.num(slot('dv.n', delegator));
+    if (n >= BigInt(MAX_DELEGATOR_VALIDATORS)) return 'full';
+    this.put(slot('dv', delegator, n), operator);
+    this.put(slot('dv.idx', delegator, operator), n + 1n);
+    this.put(slot('dv.n', delegator), n + 1n);
+    return 'added';
+  }
+  /** Removes a validator from the delegator's list (no-op when it is not there). */
+  async removeDelegatorValidator(delegator: Uint8Array, operator: Uint8Array): Promise<void> {
+    const idx = await this.num(slot('dv.idx', delegator, operator));
+    if (idx === 0n) return;
+    const n = await this.num(slot('dv.n', delegator));
+    const last = n - 1n;
+    if (idx - 1n !== last) {
+      const moved = await this.num(slot('dv', delegator, last));
+      this.put(slot('dv', delegator, idx - 1n), moved);
+      this.put(slot('dv.idx', delegator, bigIntTo32(moved).slice(12)), idx);
+    }
+    this.put(slot('dv', delegator, last), 0n);
+    this.put(slot('dv.idx', delegator, operator), 0n);
+    this.put(slot('dv.n', delegator), last);
+  }
+
   async signingInfo(operator: Uint8Array): Promise<SigningInfo> {
     const w = await this.num(slot('si', operator));
     return {
@@ -466,6 +515,7 @@ export async function genesisPoolStorage(
     store.setTotalShares(b.operator, b.selfBond);
     store.setDelegationShares(b.operator, b.operator, b.selfBond);
     store.setLastPower(b.operator, b.selfBond / params.powerReduction);
+    await store.addDelegatorValidator(b.operator, b.operator);
     balance += b.selfBond;
   }
   for (const [k, v] of m.slots) if (v.length === 0) m.slots.delete(k);

@@ -23,6 +23,7 @@ import {
 } from './staking-abi.js';
 import {
   consensusAddressOf,
+  MAX_DELEGATOR_VALIDATORS,
   MAX_UNBONDING_ENTRIES,
   PARAM_NAMES,
   STAKING_ADDRESS,
@@ -36,7 +37,14 @@ const MAX_MONIKER_BYTES = 70;
 const MAX_COMMISSION_BPS = 10_000n;
 
 /** Gas of each function: flat, above the cost of the slots it touches in EVM terms. */
-const GAS = { write: 60_000n, create: 120_000n, view: 4_000n, perItem: 2_500n } as const;
+const GAS = {
+  write: 60_000n,
+  create: 120_000n,
+  view: 4_000n,
+  perItem: 2_500n,
+  /** claimAllRewards: per validator of the caller's list (a booking reads ~10 slots, writes ~6). */
+  perClaim: 15_000n,
+} as const;
 
 type Ctx = {
   store: StakingStore;
@@ -66,6 +74,7 @@ const EVENTS = {
   withdrawn: topicOf('Withdrawn(address,uint256)'),
   unjailed: topicOf('Unjailed(address)'),
   rewardsClaimed: topicOf('RewardsClaimed(address,address,uint256,uint256)'),
+  allRewardsClaimed: topicOf('AllRewardsClaimed(address,uint256,uint256)'),
 };
 
 /**
@@ -76,6 +85,22 @@ async function settleRewards(c: Ctx, delegator: Uint8Array, op: Uint8Array): Pro
   const rewards = new RewardStore(c.state);
   if (!(await rewards.enabled())) return;
   await rewards.settleDelegation(c.store, delegator, op);
+}
+
+/**
+ * Keeps the delegator's list of validators right after its shares of `op` changed: listed while it
+ * has shares or unclaimed rewards there (a delegation from before the list existed joins it here),
+ * dropped otherwise.
+ */
+async function keepListed(c: Ctx, who: Uint8Array, op: Uint8Array): Promise<void> {
+  if ((await c.store.delegationShares(who, op)) > 0n) {
+    await c.store.addDelegatorValidator(who, op);
+    return;
+  }
+  const rewards = new RewardStore(c.state);
+  const pending = (await rewards.enabled()) ? await rewards.delegationPending(c.store, who, op) : 0n;
+  if (pending > 0n) await c.store.addDelegatorValidator(who, op);
+  else await c.store.removeDelegatorValidator(who, op);
 }
 
 function requireWrite(c: Ctx, fn: string, payable: boolean): void {
@@ -123,6 +148,7 @@ fn('createValidator(bytes32,string,uint16)', async (c) => {
   c.store.setBonded(op, c.frame.value);
   c.store.setTotalShares(op, c.frame.value);
   c.store.setDelegationShares(op, op, c.frame.value);
+  await c.store.addDelegatorValidator(op, op);
   c.store.markDirty();
   c.logs.push([
     STAKING_ADDRESS,
@@ -177,6 +203,10 @@ fn('delegate(address)', async (c) => {
   const minted = total === 0n ? c.frame.value : (c.frame.value * total) / tokens;
   if (minted === 0n)
     throw new Refusal(`delegation of ${c.frame.value} base units buys less than one share of ${addrHex(op)}`);
+  if ((await c.store.addDelegatorValidator(who, op)) === 'full')
+    throw new Refusal(
+      `${addrHex(who)} already delegates to (or has unclaimed rewards from) ${MAX_DELEGATOR_VALIDATORS} validators, the most one delegator may; undelegate fully from one and claim its rewards first`,
+    );
   await settleRewards(c, who, op);
   c.store.setDelegationShares(who, op, (await c.store.delegationShares(who, op)) + minted);
   c.store.setTotalShares(op, total + minted);
@@ -215,6 +245,7 @@ fn('undelegate(address,uint256)', async (c) => {
   const completion = c.now() + p.unbondingTime;
   await settleRewards(c, who, op);
   c.store.setDelegationShares(who, op, owned - burned);
+  await keepListed(c, who, op);
   c.store.setTotalShares(op, total - burned);
   c.store.setBonded(op, tokens - paid);
   entries.push({ operator: op, amount: paid, completionTime: completion, height: c.blockNumber() });
@@ -293,28 +324,92 @@ fn('unjail()', async (c) => {
   return { out: new Uint8Array(0), gas: GAS.write };
 });
 
+/**
+ * Pays nothing yet: books and zeroes the caller's rewards from one validator (and the commission
+ * when the caller operates it), logs RewardsClaimed when there is any, and drops the validator from
+ * the caller's list once it holds no shares of it. Returns the amounts.
+ */
+async function takeRewards(
+  c: Ctx,
+  rewards: RewardStore,
+  who: Uint8Array,
+  op: Uint8Array,
+): Promise<{ reward: bigint; commission: bigint }> {
+  const reward = await rewards.settleDelegation(c.store, who, op);
+  const commission = equal(who, op) ? await rewards.commission(op) : 0n;
+  if (reward + commission > 0n) {
+    rewards.setDelegationPending(who, op, 0n);
+    if (commission > 0n) rewards.setCommission(op, 0n);
+    await rewards.reduceOutstanding(op, reward + commission);
+    c.logs.push([
+      STAKING_ADDRESS,
+      [EVENTS.rewardsClaimed, addrTopic(who), addrTopic(op)],
+      concat(word(reward), word(commission)),
+    ]);
+  }
+  await keepListed(c, who, op);
+  return { reward, commission };
+}
+
+async function enabledRewards(c: Ctx): Promise<RewardStore> {
+  const rewards = new RewardStore(c.state);
+  if (!(await rewards.enabled()))
+    throw new Refusal('rewards are not enabled on this chain (its genesis has no reward account)');
+  return rewards;
+}
+
 fn('claimRewards(address)', async (c) => {
   requireWrite(c, 'claimRewards', false);
   const op = c.args.address(0);
   const who = c.frame.caller.bytes;
-  const rewards = new RewardStore(c.state);
-  if (!(await rewards.enabled()))
-    throw new Refusal('rewards are not enabled on this chain (its genesis has no reward account)');
+  const rewards = await enabledRewards(c);
   if (!(await c.store.exists(op))) throw new Refusal(`no validator is operated by ${addrHex(op)}`);
-  const reward = await rewards.settleDelegation(c.store, who, op);
-  const commission = equal(who, op) ? await rewards.commission(op) : 0n;
+  const { reward, commission } = await takeRewards(c, rewards, who, op);
   if (reward + commission === 0n)
     throw new Refusal(`${addrHex(who)} has no reward to claim from validator ${addrHex(op)}`);
-  rewards.setDelegationPending(who, op, 0n);
-  if (commission > 0n) rewards.setCommission(op, 0n);
   await c.state.addBalance(REWARD_KEY, -(reward + commission));
   await c.state.addBalance(toKey(who), reward + commission);
+  return { out: word(reward + commission), gas: GAS.write };
+});
+
+fn('claimAllRewards()', async (c) => {
+  requireWrite(c, 'claimAllRewards', false);
+  const who = c.frame.caller.bytes;
+  const rewards = await enabledRewards(c);
+  const list = await c.store.delegatorValidators(who);
+  // An operator's commission is claimed with its own validator, even with no self-delegation left.
+  if ((await c.store.exists(who)) && !list.some((op) => equal(op, who))) list.push(who);
+  let total = 0n;
+  let paidFrom = 0n;
+  for (const op of list) {
+    const { reward, commission } = await takeRewards(c, rewards, who, op);
+    if (reward + commission === 0n) continue;
+    total += reward + commission;
+    paidFrom += 1n;
+  }
+  if (total === 0n)
+    throw new Refusal(`${addrHex(who)} has no reward to claim from any of its ${list.length} validators`);
+  await c.state.addBalance(REWARD_KEY, -total);
+  await c.state.addBalance(toKey(who), total);
   c.logs.push([
     STAKING_ADDRESS,
-    [EVENTS.rewardsClaimed, addrTopic(who), addrTopic(op)],
-    concat(word(reward), word(commission)),
+    [EVENTS.allRewardsClaimed, addrTopic(who)],
+    concat(word(paidFrom), word(total)),
   ]);
-  return { out: word(reward + commission), gas: GAS.write };
+  return { out: word(total), gas: GAS.write + GAS.perClaim * BigInt(list.length) };
+});
+
+fn('delegatorValidators(address)', async (c) => {
+  const ops = await c.store.delegatorValidators(c.args.address(0));
+  return { out: encodeAbi([{ t: 'address[]', v: ops }]), gas: GAS.view + GAS.perItem * BigInt(ops.length) };
+});
+
+fn('outstandingRewards(address)', async (c) => {
+  const op = c.args.address(0);
+  if (!(await c.store.exists(op))) throw new Refusal(`no validator is operated by ${addrHex(op)}`);
+  const rewards = new RewardStore(c.state);
+  const v = (await rewards.enabled()) ? await rewards.outstanding(c.store, op) : 0n;
+  return { out: word(v), gas: GAS.view };
 });
 
 fn('pendingRewards(address,address)', async (c) => {
