@@ -74,16 +74,23 @@ export async function callPool(ctx: RestContext, height: bigint, data: string): 
   return out;
 }
 
+/** The ABI-encoded dynamic array whose offset is the answer's word `head`, as raw words. */
+export function wordArray(out: Buffer, head: number): bigint[] {
+  const off = Number(word(out, head)) / 32;
+  const n = Number(word(out, off));
+  if (n > 0) wordAt(out, (off + n) * 32);
+  const list: bigint[] = [];
+  for (let i = 0; i < n; i++) list.push(word(out, off + 1 + i));
+  return list;
+}
+/** The ABI-encoded address[] whose offset is the answer's word `head`. */
+export function addressArray(out: Buffer, head: number): Hex[] {
+  return wordArray(out, head).map((w) => `0x${w.toString(16).padStart(40, '0')}` as Hex);
+}
+
 /** Operators of every validator of the pool at `height`. */
 export async function operators(ctx: RestContext, height: bigint): Promise<Hex[]> {
-  const out = await callPool(ctx, height, SEL.validators);
-  const off = Number(word(out, 0)) / 32;
-  const n = Number(word(out, off));
-  const list: Hex[] = [];
-  if (n > 0) wordAt(out, (off + n) * 32);
-  for (let i = 0; i < n; i++)
-    list.push(`0x${out.subarray((off + 1 + i) * 32 + 12, (off + 2 + i) * 32).toString('hex')}` as Hex);
-  return list;
+  return addressArray(await callPool(ctx, height, SEL.validators), 0);
 }
 
 async function poolValidator(ctx: RestContext, height: bigint, operator: Hex): Promise<PoolValidator> {
