@@ -19,6 +19,9 @@ interface IValidatorPool {
     event Unjailed(address indexed operator);
     event RewardsClaimed(address indexed delegator, address indexed operator, uint256 reward, uint256 commission);
     event AllRewardsClaimed(address indexed delegator, uint256 validators, uint256 amount);
+    event Redelegated(
+        address indexed delegator, address indexed src, address indexed dst, uint256 amount, uint256 completionTime
+    );
 
     /// @notice Makes the caller the operator of a new validator with consensus key `consensusPubKey`
     /// (ed25519, 32 bytes), self-bonding msg.value (at least minSelfBond).
@@ -33,6 +36,26 @@ interface IValidatorPool {
     /// @notice Unbonds `amount` of the caller's delegation; it can be withdrawn at the returned
     /// time (block time + unbondingTime, seconds). At most 16 entries unbond at once per delegator.
     function undelegate(address validator, uint256 amount) external returns (uint256 completionTime);
+
+    /// @notice Moves `amount` of the caller's delegation from `src`'s validator to `dst`'s at once,
+    /// without unbonding. Until the returned time (block time + unbondingTime) the moved stake is
+    /// still slashed for infractions of `src` committed before the move, and no redelegation away
+    /// from `dst` is accepted (no transitive redelegation). At most 16 redelegations mature at once.
+    function redelegate(address src, address dst, uint256 amount) external returns (uint256 completionTime);
+
+    /// @notice The delegator's redelegations still maturing: source and destination validators, the
+    /// base units moved, the destination shares they bought, completion times (s) and heights.
+    function redelegations(address delegator)
+        external
+        view
+        returns (
+            address[] memory src,
+            address[] memory dst,
+            uint256[] memory amounts,
+            uint256[] memory sharesDst,
+            uint256[] memory completionTimes,
+            uint256[] memory heights
+        );
 
     /// @notice Pays the caller every unbonding entry that has matured; returns the amount.
     function withdrawUnbonded() external returns (uint256 amount);

@@ -11,12 +11,14 @@
 // supply check (executor.ts) sees them as destroyed and the BTC token's totalSupply() drops with them.
 import type { AbciEvent, CommitInfo, Misbehavior } from '../../../types/index.js';
 import { equal, toHex } from '../bytes.js';
+import { RewardStore } from './reward-state.js';
 import {
   FRACTION_ONE,
   type SigningInfo,
   type SlotStore,
   STAKING_KEY,
   StakingStore,
+  tokensOfShares,
 } from './staking-state.js';
 
 /** What slashing needs of a state besides slots: the pool's balance and the burn record. */
@@ -48,11 +50,17 @@ export interface SlashResult {
   bonded: bigint;
   /** Burned from unbonding entries that started at or after the infraction height. */
   unbonding: bigint;
+  /**
+   * Burned from the destination validators of redelegations away from this one that started at or
+   * after the infraction height and are still maturing.
+   */
+  redelegation: bigint;
 }
 
 /**
- * Burns `fraction` (parts per 10^18, rounded down) of the validator's bonded tokens and of each of
- * its unbonding entries that started at or after `infractionHeight`.
+ * Burns `fraction` (parts per 10^18, rounded down) of the validator's bonded tokens, of each of
+ * its unbonding entries that started at or after `infractionHeight`, and of the stake each of its
+ * redelegations since then (still maturing at `now`) moved to another validator.
  */
 export async function slashValidator(
   state: SlashState,
@@ -60,6 +68,7 @@ export async function slashValidator(
   operator: Uint8Array,
   fraction: bigint,
   infractionHeight: bigint,
+  now: bigint,
 ): Promise<SlashResult> {
   const tokens = await store.bonded(operator);
   const bonded = (tokens * fraction) / FRACTION_ONE;
@@ -78,13 +87,54 @@ export async function slashValidator(
     }
     if (changed) await store.setUnbondings(d, entries);
   }
-  const total = bonded + unbonding;
+  const redelegation = await slashRedelegations(state, store, operator, fraction, infractionHeight, now);
+  const total = bonded + unbonding + redelegation;
   if (total > 0n) {
     await state.addBalance(STAKING_KEY, -total);
     state.recordBurn(total);
   }
   store.markDirty();
-  return { bonded, unbonding };
+  return { bonded, unbonding, redelegation };
+}
+
+/**
+ * The Cosmos SDK's SlashRedelegation: for each redelegation away from `operator` made at or after
+ * the infraction and still maturing, `fraction` of the shares of the destination it bought
+ * (floor(shares_dst × fraction / 10^18), at most what the delegator still holds there) is taken
+ * out of the destination and its tokens burned. Returns the base units burned (the caller takes
+ * them out of the pool's balance).
+ */
+async function slashRedelegations(
+  state: SlashState,
+  store: StakingStore,
+  operator: Uint8Array,
+  fraction: bigint,
+  infractionHeight: bigint,
+  now: bigint,
+): Promise<bigint> {
+  let burned = 0n;
+  const rewards = new RewardStore(state);
+  const withRewards = await rewards.enabled();
+  for (const d of await store.redelegatingDelegators(operator)) {
+    for (const e of await store.redelegations(d)) {
+      if (!equal(e.src, operator) || e.height < infractionHeight || e.completionTime <= now) continue;
+      const held = await store.delegationShares(d, e.dst);
+      let shares = (e.sharesDst * fraction) / FRACTION_ONE;
+      if (held < shares) shares = held; // what is left of it at the destination
+      if (shares === 0n) continue;
+      const tokens = await store.bonded(e.dst);
+      const total = await store.totalShares(e.dst);
+      // The last shares of the destination take every token left.
+      const cut = shares === total ? tokens : tokensOfShares(shares, tokens, total);
+      // The delegation is booked at its old shares before they change.
+      if (withRewards) await rewards.settleDelegation(store, d, e.dst);
+      store.setDelegationShares(d, e.dst, held - shares);
+      store.setTotalShares(e.dst, total - shares);
+      store.setBonded(e.dst, tokens - cut);
+      burned += cut;
+    }
+  }
+  return burned;
 }
 
 /** The most blocks of a window a validator may miss: window − round(window × min_signed_per_window). */
@@ -113,6 +163,7 @@ function slashEvent(
       attr('power', power.toString()),
       attr('burned_bonded', r.bonded.toString()),
       attr('burned_unbonding', r.unbonding.toString()),
+      attr('burned_redelegation', r.redelegation.toString()),
     ],
   };
 }
@@ -175,7 +226,7 @@ export async function applySlashing(state: SlashState, block: SlashingBlock): Pr
     }
     if (height > info.startHeight + window && info.missedBlocks > maxMissed) {
       const infraction = height > BigInt(UPDATE_DELAY) ? height - BigInt(UPDATE_DELAY) : 1n;
-      const r = await slashValidator(state, store, op, p.slashFractionDowntime, infraction);
+      const r = await slashValidator(state, store, op, p.slashFractionDowntime, infraction, block.time);
       store.setJailed(op, true);
       // Capped below the tombstone's "for ever" (a genesis may set a duration up to 2^64 − 1 s).
       const until = block.time + p.downtimeJailDuration;
@@ -198,7 +249,7 @@ export async function applySlashing(state: SlashState, block: SlashingBlock): Pr
     const prev = await store.signingInfo(op);
     if (prev.tombstoned) continue; // punished once for all its double signs
     const power = await store.lastPower(op);
-    const r = await slashValidator(state, store, op, p.slashFractionDoubleSign, BigInt(m.height));
+    const r = await slashValidator(state, store, op, p.slashFractionDoubleSign, BigInt(m.height), block.time);
     store.setJailed(op, true);
     const info: SigningInfo = {
       ...prev,

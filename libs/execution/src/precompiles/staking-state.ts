@@ -66,6 +66,7 @@ const F = {
 } as const;
 
 const UBD = { operator: 0n, amount: 1n, completion: 2n, height: 3n } as const;
+const RED = { src: 0n, dst: 1n, initial: 2n, sharesDst: 3n, completion: 4n, height: 5n } as const;
 
 /**
  * A signing info is packed in one slot of "si" ++ operator (the liveness pass reads and writes it
@@ -98,6 +99,20 @@ export interface UnbondingEntry {
   amount: bigint;
   completionTime: bigint;
   /** The block height of the undelegate (0 for entries made before heights were kept). */
+  height: bigint;
+}
+
+/** A redelegation still maturing (the Cosmos SDK's RedelegationEntry, with its two validators). */
+export interface RedelegationEntry {
+  src: Uint8Array;
+  dst: Uint8Array;
+  /** Base units moved from src to dst. */
+  initialBalance: bigint;
+  /** Shares of dst the move bought: what a slash of src for an earlier infraction takes a part of. */
+  sharesDst: bigint;
+  /** Seconds; from then on the entry no longer exists (it is no longer slashable). */
+  completionTime: bigint;
+  /** The block height of the redelegate. */
   height: bigint;
 }
 
@@ -340,6 +355,52 @@ export class StakingStore {
     this.put(slot('dv', delegator, last), 0n);
     this.put(slot('dv.idx', delegator, operator), 0n);
     this.put(slot('dv.n', delegator), last);
+  }
+
+  /** The delegator's redelegation entries as stored (matured ones included until the next write). */
+  async redelegations(delegator: Uint8Array): Promise<RedelegationEntry[]> {
+    const n = await this.num(slot('red.n', delegator));
+    const out: RedelegationEntry[] = [];
+    for (let i = 0n; i < n; i++) {
+      const f = (x: bigint) => this.num(slot('red', delegator, i, x));
+      out.push({
+        src: bigIntTo32(await f(RED.src)).slice(12),
+        dst: bigIntTo32(await f(RED.dst)).slice(12),
+        initialBalance: await f(RED.initial),
+        sharesDst: await f(RED.sharesDst),
+        completionTime: await f(RED.completion),
+        height: await f(RED.height),
+      });
+    }
+    return out;
+  }
+  async setRedelegations(delegator: Uint8Array, entries: RedelegationEntry[]): Promise<void> {
+    const old = Number(await this.num(slot('red.n', delegator)));
+    for (let i = 0; i < Math.max(old, entries.length); i++) {
+      const e = entries[i];
+      const k = BigInt(i);
+      this.put(slot('red', delegator, k, RED.src), e ? e.src : new Uint8Array(0));
+      this.put(slot('red', delegator, k, RED.dst), e ? e.dst : new Uint8Array(0));
+      this.put(slot('red', delegator, k, RED.initial), e ? e.initialBalance : 0n);
+      this.put(slot('red', delegator, k, RED.sharesDst), e ? e.sharesDst : 0n);
+      this.put(slot('red', delegator, k, RED.completion), e ? e.completionTime : 0n);
+      this.put(slot('red', delegator, k, RED.height), e ? e.height : 0n);
+    }
+    this.put(slot('red.n', delegator), BigInt(entries.length));
+  }
+  /** Delegators that ever redelegated away from a validator: where its slash looks for entries. */
+  async redelegatingDelegators(operator: Uint8Array): Promise<Uint8Array[]> {
+    const n = await this.num(slot('rdd.n', operator));
+    const out: Uint8Array[] = [];
+    for (let i = 0n; i < n; i++) out.push(bigIntTo32(await this.num(slot('rdd', operator, i))).slice(12));
+    return out;
+  }
+  async noteRedelegatingDelegator(operator: Uint8Array, delegator: Uint8Array): Promise<void> {
+    if ((await this.num(slot('rdd.has', operator, delegator))) !== 0n) return;
+    const n = await this.num(slot('rdd.n', operator));
+    this.put(slot('rdd', operator, n), delegator);
+    this.put(slot('rdd.n', operator), n + 1n);
+    this.put(slot('rdd.has', operator, delegator), 1n);
   }
 
   async signingInfo(operator: Uint8Array): Promise<SigningInfo> {

@@ -26,6 +26,7 @@ import {
   MAX_DELEGATOR_VALIDATORS,
   MAX_UNBONDING_ENTRIES,
   PARAM_NAMES,
+  type RedelegationEntry,
   STAKING_ADDRESS,
   StakingStore,
   type UnbondingEntry,
@@ -75,6 +76,7 @@ const EVENTS = {
   unjailed: topicOf('Unjailed(address)'),
   rewardsClaimed: topicOf('RewardsClaimed(address,address,uint256,uint256)'),
   allRewardsClaimed: topicOf('AllRewardsClaimed(address,uint256,uint256)'),
+  redelegated: topicOf('Redelegated(address,address,address,uint256,uint256)'),
 };
 
 /**
@@ -101,6 +103,16 @@ async function keepListed(c: Ctx, who: Uint8Array, op: Uint8Array): Promise<void
   const pending = (await rewards.enabled()) ? await rewards.delegationPending(c.store, who, op) : 0n;
   if (pending > 0n) await c.store.addDelegatorValidator(who, op);
   else await c.store.removeDelegatorValidator(who, op);
+}
+
+/**
+ * Shares to burn for taking `amount` out of a validator with `tokens` and `total` shares, rounded
+ * up so that what leaves is never worth more than the shares were (the rounding stays with the
+ * other shares); the last shares take every token left, the dust included.
+ */
+function sharesToBurn(amount: bigint, tokens: bigint, total: bigint): { burned: bigint; paid: bigint } {
+  const burned = (amount * total + tokens - 1n) / tokens;
+  return { burned, paid: burned === total ? tokens : amount };
 }
 
 function requireWrite(c: Ctx, fn: string, payable: boolean): void {
@@ -233,9 +245,7 @@ fn('undelegate(address,uint256)', async (c) => {
   // Shares burned are rounded up, so the amount paid out is never worth more than they were: the
   // remainder of the rounding stays with the validator's other shares. amount <= have keeps this
   // at most the shares owned (have = floor(owned × tokens / total)).
-  const burned = (amount * total + tokens - 1n) / tokens;
-  // The last shares of a validator take every token left (the rounding dust included).
-  const paid = burned === total ? tokens : amount;
+  const { burned, paid } = sharesToBurn(amount, tokens, total);
   const entries = await c.store.unbondings(who);
   if (entries.length >= MAX_UNBONDING_ENTRIES)
     throw new Refusal(
@@ -286,6 +296,104 @@ fn('withdrawUnbonded()', async (c) => {
   await moveFromPool(c.state, who, total);
   c.logs.push([STAKING_ADDRESS, [EVENTS.withdrawn, addrTopic(who)], word(total)]);
   return { out: word(total), gas: GAS.write + GAS.perItem * BigInt(entries.length) };
+});
+
+fn('redelegate(address,address,uint256)', async (c) => {
+  requireWrite(c, 'redelegate', false);
+  const src = c.args.address(0);
+  const dst = c.args.address(1);
+  const amount = c.args.uint(2);
+  const who = c.frame.caller.bytes;
+  if (amount === 0n) throw new Refusal('redelegate amount must be > 0');
+  if (equal(src, dst)) throw new Refusal(`cannot redelegate from ${addrHex(src)} to itself`);
+  if (!(await c.store.exists(src))) throw new Refusal(`no validator is operated by ${addrHex(src)}`);
+  if (!(await c.store.exists(dst))) throw new Refusal(`no validator is operated by ${addrHex(dst)}`);
+  if ((await c.store.jailed(dst)) && (await c.store.signingInfo(dst)).tombstoned)
+    throw new Refusal(`validator ${addrHex(dst)} is tombstoned (double-signed) and takes no delegation`);
+  const have = await c.store.delegation(who, src);
+  if (amount > have)
+    throw new Refusal(
+      `redelegate amount ${amount} is more than the delegation of ${addrHex(who)} to ${addrHex(src)} (${have})`,
+    );
+  const now = c.now();
+  // Only entries still maturing exist; the matured ones are dropped at this write.
+  const entries = (await c.store.redelegations(who)).filter((e) => e.completionTime > now);
+  // No transitive redelegation: stake that arrived at src by a redelegation still maturing must
+  // stay until it matures, or a slash of its first validator could no longer find it.
+  const incoming = entries.find((e) => equal(e.dst, src));
+  if (incoming)
+    throw new Refusal(
+      `${addrHex(who)} has a redelegation to ${addrHex(src)} maturing at ${incoming.completionTime} (block time ${now}); no redelegation from ${addrHex(src)} before then`,
+    );
+  if (entries.length >= MAX_UNBONDING_ENTRIES) {
+    let first = entries[0]!.completionTime;
+    for (const e of entries) if (e.completionTime < first) first = e.completionTime;
+    throw new Refusal(
+      `${addrHex(who)} already has ${MAX_UNBONDING_ENTRIES} redelegations maturing; wait for the first (at ${first})`,
+    );
+  }
+  const srcTokens = await c.store.bonded(src);
+  const srcTotal = await c.store.totalShares(src);
+  const owned = await c.store.delegationShares(who, src);
+  const { burned, paid } = sharesToBurn(amount, srcTokens, srcTotal);
+  const dstTokens = await c.store.bonded(dst);
+  const dstTotal = await c.store.totalShares(dst);
+  if (dstTokens === 0n && dstTotal > 0n)
+    throw new Refusal(
+      `validator ${addrHex(dst)} has shares but no tokens left (slashed to 0); it takes no delegation`,
+    );
+  const minted = dstTotal === 0n ? paid : (paid * dstTotal) / dstTokens;
+  if (minted === 0n)
+    throw new Refusal(`redelegation of ${paid} base units buys less than one share of ${addrHex(dst)}`);
+  if ((await c.store.addDelegatorValidator(who, dst)) === 'full')
+    throw new Refusal(
+      `${addrHex(who)} already delegates to (or has unclaimed rewards from) ${MAX_DELEGATOR_VALIDATORS} validators, the most one delegator may; undelegate fully from one and claim its rewards first`,
+    );
+  const p = await c.store.params();
+  const completion = now + p.unbondingTime;
+  // Both delegations are booked at their old shares before they change.
+  await settleRewards(c, who, src);
+  await settleRewards(c, who, dst);
+  c.store.setDelegationShares(who, src, owned - burned);
+  c.store.setTotalShares(src, srcTotal - burned);
+  c.store.setBonded(src, srcTokens - paid);
+  await keepListed(c, who, src);
+  c.store.setDelegationShares(who, dst, (await c.store.delegationShares(who, dst)) + minted);
+  c.store.setTotalShares(dst, dstTotal + minted);
+  c.store.setBonded(dst, dstTokens + paid);
+  const entry: RedelegationEntry = {
+    src,
+    dst,
+    initialBalance: paid,
+    sharesDst: minted,
+    completionTime: completion,
+    height: c.blockNumber(),
+  };
+  await c.store.setRedelegations(who, [...entries, entry]);
+  await c.store.noteRedelegatingDelegator(src, who);
+  c.store.markDirty();
+  c.logs.push([
+    STAKING_ADDRESS,
+    [EVENTS.redelegated, addrTopic(who), addrTopic(src), addrTopic(dst)],
+    concat(word(paid), word(completion)),
+  ]);
+  return { out: word(completion), gas: GAS.write };
+});
+
+fn('redelegations(address)', async (c) => {
+  const now = c.now();
+  const es = (await c.store.redelegations(c.args.address(0))).filter((e) => e.completionTime > now);
+  return {
+    out: encodeAbi([
+      { t: 'address[]', v: es.map((e) => e.src) },
+      { t: 'address[]', v: es.map((e) => e.dst) },
+      { t: 'uint[]', v: es.map((e) => e.initialBalance) },
+      { t: 'uint[]', v: es.map((e) => e.sharesDst) },
+      { t: 'uint[]', v: es.map((e) => e.completionTime) },
+      { t: 'uint[]', v: es.map((e) => e.height) },
+    ]),
+    gas: GAS.view + GAS.perItem * BigInt(es.length),
+  };
 });
 
 fn('unjail()', async (c) => {
