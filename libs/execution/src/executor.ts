@@ -128,7 +128,7 @@ import {
   REWARD_KEY,
   RewardStore,
 } from './precompiles/reward-state.js';
-import { applySlashing } from './precompiles/staking-slashing.js';
+import { applySlashingWithGuard } from './precompiles/staking-slashing.js';
 import {
   endBlockValidatorUpdates,
   genesisPoolStorage,
@@ -359,7 +359,7 @@ export class Executor implements Application, EthChain {
   /** The last executed block: its transactions, and how many of them had run ahead. */
   private lastRun = { txs: 0, ahead: 0 };
   /** Since start: transactions refused at admission, and block transactions that had run ahead. */
-  private counts = { refused: 0, ranAhead: 0 };
+  private counts = { refused: 0, ranAhead: 0, heldBackJails: 0 };
   private lastFinalize = { height: 0, ms: 0 };
   private ahead: Ahead | undefined;
   /** The proposer of the last committed block, and the coinbase to run ahead with (see commit). */
@@ -1119,12 +1119,27 @@ export class Executor implements Application, EthChain {
     // bonding, slashing or jailing changed go to consensus (H + 2). Slashing runs after the
     // transactions (the Cosmos SDK runs it before them): the block's transactions may already have
     // run ahead of FinalizeBlock, before its evidence and last commit were known.
-    const slashEvents = await applySlashing(state, {
+    const { events: slashEvents, heldBack } = await applySlashingWithGuard(state, {
       height,
       time: ctx.timestamp,
       misbehavior: req.misbehavior,
       lastCommit: req.decidedLastCommit,
     });
+    // The liveness guard (docs/staking.md "Keeping the chain live"): a downtime jail that would
+    // leave <= 2/3 of the power online is held back; every node holds back the same ones.
+    for (const h of heldBack) {
+      this.counts.heldBackJails++;
+      this.opts.logger.warn(
+        {
+          height,
+          operator: toHex(h.operator),
+          power: h.power.toString(),
+          onlinePower: h.online.toString(),
+          totalPower: h.total.toString(),
+        },
+        'staking: downtime jail held back, it would leave 2/3 or less of the voting power online',
+      );
+    }
     // A validator's rewards are booked with its old power before the power changes (reward-state.ts).
     const staking = new StakingStore(state);
     const validatorUpdates = await endBlockValidatorUpdates(
@@ -1444,6 +1459,7 @@ export class Executor implements Application, EthChain {
     return {
       refusedTxs: this.counts.refused,
       ranAheadTxs: this.counts.ranAhead,
+      heldBackJails: this.counts.heldBackJails,
       lastFinalizeHeight: this.lastFinalize.height,
       lastFinalizeMs: this.lastFinalize.ms,
     };

@@ -179,17 +179,59 @@ function jailEvent(operator: Uint8Array, jailedUntil: bigint, tombstoned: boolea
   };
 }
 
+/** A downtime jail the liveness guard held back (applySlashing). */
+export interface HeldBackJail {
+  operator: Uint8Array;
+  /** The validator's power in the last commit. */
+  power: bigint;
+  /** Power of the last commit's validators not jailed and signing, and their total, before it. */
+  online: bigint;
+  total: bigint;
+}
+
+/**
+ * The liveness guard: whether jailing a validator of `power` that `signed` the last commit would
+ * leave the remaining online power at or below 2/3 of the remaining total, so that the set
+ * without it could not commit. Jailing a validator that did not sign never lowers the online
+ * share (3·online > 2·total implies 3·online > 2·(total − power)), so it is never held back.
+ */
+export function wouldHalt(signed: boolean, power: bigint, online: bigint, total: bigint): boolean {
+  if (!signed) return false;
+  return 3n * (online - power) <= 2n * (total - power);
+}
+
 /**
  * The block's slashing: liveness from the last commit, then the committed evidence. Returns the
- * block events (slash, jail). Does nothing on a chain without a pool.
+ * block events (slash, jail, liveness_guard) and the downtime jails the liveness guard held back.
+ * Does nothing on a chain without a pool.
  */
 export async function applySlashing(state: SlashState, block: SlashingBlock): Promise<AbciEvent[]> {
-  if (block.misbehavior.length === 0 && block.lastCommit.votes.length === 0) return [];
+  return (await applySlashingWithGuard(state, block)).events;
+}
+
+export async function applySlashingWithGuard(
+  state: SlashState,
+  block: SlashingBlock,
+): Promise<{ events: AbciEvent[]; heldBack: HeldBackJail[] }> {
+  const heldBack: HeldBackJail[] = [];
+  if (block.misbehavior.length === 0 && block.lastCommit.votes.length === 0) return { events: [], heldBack };
   const store = new StakingStore(state);
-  if (!(await store.enabled())) return [];
+  if (!(await store.enabled())) return { events: [], heldBack };
   const p = await store.params();
   const events: AbciEvent[] = [];
   const height = BigInt(block.height);
+
+  // The liveness guard's view of the set: the last commit's validators that are not jailed (a jailed
+  // one's removal is already on its way to consensus), their power and how much of it signed.
+  // Each downtime jail below takes its validator out of both.
+  let total = 0n;
+  let online = 0n;
+  for (const vote of block.lastCommit.votes) {
+    const op = await store.operatorOfAddress(vote.validatorAddress);
+    if (op && (await store.jailed(op))) continue;
+    total += vote.power;
+    if (vote.signed) online += vote.power;
+  }
 
   // Liveness (the Cosmos SDK's HandleValidatorSignature, run for every validator of the last set).
   const window = p.signedBlocksWindow;
@@ -225,6 +267,25 @@ export async function applySlashing(state: SlashState, block: SlashingBlock): Pr
       info.missedBlocks -= 1n;
     }
     if (height > info.startHeight + window && info.missedBlocks > maxMissed) {
+      if (wouldHalt(vote.signed, vote.power, online, total)) {
+        // Held back: the validator stays in the set with its misses counted, and is jailed at the
+        // first block where that no longer halts the chain (or once its misses leave the window).
+        heldBack.push({ operator: op, power: vote.power, online, total });
+        events.push({
+          type: 'liveness_guard',
+          attributes: [
+            attr('operator', toHex(op)),
+            attr('power', vote.power.toString()),
+            attr('online_power', online.toString()),
+            attr('total_power', total.toString()),
+            attr('missed_blocks', info.missedBlocks.toString()),
+          ],
+        });
+        store.setSigningInfo(op, info, prev);
+        continue;
+      }
+      total -= vote.power;
+      if (vote.signed) online -= vote.power;
       const infraction = height > BigInt(UPDATE_DELAY) ? height - BigInt(UPDATE_DELAY) : 1n;
       const r = await slashValidator(state, store, op, p.slashFractionDowntime, infraction, block.time);
       store.setJailed(op, true);
@@ -264,5 +325,5 @@ export async function applySlashing(state: SlashState, block: SlashingBlock): Pr
       jailEvent(op, JAILED_FOREVER, true),
     );
   }
-  return events;
+  return { events, heldBack };
 }
