@@ -98,6 +98,7 @@ async function start(): Promise<Net> {
 
 async function stop(n: Net): Promise<void> {
   await n.ex.close();
+  await n.kv.close();
   rmSync(n.dir, { recursive: true, force: true });
 }
 

@@ -57,7 +57,8 @@ describe('validator pool: the liveness guard', () => {
 
   it('holds back the jail of a validator that came back while another is offline, and jails it once that no longer halts', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'noded-guard-'));
-    const ex = await Executor.open(executorOptions(await RocksKV.open(dir), new EventBus()));
+    const kv = await RocksKV.open(dir);
+    const ex = await Executor.open(executorOptions(kv, new EventBus()));
     try {
       const validators: Validator[] = ops.map((_, i) => ({
         address: consAddr(i),
@@ -135,6 +136,7 @@ describe('validator pool: the liveness guard', () => {
       assert.equal(ex.executionStats().heldBackJails, 1);
     } finally {
       await ex.close();
+      await kv.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

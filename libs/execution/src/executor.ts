@@ -9,6 +9,7 @@ import { Address } from '@ethereumjs/util';
 import {
   type RewardsGenesisJson,
   rewardsParamsOf,
+  rewardsUpgradeHeightOf,
   type StakingGenesisJson,
   toStakingGenesis,
   validateRewardsGenesis,
@@ -563,7 +564,10 @@ export class Executor implements Application, EthChain {
           'BAD_GENESIS',
           `genesis.json:app_state.evm.accounts: ${REWARD_ADDRESS_HEX} is the reward stake's account, written from app_state.rewards; it cannot be listed`,
         );
-      accounts.push(reward);
+      // With an upgrade height after the first block the account is created at that height
+      // (executeBlock), as on the nodes of a chain that was started without it.
+      const upgrade = rewardsUpgradeHeightOf((req.appState as { rewards?: RewardsGenesisJson }).rewards);
+      if (upgrade === undefined || upgrade <= req.initialHeight) accounts.push(reward);
     } else if ((req.appState as { rewards?: unknown } | null)?.rewards !== undefined) {
       throw new ExecutionError(
         'BAD_GENESIS',
@@ -1101,7 +1105,16 @@ export class Executor implements Application, EthChain {
     const rewards = new RewardStore(state);
     let rewardEvents: AbciEvent[] = [];
     let minted = 0n;
-    const rewardsOn = await rewards.enabled();
+    let rewardsOn = await rewards.enabled();
+    const upgrade = this.opts.rewardsUpgrade;
+    if (!rewardsOn && upgrade && upgrade.height === height && (await new StakingStore(state).enabled())) {
+      await createRewardAccount(state, upgrade);
+      rewardsOn = true;
+      this.opts.logger.info(
+        { height },
+        'rewards: the fee split starts at this height (app_state.rewards.upgrade_height); the reward account is created',
+      );
+    }
     if (rewardsOn) {
       const cb = toKey(coinbase);
       const credited = (await state.readAccount(cb))?.balance ?? 0n;
@@ -2599,6 +2612,24 @@ function genesisRewardAccount(req: InitChainRequest): GenesisAccount {
   const power = staking.validators.reduce((t, v) => t + v.selfBond / staking.params.powerReduction, 0n);
   const storage = genesisRewardStorage(rewardsParamsOf(rewards as RewardsGenesisJson | undefined), power);
   return { addr: REWARD_KEY, data, code: POOL_ACCOUNT_CODE, storage };
+}
+
+/**
+ * The reward account created at app_state.rewards.upgrade_height on a chain whose state has none:
+ * the same storage genesis would have written (the params, the total power handed to consensus),
+ * nonce 1 and the marker code. Its balance is kept (0 unless something was sent there before).
+ */
+async function createRewardAccount(
+  state: JournaledState,
+  p: { validatorShare: bigint; blockReward: bigint },
+): Promise<void> {
+  const staking = new StakingStore(state);
+  let power = 0n;
+  for (const op of await staking.operators()) power += await staking.lastPower(op);
+  for (const [slot, value] of genesisRewardStorage(p, power)) state.writeSlot(REWARD_KEY, slot, value);
+  const address = new Address(fromHex(REWARD_ADDRESS_HEX));
+  await state.putCode(address, POOL_ACCOUNT_CODE);
+  await state.modifyAccountFields(address, { nonce: 1n });
 }
 
 interface GenesisAccount {
