@@ -314,6 +314,29 @@ describe('validator pool: claimAllRewards and outstanding rewards', () => {
       );
       const last = poolAbi.parseLog(rc!.logs.at(-1)!)!;
       assert.equal(last.name, 'AllRewardsClaimed');
+
+      // A genesis operator's own validator counts (genesis writes no list; it is shown last): it
+      // may delegate to 31 others.
+      const op = ops[0]!;
+      const others = targets.filter((t) => t !== addr(op));
+      await block(
+        n,
+        others.slice(0, 31).map((t) => tx(n, op, 'delegate', [t], ETH)),
+      );
+      const listed = await listOf(n, op);
+      assert.equal(listed.length, 32);
+      assert.equal(listed.at(-1), addr(op));
+      assert.match(
+        await refusal(n, op, 'delegate', [others[31]], ETH),
+        /already delegates to .* 32 validators/,
+      );
+      await block(n);
+      await block(n, [tx(n, op, 'claimAllRewards', [], 0n, 600_000n)]);
+      const [rc2] = await n.ex.getBlockReceipts(BigInt(n.height));
+      assert.equal(
+        BigInt(rc2!.gasUsed),
+        intrinsicGas(poolAbi.encodeFunctionData('claimAllRewards')) + 60_000n + 32n * 15_000n,
+      );
     } finally {
       await stop(n);
     }

@@ -316,14 +316,21 @@ export class StakingStore {
 
   /**
    * The validators a delegator has shares of or unclaimed rewards from (in the order they were
-   * added; a removal moves the last one into the gap). Delegations made before the list existed
-   * join it when they are next touched (delegate, undelegate, claimRewards).
+   * added; a removal moves the last one into the gap), and last its own validator when it operates
+   * one that is not listed (a genesis validator: genesis writes no list, so a genesis state is the
+   * same as before the list existed). Delegations made before the list existed join it when they
+   * are next touched (delegate, undelegate, claimRewards).
    */
   async delegatorValidators(delegator: Uint8Array): Promise<Uint8Array[]> {
     const n = await this.num(slot('dv.n', delegator));
     const out: Uint8Array[] = [];
     for (let i = 0n; i < n; i++) out.push(bigIntTo32(await this.num(slot('dv', delegator, i))).slice(12));
+    if (await this.ownUnlisted(delegator)) out.push(delegator);
     return out;
+  }
+  /** Whether the delegator operates a validator that its list does not hold. */
+  private async ownUnlisted(delegator: Uint8Array): Promise<boolean> {
+    return (await this.exists(delegator)) && (await this.num(slot('dv.idx', delegator, delegator))) === 0n;
   }
   /**
    * Adds a validator to the delegator's list: 'added', 'present' when it is there already, or
@@ -335,7 +342,9 @@ export class StakingStore {
   ): Promise<'added' | 'present' | 'full'> {
     if ((await this.num(slot('dv.idx', delegator, operator))) !== 0n) return 'present';
     const n = await this.num(slot('dv.n', delegator));
-    if (n >= BigInt(MAX_DELEGATOR_VALIDATORS)) return 'full';
+    // The delegator's own validator counts while it is shown unlisted (delegatorValidators).
+    const own = !equal(operator, delegator) && (await this.ownUnlisted(delegator)) ? 1n : 0n;
+    if (n + own >= BigInt(MAX_DELEGATOR_VALIDATORS)) return 'full';
     this.put(slot('dv', delegator, n), operator);
     this.put(slot('dv.idx', delegator, operator), n + 1n);
     this.put(slot('dv.n', delegator), n + 1n);
@@ -576,7 +585,6 @@ export async function genesisPoolStorage(
     store.setTotalShares(b.operator, b.selfBond);
     store.setDelegationShares(b.operator, b.operator, b.selfBond);
     store.setLastPower(b.operator, b.selfBond / params.powerReduction);
-    await store.addDelegatorValidator(b.operator, b.operator);
     balance += b.selfBond;
   }
   for (const [k, v] of m.slots) if (v.length === 0) m.slots.delete(k);

@@ -484,9 +484,9 @@ fn('claimAllRewards()', async (c) => {
   requireWrite(c, 'claimAllRewards', false);
   const who = c.frame.caller.bytes;
   const rewards = await enabledRewards(c);
+  // An operator's own validator is on it (its commission is claimed with it, even with no
+  // self-delegation left).
   const list = await c.store.delegatorValidators(who);
-  // An operator's commission is claimed with its own validator, even with no self-delegation left.
-  if ((await c.store.exists(who)) && !list.some((op) => equal(op, who))) list.push(who);
   let total = 0n;
   let paidFrom = 0n;
   for (const op of list) {
