@@ -18,6 +18,10 @@ interface IValidatorPool {
     event Withdrawn(address indexed delegator, uint256 amount);
     event Unjailed(address indexed operator);
     event RewardsClaimed(address indexed delegator, address indexed operator, uint256 reward, uint256 commission);
+    event AllRewardsClaimed(address indexed delegator, uint256 validators, uint256 amount);
+    event Redelegated(
+        address indexed delegator, address indexed src, address indexed dst, uint256 amount, uint256 completionTime
+    );
 
     /// @notice Makes the caller the operator of a new validator with consensus key `consensusPubKey`
     /// (ed25519, 32 bytes), self-bonding msg.value (at least minSelfBond).
@@ -33,6 +37,26 @@ interface IValidatorPool {
     /// time (block time + unbondingTime, seconds). At most 16 entries unbond at once per delegator.
     function undelegate(address validator, uint256 amount) external returns (uint256 completionTime);
 
+    /// @notice Moves `amount` of the caller's delegation from `src`'s validator to `dst`'s at once,
+    /// without unbonding. Until the returned time (block time + unbondingTime) the moved stake is
+    /// still slashed for infractions of `src` committed before the move, and no redelegation away
+    /// from `dst` is accepted (no transitive redelegation). At most 16 redelegations mature at once.
+    function redelegate(address src, address dst, uint256 amount) external returns (uint256 completionTime);
+
+    /// @notice The delegator's redelegations still maturing: source and destination validators, the
+    /// base units moved, the destination shares they bought, completion times (s) and heights.
+    function redelegations(address delegator)
+        external
+        view
+        returns (
+            address[] memory src,
+            address[] memory dst,
+            uint256[] memory amounts,
+            uint256[] memory sharesDst,
+            uint256[] memory completionTimes,
+            uint256[] memory heights
+        );
+
     /// @notice Pays the caller every unbonding entry that has matured; returns the amount.
     function withdrawUnbonded() external returns (uint256 amount);
 
@@ -44,6 +68,20 @@ interface IValidatorPool {
     /// and, when the caller is that operator, the validator's commission; returns the total.
     /// Refused when there is nothing to pay. See docs/staking.md "The fee split".
     function claimRewards(address operator) external returns (uint256 amount);
+
+    /// @notice Pays the caller its rewards from every validator of delegatorValidators(caller) and,
+    /// when the caller operates a validator, its commission, in one call: a RewardsClaimed event per
+    /// validator that paid, then AllRewardsClaimed(caller, validators that paid, total). Returns the
+    /// total; refused when there is nothing. At most 32 validators per delegator (the gas bound:
+    /// 60,000 + 15,000 per validator of the list).
+    function claimAllRewards() external returns (uint256 amount);
+
+    /// @notice The validators `delegator` has shares of or unclaimed rewards from (at most 32).
+    function delegatorValidators(address delegator) external view returns (address[] memory);
+
+    /// @notice The validator's rewards not claimed yet by its delegators and operator (commission
+    /// included), in base units; at least the sum of their pendingRewards and pendingCommission.
+    function outstandingRewards(address operator) external view returns (uint256);
 
     /// @notice The rewards of `delegator`'s delegation to `operator` not claimed yet, in base units.
     function pendingRewards(address delegator, address operator) external view returns (uint256);

@@ -71,6 +71,23 @@ describe('genesis app_state.rewards', () => {
     assert.deepEqual(problems(bonded([])), ['genesis.json: app_state.rewards: must be an object, got []']);
   });
 
+  it('upgrade_height: the first height whose fees are split, a string from 1 to 2^53 − 1', () => {
+    assert.equal(toRuntimeGenesis(bonded()).rewardsUpgradeHeight, undefined, 'absent: from genesis');
+    const g = bonded({ upgrade_height: '1200' });
+    assert.deepEqual(problems(g), []);
+    assert.equal(toRuntimeGenesis(g).rewardsUpgradeHeight, 1200);
+    for (const [bad, shown] of [
+      ['0', '"0"'],
+      ['-3', '"-3"'],
+      ['1.5', '"1.5"'],
+      [12, '12'],
+      ['9007199254740992', '"9007199254740992"'],
+    ] as const)
+      assert.deepEqual(problems(bonded({ upgrade_height: bad })), [
+        `genesis.json: app_state.rewards.upgrade_height: must be a string holding a block height from 1 to 2^53 − 1, got ${shown}`,
+      ]);
+  });
+
   it('needs app_state.staking', () => {
     const g = bonded({ params: {} });
     delete g.app_state.staking;

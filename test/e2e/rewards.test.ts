@@ -3,8 +3,10 @@
 // accrue, claim them (the locker from the reward stake, the validator's operator from the pool),
 // and a withdraw refused before the lock ends.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { Contract, JsonRpcProvider, parseEther, Wallet } from 'ethers';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { Contract, getAddress, JsonRpcProvider, parseEther, Wallet } from 'ethers';
 import { DEV_ADDRESSES, DEV_KEYS, startLocalNode } from './harness.js';
 
 const REWARD = '0x7B7c000000000000000000000000000000000016';
@@ -174,5 +176,99 @@ describe('reward stake and fee split against noded chain-local', { timeout: 240_
       provider,
     ).totalSupply();
     assert.equal(supply1, supply0);
+  });
+  it("claimAllRewards: a delegator of two validators claims both in one call; outstanding_rewards and the delegator's validators over REST", async () => {
+    const second = new Wallet(DEV_KEYS[3], provider);
+    const delegator = new Wallet(DEV_KEYS[1], provider);
+    const spender = new Wallet(DEV_KEYS[2], provider);
+    const abi = [
+      'function createValidator(bytes32,string,uint16) payable',
+      'function delegate(address) payable',
+      'function claimAllRewards() returns (uint256)',
+      'function delegatorValidators(address) view returns (address[])',
+      'function outstandingRewards(address) view returns (uint256)',
+      'function pendingRewards(address delegator, address operator) view returns (uint256)',
+      'function pendingCommission(address operator) view returns (uint256)',
+      'event RewardsClaimed(address indexed delegator, address indexed operator, uint256 reward, uint256 commission)',
+      'event AllRewardsClaimed(address indexed delegator, uint256 validators, uint256 amount)',
+    ];
+    const op0 = DEV_ADDRESSES[0];
+    // A second validator with power 1 against the node's 10: the chain keeps committing without it.
+    const pub = `0x${Buffer.from(ed25519.getPublicKey(randomBytes(32))).toString('hex')}`;
+    await (
+      await new Contract(POOL, abi, second).createValidator(pub, 'second', 1000, { value: parseEther('1') })
+    ).wait();
+    const pool = new Contract(POOL, abi, delegator);
+    await (await pool.delegate(op0, { value: parseEther('2') })).wait();
+    const rc = await (await pool.delegate(second.address, { value: parseEther('1') })).wait();
+    assert.deepEqual(
+      (await pool.delegatorValidators(delegator.address)).map((a: string) => a.toLowerCase()),
+      [op0.toLowerCase(), second.address.toLowerCase()],
+    );
+    // Fee-paying transfers after both validators have power (two heights after the bonds).
+    let last = rc!.blockNumber;
+    while (last < rc!.blockNumber + 3) {
+      const t = await (
+        await spender.sendTransaction({
+          to: Wallet.createRandom().address,
+          value: 1n,
+          maxPriorityFeePerGas: 1_000_000_000n,
+        })
+      ).wait();
+      last = t!.blockNumber;
+    }
+    const rest = async (path: string, height: number) => {
+      const r = await fetch(`${env.node.apiUrl}${path}`, {
+        headers: { 'x-cosmos-block-height': String(height) },
+        signal: AbortSignal.timeout(10_000),
+      });
+      assert.equal(r.status, 200, `${path}: ${r.status}`);
+      return (await r.json()) as Record<string, unknown>;
+    };
+    const decOf = (amount: bigint) => `${amount}.000000000000000000`;
+    for (const op of [op0, second.address]) {
+      const v = await pool.outstandingRewards(op, { blockTag: last });
+      const owed =
+        (await pool.pendingCommission(op, { blockTag: last })) +
+        (await pool.pendingRewards(delegator.address, op, { blockTag: last })) +
+        (await pool.pendingRewards(op, op, { blockTag: last }));
+      assert.ok(v > 0n && v >= owed && v - owed < 4n, `outstanding ${v}, claimable ${owed}`);
+      assert.deepEqual(
+        await rest(`/cosmos/distribution/v1beta1/validators/${op}/outstanding_rewards`, last),
+        {
+          rewards: { rewards: [{ denom: 'abtc', amount: decOf(v) }] },
+        },
+      );
+    }
+    assert.deepEqual(
+      await rest(`/cosmos/distribution/v1beta1/delegators/${delegator.address}/validators`, last),
+      {
+        validators: [getAddress(op0), second.address],
+      },
+    );
+
+    // The claim pays what the views answer at the block before it (it runs before its block's split).
+    const tx = await pool.claimAllRewards();
+    const claimRc = await tx.wait();
+    const h = claimRc!.blockNumber - 1;
+    const want = [
+      await pool.pendingRewards(delegator.address, op0, { blockTag: h }),
+      await pool.pendingRewards(delegator.address, second.address, { blockTag: h }),
+    ];
+    assert.ok(want[0] > 0n && want[1] > 0n);
+    const logs = claimRc!.logs.map((l: { topics: string[]; data: string }) => pool.interface.parseLog(l)!);
+    assert.deepEqual(
+      logs.map((l: { name: string; args: { toArray(): unknown[] } }) => [l.name, ...l.args.toArray()]),
+      [
+        ['RewardsClaimed', delegator.address, op0, want[0], 0n],
+        ['RewardsClaimed', delegator.address, second.address, want[1], 0n],
+        ['AllRewardsClaimed', delegator.address, 2n, want[0] + want[1]],
+      ],
+    );
+    const before = await provider.getBalance(delegator.address, h);
+    assert.equal(
+      await provider.getBalance(delegator.address, claimRc!.blockNumber),
+      before + want[0] + want[1] - (claimRc!.gasUsed as bigint) * (claimRc!.gasPrice as bigint),
+    );
   });
 });

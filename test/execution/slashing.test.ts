@@ -313,6 +313,7 @@ describe('validator pool: double-sign slashing', () => {
           power: '11', // 14 BTC bonded, 3 undelegated
           burned_bonded: bondedCut.toString(),
           burned_unbonding: ubdCut.toString(),
+          burned_redelegation: '0',
         },
       ]);
       assert.deepEqual(eventsOf(res, 'jail'), [
@@ -451,6 +452,7 @@ describe('validator pool: downtime jailing', () => {
           power: '10',
           burned_bonded: (ETH / 10n).toString(),
           burned_unbonding: '0',
+          burned_redelegation: '0',
         },
       ]);
       assert.deepEqual(eventsOf(jailRes!, 'jail'), [

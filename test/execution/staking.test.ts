@@ -560,7 +560,9 @@ describe('validator pool: the Solidity interface (contracts/IValidatorPool.sol)'
     const events: string[] = [];
     abi.forEachEvent((e) => events.push(e.format('sighash')));
     assert.deepEqual(events.sort(), [
+      'AllRewardsClaimed(address,uint256,uint256)',
       'Delegated(address,address,uint256)',
+      'Redelegated(address,address,address,uint256,uint256)',
       'RewardsClaimed(address,address,uint256,uint256)',
       'Undelegated(address,address,uint256,uint256)',
       'Unjailed(address)',

@@ -19,6 +19,7 @@ import {
   type RewardsGenesisJson,
   type RewardsParams,
   rewardsParamsOf,
+  rewardsUpgradeHeightOf,
   validateRewardsGenesis,
 } from './rewards.js';
 import {
@@ -124,6 +125,8 @@ export interface RuntimeGenesis {
   staking: StakingGenesis | undefined;
   /** The fee split (app_state.rewards or its defaults) of a chain with a pool; else undefined. */
   rewards: RewardsParams | undefined;
+  /** app_state.rewards.upgrade_height: the first height whose fees are split (undefined: genesis). */
+  rewardsUpgradeHeight: number | undefined;
 }
 
 /** A genesis file that passed validation: its exact text (served by /genesis), JSON and runtime form. */
@@ -562,6 +565,7 @@ export function toRuntimeGenesis(json: GenesisJson): RuntimeGenesis {
     evmChainId: BigInt(json.app_state.evm.chain_id),
     staking: json.app_state.staking ? toStakingGenesis(json.app_state.staking) : undefined,
     rewards: json.app_state.staking ? rewardsParamsOf(json.app_state.rewards) : undefined,
+    rewardsUpgradeHeight: json.app_state.staking ? rewardsUpgradeHeightOf(json.app_state.rewards) : undefined,
   };
 }
 

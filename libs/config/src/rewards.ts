@@ -14,6 +14,11 @@ export interface RewardsParamsJson {
 
 export interface RewardsGenesisJson {
   params?: Partial<RewardsParamsJson>;
+  /**
+   * The first height whose fees are split (docs/staking.md "Switching an existing chain"): before
+   * it the proposer keeps them and the reward account does not exist. Absent: from genesis.
+   */
+  upgrade_height?: string;
 }
 
 /** Parameters as the node runs them; validator_share in parts of 10^18. */
@@ -53,7 +58,14 @@ export function validateRewardsGenesis(
     return;
   }
   if (!hasStaking) p(base, 'needs app_state.staking (the validators are paid through the validator pool)');
-  for (const k of Object.keys(rewards)) if (k !== 'params') p(`${base}.${k}`, 'unknown key');
+  for (const k of Object.keys(rewards))
+    if (k !== 'params' && k !== 'upgrade_height') p(`${base}.${k}`, 'unknown key');
+  if (rewards.upgrade_height !== undefined) {
+    const v = rewards.upgrade_height;
+    const n = typeof v === 'string' ? parseDecimalString(v) : undefined;
+    if (n === undefined || n < 1n || n > BigInt(Number.MAX_SAFE_INTEGER))
+      p(`${base}.upgrade_height`, `must be a string holding a block height from 1 to 2^53 − 1, ${got(v)}`);
+  }
   if (rewards.params === undefined) return;
   if (!isObj(rewards.params)) {
     p(`${base}.params`, `must be an object, ${got(rewards.params)}`);
@@ -70,6 +82,11 @@ export function validateRewardsGenesis(
       else if (n > MAX_BLOCK_REWARD) p(key, `must be <= ${MAX_BLOCK_REWARD} base units, ${got(v)}`);
     } else p(key, 'unknown key');
   }
+}
+
+/** The upgrade height of a validated app_state.rewards, or undefined (the split runs from genesis). */
+export function rewardsUpgradeHeightOf(json: RewardsGenesisJson | undefined): number | undefined {
+  return json?.upgrade_height === undefined ? undefined : Number(json.upgrade_height);
 }
 
 /** The parameters of a validated app_state.rewards (or of none: the defaults). */

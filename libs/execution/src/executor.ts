@@ -9,6 +9,7 @@ import { Address } from '@ethereumjs/util';
 import {
   type RewardsGenesisJson,
   rewardsParamsOf,
+  rewardsUpgradeHeightOf,
   type StakingGenesisJson,
   toStakingGenesis,
   validateRewardsGenesis,
@@ -128,7 +129,7 @@ import {
   REWARD_KEY,
   RewardStore,
 } from './precompiles/reward-state.js';
-import { applySlashing } from './precompiles/staking-slashing.js';
+import { applySlashingWithGuard } from './precompiles/staking-slashing.js';
 import {
   endBlockValidatorUpdates,
   genesisPoolStorage,
@@ -359,7 +360,7 @@ export class Executor implements Application, EthChain {
   /** The last executed block: its transactions, and how many of them had run ahead. */
   private lastRun = { txs: 0, ahead: 0 };
   /** Since start: transactions refused at admission, and block transactions that had run ahead. */
-  private counts = { refused: 0, ranAhead: 0 };
+  private counts = { refused: 0, ranAhead: 0, heldBackJails: 0 };
   private lastFinalize = { height: 0, ms: 0 };
   private ahead: Ahead | undefined;
   /** The proposer of the last committed block, and the coinbase to run ahead with (see commit). */
@@ -563,7 +564,10 @@ export class Executor implements Application, EthChain {
           'BAD_GENESIS',
           `genesis.json:app_state.evm.accounts: ${REWARD_ADDRESS_HEX} is the reward stake's account, written from app_state.rewards; it cannot be listed`,
         );
-      accounts.push(reward);
+      // With an upgrade height after the first block the account is created at that height
+      // (executeBlock), as on the nodes of a chain that was started without it.
+      const upgrade = rewardsUpgradeHeightOf((req.appState as { rewards?: RewardsGenesisJson }).rewards);
+      if (upgrade === undefined || upgrade <= req.initialHeight) accounts.push(reward);
     } else if ((req.appState as { rewards?: unknown } | null)?.rewards !== undefined) {
       throw new ExecutionError(
         'BAD_GENESIS',
@@ -1101,7 +1105,16 @@ export class Executor implements Application, EthChain {
     const rewards = new RewardStore(state);
     let rewardEvents: AbciEvent[] = [];
     let minted = 0n;
-    const rewardsOn = await rewards.enabled();
+    let rewardsOn = await rewards.enabled();
+    const upgrade = this.opts.rewardsUpgrade;
+    if (!rewardsOn && upgrade && upgrade.height === height && (await new StakingStore(state).enabled())) {
+      await createRewardAccount(state, upgrade);
+      rewardsOn = true;
+      this.opts.logger.info(
+        { height },
+        'rewards: the fee split starts at this height (app_state.rewards.upgrade_height); the reward account is created',
+      );
+    }
     if (rewardsOn) {
       const cb = toKey(coinbase);
       const credited = (await state.readAccount(cb))?.balance ?? 0n;
@@ -1119,12 +1132,27 @@ export class Executor implements Application, EthChain {
     // bonding, slashing or jailing changed go to consensus (H + 2). Slashing runs after the
     // transactions (the Cosmos SDK runs it before them): the block's transactions may already have
     // run ahead of FinalizeBlock, before its evidence and last commit were known.
-    const slashEvents = await applySlashing(state, {
+    const { events: slashEvents, heldBack } = await applySlashingWithGuard(state, {
       height,
       time: ctx.timestamp,
       misbehavior: req.misbehavior,
       lastCommit: req.decidedLastCommit,
     });
+    // The liveness guard (docs/staking.md "Keeping the chain live"): a downtime jail that would
+    // leave <= 2/3 of the power online is held back; every node holds back the same ones.
+    for (const h of heldBack) {
+      this.counts.heldBackJails++;
+      this.opts.logger.warn(
+        {
+          height,
+          operator: toHex(h.operator),
+          power: h.power.toString(),
+          onlinePower: h.online.toString(),
+          totalPower: h.total.toString(),
+        },
+        'staking: downtime jail held back, it would leave 2/3 or less of the voting power online',
+      );
+    }
     // A validator's rewards are booked with its old power before the power changes (reward-state.ts).
     const staking = new StakingStore(state);
     const validatorUpdates = await endBlockValidatorUpdates(
@@ -1444,6 +1472,7 @@ export class Executor implements Application, EthChain {
     return {
       refusedTxs: this.counts.refused,
       ranAheadTxs: this.counts.ranAhead,
+      heldBackJails: this.counts.heldBackJails,
       lastFinalizeHeight: this.lastFinalize.height,
       lastFinalizeMs: this.lastFinalize.ms,
     };
@@ -2583,6 +2612,24 @@ function genesisRewardAccount(req: InitChainRequest): GenesisAccount {
   const power = staking.validators.reduce((t, v) => t + v.selfBond / staking.params.powerReduction, 0n);
   const storage = genesisRewardStorage(rewardsParamsOf(rewards as RewardsGenesisJson | undefined), power);
   return { addr: REWARD_KEY, data, code: POOL_ACCOUNT_CODE, storage };
+}
+
+/**
+ * The reward account created at app_state.rewards.upgrade_height on a chain whose state has none:
+ * the same storage genesis would have written (the params, the total power handed to consensus),
+ * nonce 1 and the marker code. Its balance is kept (0 unless something was sent there before).
+ */
+async function createRewardAccount(
+  state: JournaledState,
+  p: { validatorShare: bigint; blockReward: bigint },
+): Promise<void> {
+  const staking = new StakingStore(state);
+  let power = 0n;
+  for (const op of await staking.operators()) power += await staking.lastPower(op);
+  for (const [slot, value] of genesisRewardStorage(p, power)) state.writeSlot(REWARD_KEY, slot, value);
+  const address = new Address(fromHex(REWARD_ADDRESS_HEX));
+  await state.putCode(address, POOL_ACCOUNT_CODE);
+  await state.modifyAccountFields(address, { nonce: 1n });
 }
 
 interface GenesisAccount {

@@ -71,6 +71,13 @@ export interface ExecutorOptions {
    * still checks and mints what others attested.
    */
   deposits?: DepositSource;
+  /**
+   * genesis.json app_state.rewards.upgrade_height and params (docs/staking.md "Switching an existing
+   * chain"): at exactly this height a chain with the validator pool and no reward account gets one,
+   * and its fees are split from that block on instead of going to the proposer. Every node of the
+   * network must run with the same (it changes the app hash from that height).
+   */
+  rewardsUpgrade?: { height: number; validatorShare: bigint; blockReward: bigint };
 }
 
 /** What the executor committed at one height, as the outbox records it (docs/cluster.md). */

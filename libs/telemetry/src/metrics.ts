@@ -83,7 +83,8 @@ export class NodeMetrics {
   private readonly bridgeInflowLimit: Gauge<'chain_id'>;
   private bridgeErrorsSeen = 0;
   /** The node's execution counters when last read (metrics count the increase). */
-  private seen = { refusedTxs: 0, ranAheadTxs: 0, lastFinalizeHeight: 0 };
+  private seen = { refusedTxs: 0, ranAheadTxs: 0, lastFinalizeHeight: 0, heldBackJails: 0 };
+  private readonly heldBackJails: Counter<'chain_id'>;
 
   constructor(deps: NodeMetricsDeps) {
     const ns = deps.namespace;
@@ -167,6 +168,12 @@ export class NodeMetrics {
       'Base fee per gas of the latest block, in abtc (10^-18 BTC).',
     );
 
+    this.heldBackJails = new Counter({
+      name: `${ns}_staking_jails_held_back_total`,
+      help: 'Downtime jails the liveness guard held back because they would leave 2/3 or less of the voting power online (one per validator per block).',
+      labelNames: ['chain_id'] as const,
+      registers,
+    });
     this.ranAhead = new Counter({
       name: `${ns}_evm_txs_ran_ahead_total`,
       help: 'Transactions of committed blocks that had executed before their block was proposed.',
@@ -348,10 +355,13 @@ export class NodeMetrics {
       this.mempoolFailedTxs.inc(this.label, x.refusedTxs - this.seen.refusedTxs);
     if (x.ranAheadTxs > this.seen.ranAheadTxs)
       this.ranAhead.inc(this.label, x.ranAheadTxs - this.seen.ranAheadTxs);
+    const held = x.heldBackJails ?? 0;
+    if (held > this.seen.heldBackJails) this.heldBackJails.inc(this.label, held - this.seen.heldBackJails);
     this.seen = {
       refusedTxs: x.refusedTxs,
       ranAheadTxs: x.ranAheadTxs,
       lastFinalizeHeight: x.lastFinalizeHeight,
+      heldBackJails: held,
     };
   }
 

@@ -80,6 +80,8 @@ export interface ExecutionStats {
   refusedTxs: number;
   /** Block transactions that had executed ahead of their proposal, since start. */
   ranAheadTxs: number;
+  /** Downtime jails the liveness guard held back (blocks × validators), since start. */
+  heldBackJails?: number;
   /** Height and duration (ms) of the last FinalizeBlock. */
   lastFinalizeHeight: number;
   lastFinalizeMs: number;

@@ -111,6 +111,10 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
           // Every committed height also goes to the outbox the publisher drains into JetStream.
           outbox: { encode: encodeCommitted },
           ...(watcher ? { deposits: watcher } : {}),
+          // app_state.rewards.upgrade_height: the height the fee split starts at (docs/staking.md).
+          ...(genesis.rewards && genesis.rewardsUpgradeHeight !== undefined
+            ? { rewardsUpgrade: { height: genesis.rewardsUpgradeHeight, ...genesis.rewards } }
+            : {}),
           bus,
           logger: logger.child({ module: 'execution' }),
         });

@@ -125,6 +125,10 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       txFeeCap: settings.txFeeCap,
       devControls,
       ...(watcher ? { deposits: watcher } : {}),
+      // app_state.rewards.upgrade_height: the height the fee split starts at (docs/staking.md).
+      ...(genesis.rewards && genesis.rewardsUpgradeHeight !== undefined
+        ? { rewardsUpgrade: { height: genesis.rewardsUpgradeHeight, ...genesis.rewards } }
+        : {}),
       bus,
       logger: logger.child({ module: 'execution' }),
     });

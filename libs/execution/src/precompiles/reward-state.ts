@@ -209,13 +209,13 @@ export class RewardStore {
     staking: StakingStore,
     operator: Uint8Array,
     write: boolean,
-  ): Promise<{ commission: bigint; inc: bigint }> {
+  ): Promise<{ commission: bigint; inc: bigint; booked: bigint }> {
     const acc = await this.num(slot('vacc'));
     const acc0 = await this.num(slot('v.acc0', operator));
-    if (acc === acc0) return { commission: 0n, inc: 0n };
+    if (acc === acc0) return { commission: 0n, inc: 0n, booked: 0n };
     if (write) this.put(slot('v.acc0', operator), acc);
     const accrued = ((await staking.lastPower(operator)) * (acc - acc0)) / ACC_SCALE;
-    if (accrued === 0n) return { commission: 0n, inc: 0n };
+    if (accrued === 0n) return { commission: 0n, inc: 0n, booked: 0n };
     let commission = (accrued * (await staking.commissionBps(operator))) / BPS;
     let rest = accrued - commission;
     const shares = await staking.totalShares(operator);
@@ -224,13 +224,35 @@ export class RewardStore {
       rest = 0n;
     }
     const inc = (rest * ACC_SCALE) / (shares === 0n ? 1n : shares);
+    const dust = rest - ceilDiv(inc * shares, ACC_SCALE);
+    // What the validator's delegators and operator are owed by this booking: the outstanding rewards.
+    const booked = accrued - dust;
     if (write) {
       if (commission > 0n) this.setCommission(operator, (await this.commission(operator)) + commission);
       if (inc > 0n) this.put(slot('rps', operator), (await this.num(slot('rps', operator))) + inc);
-      const dust = rest - ceilDiv(inc * shares, ACC_SCALE);
       if (dust > 0n) this.put(slot('carry'), (await this.carry()) + dust);
+      if (booked > 0n) this.put(slot('outst', operator), (await this.num(slot('outst', operator))) + booked);
     }
-    return { commission, inc };
+    return { commission, inc, booked };
+  }
+
+  /**
+   * The validator's outstanding rewards (the Cosmos SDK's ValidatorOutstandingRewards): everything
+   * booked to it and not claimed yet, its commission included, plus what a booking now would add.
+   * At least Σ its delegations' pendingRewards + pendingCommission; the difference is the per
+   * delegation round-down (under a base unit per booking of each delegation).
+   */
+  async outstanding(staking: StakingStore, operator: Uint8Array): Promise<bigint> {
+    const { booked } = await this.validatorAccrual(staking, operator, false);
+    return (await this.num(slot('outst', operator))) + booked;
+  }
+  /**
+   * Takes a claim out of the validator's outstanding rewards. Floored at 0: on a chain whose
+   * rewards were booked before the record existed, the first claims may exceed it.
+   */
+  async reduceOutstanding(operator: Uint8Array, paid: bigint): Promise<void> {
+    const have = await this.num(slot('outst', operator));
+    this.put(slot('outst', operator), have > paid ? have - paid : 0n);
   }
 
   /** Books a validator's rewards up to now; call before its power, shares or commission change. */

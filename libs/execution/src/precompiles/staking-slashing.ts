@@ -11,12 +11,14 @@
 // supply check (executor.ts) sees them as destroyed and the BTC token's totalSupply() drops with them.
 import type { AbciEvent, CommitInfo, Misbehavior } from '../../../types/index.js';
 import { equal, toHex } from '../bytes.js';
+import { RewardStore } from './reward-state.js';
 import {
   FRACTION_ONE,
   type SigningInfo,
   type SlotStore,
   STAKING_KEY,
   StakingStore,
+  tokensOfShares,
 } from './staking-state.js';
 
 /** What slashing needs of a state besides slots: the pool's balance and the burn record. */
@@ -48,11 +50,17 @@ export interface SlashResult {
   bonded: bigint;
   /** Burned from unbonding entries that started at or after the infraction height. */
   unbonding: bigint;
+  /**
+   * Burned from the destination validators of redelegations away from this one that started at or
+   * after the infraction height and are still maturing.
+   */
+  redelegation: bigint;
 }
 
 /**
- * Burns `fraction` (parts per 10^18, rounded down) of the validator's bonded tokens and of each of
- * its unbonding entries that started at or after `infractionHeight`.
+ * Burns `fraction` (parts per 10^18, rounded down) of the validator's bonded tokens, of each of
+ * its unbonding entries that started at or after `infractionHeight`, and of the stake each of its
+ * redelegations since then (still maturing at `now`) moved to another validator.
  */
 export async function slashValidator(
   state: SlashState,
@@ -60,6 +68,7 @@ export async function slashValidator(
   operator: Uint8Array,
   fraction: bigint,
   infractionHeight: bigint,
+  now: bigint,
 ): Promise<SlashResult> {
   const tokens = await store.bonded(operator);
   const bonded = (tokens * fraction) / FRACTION_ONE;
@@ -78,13 +87,54 @@ export async function slashValidator(
     }
     if (changed) await store.setUnbondings(d, entries);
   }
-  const total = bonded + unbonding;
+  const redelegation = await slashRedelegations(state, store, operator, fraction, infractionHeight, now);
+  const total = bonded + unbonding + redelegation;
   if (total > 0n) {
     await state.addBalance(STAKING_KEY, -total);
     state.recordBurn(total);
   }
   store.markDirty();
-  return { bonded, unbonding };
+  return { bonded, unbonding, redelegation };
+}
+
+/**
+ * The Cosmos SDK's SlashRedelegation: for each redelegation away from `operator` made at or after
+ * the infraction and still maturing, `fraction` of the shares of the destination it bought
+ * (floor(shares_dst × fraction / 10^18), at most what the delegator still holds there) is taken
+ * out of the destination and its tokens burned. Returns the base units burned (the caller takes
+ * them out of the pool's balance).
+ */
+async function slashRedelegations(
+  state: SlashState,
+  store: StakingStore,
+  operator: Uint8Array,
+  fraction: bigint,
+  infractionHeight: bigint,
+  now: bigint,
+): Promise<bigint> {
+  let burned = 0n;
+  const rewards = new RewardStore(state);
+  const withRewards = await rewards.enabled();
+  for (const d of await store.redelegatingDelegators(operator)) {
+    for (const e of await store.redelegations(d)) {
+      if (!equal(e.src, operator) || e.height < infractionHeight || e.completionTime <= now) continue;
+      const held = await store.delegationShares(d, e.dst);
+      let shares = (e.sharesDst * fraction) / FRACTION_ONE;
+      if (held < shares) shares = held; // what is left of it at the destination
+      if (shares === 0n) continue;
+      const tokens = await store.bonded(e.dst);
+      const total = await store.totalShares(e.dst);
+      // The last shares of the destination take every token left.
+      const cut = shares === total ? tokens : tokensOfShares(shares, tokens, total);
+      // The delegation is booked at its old shares before they change.
+      if (withRewards) await rewards.settleDelegation(store, d, e.dst);
+      store.setDelegationShares(d, e.dst, held - shares);
+      store.setTotalShares(e.dst, total - shares);
+      store.setBonded(e.dst, tokens - cut);
+      burned += cut;
+    }
+  }
+  return burned;
 }
 
 /** The most blocks of a window a validator may miss: window − round(window × min_signed_per_window). */
@@ -113,6 +163,7 @@ function slashEvent(
       attr('power', power.toString()),
       attr('burned_bonded', r.bonded.toString()),
       attr('burned_unbonding', r.unbonding.toString()),
+      attr('burned_redelegation', r.redelegation.toString()),
     ],
   };
 }
@@ -128,17 +179,59 @@ function jailEvent(operator: Uint8Array, jailedUntil: bigint, tombstoned: boolea
   };
 }
 
+/** A downtime jail the liveness guard held back (applySlashing). */
+export interface HeldBackJail {
+  operator: Uint8Array;
+  /** The validator's power in the last commit. */
+  power: bigint;
+  /** Power of the last commit's validators not jailed and signing, and their total, before it. */
+  online: bigint;
+  total: bigint;
+}
+
+/**
+ * The liveness guard: whether jailing a validator of `power` that `signed` the last commit would
+ * leave the remaining online power at or below 2/3 of the remaining total, so that the set
+ * without it could not commit. Jailing a validator that did not sign never lowers the online
+ * share (3·online > 2·total implies 3·online > 2·(total − power)), so it is never held back.
+ */
+export function wouldHalt(signed: boolean, power: bigint, online: bigint, total: bigint): boolean {
+  if (!signed) return false;
+  return 3n * (online - power) <= 2n * (total - power);
+}
+
 /**
  * The block's slashing: liveness from the last commit, then the committed evidence. Returns the
- * block events (slash, jail). Does nothing on a chain without a pool.
+ * block events (slash, jail, liveness_guard) and the downtime jails the liveness guard held back.
+ * Does nothing on a chain without a pool.
  */
 export async function applySlashing(state: SlashState, block: SlashingBlock): Promise<AbciEvent[]> {
-  if (block.misbehavior.length === 0 && block.lastCommit.votes.length === 0) return [];
+  return (await applySlashingWithGuard(state, block)).events;
+}
+
+export async function applySlashingWithGuard(
+  state: SlashState,
+  block: SlashingBlock,
+): Promise<{ events: AbciEvent[]; heldBack: HeldBackJail[] }> {
+  const heldBack: HeldBackJail[] = [];
+  if (block.misbehavior.length === 0 && block.lastCommit.votes.length === 0) return { events: [], heldBack };
   const store = new StakingStore(state);
-  if (!(await store.enabled())) return [];
+  if (!(await store.enabled())) return { events: [], heldBack };
   const p = await store.params();
   const events: AbciEvent[] = [];
   const height = BigInt(block.height);
+
+  // The liveness guard's view of the set: the last commit's validators that are not jailed (a jailed
+  // one's removal is already on its way to consensus), their power and how much of it signed.
+  // Each downtime jail below takes its validator out of both.
+  let total = 0n;
+  let online = 0n;
+  for (const vote of block.lastCommit.votes) {
+    const op = await store.operatorOfAddress(vote.validatorAddress);
+    if (op && (await store.jailed(op))) continue;
+    total += vote.power;
+    if (vote.signed) online += vote.power;
+  }
 
   // Liveness (the Cosmos SDK's HandleValidatorSignature, run for every validator of the last set).
   const window = p.signedBlocksWindow;
@@ -174,8 +267,27 @@ export async function applySlashing(state: SlashState, block: SlashingBlock): Pr
       info.missedBlocks -= 1n;
     }
     if (height > info.startHeight + window && info.missedBlocks > maxMissed) {
+      if (wouldHalt(vote.signed, vote.power, online, total)) {
+        // Held back: the validator stays in the set with its misses counted, and is jailed at the
+        // first block where that no longer halts the chain (or once its misses leave the window).
+        heldBack.push({ operator: op, power: vote.power, online, total });
+        events.push({
+          type: 'liveness_guard',
+          attributes: [
+            attr('operator', toHex(op)),
+            attr('power', vote.power.toString()),
+            attr('online_power', online.toString()),
+            attr('total_power', total.toString()),
+            attr('missed_blocks', info.missedBlocks.toString()),
+          ],
+        });
+        store.setSigningInfo(op, info, prev);
+        continue;
+      }
+      total -= vote.power;
+      if (vote.signed) online -= vote.power;
       const infraction = height > BigInt(UPDATE_DELAY) ? height - BigInt(UPDATE_DELAY) : 1n;
-      const r = await slashValidator(state, store, op, p.slashFractionDowntime, infraction);
+      const r = await slashValidator(state, store, op, p.slashFractionDowntime, infraction, block.time);
       store.setJailed(op, true);
       // Capped below the tombstone's "for ever" (a genesis may set a duration up to 2^64 − 1 s).
       const until = block.time + p.downtimeJailDuration;
@@ -198,7 +310,7 @@ export async function applySlashing(state: SlashState, block: SlashingBlock): Pr
     const prev = await store.signingInfo(op);
     if (prev.tombstoned) continue; // punished once for all its double signs
     const power = await store.lastPower(op);
-    const r = await slashValidator(state, store, op, p.slashFractionDoubleSign, BigInt(m.height));
+    const r = await slashValidator(state, store, op, p.slashFractionDoubleSign, BigInt(m.height), block.time);
     store.setJailed(op, true);
     const info: SigningInfo = {
       ...prev,
@@ -213,5 +325,5 @@ export async function applySlashing(state: SlashState, block: SlashingBlock): Pr
       jailEvent(op, JAILED_FOREVER, true),
     );
   }
-  return events;
+  return { events, heldBack };
 }

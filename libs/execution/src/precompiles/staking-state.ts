@@ -22,6 +22,12 @@ const MAX_TOTAL_VOTING_POWER = 9223372036854775807n / 8n;
 /** The most unbonding entries a delegator holds at once (the Cosmos SDK's max_entries is 7). */
 export const MAX_UNBONDING_ENTRIES = 16;
 
+/**
+ * The most validators one delegator's list holds (delegations and unclaimed rewards): the bound
+ * of claimAllRewards(), which visits each of them (docs/staking.md "Claiming").
+ */
+export const MAX_DELEGATOR_VALIDATORS = 32;
+
 /** Order of the parameters in storage and in params(). */
 export const PARAM_NAMES = [
   'minSelfBond',
@@ -60,6 +66,7 @@ const F = {
 } as const;
 
 const UBD = { operator: 0n, amount: 1n, completion: 2n, height: 3n } as const;
+const RED = { src: 0n, dst: 1n, initial: 2n, sharesDst: 3n, completion: 4n, height: 5n } as const;
 
 /**
  * A signing info is packed in one slot of "si" ++ operator (the liveness pass reads and writes it
@@ -92,6 +99,20 @@ export interface UnbondingEntry {
   amount: bigint;
   completionTime: bigint;
   /** The block height of the undelegate (0 for entries made before heights were kept). */
+  height: bigint;
+}
+
+/** A redelegation still maturing (the Cosmos SDK's RedelegationEntry, with its two validators). */
+export interface RedelegationEntry {
+  src: Uint8Array;
+  dst: Uint8Array;
+  /** Base units moved from src to dst. */
+  initialBalance: bigint;
+  /** Shares of dst the move bought: what a slash of src for an earlier infraction takes a part of. */
+  sharesDst: bigint;
+  /** Seconds; from then on the entry no longer exists (it is no longer slashable). */
+  completionTime: bigint;
+  /** The block height of the redelegate. */
   height: bigint;
 }
 
@@ -291,6 +312,104 @@ export class StakingStore {
     this.put(slot('ubdd', operator, n), delegator);
     this.put(slot('ubdd.n', operator), n + 1n);
     this.put(slot('ubdd.has', operator, delegator), 1n);
+  }
+
+  /**
+   * The validators a delegator has shares of or unclaimed rewards from (in the order they were
+   * added; a removal moves the last one into the gap), and last its own validator when it operates
+   * one that is not listed (a genesis validator: genesis writes no list, so a genesis state is the
+   * same as before the list existed). Delegations made before the list existed join it when they
+   * are next touched (delegate, undelegate, claimRewards).
+   */
+  async delegatorValidators(delegator: Uint8Array): Promise<Uint8Array[]> {
+    const n = await this.num(slot('dv.n', delegator));
+    const out: Uint8Array[] = [];
+    for (let i = 0n; i < n; i++) out.push(bigIntTo32(await this.num(slot('dv', delegator, i))).slice(12));
+    if (await this.ownUnlisted(delegator)) out.push(delegator);
+    return out;
+  }
+  /** Whether the delegator operates a validator that its list does not hold. */
+  private async ownUnlisted(delegator: Uint8Array): Promise<boolean> {
+    return (await this.exists(delegator)) && (await this.num(slot('dv.idx', delegator, delegator))) === 0n;
+  }
+  /**
+   * Adds a validator to the delegator's list: 'added', 'present' when it is there already, or
+   * 'full' (nothing written) when the list holds MAX_DELEGATOR_VALIDATORS.
+   */
+  async addDelegatorValidator(
+    delegator: Uint8Array,
+    operator: Uint8Array,
+  ): Promise<'added' | 'present' | 'full'> {
+    if ((await this.num(slot('dv.idx', delegator, operator))) !== 0n) return 'present';
+    const n = await this.num(slot('dv.n', delegator));
+    // The delegator's own validator counts while it is shown unlisted (delegatorValidators).
+    const own = !equal(operator, delegator) && (await this.ownUnlisted(delegator)) ? 1n : 0n;
+    if (n + own >= BigInt(MAX_DELEGATOR_VALIDATORS)) return 'full';
+    this.put(slot('dv', delegator, n), operator);
+    this.put(slot('dv.idx', delegator, operator), n + 1n);
+    this.put(slot('dv.n', delegator), n + 1n);
+    return 'added';
+  }
+  /** Removes a validator from the delegator's list (no-op when it is not there). */
+  async removeDelegatorValidator(delegator: Uint8Array, operator: Uint8Array): Promise<void> {
+    const idx = await this.num(slot('dv.idx', delegator, operator));
+    if (idx === 0n) return;
+    const n = await this.num(slot('dv.n', delegator));
+    const last = n - 1n;
+    if (idx - 1n !== last) {
+      const moved = await this.num(slot('dv', delegator, last));
+      this.put(slot('dv', delegator, idx - 1n), moved);
+      this.put(slot('dv.idx', delegator, bigIntTo32(moved).slice(12)), idx);
+    }
+    this.put(slot('dv', delegator, last), 0n);
+    this.put(slot('dv.idx', delegator, operator), 0n);
+    this.put(slot('dv.n', delegator), last);
+  }
+
+  /** The delegator's redelegation entries as stored (matured ones included until the next write). */
+  async redelegations(delegator: Uint8Array): Promise<RedelegationEntry[]> {
+    const n = await this.num(slot('red.n', delegator));
+    const out: RedelegationEntry[] = [];
+    for (let i = 0n; i < n; i++) {
+      const f = (x: bigint) => this.num(slot('red', delegator, i, x));
+      out.push({
+        src: bigIntTo32(await f(RED.src)).slice(12),
+        dst: bigIntTo32(await f(RED.dst)).slice(12),
+        initialBalance: await f(RED.initial),
+        sharesDst: await f(RED.sharesDst),
+        completionTime: await f(RED.completion),
+        height: await f(RED.height),
+      });
+    }
+    return out;
+  }
+  async setRedelegations(delegator: Uint8Array, entries: RedelegationEntry[]): Promise<void> {
+    const old = Number(await this.num(slot('red.n', delegator)));
+    for (let i = 0; i < Math.max(old, entries.length); i++) {
+      const e = entries[i];
+      const k = BigInt(i);
+      this.put(slot('red', delegator, k, RED.src), e ? e.src : new Uint8Array(0));
+      this.put(slot('red', delegator, k, RED.dst), e ? e.dst : new Uint8Array(0));
+      this.put(slot('red', delegator, k, RED.initial), e ? e.initialBalance : 0n);
+      this.put(slot('red', delegator, k, RED.sharesDst), e ? e.sharesDst : 0n);
+      this.put(slot('red', delegator, k, RED.completion), e ? e.completionTime : 0n);
+      this.put(slot('red', delegator, k, RED.height), e ? e.height : 0n);
+    }
+    this.put(slot('red.n', delegator), BigInt(entries.length));
+  }
+  /** Delegators that ever redelegated away from a validator: where its slash looks for entries. */
+  async redelegatingDelegators(operator: Uint8Array): Promise<Uint8Array[]> {
+    const n = await this.num(slot('rdd.n', operator));
+    const out: Uint8Array[] = [];
+    for (let i = 0n; i < n; i++) out.push(bigIntTo32(await this.num(slot('rdd', operator, i))).slice(12));
+    return out;
+  }
+  async noteRedelegatingDelegator(operator: Uint8Array, delegator: Uint8Array): Promise<void> {
+    if ((await this.num(slot('rdd.has', operator, delegator))) !== 0n) return;
+    const n = await this.num(slot('rdd.n', operator));
+    this.put(slot('rdd', operator, n), delegator);
+    this.put(slot('rdd.n', operator), n + 1n);
+    this.put(slot('rdd.has', operator, delegator), 1n);
   }
 
   async signingInfo(operator: Uint8Array): Promise<SigningInfo> {

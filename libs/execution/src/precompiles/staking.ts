@@ -23,8 +23,10 @@ import {
 } from './staking-abi.js';
 import {
   consensusAddressOf,
+  MAX_DELEGATOR_VALIDATORS,
   MAX_UNBONDING_ENTRIES,
   PARAM_NAMES,
+  type RedelegationEntry,
   STAKING_ADDRESS,
   StakingStore,
   type UnbondingEntry,
@@ -36,7 +38,14 @@ const MAX_MONIKER_BYTES = 70;
 const MAX_COMMISSION_BPS = 10_000n;
 
 /** Gas of each function: flat, above the cost of the slots it touches in EVM terms. */
-const GAS = { write: 60_000n, create: 120_000n, view: 4_000n, perItem: 2_500n } as const;
+const GAS = {
+  write: 60_000n,
+  create: 120_000n,
+  view: 4_000n,
+  perItem: 2_500n,
+  /** claimAllRewards: per validator of the caller's list (a booking reads ~10 slots, writes ~6). */
+  perClaim: 15_000n,
+} as const;
 
 type Ctx = {
   store: StakingStore;
@@ -66,6 +75,8 @@ const EVENTS = {
   withdrawn: topicOf('Withdrawn(address,uint256)'),
   unjailed: topicOf('Unjailed(address)'),
   rewardsClaimed: topicOf('RewardsClaimed(address,address,uint256,uint256)'),
+  allRewardsClaimed: topicOf('AllRewardsClaimed(address,uint256,uint256)'),
+  redelegated: topicOf('Redelegated(address,address,address,uint256,uint256)'),
 };
 
 /**
@@ -76,6 +87,32 @@ async function settleRewards(c: Ctx, delegator: Uint8Array, op: Uint8Array): Pro
   const rewards = new RewardStore(c.state);
   if (!(await rewards.enabled())) return;
   await rewards.settleDelegation(c.store, delegator, op);
+}
+
+/**
+ * Keeps the delegator's list of validators right after its shares of `op` changed: listed while it
+ * has shares or unclaimed rewards there (a delegation from before the list existed joins it here),
+ * dropped otherwise.
+ */
+async function keepListed(c: Ctx, who: Uint8Array, op: Uint8Array): Promise<void> {
+  if ((await c.store.delegationShares(who, op)) > 0n) {
+    await c.store.addDelegatorValidator(who, op);
+    return;
+  }
+  const rewards = new RewardStore(c.state);
+  const pending = (await rewards.enabled()) ? await rewards.delegationPending(c.store, who, op) : 0n;
+  if (pending > 0n) await c.store.addDelegatorValidator(who, op);
+  else await c.store.removeDelegatorValidator(who, op);
+}
+
+/**
+ * Shares to burn for taking `amount` out of a validator with `tokens` and `total` shares, rounded
+ * up so that what leaves is never worth more than the shares were (the rounding stays with the
+ * other shares); the last shares take every token left, the dust included.
+ */
+function sharesToBurn(amount: bigint, tokens: bigint, total: bigint): { burned: bigint; paid: bigint } {
+  const burned = (amount * total + tokens - 1n) / tokens;
+  return { burned, paid: burned === total ? tokens : amount };
 }
 
 function requireWrite(c: Ctx, fn: string, payable: boolean): void {
@@ -123,6 +160,7 @@ fn('createValidator(bytes32,string,uint16)', async (c) => {
   c.store.setBonded(op, c.frame.value);
   c.store.setTotalShares(op, c.frame.value);
   c.store.setDelegationShares(op, op, c.frame.value);
+  await c.store.addDelegatorValidator(op, op);
   c.store.markDirty();
   c.logs.push([
     STAKING_ADDRESS,
@@ -177,6 +215,10 @@ fn('delegate(address)', async (c) => {
   const minted = total === 0n ? c.frame.value : (c.frame.value * total) / tokens;
   if (minted === 0n)
     throw new Refusal(`delegation of ${c.frame.value} base units buys less than one share of ${addrHex(op)}`);
+  if ((await c.store.addDelegatorValidator(who, op)) === 'full')
+    throw new Refusal(
+      `${addrHex(who)} already delegates to (or has unclaimed rewards from) ${MAX_DELEGATOR_VALIDATORS} validators, the most one delegator may; undelegate fully from one and claim its rewards first`,
+    );
   await settleRewards(c, who, op);
   c.store.setDelegationShares(who, op, (await c.store.delegationShares(who, op)) + minted);
   c.store.setTotalShares(op, total + minted);
@@ -203,9 +245,7 @@ fn('undelegate(address,uint256)', async (c) => {
   // Shares burned are rounded up, so the amount paid out is never worth more than they were: the
   // remainder of the rounding stays with the validator's other shares. amount <= have keeps this
   // at most the shares owned (have = floor(owned × tokens / total)).
-  const burned = (amount * total + tokens - 1n) / tokens;
-  // The last shares of a validator take every token left (the rounding dust included).
-  const paid = burned === total ? tokens : amount;
+  const { burned, paid } = sharesToBurn(amount, tokens, total);
   const entries = await c.store.unbondings(who);
   if (entries.length >= MAX_UNBONDING_ENTRIES)
     throw new Refusal(
@@ -215,6 +255,7 @@ fn('undelegate(address,uint256)', async (c) => {
   const completion = c.now() + p.unbondingTime;
   await settleRewards(c, who, op);
   c.store.setDelegationShares(who, op, owned - burned);
+  await keepListed(c, who, op);
   c.store.setTotalShares(op, total - burned);
   c.store.setBonded(op, tokens - paid);
   entries.push({ operator: op, amount: paid, completionTime: completion, height: c.blockNumber() });
@@ -257,6 +298,104 @@ fn('withdrawUnbonded()', async (c) => {
   return { out: word(total), gas: GAS.write + GAS.perItem * BigInt(entries.length) };
 });
 
+fn('redelegate(address,address,uint256)', async (c) => {
+  requireWrite(c, 'redelegate', false);
+  const src = c.args.address(0);
+  const dst = c.args.address(1);
+  const amount = c.args.uint(2);
+  const who = c.frame.caller.bytes;
+  if (amount === 0n) throw new Refusal('redelegate amount must be > 0');
+  if (equal(src, dst)) throw new Refusal(`cannot redelegate from ${addrHex(src)} to itself`);
+  if (!(await c.store.exists(src))) throw new Refusal(`no validator is operated by ${addrHex(src)}`);
+  if (!(await c.store.exists(dst))) throw new Refusal(`no validator is operated by ${addrHex(dst)}`);
+  if ((await c.store.jailed(dst)) && (await c.store.signingInfo(dst)).tombstoned)
+    throw new Refusal(`validator ${addrHex(dst)} is tombstoned (double-signed) and takes no delegation`);
+  const have = await c.store.delegation(who, src);
+  if (amount > have)
+    throw new Refusal(
+      `redelegate amount ${amount} is more than the delegation of ${addrHex(who)} to ${addrHex(src)} (${have})`,
+    );
+  const now = c.now();
+  // Only entries still maturing exist; the matured ones are dropped at this write.
+  const entries = (await c.store.redelegations(who)).filter((e) => e.completionTime > now);
+  // No transitive redelegation: stake that arrived at src by a redelegation still maturing must
+  // stay until it matures, or a slash of its first validator could no longer find it.
+  const incoming = entries.find((e) => equal(e.dst, src));
+  if (incoming)
+    throw new Refusal(
+      `${addrHex(who)} has a redelegation to ${addrHex(src)} maturing at ${incoming.completionTime} (block time ${now}); no redelegation from ${addrHex(src)} before then`,
+    );
+  if (entries.length >= MAX_UNBONDING_ENTRIES) {
+    let first = entries[0]!.completionTime;
+    for (const e of entries) if (e.completionTime < first) first = e.completionTime;
+    throw new Refusal(
+      `${addrHex(who)} already has ${MAX_UNBONDING_ENTRIES} redelegations maturing; wait for the first (at ${first})`,
+    );
+  }
+  const srcTokens = await c.store.bonded(src);
+  const srcTotal = await c.store.totalShares(src);
+  const owned = await c.store.delegationShares(who, src);
+  const { burned, paid } = sharesToBurn(amount, srcTokens, srcTotal);
+  const dstTokens = await c.store.bonded(dst);
+  const dstTotal = await c.store.totalShares(dst);
+  if (dstTokens === 0n && dstTotal > 0n)
+    throw new Refusal(
+      `validator ${addrHex(dst)} has shares but no tokens left (slashed to 0); it takes no delegation`,
+    );
+  const minted = dstTotal === 0n ? paid : (paid * dstTotal) / dstTokens;
+  if (minted === 0n)
+    throw new Refusal(`redelegation of ${paid} base units buys less than one share of ${addrHex(dst)}`);
+  if ((await c.store.addDelegatorValidator(who, dst)) === 'full')
+    throw new Refusal(
+      `${addrHex(who)} already delegates to (or has unclaimed rewards from) ${MAX_DELEGATOR_VALIDATORS} validators, the most one delegator may; undelegate fully from one and claim its rewards first`,
+    );
+  const p = await c.store.params();
+  const completion = now + p.unbondingTime;
+  // Both delegations are booked at their old shares before they change.
+  await settleRewards(c, who, src);
+  await settleRewards(c, who, dst);
+  c.store.setDelegationShares(who, src, owned - burned);
+  c.store.setTotalShares(src, srcTotal - burned);
+  c.store.setBonded(src, srcTokens - paid);
+  await keepListed(c, who, src);
+  c.store.setDelegationShares(who, dst, (await c.store.delegationShares(who, dst)) + minted);
+  c.store.setTotalShares(dst, dstTotal + minted);
+  c.store.setBonded(dst, dstTokens + paid);
+  const entry: RedelegationEntry = {
+    src,
+    dst,
+    initialBalance: paid,
+    sharesDst: minted,
+    completionTime: completion,
+    height: c.blockNumber(),
+  };
+  await c.store.setRedelegations(who, [...entries, entry]);
+  await c.store.noteRedelegatingDelegator(src, who);
+  c.store.markDirty();
+  c.logs.push([
+    STAKING_ADDRESS,
+    [EVENTS.redelegated, addrTopic(who), addrTopic(src), addrTopic(dst)],
+    concat(word(paid), word(completion)),
+  ]);
+  return { out: word(completion), gas: GAS.write };
+});
+
+fn('redelegations(address)', async (c) => {
+  const now = c.now();
+  const es = (await c.store.redelegations(c.args.address(0))).filter((e) => e.completionTime > now);
+  return {
+    out: encodeAbi([
+      { t: 'address[]', v: es.map((e) => e.src) },
+      { t: 'address[]', v: es.map((e) => e.dst) },
+      { t: 'uint[]', v: es.map((e) => e.initialBalance) },
+      { t: 'uint[]', v: es.map((e) => e.sharesDst) },
+      { t: 'uint[]', v: es.map((e) => e.completionTime) },
+      { t: 'uint[]', v: es.map((e) => e.height) },
+    ]),
+    gas: GAS.view + GAS.perItem * BigInt(es.length),
+  };
+});
+
 fn('unjail()', async (c) => {
   requireWrite(c, 'unjail', false);
   const op = c.frame.caller.bytes;
@@ -293,28 +432,92 @@ fn('unjail()', async (c) => {
   return { out: new Uint8Array(0), gas: GAS.write };
 });
 
+/**
+ * Pays nothing yet: books and zeroes the caller's rewards from one validator (and the commission
+ * when the caller operates it), logs RewardsClaimed when there is any, and drops the validator from
+ * the caller's list once it holds no shares of it. Returns the amounts.
+ */
+async function takeRewards(
+  c: Ctx,
+  rewards: RewardStore,
+  who: Uint8Array,
+  op: Uint8Array,
+): Promise<{ reward: bigint; commission: bigint }> {
+  const reward = await rewards.settleDelegation(c.store, who, op);
+  const commission = equal(who, op) ? await rewards.commission(op) : 0n;
+  if (reward + commission > 0n) {
+    rewards.setDelegationPending(who, op, 0n);
+    if (commission > 0n) rewards.setCommission(op, 0n);
+    await rewards.reduceOutstanding(op, reward + commission);
+    c.logs.push([
+      STAKING_ADDRESS,
+      [EVENTS.rewardsClaimed, addrTopic(who), addrTopic(op)],
+      concat(word(reward), word(commission)),
+    ]);
+  }
+  await keepListed(c, who, op);
+  return { reward, commission };
+}
+
+async function enabledRewards(c: Ctx): Promise<RewardStore> {
+  const rewards = new RewardStore(c.state);
+  if (!(await rewards.enabled()))
+    throw new Refusal('rewards are not enabled on this chain (its genesis has no reward account)');
+  return rewards;
+}
+
 fn('claimRewards(address)', async (c) => {
   requireWrite(c, 'claimRewards', false);
   const op = c.args.address(0);
   const who = c.frame.caller.bytes;
-  const rewards = new RewardStore(c.state);
-  if (!(await rewards.enabled()))
-    throw new Refusal('rewards are not enabled on this chain (its genesis has no reward account)');
+  const rewards = await enabledRewards(c);
   if (!(await c.store.exists(op))) throw new Refusal(`no validator is operated by ${addrHex(op)}`);
-  const reward = await rewards.settleDelegation(c.store, who, op);
-  const commission = equal(who, op) ? await rewards.commission(op) : 0n;
+  const { reward, commission } = await takeRewards(c, rewards, who, op);
   if (reward + commission === 0n)
     throw new Refusal(`${addrHex(who)} has no reward to claim from validator ${addrHex(op)}`);
-  rewards.setDelegationPending(who, op, 0n);
-  if (commission > 0n) rewards.setCommission(op, 0n);
   await c.state.addBalance(REWARD_KEY, -(reward + commission));
   await c.state.addBalance(toKey(who), reward + commission);
+  return { out: word(reward + commission), gas: GAS.write };
+});
+
+fn('claimAllRewards()', async (c) => {
+  requireWrite(c, 'claimAllRewards', false);
+  const who = c.frame.caller.bytes;
+  const rewards = await enabledRewards(c);
+  // An operator's own validator is on it (its commission is claimed with it, even with no
+  // self-delegation left).
+  const list = await c.store.delegatorValidators(who);
+  let total = 0n;
+  let paidFrom = 0n;
+  for (const op of list) {
+    const { reward, commission } = await takeRewards(c, rewards, who, op);
+    if (reward + commission === 0n) continue;
+    total += reward + commission;
+    paidFrom += 1n;
+  }
+  if (total === 0n)
+    throw new Refusal(`${addrHex(who)} has no reward to claim from any of its ${list.length} validators`);
+  await c.state.addBalance(REWARD_KEY, -total);
+  await c.state.addBalance(toKey(who), total);
   c.logs.push([
     STAKING_ADDRESS,
-    [EVENTS.rewardsClaimed, addrTopic(who), addrTopic(op)],
-    concat(word(reward), word(commission)),
+    [EVENTS.allRewardsClaimed, addrTopic(who)],
+    concat(word(paidFrom), word(total)),
   ]);
-  return { out: word(reward + commission), gas: GAS.write };
+  return { out: word(total), gas: GAS.write + GAS.perClaim * BigInt(list.length) };
+});
+
+fn('delegatorValidators(address)', async (c) => {
+  const ops = await c.store.delegatorValidators(c.args.address(0));
+  return { out: encodeAbi([{ t: 'address[]', v: ops }]), gas: GAS.view + GAS.perItem * BigInt(ops.length) };
+});
+
+fn('outstandingRewards(address)', async (c) => {
+  const op = c.args.address(0);
+  if (!(await c.store.exists(op))) throw new Refusal(`no validator is operated by ${addrHex(op)}`);
+  const rewards = new RewardStore(c.state);
+  const v = (await rewards.enabled()) ? await rewards.outstanding(c.store, op) : 0n;
+  return { out: word(v), gas: GAS.view };
 });
 
 fn('pendingRewards(address,address)', async (c) => {

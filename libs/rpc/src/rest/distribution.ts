@@ -6,7 +6,7 @@
 import type { Hex } from '../../../types/index.js';
 import type { JsonObject } from '../comet/encode.js';
 import { GatewayError, type RestContext, type RestRequest, type RestRoute } from './routes.js';
-import { addrArg, callPool, dec, operators, selector, word } from './staking.js';
+import { addrArg, addressArray, callPool, dec, operators, selector, word } from './staking.js';
 
 /** The reward stake precompile (its params and the fee split's state). */
 export const REWARD_STAKE_ADDRESS = '0x7b7c000000000000000000000000000000000016' as Hex;
@@ -14,6 +14,8 @@ export const REWARD_STAKE_ADDRESS = '0x7b7c000000000000000000000000000000000016'
 const SEL = {
   pendingRewards: selector('pendingRewards(address,address)'),
   pendingCommission: selector('pendingCommission(address)'),
+  outstanding: selector('outstandingRewards(address)'),
+  delegatorValidators: selector('delegatorValidators(address)'),
   exists: selector('validatorShares(address)'),
   params: selector('params()'),
 };
@@ -103,6 +105,29 @@ export function distributionRoutes(helpers: {
         await rewardParams(ctx, h);
         await callPool(ctx, h, SEL.exists + addrArg(op)); // 404 when it operates no validator
         return { rewards: decCoins(await pending(ctx, h, who, op)) };
+      },
+    },
+    {
+      path: '/cosmos/distribution/v1beta1/delegators/{delegator_address}/validators',
+      summary:
+        'The validators a delegator has shares of or unclaimed rewards from (what claimAllRewards() claims).',
+      handler: async (ctx, req) => {
+        const who = parseAddress(ctx, req.params.delegator_address);
+        const h = queryHeight(ctx, req);
+        const out = await callPool(ctx, h, SEL.delegatorValidators + addrArg(who));
+        return { validators: addressArray(out, 0).map((op) => displayAddress(ctx, op)) };
+      },
+    },
+    {
+      path: '/cosmos/distribution/v1beta1/validators/{validator_address}/outstanding_rewards',
+      summary:
+        "A validator's rewards not claimed yet by its delegators and operator, its commission included.",
+      handler: async (ctx, req) => {
+        const op = parseAddress(ctx, req.params.validator_address);
+        const h = queryHeight(ctx, req);
+        await rewardParams(ctx, h);
+        const v = word(await callPool(ctx, h, SEL.outstanding + addrArg(op)), 0);
+        return { rewards: { rewards: decCoins(v) } };
       },
     },
     {

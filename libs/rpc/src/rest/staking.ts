@@ -21,6 +21,7 @@ const SEL = {
   validatorShares: selector('validatorShares(address)'),
   delegationShares: selector('delegationShares(address,address)'),
   signingInfo: selector('signingInfo(address)'),
+  redelegations: selector('redelegations(address)'),
 };
 /** The pool's jail end of a tombstoned validator (2^64 − 1 s), shown as the Cosmos SDK's. */
 const JAILED_FOREVER = 2n ** 64n - 1n;
@@ -74,16 +75,23 @@ export async function callPool(ctx: RestContext, height: bigint, data: string): 
   return out;
 }
 
+/** The ABI-encoded dynamic array whose offset is the answer's word `head`, as raw words. */
+export function wordArray(out: Buffer, head: number): bigint[] {
+  const off = Number(word(out, head)) / 32;
+  const n = Number(word(out, off));
+  if (n > 0) wordAt(out, (off + n) * 32);
+  const list: bigint[] = [];
+  for (let i = 0; i < n; i++) list.push(word(out, off + 1 + i));
+  return list;
+}
+/** The ABI-encoded address[] whose offset is the answer's word `head`. */
+export function addressArray(out: Buffer, head: number): Hex[] {
+  return wordArray(out, head).map((w) => `0x${w.toString(16).padStart(40, '0')}` as Hex);
+}
+
 /** Operators of every validator of the pool at `height`. */
 export async function operators(ctx: RestContext, height: bigint): Promise<Hex[]> {
-  const out = await callPool(ctx, height, SEL.validators);
-  const off = Number(word(out, 0)) / 32;
-  const n = Number(word(out, off));
-  const list: Hex[] = [];
-  if (n > 0) wordAt(out, (off + n) * 32);
-  for (let i = 0; i < n; i++)
-    list.push(`0x${out.subarray((off + 1 + i) * 32 + 12, (off + 2 + i) * 32).toString('hex')}` as Hex);
-  return list;
+  return addressArray(await callPool(ctx, height, SEL.validators), 0);
 }
 
 async function poolValidator(ctx: RestContext, height: bigint, operator: Hex): Promise<PoolValidator> {
@@ -256,6 +264,62 @@ export function stakingRoutes(helpers: {
           });
         }
         return { delegation_responses: out, pagination: { next_key: null, total: String(out.length) } };
+      },
+    },
+    {
+      path: '/cosmos/staking/v1beta1/delegators/{delegator_addr}/redelegations',
+      summary:
+        "A delegator's redelegations still maturing, grouped by source and destination validator; balance is what the entry's destination shares are worth now.",
+      handler: async (ctx, req) => {
+        const who = parseAddress(ctx, req.params.delegator_addr);
+        const h = queryHeight(ctx, req);
+        const out = await callPool(ctx, h, SEL.redelegations + addrArg(who));
+        const [src, dst] = [addressArray(out, 0), addressArray(out, 1)];
+        const [amounts, sharesDst, times, heights] = [2, 3, 4, 5].map((i) => wordArray(out, i));
+        const rate = new Map<Hex, { tokens: bigint; shares: bigint }>();
+        const groups = new Map<
+          string,
+          { src: Hex; dst: Hex; entries: JsonObject[]; withBalance: JsonObject[] }
+        >();
+        for (let i = 0; i < src.length; i++) {
+          const d = dst[i]!;
+          let r = rate.get(d);
+          if (!r) {
+            const v = await callPool(ctx, h, SEL.validatorShares + addrArg(d));
+            r = { tokens: word(v, 0), shares: word(v, 1) };
+            rate.set(d, r);
+          }
+          const entry = {
+            creation_height: heights[i]!.toString(),
+            completion_time: secondsJson(times[i]!),
+            initial_balance: amounts[i]!.toString(),
+            shares_dst: dec(sharesDst[i]! * DEC_ONE),
+            unbonding_id: '0',
+            unbonding_on_hold_ref_count: '0',
+          };
+          const k = `${src[i]}-${d}`;
+          let g = groups.get(k);
+          if (!g) {
+            g = { src: src[i]!, dst: d, entries: [], withBalance: [] };
+            groups.set(k, g);
+          }
+          g.entries.push(entry);
+          const balance = r.shares === 0n ? 0n : (sharesDst[i]! * r.tokens) / r.shares;
+          g.withBalance.push({ redelegation_entry: entry, balance: balance.toString() });
+        }
+        const responses = [...groups.values()].map((g) => ({
+          redelegation: {
+            delegator_address: displayAddress(ctx, who),
+            validator_src_address: displayAddress(ctx, g.src),
+            validator_dst_address: displayAddress(ctx, g.dst),
+            entries: g.entries,
+          },
+          entries: g.withBalance,
+        }));
+        return {
+          redelegation_responses: responses,
+          pagination: { next_key: null, total: String(responses.length) },
+        };
       },
     },
     {

@@ -1,0 +1,126 @@
+// Redelegation through a real chain-local node with ethers v6, as a wallet would use it: a second
+// validator is created, a delegator moves part of its stake from the node's validator to it in one
+// transaction (no unbonding), the event, the views and the powers at H + 2 agree, a transitive
+// redelegation is refused with its reason, and REST /cosmos/staking/v1beta1/delegators/{d}/redelegations
+// answers in the Cosmos SDK's shape.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { Contract, getAddress, JsonRpcProvider, parseEther, Wallet } from 'ethers';
+import { DEV_ADDRESSES, DEV_KEYS, startLocalNode } from './harness.js';
+
+const POOL = '0x7B7C000000000000000000000000000000000011';
+const ABI = [
+  'function createValidator(bytes32,string,uint16) payable',
+  'function delegate(address) payable',
+  'function redelegate(address src, address dst, uint256 amount) returns (uint256)',
+  'function redelegations(address) view returns (address[] src, address[] dst, uint256[] amounts, uint256[] sharesDst, uint256[] completionTimes, uint256[] heights)',
+  'function delegation(address delegator, address operator) view returns (uint256)',
+  'function validator(address) view returns (bytes32,string,uint256,uint256,bool,uint16)',
+  'function params() view returns (uint256,uint256,uint256,uint256,uint256,uint256,uint256,uint256,uint256)',
+  'event Redelegated(address indexed delegator, address indexed src, address indexed dst, uint256 amount, uint256 completionTime)',
+];
+
+async function revertReason(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    const e = err as { reason?: string; shortMessage?: string };
+    return e.reason ?? `no reason: ${e.shortMessage}`;
+  }
+  throw new Error('the call did not revert');
+}
+
+describe('redelegation against noded chain-local', { timeout: 240_000 }, () => {
+  let env: Awaited<ReturnType<typeof startLocalNode>>;
+  let provider: JsonRpcProvider;
+
+  before(async () => {
+    env = await startLocalNode();
+    provider = new JsonRpcProvider(env.node.ethUrl, undefined, {
+      staticNetwork: true,
+      pollingInterval: 100,
+      cacheTimeout: -1,
+    });
+  });
+
+  after(async () => {
+    provider?.destroy();
+    await env?.cleanup();
+  });
+
+  it('moves stake between validators in one transaction; a transitive move is refused; REST shows the entry', async () => {
+    const op0 = getAddress(DEV_ADDRESSES[0]);
+    const second = new Wallet(DEV_KEYS[3], provider);
+    const delegator = new Wallet(DEV_KEYS[1], provider);
+    const pool = new Contract(POOL, ABI, delegator);
+    // Power 1 against the node's 10: the chain keeps committing without the second validator.
+    const pub = `0x${Buffer.from(ed25519.getPublicKey(randomBytes(32))).toString('hex')}`;
+    await (
+      await new Contract(POOL, ABI, second).createValidator(pub, 'second', 0, { value: parseEther('1') })
+    ).wait();
+    await (await pool.delegate(op0, { value: parseEther('2') })).wait();
+    const poolBalance = await provider.getBalance(POOL);
+
+    const rc = await (await pool.redelegate(op0, second.address, parseEther('1'))).wait();
+    assert.equal(rc!.status, 1);
+    const h = rc!.blockNumber;
+    const t = BigInt((await provider.getBlock(h))!.timestamp);
+    const unbondingTime = (await pool.params())[1] as bigint;
+    const ev = pool.interface.parseLog(rc!.logs[0]!)!;
+    assert.deepEqual(
+      [ev.name, ...ev.args.toArray()],
+      ['Redelegated', delegator.address, op0, second.address, parseEther('1'), t + unbondingTime],
+    );
+    assert.equal(await pool.delegation(delegator.address, op0), parseEther('1'));
+    assert.equal(await pool.delegation(delegator.address, second.address), parseEther('1'));
+    assert.equal(await provider.getBalance(POOL, h), poolBalance, 'no BTC left the pool');
+    const entries = await pool.redelegations(delegator.address);
+    assert.deepEqual(
+      entries.toArray().map((c: { toArray(): unknown[] }) => c.toArray()),
+      [[op0], [second.address], [parseEther('1')], [parseEther('1')], [t + unbondingTime], [BigInt(h)]],
+    );
+
+    // No transitive redelegation while the entry to the second validator matures.
+    assert.equal(
+      await revertReason(pool.redelegate.staticCall(second.address, op0, 1n)),
+      `${delegator.address.toLowerCase()} has a redelegation to ${second.address.toLowerCase()} maturing at ${t + unbondingTime} (block time ${BigInt((await provider.getBlock('latest'))!.timestamp)}); no redelegation from ${second.address.toLowerCase()} before then`,
+    );
+
+    // The powers follow at H + 2 on the pool's view (the power handed to consensus at the end of H).
+    assert.equal((await pool.validator(second.address, { blockTag: h }))[3], 2n);
+    assert.equal((await pool.validator(op0, { blockTag: h }))[3], 11n);
+
+    const r = await fetch(
+      `${env.node.apiUrl}/cosmos/staking/v1beta1/delegators/${delegator.address}/redelegations`,
+      {
+        headers: { 'x-cosmos-block-height': String(h) },
+        signal: AbortSignal.timeout(10_000),
+      },
+    );
+    assert.equal(r.status, 200);
+    const entry = {
+      creation_height: String(h),
+      completion_time: new Date(Number(t + unbondingTime) * 1000).toISOString().replace('.000Z', 'Z'),
+      initial_balance: parseEther('1').toString(),
+      shares_dst: `${parseEther('1')}.000000000000000000`,
+      unbonding_id: '0',
+      unbonding_on_hold_ref_count: '0',
+    };
+    assert.deepEqual(await r.json(), {
+      redelegation_responses: [
+        {
+          redelegation: {
+            delegator_address: delegator.address,
+            validator_src_address: op0,
+            validator_dst_address: second.address,
+            entries: [entry],
+          },
+          entries: [{ redelegation_entry: entry, balance: parseEther('1').toString() }],
+        },
+      ],
+      pagination: { next_key: null, total: '1' },
+    });
+  });
+});
