@@ -128,12 +128,12 @@ export function injectTraceContext(set: (key: string, value: string) => void): v
 }
 
 /**
- * The context a remote caller sent (W3C `traceparent` read through `get`), to pass as `parent`;
- * undefined when tracing is off or the carrier has none.
+ * The context a remote caller sent (W3C `traceparent`, or what OTEL_PROPAGATORS names, read through
+ * `get`), to pass as `parent`; undefined when tracing is off. A carrier without one gives a context
+ * without a span: the work starts a trace of its own.
  */
 export function extractTraceContext(get: (key: string) => string | undefined): Context | undefined {
   if (!enabled) return undefined;
-  if (get('traceparent') === undefined) return undefined;
   return propagation.extract(context.active(), undefined, {
     get: (_carrier, key) => get(key),
     keys: () => ['traceparent', 'tracestate'],
