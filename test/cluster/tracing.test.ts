@@ -244,17 +244,17 @@ describe('tracing across the cluster', () => {
     assert.equal(finalizeClient.service, 'noded-consensus');
     assert.equal(finalizeClient.name, 'abci FinalizeBlock');
     assert.equal(finalizeClient.traceId, finalize.traceId);
-    const prepare = one(
-      spans,
-      'executor PrepareProposal of the height',
+    // The proposal of the height (one per round it took: a busy machine may need a second round).
+    const prepares = spans.filter(
       (s) => s.name === 'PrepareProposal' && s.attrs['noded.height'] === height && linksTo(s, checkTx),
     );
-    const prepareClient = one(
-      spans,
-      'consensus abci PrepareProposal',
-      (s) => s.spanId === prepare.parentSpanId,
-    );
-    assert.equal(prepareClient.service, 'noded-consensus');
+    assert.ok(prepares.length >= 1, 'the proposal that reaped the transaction links to its CheckTx');
+    for (const prepare of prepares) {
+      assert.equal(prepare.service, 'noded-executor');
+      const client = one(spans, 'consensus abci PrepareProposal', (s) => s.spanId === prepare.parentSpanId);
+      assert.equal(client.service, 'noded-consensus');
+      assert.equal(client.name, 'abci PrepareProposal');
+    }
     // Blocks without the transaction do not link to it.
     const others = spans.filter((s) => s.name === 'FinalizeBlock' && s.attrs['noded.height'] !== height);
     assert.ok(others.length > 0, 'other heights were finalized too');
