@@ -203,6 +203,14 @@ describe('tracing across the cluster', () => {
     });
     assert.equal(receipt.status, '0x1');
     const height = Number(receipt.blockNumber);
+    // A second transaction through consensus' CometBFT RPC: its CheckTx is the ABCI one.
+    const viaComet = await signedTransfer(nonce + 1, gasPrice * 2n);
+    const committed = await comet<{ check_tx: { code: number; log: string }; height: string }>(
+      `http://127.0.0.1:${ports.rpc}`,
+      `broadcast_tx_commit?tx=${viaComet}`,
+    );
+    assert.equal(committed.check_tx.code, 0, committed.check_tx.log);
+    const cometHeight = Number(committed.height);
 
     // SIGTERM: each service's SDK flushes what it buffered before the process exits.
     await stopAll();
@@ -261,6 +269,29 @@ describe('tracing across the cluster', () => {
     assert.ok(
       others.every((s) => !linksTo(s, checkTx)),
       'only the block holding the transaction links to it',
+    );
+
+    // broadcast_tx_*: consensus' ABCI CheckTx, the executor's CheckTx its child, and the block links to it.
+    const abciCheck = spans.filter(
+      (s) =>
+        s.name === 'CheckTx' &&
+        s.service === 'noded-executor' &&
+        spans.some(
+          (c) => c.spanId === s.parentSpanId && c.name === 'abci CheckTx' && c.service === 'noded-consensus',
+        ),
+    );
+    assert.ok(abciCheck.length >= 1, 'an ABCI CheckTx span on the executor, child of consensus');
+    const cometFinalize = one(
+      spans,
+      'executor FinalizeBlock of the broadcast height',
+      (s) =>
+        s.name === 'FinalizeBlock' &&
+        s.service === 'noded-executor' &&
+        s.attrs['noded.height'] === cometHeight,
+    );
+    assert.ok(
+      abciCheck.some((c) => linksTo(cometFinalize, c)),
+      'the block of a broadcast transaction links to its ABCI CheckTx',
     );
 
     // FinalizeBlock -> the publish of its height -> the state-store's apply, over NATS headers.

@@ -174,7 +174,13 @@ export async function serveApplication(
       'checkTx',
       logger,
       fromProto.checkTxRequest,
-      (r) => app.checkTx(r.tx, r.kind),
+      async (r, span) => {
+        const out = await app.checkTx(r.tx, r.kind);
+        // A transaction admitted through consensus (broadcast_tx_*) is linked like an edge's.
+        if (tracingEnabled() && out.code === 0 && r.kind === 'new')
+          txTraces.remember(txKey(r.tx), span.context());
+        return out;
+      },
       toProto.checkTxResponse,
     ),
     prepareProposal: unary(
