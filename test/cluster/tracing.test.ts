@@ -9,7 +9,8 @@
 //   tx trace:    client -> rpc-edge eth_getTransactionReceipt -> state-store "Read getReceipt"
 //                (LINKS to the apply of the receipt's height)
 // With the exporter off (OTEL_TRACES_EXPORTER=none, OTEL_SDK_DISABLED=true) a traced request makes no
-// export attempt at all. The OTEL_* variables are checked at start with precise messages.
+// export attempt at all; with the collector gone, the service logs why and keeps serving. The OTEL_*
+// variables are checked at start with precise messages.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
@@ -20,6 +21,7 @@ import { Wallet } from 'ethers';
 import { GrpcMempool, mempoolProto } from '../../libs/abci-grpc/index.js';
 import { tracingSettingsOf } from '../../services/shared/src/tracing.js';
 import { DEV_ADDRESSES, DEV_KEYS, freePort, initLocalHome } from '../e2e/harness.js';
+import { closedPort } from './helpers.js';
 import { startNatsServer } from './nats.js';
 import { comet, type ServiceProcess, spawnService, until, waitForService } from './processes.js';
 
@@ -429,6 +431,23 @@ describe('tracing across the cluster', () => {
       bad.output(),
       /\$OTEL_TRACES_EXPORTER: must be a comma list of otlp, console, none, got "zipkin"/,
     );
+    // A collector that is not there: the service logs why each export failed and keeps serving.
+    const gone = await closedPort();
+    const lonely = spawnService('executor', home, {
+      ...base,
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${gone}`,
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    });
+    running.push(lonely);
+    await waitForService(lonely, /noded service executor is running/, 90_000);
+    await mempool.pendingTransactions(); // a span to export
+    await waitForService(
+      lonely,
+      new RegExp(`"component":"otel","msg":"connect ECONNREFUSED 127\\.0\\.0\\.1:${gone}"`),
+      30_000,
+    );
+    assert.deepEqual(await mempool.pendingTransactions(), { pending: [], queued: [] });
+    await stopAll();
     // Defaults: off, with the service's own name ready for when it is turned on.
     assert.deepEqual(tracingSettingsOf({}, [], 'rpc-edge'), {
       exporters: [],

@@ -81,6 +81,38 @@ export async function startTracing(s: TracingSettings, log: Logger): Promise<Run
     log.debug('tracing off (no OTEL_TRACES_EXPORTER nor OTLP endpoint, or OTEL_SDK_DISABLED=true)');
     return null;
   }
+  // The SDK's own warnings and errors (an export the collector refused or never answered) go to
+  // the service's log, not to nowhere.
+  const { diag, DiagLogLevel } = await import('@opentelemetry/api');
+  const otelLog = log.child({ component: 'otel' });
+  const show = (a: unknown): string => {
+    if (a instanceof Error) return a.message;
+    if (typeof a === 'string') return a;
+    try {
+      return JSON.stringify(a);
+    } catch {
+      return String(a);
+    }
+  };
+  // The SDK's error handler hands over errors as JSON ({"message", "stack", ...}): keep the message.
+  const first = (m: string): string => {
+    try {
+      const e = JSON.parse(m) as { message?: unknown };
+      if (typeof e.message === 'string') return e.message;
+    } catch {}
+    return m;
+  };
+  const text = (m: string, args: unknown[]) => [first(m), ...args.map(show)].join(' ');
+  diag.setLogger(
+    {
+      error: (m, ...a) => otelLog.warn(text(m, a)),
+      warn: (m, ...a) => otelLog.warn(text(m, a)),
+      info: () => {},
+      debug: () => {},
+      verbose: () => {},
+    },
+    { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
+  );
   // Loaded only when used: tracing off costs not even the SDK's import.
   const { NodeSDK } = await import('@opentelemetry/sdk-node');
   const { BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor } = await import(
