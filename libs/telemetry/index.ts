@@ -21,3 +21,18 @@ export {
 } from './src/options.js';
 // GET /metrics, /healthz and /readyz on :26660.
 export { MetricsServer, type MetricsServerDeps, type Readiness } from './src/server.js';
+// Tracing for libs through the OpenTelemetry API (no-op until a service starts the SDK): spans,
+// W3C trace context over any carrier, and a bounded book of span contexts to link work later.
+export {
+  extractTraceContext,
+  injectTraceContext,
+  inSpan,
+  type SpanOptions,
+  setTracingEnabled,
+  TraceBook,
+  type TraceContext,
+  type TraceParent,
+  type TraceSpan,
+  type TraceSpanKind,
+  tracingEnabled,
+} from './src/tracing.js';

@@ -8,6 +8,7 @@
 // its handshake replays the missing blocks after a restart. Use waitReady() at start to wait for an
 // executor that is still coming up.
 import * as grpc from '@grpc/grpc-js';
+import { inSpan } from '../../telemetry/index.js';
 import type {
   AppInfo,
   Application,
@@ -24,6 +25,7 @@ import type {
 import { type AbciMethod, DEFAULT_MAX_MESSAGE_BYTES, ERROR_CODE_TRAILER } from './constants.js';
 import { AbciFieldError, type CheckTxKind, fromProto, toProto } from './convert.js';
 import { ApplicationService } from './gen/noded/abci/v1/abci.js';
+import { withTraceContext } from './trace.js';
 
 /**
  * Per-call deadlines (ms). Block execution and genesis can take long on a large block or state;
@@ -182,13 +184,33 @@ export class GrpcApplication implements Application {
     if (this.closed) return Promise.reject(this.closedError(method));
     const def = ApplicationService[method] as unknown as grpc.MethodDefinition<typeof request, never>;
     const deadlineMs = this.deadlines[method];
+    const rpc = def.path.slice(def.path.lastIndexOf('/') + 1);
+    // A client span per call (the executor's handler is its child); the consensus runtime calls
+    // with no active span, so each proposal / FinalizeBlock starts a trace of its own.
+    return inSpan(
+      `abci ${rpc}`,
+      {
+        kind: 'client',
+        attributes: { 'rpc.system': 'grpc', 'rpc.method': rpc, 'peer.address': this.address },
+      },
+      () => this.send(method, def, request, read, deadlineMs),
+    );
+  }
+
+  private send<M extends AbciMethod, In, Out>(
+    method: M,
+    def: grpc.MethodDefinition<In, never>,
+    request: In,
+    read: (res: never) => Out,
+    deadlineMs: number,
+  ): Promise<Out> {
     return new Promise((resolve, reject) => {
       this.client.makeUnaryRequest(
         def.path,
         def.requestSerialize,
         def.responseDeserialize,
         request,
-        new grpc.Metadata(),
+        withTraceContext(new grpc.Metadata()),
         { deadline: Date.now() + deadlineMs },
         (err, res) => {
           if (err) {
@@ -196,7 +218,7 @@ export class GrpcApplication implements Application {
             return;
           }
           try {
-            resolve(read(res as Parameters<typeof read>[0]));
+            resolve(read(res as never));
           } catch (e) {
             const why = e instanceof AbciFieldError ? e.message : String(e);
             reject(

@@ -6,11 +6,13 @@
 // naming the field, and undecodable bytes are refused the same way; the server keeps serving. A
 // refused transaction is FAILED_PRECONDITION with its JSON-RPC code in a trailer (as StateReader).
 import * as grpc from '@grpc/grpc-js';
+import { inSpan, type TraceBook, type TraceSpan, tracingEnabled } from '../../telemetry/index.js';
 import { ChainError, type Hex, type Logger } from '../../types/index.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from './constants.js';
 import { MempoolService, type PoolTx } from './gen/noded/mempool/v1/mempool.js';
 import { lenientDefinition, UndecodableRequest } from './lenient.js';
 import { CHAIN_ERROR_CODE_TRAILER, CHAIN_ERROR_DATA_TRAILER } from './state.js';
+import { traceParentOf, withTraceContext } from './trace.js';
 
 export const MEMPOOL_SERVICE_NAME = 'noded.mempool.v1.Mempool';
 
@@ -38,14 +40,23 @@ function checkLength(field: string, b: Uint8Array | undefined, n: number): strin
   return len === n ? undefined : `${field}: must be ${n} bytes, got ${len}`;
 }
 
-/** Adds the Mempool service, answered from `src`, to `server`. */
-export function addMempoolService(server: grpc.Server, src: MempoolSource, logger: Logger): void {
+/**
+ * Adds the Mempool service, answered from `src`, to `server`. With tracing on, each call is a span
+ * (SendRawTransaction's is "CheckTx") and an admitted transaction's CheckTx context is kept in
+ * `txTraces` by hash, for the spans of the block that includes it to link to.
+ */
+export function addMempoolService(
+  server: grpc.Server,
+  src: MempoolSource,
+  logger: Logger,
+  txTraces?: TraceBook,
+): void {
   const def = lenientDefinition(MempoolService);
   const handler =
     <Req>(
       rpc: string,
       message: string,
-      run: (req: Req) => Promise<unknown> | unknown,
+      run: (req: Req, span: TraceSpan) => Promise<unknown> | unknown,
       check?: (req: Req) => string | undefined,
     ) =>
     (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
@@ -62,23 +73,29 @@ export function addMempoolService(server: grpc.Server, src: MempoolSource, logge
         cb({ code: grpc.status.INVALID_ARGUMENT, details: `${at}: ${problem}` });
         return;
       }
-      Promise.resolve()
-        .then(() => run(call.request as Req))
-        .then(
-          (res) => cb(null, res),
-          (err: unknown) => {
-            if (err instanceof ChainError) {
-              const metadata = new grpc.Metadata();
-              metadata.set(CHAIN_ERROR_CODE_TRAILER, String(err.code));
-              if (typeof err.data === 'string') metadata.set(CHAIN_ERROR_DATA_TRAILER, err.data);
-              cb({ code: grpc.status.FAILED_PRECONDITION, details: err.message, metadata });
-              return;
-            }
-            const msg = err instanceof Error ? err.message : String(err);
-            logger.error({ rpc, err: msg }, 'mempool call failed');
-            cb({ code: grpc.status.INTERNAL, details: `${at}: ${msg}` });
-          },
-        );
+      inSpan(
+        rpc === 'SendRawTransaction' ? 'CheckTx' : rpc,
+        {
+          kind: 'server',
+          parent: traceParentOf(call.metadata),
+          attributes: { 'rpc.system': 'grpc', 'rpc.method': rpc },
+        },
+        async (span) => run(call.request as Req, span),
+      ).then(
+        (res) => cb(null, res),
+        (err: unknown) => {
+          if (err instanceof ChainError) {
+            const metadata = new grpc.Metadata();
+            metadata.set(CHAIN_ERROR_CODE_TRAILER, String(err.code));
+            if (typeof err.data === 'string') metadata.set(CHAIN_ERROR_DATA_TRAILER, err.data);
+            cb({ code: grpc.status.FAILED_PRECONDITION, details: err.message, metadata });
+            return;
+          }
+          const msg = err instanceof Error ? err.message : String(err);
+          logger.error({ rpc, err: msg }, 'mempool call failed');
+          cb({ code: grpc.status.INTERNAL, details: `${at}: ${msg}` });
+        },
+      );
     };
   server.addService(def, {
     pendingNonce: handler<{ address: Uint8Array }>(
@@ -93,7 +110,14 @@ export function addMempoolService(server: grpc.Server, src: MempoolSource, logge
     sendRawTransaction: handler<{ raw: Uint8Array }>(
       'SendRawTransaction',
       'noded.mempool.v1.SendRawTransactionRequest',
-      async (r) => ({ hash: Buffer.from((await src.sendRawTransaction(r.raw)).slice(2), 'hex') }),
+      async (r, span) => {
+        const hash = await src.sendRawTransaction(r.raw);
+        if (tracingEnabled()) {
+          span.setAttribute('noded.tx.hash', hash);
+          txTraces?.remember(hash.slice(2).toLowerCase(), span.context());
+        }
+        return { hash: Buffer.from(hash.slice(2), 'hex') };
+      },
       (r) => (r.raw.length === 0 ? 'SendRawTransactionRequest.raw: must not be empty' : undefined),
     ),
     pendingTransaction: handler<{ hash: Uint8Array }>(
@@ -135,7 +159,7 @@ export class GrpcMempool {
         def.requestSerialize,
         def.responseDeserialize,
         req,
-        new grpc.Metadata(),
+        withTraceContext(new grpc.Metadata()),
         { deadline: Date.now() + this.deadlineMs },
         (err, res) => {
           if (!err) return resolve(res as Res);

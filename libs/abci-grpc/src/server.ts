@@ -4,6 +4,14 @@
 // application; an error of the application gets INTERNAL with its message (and its `code`, if it
 // has one, in the `noded-error-code` trailer). The server keeps serving after either.
 import * as grpc from '@grpc/grpc-js';
+import { keccak256 } from '../../crypto/index.js';
+import {
+  inSpan,
+  TraceBook,
+  type TraceContext,
+  type TraceSpan,
+  tracingEnabled,
+} from '../../telemetry/index.js';
 import { type Application, type Logger, silentLogger } from '../../types/index.js';
 import {
   ABCI_SERVICE_NAME,
@@ -16,6 +24,7 @@ import { ApplicationService } from './gen/noded/abci/v1/abci.js';
 import { HealthStatus, ServingStatus, shutdownGracefully } from './health.js';
 import { lenientDefinition, UndecodableRequest } from './lenient.js';
 import { addMempoolService, MEMPOOL_SERVICE_NAME, type MempoolSource } from './mempool.js';
+import { traceParentOf } from './trace.js';
 
 export interface AbciServerOptions {
   /** Default: insecure (plaintext); pass grpc.ServerCredentials.createSsl(...) for (mutual) TLS. */
@@ -24,6 +33,11 @@ export interface AbciServerOptions {
   logger?: Logger;
   /** Also serve noded.mempool.v1.Mempool from this (the EVM Executor) on the same port. */
   mempool?: MempoolSource;
+  /**
+   * With tracing on: where each FinalizeBlock's span context is kept by height (String(height)),
+   * for the publisher of that height to parent its span on.
+   */
+  blockTraces?: TraceBook;
 }
 
 export interface AbciServer {
@@ -34,6 +48,14 @@ export interface AbciServer {
   readonly health: HealthStatus;
   /** Reports NOT_SERVING, ends health watches, lets calls in flight finish for up to graceMs, stops. */
   close(graceMs?: number): Promise<void>;
+}
+
+/** Waiting transactions whose CheckTx context is kept for their block's spans (oldest dropped past it). */
+const TX_TRACES_KEPT = 10_000;
+
+/** The key of a transaction in the trace book: its hash (keccak256 of the typed bytes), hex. */
+function txKey(tx: Uint8Array): string {
+  return Buffer.from(keccak256(tx)).toString('hex');
 }
 
 function rpcName(method: AbciMethod): string {
@@ -53,10 +75,11 @@ function unary<In, Out>(
   method: AbciMethod,
   logger: Logger,
   check: (m: never) => In,
-  call: (input: In) => Promise<Out>,
+  call: (input: In, span: TraceSpan) => Promise<Out>,
   encode: (out: Out) => unknown,
 ): grpc.handleUnaryCall<unknown, unknown> {
   const name = rpcName(method);
+  const spanName = name.split('/')[1]!;
   const messageName = `noded.abci.v1.${name.split('/')[1]}Request`;
   const fail = (callback: grpc.sendUnaryData<unknown>, err: unknown) => {
     const message = err instanceof Error ? err.message : String(err);
@@ -86,21 +109,27 @@ function unary<In, Out>(
       callback({ code: grpc.status.INVALID_ARGUMENT, details: `${name}: ${err.message}` });
       return;
     }
-    Promise.resolve()
-      .then(() => call(input))
-      .then(
-        (out) => {
-          let res: unknown;
-          try {
-            res = encode(out);
-          } catch (err) {
-            fail(callback, new Error(`invalid response: ${(err as Error).message}`));
-            return;
-          }
-          callback(null, res);
-        },
-        (err: unknown) => fail(callback, err),
-      );
+    inSpan(
+      spanName,
+      {
+        kind: 'server',
+        parent: traceParentOf(rpc.metadata),
+        attributes: { 'rpc.system': 'grpc', 'rpc.method': spanName },
+      },
+      (span) => Promise.resolve().then(() => call(input, span)),
+    ).then(
+      (out) => {
+        let res: unknown;
+        try {
+          res = encode(out);
+        } catch (err) {
+          fail(callback, new Error(`invalid response: ${(err as Error).message}`));
+          return;
+        }
+        callback(null, res);
+      },
+      (err: unknown) => fail(callback, err),
+    );
   };
 }
 
@@ -116,6 +145,22 @@ export async function serveApplication(
     'grpc.max_receive_message_length': max,
     'grpc.max_send_message_length': max,
   });
+  // Tracing (docs/cluster.md "Tracing"): the CheckTx span context of each waiting transaction, by
+  // hash, so that the spans of the block that holds it link to it (a block holds many transactions
+  // from many traces: links, not parents).
+  const txTraces = new TraceBook(TX_TRACES_KEPT);
+  const linkTxs = (span: TraceSpan, height: number, txs: Uint8Array[]) => {
+    if (!tracingEnabled()) return;
+    span.setAttribute('noded.height', height);
+    span.setAttribute('noded.txs', txs.length);
+    if (txTraces.size === 0) return;
+    const links: TraceContext[] = [];
+    for (const tx of txs) {
+      const ctx = txTraces.get(txKey(tx));
+      if (ctx !== undefined) links.push(ctx);
+    }
+    span.addLinks(links);
+  };
   const handlers: Record<AbciMethod, grpc.handleUnaryCall<unknown, unknown>> = {
     info: unary('info', logger, fromProto.infoRequest, () => app.info(), toProto.infoResponse),
     initChain: unary(
@@ -129,28 +174,50 @@ export async function serveApplication(
       'checkTx',
       logger,
       fromProto.checkTxRequest,
-      (r) => app.checkTx(r.tx, r.kind),
+      async (r, span) => {
+        const out = await app.checkTx(r.tx, r.kind);
+        // A transaction admitted through consensus (broadcast_tx_*) is linked like an edge's.
+        if (tracingEnabled() && out.code === 0 && r.kind === 'new')
+          txTraces.remember(txKey(r.tx), span.context());
+        return out;
+      },
       toProto.checkTxResponse,
     ),
     prepareProposal: unary(
       'prepareProposal',
       logger,
       fromProto.prepareProposalRequest,
-      (r) => app.prepareProposal(r),
+      async (r, span) => {
+        const txs = await app.prepareProposal(r);
+        linkTxs(span, r.height, txs);
+        return txs;
+      },
       toProto.prepareProposalResponse,
     ),
     processProposal: unary(
       'processProposal',
       logger,
       fromProto.processProposalRequest,
-      (r) => app.processProposal(r),
+      (r, span) => {
+        linkTxs(span, r.height, r.txs);
+        return app.processProposal(r);
+      },
       toProto.processProposalResponse,
     ),
     finalizeBlock: unary(
       'finalizeBlock',
       logger,
       fromProto.finalizeBlockRequest,
-      (r) => app.finalizeBlock(r),
+      async (r, span) => {
+        linkTxs(span, r.height, r.txs);
+        const out = await app.finalizeBlock(r);
+        if (tracingEnabled()) {
+          opts.blockTraces?.remember(String(r.height), span.context());
+          // Included: their contexts have served (a block's spans link each at most once more).
+          for (const tx of r.txs) txTraces.take(txKey(tx));
+        }
+        return out;
+      },
       toProto.finalizeBlockResponse,
     ),
     commit: unary('commit', logger, fromProto.commitRequest, () => app.commit(), toProto.commitResponse),
@@ -172,7 +239,7 @@ export async function serveApplication(
     ),
   };
   server.addService(lenientDefinition(ApplicationService), handlers);
-  if (opts.mempool) addMempoolService(server, opts.mempool, logger);
+  if (opts.mempool) addMempoolService(server, opts.mempool, logger, txTraces);
   const health = new HealthStatus();
   health.addTo(server);
 

@@ -9,6 +9,7 @@
 // FAILED_PRECONDITION with its JSON-RPC code and data in trailers, rebuilt as the same ChainError on
 // the client, so the edge answers exactly what the node would.
 import * as grpc from '@grpc/grpc-js';
+import { inSpan, type TraceBook, tracingEnabled } from '../../telemetry/index.js';
 import { ChainError, type EthChain, type Logger, silentLogger } from '../../types/index.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, ERROR_CODE_TRAILER } from './constants.js';
 import {
@@ -20,6 +21,7 @@ import {
 } from './gen/noded/state/v1/state.js';
 import { HealthStatus, ServingStatus, shutdownGracefully } from './health.js';
 import { lenientDefinition, UndecodableRequest } from './lenient.js';
+import { traceParentOf, withTraceContext } from './trace.js';
 
 export const STATE_READER_SERVICE_NAME = 'noded.state.v1.StateReader';
 /** Trailers of a ChainError answer: its JSON-RPC code, and its data (hex) when it has some. */
@@ -203,11 +205,29 @@ function headOf(src: StateSource): ChainHead {
   };
 }
 
+/** The block number an answer names (a receipt's, a mined transaction's), if it names one. */
+function blockNumberOf(v: unknown): number | undefined {
+  if (v === null || typeof v !== 'object') return undefined;
+  const n = (v as { blockNumber?: unknown }).blockNumber;
+  if (typeof n === 'bigint' || typeof n === 'number') return Number(n);
+  if (typeof n === 'string' && /^(0x[0-9a-fA-F]+|\d+)$/.test(n)) return Number(n);
+  return undefined;
+}
+
 /** Serves `src` as noded.state.v1.StateReader on `address` ("host:port"; port 0 picks one). */
 export async function serveStateReader(
   src: StateSource,
   address: string,
-  opts: { credentials?: grpc.ServerCredentials; logger?: Logger; maxMessageBytes?: number } = {},
+  opts: {
+    credentials?: grpc.ServerCredentials;
+    logger?: Logger;
+    maxMessageBytes?: number;
+    /**
+     * With tracing on: the span context of each applied height (String(height)); a read whose
+     * answer is in a block (a receipt, a transaction) links its span to that block's apply.
+     */
+    appliedTraces?: TraceBook;
+  } = {},
 ): Promise<StateReaderServer> {
   const logger = opts.logger ?? silentLogger;
   const max = opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
@@ -245,7 +265,24 @@ export async function serveStateReader(
       const fn = (src.chain as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[
         checked.read
       ]!;
-      gate(() => fn.apply(src.chain, checked.args)).then(
+      inSpan(
+        `Read ${checked.read}`,
+        {
+          kind: 'server',
+          parent: traceParentOf(call.metadata),
+          attributes: { 'rpc.system': 'grpc', 'rpc.method': 'Read', 'noded.read': checked.read },
+        },
+        async (span) => {
+          const v = await gate(() => fn.apply(src.chain, checked.args));
+          const height = tracingEnabled() ? blockNumberOf(v) : undefined;
+          if (height !== undefined) {
+            span.setAttribute('noded.height', height);
+            const applied = opts.appliedTraces?.get(String(height));
+            if (applied !== undefined) span.addLinks([applied]);
+          }
+          return v;
+        },
+      ).then(
         (v) => {
           let res: ReadResponse;
           try {
@@ -386,7 +423,7 @@ export class StateReaderClient {
         def.requestSerialize,
         def.responseDeserialize,
         req,
-        new grpc.Metadata(),
+        withTraceContext(new grpc.Metadata()),
         { deadline: Date.now() + (this.opts.deadlineMs ?? 30_000) },
         (err, res) => {
           if (!err) return resolve(res as Res);

@@ -11,6 +11,7 @@ import { homePaths, toExecutorSettings } from '../../../libs/config/index.js';
 import { DepositWatcher, Executor, kvWatcherProgress } from '../../../libs/execution/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { encodeCommitted } from '../../../libs/stream/index.js';
+import { TraceBook } from '../../../libs/telemetry/index.js';
 import { EventBus, type Logger } from '../../../libs/types/index.js';
 import {
   Closers,
@@ -27,6 +28,8 @@ export const APPLICATION_DB = Symbol('application.db');
 export const EXECUTOR_BUS = Symbol('EventBus');
 export const ABCI_SERVER = Symbol('AbciServer');
 export const EXECUTOR_METRICS = Symbol('NodeMetrics');
+/** Each FinalizeBlock's span context by height, from the ABCI server to the publisher (tracing on). */
+export const BLOCK_TRACES = Symbol('BlockTraces');
 /** The bridge-in watcher the Executor provider made ([bridge] enable), for the metrics provider. */
 export const BRIDGE_WATCHER = Symbol('DepositWatcher');
 interface BridgeWatcherSlot {
@@ -53,6 +56,7 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
     { provide: SERVICE_LOGGER, useValue: shared.logger },
     { provide: Closers, useValue: shared.closers },
     { provide: EXECUTOR_BUS, useValue: new EventBus() },
+    { provide: BLOCK_TRACES, useValue: new TraceBook(1_000) },
     { provide: BRIDGE_WATCHER, useValue: { watcher: undefined } satisfies BridgeWatcherSlot },
     {
       provide: APPLICATION_DB,
@@ -132,13 +136,14 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
     },
     {
       provide: BlockPublisher,
-      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, Executor, EXECUTOR_BUS],
+      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, Executor, EXECUTOR_BUS, BLOCK_TRACES],
       useFactory: async (
         s: ServiceSettings,
         logger: Logger,
         closers: Closers,
         executor: Executor,
         bus: EventBus,
+        blockTraces: TraceBook,
       ) => {
         // A refused login stops the start here, naming the user; an unreachable server does not.
         await checkNatsLogin(s.cluster, 'executor', logger.child({ module: 'publisher' }));
@@ -149,6 +154,7 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
           servers: s.cluster.natsUrls,
           login: natsConnectOptions(s.cluster, 'executor'),
           logger,
+          blockTraces,
         });
         // Closed after the gRPC server (no more commits) and before the executor it reads.
         closers.add('publisher', () => publisher.close());
@@ -158,17 +164,20 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
     {
       provide: ABCI_SERVER,
       // After the publisher: it is listening for commits before the first FinalizeBlock arrives.
-      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, Executor, BlockPublisher],
+      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, Executor, BlockPublisher, BLOCK_TRACES],
       useFactory: async (
         s: ServiceSettings,
         logger: Logger,
         closers: Closers,
         executor: Executor,
+        _publisher: BlockPublisher,
+        blockTraces: TraceBook,
       ): Promise<AbciServer> => {
         const server = await serveApplication(executor, s.cluster.executorGrpcAddress, {
           logger: logger.child({ module: 'abci-grpc' }),
           // rpc-edges' 'pending' nonces, txpool_* and waiting transactions by hash.
           mempool: executor,
+          blockTraces,
           // Mutual TLS when NODED_GRPC_TLS_* name the files; plaintext otherwise.
           ...(s.cluster.grpcTls ? { credentials: mutualTlsServerCredentials(s.cluster.grpcTls) } : {}),
         });

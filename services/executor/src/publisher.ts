@@ -11,6 +11,7 @@ import {
   type JetStreamManager,
   type NatsConnection,
   nanos,
+  headers as natsHeaders,
   RetentionPolicy,
   StorageType,
 } from 'nats';
@@ -24,6 +25,7 @@ import {
   headsSubject,
   pendingTxsSubject,
 } from '../../../libs/stream/index.js';
+import { injectTraceContext, inSpan, type TraceBook, tracingEnabled } from '../../../libs/telemetry/index.js';
 import type { EventBus, Hex, Logger } from '../../../libs/types/index.js';
 
 export interface PublisherOptions {
@@ -38,6 +40,8 @@ export interface PublisherOptions {
   batch?: number;
   /** Wait between rounds while NATS is unreachable or refuses (ms). */
   retryMs?: number;
+  /** Tracing on: each height's FinalizeBlock span, parent of its publish span (whose context the message carries). */
+  blockTraces?: TraceBook;
 }
 
 /** Window in which JetStream drops a repeated Nats-Msg-Id; past it the publisher's own check holds. */
@@ -188,7 +192,9 @@ export class BlockPublisher {
               `height ${e.height}'s CommittedHeight is ${e.record.length} bytes, above nats-server's max_payload of ${max} bytes; raise max_payload (up to 64MB) in nats-server's configuration, as scripts/cluster.sh does`,
             );
           }
-          const ack = await js.publish(subject, e.record, { msgID: String(e.height) });
+          const ack = tracingEnabled()
+            ? await this.publishTraced(js, subject, e.height, e.record)
+            : await js.publish(subject, e.record, { msgID: String(e.height) });
           this.published = e.height;
           if (ack.duplicate) this.log.debug({ height: e.height }, 'height already in the stream');
           const r = decodeCommitted(e.record);
@@ -208,6 +214,30 @@ export class BlockPublisher {
       await this.o.executor.clearOutbox(last);
       if (this.closed) return;
     }
+  }
+
+  /**
+   * Tracing on: the height's message in a producer span, child of the block's FinalizeBlock span,
+   * with its W3C trace context in the message's headers (the state-store's apply is its child).
+   */
+  private publishTraced(js: JetStreamClient, subject: string, height: number, record: Uint8Array) {
+    return inSpan(
+      'publish CommittedHeight',
+      {
+        kind: 'producer',
+        parent: this.o.blockTraces?.take(String(height)),
+        attributes: {
+          'messaging.system': 'nats',
+          'messaging.destination.name': subject,
+          'noded.height': height,
+        },
+      },
+      async () => {
+        const h = natsHeaders();
+        injectTraceContext((k, v) => h.set(k, v));
+        return js.publish(subject, record, { msgID: String(height), headers: h });
+      },
+    );
   }
 
   private async dropConnection(): Promise<void> {

@@ -8,6 +8,7 @@ import { NestFactory } from '@nestjs/core';
 import { createLogger } from '../../../libs/telemetry/index.js';
 import type { Logger } from '../../../libs/types/index.js';
 import type { ServiceSettings } from './settings.js';
+import { startTracing } from './tracing.js';
 
 /** Injection tokens of what every service module gets. */
 export const SERVICE_SETTINGS = Symbol('ServiceSettings');
@@ -83,6 +84,9 @@ export async function bootstrapService(
   });
   const log = logger.child({ module: 'service' });
   const closers = new Closers(log);
+  // First opened, last closed: spans of the other closers' work are still exported.
+  const tracing = await startTracing(settings.tracing, log);
+  if (tracing) closers.add('tracing', () => tracing.shutdown());
   let resolveDone: () => void = () => {};
   let rejectDone: (err: Error) => void = () => {};
   const done = new Promise<void>((resolve, reject) => {

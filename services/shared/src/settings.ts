@@ -16,6 +16,7 @@ import {
   loadNodeConfig,
 } from '../../../libs/config/index.js';
 import { checkSubjectToken } from '../../../libs/stream/index.js';
+import { type TracingSettings, tracingSettingsOf } from './tracing.js';
 
 /** The services `noded service <name>` runs today. */
 export const SERVICE_NAMES = ['executor', 'consensus', 'state-store', 'rpc-edge', 'metrics'] as const;
@@ -104,6 +105,8 @@ export interface ServiceSettings {
   logLevel: string;
   /** JSON log file; null: stdout only (`--log-file -`, for a read-only home). */
   logFile: string | null;
+  /** OpenTelemetry tracing from the OTEL_* variables (off unless an exporter is named). */
+  tracing: TracingSettings;
 }
 
 /** Raised with every problem found; the CLI prints each on its own line. */
@@ -401,6 +404,7 @@ export function loadServiceSettings(
   const g = loadGenesis(paths.genesis);
   problems.push(...g.problems.map(formatProblem));
   const cluster = clusterSettingsOf(env, problems, home, name);
+  const tracing = tracingSettingsOf(env, problems, name);
   const token = g.genesis ? checkSubjectToken(g.genesis.runtime.chainId) : undefined;
   if (token) problems.push(`genesis.json: chain_id: ${token}`);
   if (problems.length > 0 || !g.genesis) throw new ServiceSettingsError(name, problems);
@@ -412,5 +416,6 @@ export function loadServiceSettings(
     cluster,
     logLevel: overrides.logLevel ?? loaded.config.logLevel,
     logFile: overrides.logFile === undefined ? `${paths.logs}/${name}.log` : overrides.logFile,
+    tracing,
   };
 }

@@ -5,6 +5,12 @@
 // follower with the reason (onFatal), and nothing of it is written.
 import { connect, DeliverPolicy, type JsMsg, type NatsConnection } from 'nats';
 import { blocksStreamName, decodeCommitted, type ReplicaStore } from '../../../libs/stream/index.js';
+import {
+  extractTraceContext,
+  inSpan,
+  type TraceBook,
+  tracingEnabled,
+} from '../../../libs/telemetry/index.js';
 import type { Logger } from '../../../libs/types/index.js';
 
 export interface FollowerOptions {
@@ -21,6 +27,8 @@ export interface FollowerOptions {
   applyGate?: (apply: () => Promise<boolean>) => Promise<boolean>;
   /** Wait between attempts while NATS or the stream is not there (ms). */
   retryMs?: number;
+  /** Tracing on: each applied height's span context, for the reads that link to it. */
+  appliedTraces?: TraceBook;
 }
 
 export class StreamFollower {
@@ -123,7 +131,25 @@ export class StreamFollower {
     try {
       const r = decodeCommitted(m.data);
       const replica = this.o.replica;
-      applied = this.o.applyGate ? await this.o.applyGate(() => replica.apply(r)) : await replica.apply(r);
+      const apply = () => (this.o.applyGate ? this.o.applyGate(() => replica.apply(r)) : replica.apply(r));
+      if (!tracingEnabled()) applied = await apply();
+      else {
+        // The apply is the child of the executor's publish span, whose context the message carries.
+        applied = await inSpan(
+          'apply CommittedHeight',
+          {
+            kind: 'consumer',
+            parent: extractTraceContext((k) => m.headers?.get(k) || undefined),
+            attributes: { 'messaging.system': 'nats', 'noded.height': r.height },
+          },
+          async (span) => {
+            const done = await apply();
+            span.setAttribute('noded.applied', done);
+            if (done) this.o.appliedTraces?.remember(String(r.height), span.context());
+            return done;
+          },
+        );
+      }
     } catch (err) {
       throw new FatalApply(new Error(`stream message ${m.seq}: ${(err as Error).message}`));
     }

@@ -15,6 +15,7 @@ import { toExecutorSettings, toInstrumentationOptions } from '../../../libs/conf
 import { Executor } from '../../../libs/execution/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { ReplicaStore } from '../../../libs/stream/index.js';
+import { TraceBook } from '../../../libs/telemetry/index.js';
 import { EventBus, type Logger } from '../../../libs/types/index.js';
 import {
   Closers,
@@ -33,6 +34,8 @@ import { ReadWriteGate } from './gate.js';
 export const REPLICA_DB = Symbol('state-store.db');
 export const STATE_READER_SERVER = Symbol('StateReaderServer');
 export const STATE_STORE_METRICS = Symbol('NodeMetrics');
+/** Each applied height's span context, from the follower to the reads that link to it (tracing on). */
+export const APPLIED_TRACES = Symbol('AppliedTraces');
 
 @Injectable()
 export class StateStoreLifecycle implements OnApplicationShutdown {
@@ -50,6 +53,7 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
     { provide: SERVICE_LOGGER, useValue: shared.logger },
     { provide: SERVICE_FATAL, useValue: shared.fatal },
     { provide: Closers, useValue: shared.closers },
+    { provide: APPLIED_TRACES, useValue: new TraceBook(1_000) },
     {
       provide: REPLICA_DB,
       inject: [SERVICE_SETTINGS, Closers],
@@ -99,19 +103,21 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
     },
     {
       provide: STATE_READER_SERVER,
-      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, Executor, ReadWriteGate],
+      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, Executor, ReadWriteGate, APPLIED_TRACES],
       useFactory: async (
         s: ServiceSettings,
         logger: Logger,
         closers: Closers,
         view: Executor,
         gate: ReadWriteGate,
+        appliedTraces: TraceBook,
       ): Promise<StateReaderServer> => {
         const server = await serveStateReader(
           { chain: view, chainId: s.genesis.runtime.chainId, gate: (read) => gate.read(read) },
           s.cluster.stateStoreGrpcAddress,
           {
             logger: logger.child({ module: 'state-grpc' }),
+            appliedTraces,
             ...(s.cluster.grpcTls ? { credentials: mutualTlsServerCredentials(s.cluster.grpcTls) } : {}),
           },
         );
@@ -136,6 +142,7 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
         Executor,
         ReadWriteGate,
         STATE_READER_SERVER,
+        APPLIED_TRACES,
       ],
       useFactory: async (
         s: ServiceSettings,
@@ -145,6 +152,8 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
         replica: ReplicaStore,
         view: Executor,
         gate: ReadWriteGate,
+        _server: StateReaderServer,
+        appliedTraces: TraceBook,
       ) => {
         // A refused login stops the start here, naming the user; an unreachable server does not.
         await checkNatsLogin(s.cluster, 'state-store', logger.child({ module: 'follower' }));
@@ -154,6 +163,7 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
           login: natsConnectOptions(s.cluster, 'state-store'),
           logger,
           onFatal: fatal,
+          appliedTraces,
           applyGate: (apply) =>
             gate.write(async () => {
               const applied = await apply();

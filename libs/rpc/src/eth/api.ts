@@ -2,6 +2,7 @@
 // each method decodes its params with geth's rules, resolves block parameters, calls the EthChain
 // port and renders the answer as geth does.
 import { keccak256 } from '../../../crypto/index.js';
+import type { TraceParent } from '../../../telemetry/index.js';
 import type {
   CallOptions,
   CallRequest,
@@ -82,6 +83,8 @@ export interface CallContext {
   session?: WsSession;
   /** Run after the reply carrying this call was sent (starts subscription delivery). */
   afterReply: Array<() => void>;
+  /** With tracing on: the trace context the HTTP request carried (its `traceparent` header). */
+  traceParent?: TraceParent;
 }
 
 export interface EthApiDeps {

@@ -4,6 +4,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import { extractTraceContext, inSpan, tracingEnabled } from '../../../telemetry/index.js';
 import {
   ChainError,
   type EthBlock,
@@ -325,7 +326,28 @@ export class EthRpcServer {
     return apis.includes(ns);
   }
 
-  private async call(
+  private call(
+    method: string,
+    params: unknown,
+    ctx: CallContext,
+  ): Promise<{ result: unknown } | { error: RpcError }> {
+    if (!tracingEnabled()) return this.invoke(method, params, ctx);
+    return inSpan(
+      method,
+      {
+        kind: 'server',
+        parent: ctx.traceParent,
+        attributes: { 'rpc.system': 'jsonrpc', 'rpc.method': method, 'noded.transport': ctx.transport },
+      },
+      async (span) => {
+        const out = await this.invoke(method, params, ctx);
+        if ('error' in out) span.setAttribute('rpc.jsonrpc.error_code', out.error.code);
+        return out;
+      },
+    );
+  }
+
+  private async invoke(
     method: string,
     params: unknown,
     ctx: CallContext,
@@ -461,6 +483,8 @@ export class EthRpcServer {
     }
     if (body === null) return; // client went away
     const ctx: CallContext = { transport: 'http', afterReply: [] };
+    // A request that carries a W3C traceparent joins the caller's trace (docs/json-rpc.md "Tracing").
+    if (tracingEnabled()) ctx.traceParent = extractTraceContext((k) => headerText(req.headers[k]));
     const reply = await this.respondText(body, ctx, this.options.httpTimeoutMs);
     if (res.destroyed) return;
     const text = reply ?? '';
@@ -609,4 +633,9 @@ export class EthRpcServer {
       }
     }
   }
+}
+
+/** One header's text (the first of a repeated one). */
+function headerText(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
 }
