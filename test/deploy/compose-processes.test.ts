@@ -12,7 +12,9 @@
 //   - a port of the file that is busy on this machine is remapped to a free one everywhere;
 //   - the start order follows depends_on, and each service's own health check (translated as above)
 //     must pass before what depends on it starts; init must complete successfully.
-// haproxy gets the shipped config with two changes Docker's DNS would make unnecessary: the
+// nats-server runs the shipped nats.conf with the auth.conf that init's `noded nats-auth` wrote into
+// volume nats-auth, so every NATS client logs in as compose tells it to (a client without a login is
+// refused). haproxy gets the shipped config with two changes Docker's DNS would make unnecessary: the
 // `resolvers docker` section is left out and each `server-template ... rpc-edge:<port>` becomes one
 // `server` line per rpc-edge replica. Then: ethers sends a transfer through the proxy on 8545 and gets
 // its receipt, 26657 shows the block, REST on 1317 through the proxy gives the balance and the
@@ -21,11 +23,12 @@
 // 200), and with one replica killed the proxy keeps serving.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { basename, join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { JsonRpcProvider, Wallet, WebSocketProvider } from 'ethers';
+import { connect } from 'nats';
 import { parse } from 'yaml';
 import { MAIN, removeDir, tempDir } from '../cli/helpers.js';
 import { DEV_ADDRESSES, DEV_KEYS, freePort, repoRoot } from '../e2e/harness.js';
@@ -166,7 +169,7 @@ describe('docker-compose.yml as processes', () => {
       let out = mapPorts(s);
       for (const [host, container] of [...mounts].sort((a, b) => b[1].length - a[1].length)) {
         out = out.replace(
-          new RegExp(`(^|[\\s"'=])${container.replace(/[/.]/g, '\\$&')}(?=$|[/\\s"',])`, 'g'),
+          new RegExp(`(^|[\\s"'=])${container.replace(/[/.]/g, '\\$&')}(?=$|[/\\s"',;)])`, 'g'),
           `$1${host}`,
         );
       }
@@ -207,6 +210,12 @@ describe('docker-compose.yml as processes', () => {
 
     // The mounted files, with the container's paths and the topology's names and ports.
     const natsMounts = mountsOf(services.nats);
+    // nats-server resolves `include` relative to the including file: a volume mounted beside
+    // nats.conf in the container (/etc/nats/auth) is linked beside its copy.
+    for (const [host, dst] of natsMounts) {
+      if (dst.startsWith('/etc/nats/') && !dst.endsWith('.conf'))
+        symlinkSync(host, join(work, 'files', dst.slice('/etc/nats/'.length)));
+    }
     writeFileSync(
       join(work, 'files', 'nats.conf'),
       translate(
@@ -295,6 +304,23 @@ describe('docker-compose.yml as processes', () => {
     assert.ok(!existsSync(join(home, 'logs', 'metrics.log')));
 
     const port = (p: number) => portMap.get(p) ?? p;
+
+    // NATS requires the logins init wrote: a client without one is refused, and the services that
+    // use NATS (executor, state-store, rpc-edge) each run with their own user and password file.
+    const natsUrl = `nats://${ips.nats![0]}:${port(4222)}`;
+    await assert.rejects(connect({ servers: natsUrl, reconnect: false }), /Authorization Violation/i);
+    for (const n of ['executor', 'state-store', 'rpc-edge']) {
+      const e = services[n].environment;
+      assert.equal(e.NODED_NATS_USER, n);
+      const file = translate(String(e.NODED_NATS_PASSWORD_FILE), ips[n]![0]!, mountsOf(services[n]));
+      const nc = await connect({
+        servers: natsUrl,
+        user: n,
+        pass: readFileSync(file, 'utf8').trim(),
+        reconnect: false,
+      });
+      await nc.close();
+    }
     const proxyUrl = `http://${proxyIp}:${port(8545)}`;
     const provider = new JsonRpcProvider(proxyUrl, 31337, { staticNetwork: true, pollingInterval: 250 });
     try {
