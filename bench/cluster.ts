@@ -88,7 +88,7 @@ function haproxyConfig(listen: Array<[number, number[]]>): string {
   ];
   listen.forEach(([port, edges], i) => {
     lines.push(`listen edges${i}`, `  bind 127.0.0.1:${port}`, '  balance roundrobin');
-    edges.forEach((p, k) => lines.push(`  server edge${k + 1} 127.0.0.1:${p}`));
+    for (const [k, p] of edges.entries()) lines.push(`  server edge${k + 1} 127.0.0.1:${p}`);
   });
   return `${lines.join('\n')}\n`;
 }
