@@ -269,6 +269,46 @@ describe('docker-compose.yml', () => {
     }
   });
 
+  it('deploy/compose/grpc-tls.yml adds mutual TLS to executor, consensus, state-store and rpc-edge from NODED_GRPC_TLS_DIR, and refuses to run without it', () => {
+    const files = ['-f', join(root, 'docker-compose.yml'), '-f', join(root, 'deploy/compose/grpc-tls.yml')];
+    const run = (env: NodeJS.ProcessEnv) =>
+      spawnSync('docker-compose', [...files, 'config'], {
+        cwd: root,
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: { ...process.env, COMPOSE_PROFILES: '', ...env },
+      });
+    const dir = join(work, 'operator-tls');
+    const ok = run({ NODED_GRPC_TLS_DIR: dir });
+    assert.equal(ok.status, 0, ok.stderr);
+    const tls = parse(ok.stdout).services as Record<string, Any>;
+    for (const name of ['executor', 'consensus', 'state-store', 'rpc-edge']) {
+      const e = tls[name].environment;
+      assert.deepEqual(
+        [e.NODED_GRPC_TLS_CERT, e.NODED_GRPC_TLS_KEY, e.NODED_GRPC_TLS_CA],
+        ['/etc/noded/grpc-tls/tls.crt', '/etc/noded/grpc-tls/tls.key', '/etc/noded/grpc-tls/ca.crt'],
+        name,
+      );
+      assert.ok(tls[name].volumes.includes(`${dir}:/etc/noded/grpc-tls:ro`), `${name}: ${tls[name].volumes}`);
+      // everything else of the service is the base file's
+      assert.equal(e.NODED_NATS_URL, 'nats://nats:4222', name);
+    }
+    assert.equal(tls.metrics.environment.NODED_GRPC_TLS_CERT, undefined);
+    const env = { ...process.env };
+    delete env.NODED_GRPC_TLS_DIR;
+    const missing = spawnSync('docker-compose', [...files, 'config', '-q'], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...env, COMPOSE_PROFILES: '' },
+    });
+    assert.notEqual(missing.status, 0);
+    assert.match(
+      missing.stderr,
+      /set NODED_GRPC_TLS_DIR to the directory holding tls\.crt, tls\.key and ca\.crt/,
+    );
+  });
+
   it('the one-shot init writes a chain-local home into an empty volume and leaves an existing one alone', () => {
     const data = join(work, 'volume');
     const natsAuth = join(work, 'nats-auth-volume');
