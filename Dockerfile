@@ -48,9 +48,11 @@ COPY bin bin
 COPY libs/config/networks libs/config/networks
 COPY --from=build /src/dist/libs dist/libs
 COPY --from=build /src/dist/services dist/services
+# /nats-auth: where compose mounts the volume its init writes the NATS logins into; a new named volume
+# takes the ownership of the image's directory, so the node user can write there.
 RUN ln -s /opt/noded/bin/noded.js /usr/local/bin/noded \
-    && mkdir -p /data \
-    && chown node:node /data
+    && mkdir -p /data /nats-auth \
+    && chown node:node /data /nats-auth
 # The node user (uid 1000) of the official image; Kubernetes runs it with runAsNonRoot.
 USER node:node
 VOLUME ["/data"]

@@ -1,8 +1,12 @@
 // Command-line flags of `npm run bench` (node dist/bench/run.js [flags]).
 import { parseArgs } from 'node:util';
 
-/** The nodes a run compares, in table order: anvil with one-second blocks is noded's closest peer. */
-export const TARGETS = ['noded', 'anvil-1s', 'anvil', 'hardhat'] as const;
+/**
+ * The nodes a run compares, in table order: noded all-in-one, then the same chain as the cluster's
+ * services (nats-server, executor, consensus, state-store and one rpc-edge, or two behind haproxy);
+ * anvil with one-second blocks is noded's closest peer.
+ */
+export const TARGETS = ['noded', 'cluster', 'cluster-2edges', 'anvil-1s', 'anvil', 'hardhat'] as const;
 export type TargetName = (typeof TARGETS)[number];
 /** The nodes every noded figure is divided by, one ratio column each. */
 export const REFERENCES: TargetName[] = ['anvil-1s', 'anvil', 'hardhat'];
@@ -94,12 +98,14 @@ export interface BenchOptions {
 
 export const USAGE = `usage: npm run bench -- [flags]   (or: node dist/bench/run.js [flags])
 
-Starts noded chain-local, anvil with 1 s blocks, anvil (automine) and a Hardhat node on 127.0.0.1 (one
-after the other, each fresh), runs the same workloads against each, prints one table with every noded
-figure divided by each other node's, and writes JSON + markdown under bench/results/.
+Starts noded chain-local (all-in-one, then as the cluster's services with one rpc-edge and with two
+behind haproxy), anvil with 1 s blocks, anvil (automine) and a Hardhat node on 127.0.0.1 (one after
+the other, each fresh), runs the same workloads against each, prints one table with every noded
+figure divided by each other node's and one of CPU per 1,000 requests by process, and writes JSON +
+markdown under bench/results/.
 
   --quick                    small counts for a smoke run (under 2 minutes)
-  --targets LIST             comma list of noded,anvil-1s,anvil,hardhat (default: all)
+  --targets LIST             comma list of noded,cluster,cluster-2edges,anvil-1s,anvil,hardhat (default: all)
   --only NAME                one node only (same as --targets NAME)
   --workloads LIST           comma list of ceiling,load,loop,cast,sustained,reads,transfers,erc20
                              (default: ceiling,load,loop,cast,sustained,reads)

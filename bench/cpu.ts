@@ -7,8 +7,10 @@ import { processTree } from './memory.js';
 const TICK_MS = 10;
 
 export interface CpuSample {
-  /** CPU time (user + system) of the node's process tree so far, ms. */
+  /** CPU time (user + system) of the node's process tree so far, ms (every process of a cluster). */
   nodeMs: number;
+  /** The same per process of the node (a cluster's nats-server, executor, ...), ms. */
+  perProcess: Record<string, number>;
   /** CPU time of this bench process so far, ms. */
   clientMs: number;
   /** performance.now() when taken. */
@@ -39,11 +41,44 @@ function treeCpuMs(pid: number): number {
   return ticks * TICK_MS;
 }
 
-export function cpuSampler(pid: number): () => CpuSample {
+/** A process of the node under test, by the name its CPU is reported under. */
+export interface NodeProcess {
+  name: string;
+  pid: number;
+}
+
+/** Samples the CPU of one node process tree, or of each process of a cluster (summed in nodeMs). */
+export function cpuSampler(node: number | readonly NodeProcess[]): () => CpuSample {
+  const procs = typeof node === 'number' ? [{ name: 'all', pid: node }] : node;
   return () => {
+    const perProcess: Record<string, number> = {};
+    let nodeMs = 0;
+    for (const p of procs) {
+      const ms = treeCpuMs(p.pid);
+      perProcess[p.name] = ms;
+      nodeMs += ms;
+    }
     const u = process.cpuUsage();
-    return { nodeMs: treeCpuMs(pid), clientMs: (u.user + u.system) / 1000, at: performance.now() };
+    return { nodeMs, perProcess, clientMs: (u.user + u.system) / 1000, at: performance.now() };
   };
+}
+
+/**
+ * CPU ms per 1,000 requests (or transactions) between two samples: each node process, `all` (their
+ * sum) and `generator` (this bench process: the load generator's threads).
+ */
+export function cpuPer1k(
+  from: CpuSample,
+  to: CpuSample,
+  requests: number,
+): Record<string, number> | undefined {
+  if (requests <= 0) return undefined;
+  const out: Record<string, number> = {};
+  for (const [name, ms] of Object.entries(to.perProcess))
+    out[name] = ((ms - (from.perProcess[name] ?? 0)) * 1000) / requests;
+  out.all = ((to.nodeMs - from.nodeMs) * 1000) / requests;
+  out.generator = ((to.clientMs - from.clientMs) * 1000) / requests;
+  return out;
 }
 
 export function cpuUse(from: CpuSample, to: CpuSample, txs: number): CpuUse | undefined {

@@ -5,7 +5,7 @@
 // node are sampled over the run, so each figure says how much of the machine the generator itself took.
 import { Worker } from 'node:worker_threads';
 import type { SignedTx } from './chain.js';
-import { type CpuSample, cpuUse } from './cpu.js';
+import { type CpuSample, cpuPer1k, cpuUse } from './cpu.js';
 import type { SenderJob, SenderReport } from './loadgen-worker.js';
 import { monoUs } from './profile.js';
 import type { HeadFeed } from './rpc.js';
@@ -64,6 +64,8 @@ export interface LoadResult {
     /** Cores kept busy by the node and by the generator over the run. */
     nodeCores: number;
     clientCores: number;
+    /** CPU ms per 1,000 receipts in hand, by node process, `all` (their sum) and `generator`. */
+    per1k?: Record<string, number>;
   };
 }
 
@@ -245,6 +247,7 @@ export async function runLoad(perSender: SignedTx[][], opts: LoadOptions): Promi
           clientMsPerTx: use.clientMsPerTx,
           nodeCores: (cpuTo.nodeMs - cpuFrom.nodeMs) / wall,
           clientCores: (cpuTo.clientMs - cpuFrom.clientMs) / wall,
+          per1k: cpuPer1k(cpuFrom, cpuTo, s.confirmed),
         };
       }
     }

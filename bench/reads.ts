@@ -9,6 +9,7 @@ import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LoaderChoice } from './args.js';
+import { type CpuSample, cpuPer1k } from './cpu.js';
 import { monoUs } from './profile.js';
 import { ratePerSecond, summarize } from './stats.js';
 
@@ -32,6 +33,8 @@ export interface ReadResult {
   /** Monotonic clock (µs) around the measured run: places it in a CPU profile of the node. */
   fromUs: number;
   toUs: number;
+  /** CPU ms per 1,000 requests of the measured run, by node process, `all` (their sum) and `generator`. */
+  cpuPer1k?: Record<string, number>;
 }
 
 export interface ReadSpec {
@@ -41,6 +44,8 @@ export interface ReadSpec {
   seconds: number;
   warmupSeconds: number;
   concurrency: number;
+  /** Sampled at the start and the end of the measured run (not the warm-up). */
+  cpu?: () => CpuSample;
 }
 
 export class LoaderError extends Error {
@@ -65,9 +70,13 @@ export function pickLoader(choice: LoaderChoice): { kind: 'wrk' | 'node'; versio
 export async function runReads(kind: 'wrk' | 'node', spec: ReadSpec): Promise<ReadResult> {
   const run = kind === 'wrk' ? wrkRun : nodeRun;
   if (spec.warmupSeconds > 0) await run(spec, spec.warmupSeconds);
+  const cpuFrom = spec.cpu?.();
   const fromUs = monoUs();
   const r = await run(spec, spec.seconds);
-  return { ...r, fromUs, toUs: monoUs() };
+  const toUs = monoUs();
+  const cpuTo = spec.cpu?.();
+  const per1k = cpuFrom && cpuTo ? cpuPer1k(cpuFrom, cpuTo, r.requests) : undefined;
+  return { ...r, fromUs, toUs, ...(per1k ? { cpuPer1k: per1k } : {}) };
 }
 
 // ---- wrk ------------------------------------------------------------------------------------------

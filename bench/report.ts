@@ -464,6 +464,18 @@ export function formatMarkdown(report: BenchReport): string {
     }
     out.push('');
   }
+  const cpu = cpuLines(report);
+  if (cpu.length > 0) {
+    const { head, cells } = cpuColumns(cpu);
+    out.push(
+      'CPU per 1,000 requests by process (ms; transaction loads per 1,000 receipts in hand; all = every process of the node, generator = the bench process):',
+      '',
+      `| ${head.join(' | ')} |`,
+      `|${head.map((_, i) => (i >= 2 ? '---:' : '---')).join('|')}|`,
+      ...cpu.map((l) => `| ${cells(l).join(' | ')} |`),
+      '',
+    );
+  }
   for (const r of report.runs) {
     const notes: string[] = [];
     if (r.error) notes.push(`error: ${r.error.split('\n')[0]}`);
@@ -513,4 +525,97 @@ export function formatMarkdown(report: BenchReport): string {
     }
   }
   return `${out.join('\n')}\n`;
+}
+
+/** Columns of the CPU table: a cluster's processes in start order, then every node process, then the generator. */
+const CPU_COLUMNS = [
+  'nats-server',
+  'executor',
+  'consensus',
+  'state-store',
+  'rpc-edge',
+  'rpc-edge-1',
+  'rpc-edge-2',
+  'haproxy',
+  'all',
+  'generator',
+];
+
+export interface CpuLine {
+  workload: string;
+  target: TargetName;
+  /** CPU ms per 1,000 requests (reads) or receipts in hand (transactions), median over rounds. */
+  per1k: Record<string, number>;
+}
+
+/**
+ * CPU per 1,000 requests by process, for each transaction load and read row of each node: where the
+ * work goes in a cluster (which process would gain from a machine of its own), beside the all-in-one
+ * node and the references, whose processes count as one (`all`). `generator` is this bench process.
+ */
+export function cpuLines(report: BenchReport): CpuLine[] {
+  const out: CpuLine[] = [];
+  const workloads: Array<[string, (r: TargetRun) => Record<string, number> | undefined]> = [];
+  for (const c of report.cases ?? []) {
+    if (c.workload === 'ceiling') continue;
+    workloads.push([
+      `${c.label} (per 1,000 tx)`,
+      (r) => {
+        const l = r.loads?.[c.id];
+        return l && loadComplete(l, c.workload === 'sustained') ? l.cpu?.per1k : undefined;
+      },
+    ]);
+  }
+  const o = report.options;
+  if (o.workloads.includes('reads')) {
+    const wanted = new Set(o.reads.map((k) => READ_METHODS[READ_KEY_ORDER.indexOf(k)]));
+    for (const conc of o.readConcurrency)
+      for (const m of READ_METHODS)
+        if (wanted.has(m))
+          workloads.push([`${m} @${conc} conns`, (r) => r.reads[readKey(m, conc)]?.cpuPer1k]);
+  }
+  for (const [workload, get] of workloads) {
+    for (const t of o.targets) {
+      const runs = [...runsOf(report, t).values()].map(get).filter((x) => x !== undefined);
+      if (runs.length === 0) continue;
+      const per1k: Record<string, number> = {};
+      for (const col of CPU_COLUMNS) {
+        const m = median(runs.map((x) => x[col]).filter(finite));
+        if (m !== undefined) per1k[col] = m;
+      }
+      out.push({ workload, target: t, per1k });
+    }
+  }
+  return out;
+}
+
+function cpuColumns(lines: CpuLine[]): { head: string[]; cells(l: CpuLine): string[] } {
+  const cols = CPU_COLUMNS.filter((c) => lines.some((l) => l.per1k[c] !== undefined));
+  return {
+    head: ['CPU ms per 1,000 requests', 'node', ...cols],
+    cells: (l) => [l.workload, l.target, ...cols.map((c) => fmt(l.per1k[c], 0))],
+  };
+}
+
+/** The CPU table, or '' when no figure has one. */
+export function formatCpuTable(report: BenchReport): string {
+  const lines = cpuLines(report);
+  if (lines.length === 0) return '';
+  const { head, cells } = cpuColumns(lines);
+  const all = [head, ...lines.map(cells)];
+  const widths = head.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => (i >= 2 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  const rule = '-'.repeat(line(head).length);
+  return [
+    'CPU per 1,000 requests by process (ms; transaction loads per 1,000 receipts in hand; all = every process of the node, generator = the bench process)',
+    rule,
+    line(head),
+    rule,
+    ...all.slice(1).map(line),
+    rule,
+  ].join('\n');
 }

@@ -22,14 +22,16 @@ import {
   type SignedTx,
   signTx,
 } from './chain.js';
+import { startCluster } from './cluster.js';
 import { cpuSampler } from './cpu.js';
 import { type LoadResult, loadComplete, runLoad } from './loadgen.js';
-import { sampleMemory } from './memory.js';
+import { type MemorySample, sampleMemory } from './memory.js';
 import { formatProfile, type ProfileSummary, type ProfileWindow, summarizeProfile } from './profile.js';
 import { pickLoader, runReads } from './reads.js';
 import {
   type BenchReport,
   describeLoad,
+  formatCpuTable,
   formatMarkdown,
   formatTable,
   machineInfo,
@@ -52,6 +54,20 @@ import {
 import { type BurstResult, burstComplete, runBurst } from './txburst.js';
 
 const log = (msg: string) => console.log(`[bench] ${msg}`);
+
+/** The target's CPU: each process of a cluster on its own, else the node's process tree. */
+const nodeCpu = (t: BenchTarget) => cpuSampler(t.processes ?? t.pid);
+
+/** Resident memory of the node: a cluster's processes summed. */
+function nodeMemory(t: BenchTarget): MemorySample {
+  if (!t.processes) return sampleMemory(t.pid);
+  const parts = t.processes.map((p) => sampleMemory(p.pid));
+  return {
+    rssMB: parts.reduce((n, m) => n + m.rssMB, 0),
+    peakMB: parts.reduce((n, m) => n + m.peakMB, 0),
+    pids: parts.flatMap((m) => m.pids),
+  };
+}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 class WorkloadError extends Error {
@@ -130,7 +146,7 @@ async function txWorkload(
     log(describeBurst(`${name} warm-up`, w));
     mustComplete(`${name} warm-up`, w);
   }
-  const b = await runBurst(rpc, heads, measured, { ...burst, cpu: cpuSampler(ctx.target.pid) });
+  const b = await runBurst(rpc, heads, measured, { ...burst, cpu: nodeCpu(ctx.target) });
   log(describeBurst(name, b));
   return b;
 }
@@ -334,7 +350,7 @@ async function generatorLoad(ctx: Ctx, c: LoadCase, tokenAddress: string | undef
     timeoutMs: opts.txTimeoutSec * 1000,
     threads: opts.generatorThreads,
     heads: ctx.heads,
-    cpu: cpuSampler(target.pid),
+    cpu: nodeCpu(target),
   });
   log(`${c.label}: ${describeLoad(r)}`);
   if (loadComplete(r, c.workload === 'sustained')) {
@@ -387,6 +403,10 @@ function startTarget(
       return startAnvil(1);
     case 'noded':
       return startNoded({ cpuProfDir: profileDir, timeoutCommit: opts.timeoutCommit });
+    case 'cluster':
+      return startCluster({ edges: 1, timeoutCommit: opts.timeoutCommit });
+    case 'cluster-2edges':
+      return startCluster({ edges: 2, timeoutCommit: opts.timeoutCommit });
   }
 }
 
@@ -417,8 +437,10 @@ async function benchTarget(
         .join(' ')}`,
     );
     await sleep(opts.idleSettleSeconds * 1000);
-    run.memory.idle = sampleMemory(target.pid);
-    log(`${name}: idle RSS ${run.memory.idle.rssMB.toFixed(0)} MB`);
+    run.memory.idle = nodeMemory(target);
+    log(
+      `${name}: idle RSS ${run.memory.idle.rssMB.toFixed(0)} MB${target.processes ? ` (${target.processes.map((p) => `${p.name} ${p.pid}`).join(', ')})` : ''}`,
+    );
 
     const rpc = new JsonRpcClient(target.httpUrl, { maxSockets: opts.senders + 8 });
     const heads = await openHeadFeed(target.wsUrl, rpc);
@@ -494,6 +516,7 @@ async function benchTarget(
               seconds: opts.readSeconds,
               warmupSeconds: opts.readWarmupSeconds,
               concurrency,
+              cpu: nodeCpu(target),
             });
             run.reads[readKey(method, concurrency)] = r;
             log(
@@ -503,7 +526,7 @@ async function benchTarget(
           }
         }
       }
-      run.memory.afterLoad = sampleMemory(target.pid);
+      run.memory.afterLoad = nodeMemory(target);
       log(`${name}: RSS after load ${run.memory.afterLoad.rssMB.toFixed(0)} MB`);
     } finally {
       heads.close();
@@ -631,13 +654,15 @@ async function main(): Promise<number> {
 
   console.log('');
   console.log(formatTable(report));
+  const cpuTable = formatCpuTable(report);
+  if (cpuTable) console.log(`\n${cpuTable}`);
   const files = writeResults(report);
   console.log(`\nresults: ${files.join(', ')}`);
   // A reference node that cannot finish a load is a finding (Hardhat's automine and a nonce gap), not
   // a failure of the bench; noded not finishing one is.
   const incomplete = report.runs.some(
     (r) =>
-      r.target === 'noded' &&
+      (r.target === 'noded' || r.target.startsWith('cluster')) &&
       ([r.transfers, r.erc20].some((b) => b && !burstComplete(b)) ||
         cases.some((c) => {
           const l = r.loads?.[c.id];

@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { parse, stringify } from 'smol-toml';
 import { freePort } from '../test/e2e/harness.js';
 import type { TargetName } from './args.js';
+import type { NodeProcess } from './cpu.js';
 import { JsonRpcClient } from './rpc.js';
 
 export interface BenchTarget {
@@ -26,7 +27,10 @@ export interface BenchTarget {
   readonly version: string;
   readonly httpUrl: string;
   readonly wsUrl: string;
+  /** The process whose CPU and memory are the node's (a cluster: its first rpc-edge; see processes). */
   readonly pid: number;
+  /** A cluster's processes by name (each sampled on its own); absent: `pid` and its descendants. */
+  readonly processes?: readonly NodeProcess[];
   /** Last 64 KiB the process printed. */
   output(): string;
   /** Stops the process (SIGTERM, SIGKILL after 15 s) and removes its temporary files. Idempotent. */
@@ -58,6 +62,16 @@ export function repoRoot(): string {
 export const NODED_CLI = fileURLToPath(new URL('../services/noded/src/cli/main.js', import.meta.url));
 
 const live = new Set<BenchTarget>();
+
+/** Registers a target built elsewhere (bench/cluster.ts), so stopAllTargets stops it too. */
+export function trackTarget(t: BenchTarget): void {
+  live.add(t);
+}
+
+/** Forgets a target that has stopped. */
+export function untrackTarget(t: BenchTarget): void {
+  live.delete(t);
+}
 
 /** Stops every target still running (used on error, SIGINT and SIGTERM). */
 export async function stopAllTargets(): Promise<void> {
@@ -294,9 +308,9 @@ export async function startStub(): Promise<BenchTarget> {
   );
 }
 
-type Toml = Record<string, Record<string, unknown>>;
+export type Toml = Record<string, Record<string, unknown>>;
 
-function editToml(file: string, edit: (doc: Toml) => void): void {
+export function editToml(file: string, edit: (doc: Toml) => void): void {
   const doc = parse(readFileSync(file, 'utf8')) as Toml;
   edit(doc);
   writeFileSync(file, stringify(doc));

@@ -1,16 +1,25 @@
 // The arithmetic under the benchmark table (percentiles, summaries, rates, ratios against each reference
 // node, the target checks), the bench's arguments, the load generator's accounting, its HTTP parsing and signer.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { getBytes } from 'ethers';
 import { parseBenchArgs, type TargetName, type WorkloadName } from '../../bench/args.js';
 import { loadCases } from '../../bench/cases.js';
 import { devAccounts, fastSignTx, receivers, signTx } from '../../bench/chain.js';
-import { cpuSampler, cpuUse } from '../../bench/cpu.js';
+import { cpuPer1k, cpuSampler, cpuUse } from '../../bench/cpu.js';
 import { parseResponse, WireError } from '../../bench/httpwire.js';
 import { type LoadResult, loadComplete, summarizeLoad } from '../../bench/loadgen.js';
 import type { SenderReport } from '../../bench/loadgen-worker.js';
-import { type BenchReport, formatMarkdown, readKey, type TargetRun, tableLines } from '../../bench/report.js';
+import {
+  type BenchReport,
+  cpuLines,
+  formatCpuTable,
+  formatMarkdown,
+  readKey,
+  type TargetRun,
+  tableLines,
+} from '../../bench/report.js';
 import {
   percentile,
   percentileSorted,
@@ -69,7 +78,11 @@ describe('bench statistics', () => {
 });
 
 describe('bench table', () => {
-  const opts = { ...parseBenchArgs(['--quick'])!, workloads: ['sustained', 'reads'] as WorkloadName[] };
+  const opts = {
+    ...parseBenchArgs(['--quick'])!,
+    workloads: ['sustained', 'reads'] as WorkloadName[],
+    targets: ['noded', 'anvil-1s', 'anvil', 'hardhat'] as TargetName[],
+  };
   const cases = loadCases(opts);
   const sustainedTransfers = cases.find((c) => c.id.startsWith('sustained-transfer'))!;
   const load = (tps: number, p50 = 500): LoadResult => ({
@@ -118,6 +131,58 @@ describe('bench table', () => {
     return l;
   };
   const RATE = `${sustainedTransfers.label}: tx/s, receipts in hand`;
+
+  it('the CPU table: per 1,000 requests by process for the cluster, all processes for the others, medians over rounds', () => {
+    const withCpu = (r: TargetRun, tx: Record<string, number>, reads: Record<string, number>): TargetRun => {
+      const l = r.loads![sustainedTransfers.id]!;
+      l.cpu = { nodeMsPerTx: 1, clientMsPerTx: 1, nodeCores: 1, clientCores: 1, per1k: tx };
+      r.reads[readKey('eth_blockNumber', 32)]!.cpuPer1k = reads;
+      return r;
+    };
+    const r = report([
+      withCpu(run('noded', 5000, 800), { all: 900, generator: 100 }, { all: 40, generator: 30 }),
+      withCpu(
+        run('cluster-2edges', 3000, 900, 1, 1),
+        { executor: 400, 'rpc-edge-1': 300, 'rpc-edge-2': 310, haproxy: 20, all: 1030, generator: 100 },
+        { 'rpc-edge-1': 20, 'rpc-edge-2': 22, all: 50, generator: 30 },
+      ),
+      withCpu(
+        run('cluster-2edges', 3000, 900, 1, 2),
+        { executor: 600, 'rpc-edge-1': 300, 'rpc-edge-2': 310, haproxy: 20, all: 1230, generator: 100 },
+        { 'rpc-edge-1': 24, 'rpc-edge-2': 22, all: 54, generator: 30 },
+      ),
+      withCpu(
+        run('cluster-2edges', 3000, 900, 1, 3),
+        { executor: 500, 'rpc-edge-1': 300, 'rpc-edge-2': 310, haproxy: 20, all: 1130, generator: 100 },
+        { 'rpc-edge-1': 22, 'rpc-edge-2': 22, all: 52, generator: 30 },
+      ),
+    ]);
+    r.options = { ...opts, rounds: 3, targets: ['noded', 'cluster-2edges'] };
+    const lines = cpuLines(r);
+    const tx = lines.find(
+      (l) => l.target === 'cluster-2edges' && l.workload.startsWith(sustainedTransfers.label),
+    )!;
+    assert.deepEqual(tx.per1k, {
+      executor: 500,
+      'rpc-edge-1': 300,
+      'rpc-edge-2': 310,
+      haproxy: 20,
+      all: 1130,
+      generator: 100,
+    });
+    const read = lines.find(
+      (l) => l.target === 'cluster-2edges' && l.workload === 'eth_blockNumber @32 conns',
+    )!;
+    assert.deepEqual(read.per1k, { 'rpc-edge-1': 22, 'rpc-edge-2': 22, all: 52, generator: 30 });
+    const table = formatCpuTable(r);
+    assert.match(
+      table,
+      /CPU ms per 1,000 requests\s+node\s+executor\s+rpc-edge-1\s+rpc-edge-2\s+haproxy\s+all\s+generator/,
+    );
+    assert.match(table, /eth_blockNumber @32 conns\s+noded\s+-\s+-\s+-\s+-\s+40\s+30/);
+    assert.match(formatMarkdown(r), /\| CPU ms per 1,000 requests \| node \| executor \|/);
+    assert.equal(formatCpuTable(report([run('noded', 5000, 800)])), '');
+  });
 
   it('divides every noded figure by each reference node of the same run', () => {
     const r = report([
@@ -220,9 +285,13 @@ describe('bench arguments', () => {
     assert.equal(parseBenchArgs(['--window', '0'])!.window, 0);
   });
 
-  it('runs all four nodes and the generator workloads by default; --only and --targets pick nodes', () => {
+  it('runs all six nodes and the generator workloads by default; --only and --targets pick nodes', () => {
     const o = parseBenchArgs([])!;
-    assert.deepEqual(o.targets, ['noded', 'anvil-1s', 'anvil', 'hardhat']);
+    assert.deepEqual(o.targets, ['noded', 'cluster', 'cluster-2edges', 'anvil-1s', 'anvil', 'hardhat']);
+    assert.deepEqual(parseBenchArgs(['--targets', 'cluster-2edges,noded'])!.targets, [
+      'noded',
+      'cluster-2edges',
+    ]);
     assert.deepEqual(o.workloads, ['ceiling', 'load', 'loop', 'cast', 'sustained', 'reads']);
     assert.deepEqual(o.readConcurrency, [32, 256]);
     assert.deepEqual(parseBenchArgs(['--only', 'anvil'])!.targets, ['anvil']);
@@ -403,11 +472,57 @@ describe('bench wire', () => {
 
 describe('CPU use of a burst', () => {
   it('divides node and bench CPU by the transactions, and both by the wall time for busy cores', () => {
-    const from = { nodeMs: 1_000, clientMs: 200, at: 10_000 };
-    const to = { nodeMs: 7_000, clientMs: 2_200, at: 14_000 };
+    const from = { nodeMs: 1_000, perProcess: {}, clientMs: 200, at: 10_000 };
+    const to = { nodeMs: 7_000, perProcess: {}, clientMs: 2_200, at: 14_000 };
     assert.deepEqual(cpuUse(from, to, 4_000), { nodeMsPerTx: 1.5, clientMsPerTx: 0.5, coresBusy: 2 });
     assert.equal(cpuUse(from, to, 0), undefined);
     assert.equal(cpuUse(to, to, 10), undefined);
+  });
+
+  it('per 1,000 requests: each process, all of them, and the generator', () => {
+    const from = { nodeMs: 300, perProcess: { executor: 100, 'rpc-edge': 200 }, clientMs: 50, at: 0 };
+    const to = { nodeMs: 1_800, perProcess: { executor: 600, 'rpc-edge': 1_200 }, clientMs: 550, at: 1_000 };
+    assert.deepEqual(cpuPer1k(from, to, 2_000), {
+      executor: 250,
+      'rpc-edge': 500,
+      all: 750,
+      generator: 250,
+    });
+    assert.equal(cpuPer1k(from, to, 0), undefined);
+  });
+
+  it('samples each process of a cluster on its own: the busy one shows its CPU, the idle one none', async () => {
+    // Both print "ready" once started (Node's own start-up costs CPU); the spinner then spins until
+    // killed. The loop waits for 200 ms of its CPU, however busy the machine is (bounded at 20 s).
+    const start = (code: string) => {
+      const p = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'ignore'] });
+      const ready = new Promise((r) => p.stdout!.once('data', r));
+      return { p, ready };
+    };
+    const spin = start('console.log("ready");for(;;){}');
+    const idle = start('console.log("ready");setInterval(()=>{},1000)');
+    try {
+      await Promise.all([spin.ready, idle.ready]);
+      const sample = cpuSampler([
+        { name: 'busy', pid: spin.p.pid! },
+        { name: 'idle', pid: idle.p.pid! },
+      ]);
+      const a = sample();
+      const giveUp = Date.now() + 20_000;
+      let b = sample();
+      while (b.perProcess.busy! - a.perProcess.busy! < 200 && Date.now() < giveUp) {
+        await new Promise((r) => setTimeout(r, 100));
+        b = sample();
+      }
+      const busy = b.perProcess.busy! - a.perProcess.busy!;
+      const still = b.perProcess.idle! - a.perProcess.idle!;
+      assert.ok(busy >= 200, `a spinning process used CPU: ${busy}`);
+      assert.ok(still <= 30, `a sleeping process used almost none: ${still}`);
+      assert.equal(b.nodeMs - a.nodeMs, busy + still);
+    } finally {
+      spin.p.kill('SIGKILL');
+      idle.p.kill('SIGKILL');
+    }
   });
 
   it('reads the CPU time of a live process tree from /proc', () => {

@@ -12,7 +12,9 @@
 //   - a port of the file that is busy on this machine is remapped to a free one everywhere;
 //   - the start order follows depends_on, and each service's own health check (translated as above)
 //     must pass before what depends on it starts; init must complete successfully.
-// haproxy gets the shipped config with two changes Docker's DNS would make unnecessary: the
+// nats-server runs the shipped nats.conf with the auth.conf that init's `noded nats-auth` wrote into
+// volume nats-auth, so every NATS client logs in as compose tells it to (a client without a login is
+// refused). haproxy gets the shipped config with two changes Docker's DNS would make unnecessary: the
 // `resolvers docker` section is left out and each `server-template ... rpc-edge:<port>` becomes one
 // `server` line per rpc-edge replica. Then: ethers sends a transfer through the proxy on 8545 and gets
 // its receipt, 26657 shows the block, REST on 1317 through the proxy gives the balance and the
@@ -20,12 +22,21 @@
 // (`--scale rpc-edge=2`) serve requests (counted by the metrics service on 26660, whose /readyz is
 // 200), and with one replica killed the proxy keeps serving.
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { basename, join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { JsonRpcProvider, Wallet, WebSocketProvider } from 'ethers';
+import { connect } from 'nats';
 import { parse } from 'yaml';
 import { MAIN, removeDir, tempDir } from '../cli/helpers.js';
 import { DEV_ADDRESSES, DEV_KEYS, freePort, repoRoot } from '../e2e/harness.js';
@@ -92,12 +103,74 @@ async function jsonRpc(url: string, method: string, params: unknown[] = []): Pro
   return json.result;
 }
 
+/** A CA and one certificate it signed for every service (the hosts `names`), as compose's grpc-tls.yml wants them. */
+function makeTlsDir(dir: string, names: string[]): void {
+  const openssl = (args: string[]) =>
+    execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  openssl([
+    'req',
+    '-x509',
+    ...ec,
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=compose test CA',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
+  openssl(['req', ...ec, '-keyout', 'tls.key', '-out', 'tls.csr', '-subj', '/CN=noded services']);
+  const san = names.map((n) => (/^[\d.]+$/.test(n) ? `IP:${n}` : `DNS:${n}`)).join(',');
+  writeFileSync(
+    join(dir, 'tls.ext'),
+    `subjectAltName=${san}\nextendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\n`,
+  );
+  openssl([
+    'x509',
+    '-req',
+    '-in',
+    'tls.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'tls.crt',
+    '-days',
+    '2',
+    '-extfile',
+    'tls.ext',
+  ]);
+}
+
 describe('docker-compose.yml as processes', () => {
   it('runs the default profile with --scale rpc-edge=2: a transfer and its receipt through the proxy on 8545, the block on 26657, metrics on 26660', async () => {
-    const cfg = spawnSync('docker-compose', ['-f', join(root, 'docker-compose.yml'), 'config'], {
+    await runDefaultProfile(join(work, 'plain'), false);
+  });
+
+  it('the same with deploy/compose/grpc-tls.yml: gRPC mutual TLS between every service, certificates from NODED_GRPC_TLS_DIR', async () => {
+    await runDefaultProfile(join(work, 'tls'), true);
+  });
+});
+
+async function runDefaultProfile(work: string, tls: boolean): Promise<void> {
+  mkdirSync(work, { recursive: true });
+  const started = running.length;
+  const tlsDir = join(work, 'grpc-tls');
+  mkdirSync(tlsDir, { recursive: true });
+  try {
+    const files = ['docker-compose.yml', ...(tls ? ['deploy/compose/grpc-tls.yml'] : [])];
+    const cfg = spawnSync('docker-compose', [...files.flatMap((f) => ['-f', join(root, f)]), 'config'], {
       cwd: root,
       encoding: 'utf8',
-      env: { ...process.env, COMPOSE_PROFILES: '' },
+      env: { ...process.env, COMPOSE_PROFILES: '', ...(tls ? { NODED_GRPC_TLS_DIR: tlsDir } : {}) },
     });
     assert.equal(cfg.status, 0, cfg.stderr);
     const all = parse(cfg.stdout).services as Record<string, Any>;
@@ -121,6 +194,8 @@ describe('docker-compose.yml as processes', () => {
     const ips: Record<string, string[]> = {};
     for (const name of Object.keys(services))
       ips[name] = Array.from({ length: SCALE[name] ?? 1 }, () => `${base}.${next++}`);
+    // The operator's certificate: the names the clients dial (here the services' IPs, as below).
+    if (tls) makeTlsDir(tlsDir, ['executor', 'state-store', ...ips.executor!, ...ips['state-store']!]);
 
     // Ports named in the file; any that is busy on its IP here is remapped to a free one everywhere.
     const text = readFileSync(join(root, 'docker-compose.yml'), 'utf8');
@@ -150,6 +225,7 @@ describe('docker-compose.yml as processes', () => {
     const mountsOf = (s: Any): Array<[string, string]> =>
       (s.volumes ?? []).map((v: Any) => {
         const [src, dst] = typeof v === 'string' ? v.split(':') : [v.source, v.target];
+        if (src.startsWith('/') && existsSync(src) && statSync(src).isDirectory()) return [src, dst];
         if (src.startsWith('/')) {
           // a bind mount of a file of the repo: a copy with the container's paths mapped (below)
           const copy = join(work, 'files', basename(src));
@@ -166,7 +242,7 @@ describe('docker-compose.yml as processes', () => {
       let out = mapPorts(s);
       for (const [host, container] of [...mounts].sort((a, b) => b[1].length - a[1].length)) {
         out = out.replace(
-          new RegExp(`(^|[\\s"'=])${container.replace(/[/.]/g, '\\$&')}(?=$|[/\\s"',])`, 'g'),
+          new RegExp(`(^|[\\s"'=])${container.replace(/[/.]/g, '\\$&')}(?=$|[/\\s"',;)])`, 'g'),
           `$1${host}`,
         );
       }
@@ -207,6 +283,12 @@ describe('docker-compose.yml as processes', () => {
 
     // The mounted files, with the container's paths and the topology's names and ports.
     const natsMounts = mountsOf(services.nats);
+    // nats-server resolves `include` relative to the including file: a volume mounted beside
+    // nats.conf in the container (/etc/nats/auth) is linked beside its copy.
+    for (const [host, dst] of natsMounts) {
+      if (dst.startsWith('/etc/nats/') && !dst.endsWith('.conf'))
+        symlinkSync(host, join(work, 'files', dst.slice('/etc/nats/'.length)));
+    }
     writeFileSync(
       join(work, 'files', 'nats.conf'),
       translate(
@@ -295,6 +377,34 @@ describe('docker-compose.yml as processes', () => {
     assert.ok(!existsSync(join(home, 'logs', 'metrics.log')));
 
     const port = (p: number) => portMap.get(p) ?? p;
+
+    // NATS requires the logins init wrote: a client without one is refused, and the services that
+    // use NATS (executor, state-store, rpc-edge) each run with their own user and password file.
+    const natsUrl = `nats://${ips.nats![0]}:${port(4222)}`;
+    await assert.rejects(connect({ servers: natsUrl, reconnect: false }), /Authorization Violation/i);
+    for (const n of ['executor', 'state-store', 'rpc-edge']) {
+      const e = services[n].environment;
+      assert.equal(e.NODED_NATS_USER, n);
+      const file = translate(String(e.NODED_NATS_PASSWORD_FILE), ips[n]![0]!, mountsOf(services[n]));
+      const nc = await connect({
+        servers: natsUrl,
+        user: n,
+        pass: readFileSync(file, 'utf8').trim(),
+        reconnect: false,
+      });
+      await nc.close();
+    }
+    // gRPC: mutual TLS with grpc-tls.yml, plaintext without, as each server logs at start.
+    for (const n of ['executor', 'state-store']) {
+      const logged = readFileSync(join(home, 'logs', `${n}.log`), 'utf8');
+      assert.match(logged, tls ? /"tls":"mutual"/ : /"tls":"none"/, `${n}: ${logged.slice(0, 2000)}`);
+    }
+    for (const n of ['executor', 'consensus', 'state-store', 'rpc-edge'])
+      assert.equal(
+        services[n].environment.NODED_GRPC_TLS_CA,
+        tls ? '/etc/noded/grpc-tls/ca.crt' : undefined,
+        n,
+      );
     const proxyUrl = `http://${proxyIp}:${port(8545)}`;
     const provider = new JsonRpcProvider(proxyUrl, 31337, { staticNetwork: true, pollingInterval: 250 });
     try {
@@ -379,5 +489,15 @@ describe('docker-compose.yml as processes', () => {
     } finally {
       provider.destroy();
     }
-  });
-});
+  } finally {
+    // This run's processes stop before the next run starts its own.
+    for (const r of running.splice(started).reverse()) {
+      if (r.proc.exitCode !== null || r.proc.signalCode !== null) continue;
+      const exited = new Promise((res) => r.proc.once('exit', res));
+      const killer = setTimeout(() => r.proc.kill('SIGKILL'), 15_000);
+      r.proc.kill('SIGTERM');
+      await exited;
+      clearTimeout(killer);
+    }
+  }
+}

@@ -5,7 +5,7 @@
 // local process.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse as parseToml } from 'smol-toml';
@@ -97,10 +97,39 @@ describe('docker-compose.yml', () => {
     assert.match(conf, /^max_payload: 67108864$/m);
     assert.match(conf, /^jetstream \{\n\s+store_dir: "\/data"\n\}/m);
     assert.match(conf, /^http_port: 8222$/m);
-    const t = spawnSync('nats-server', ['-c', join(root, 'deploy/compose/nats.conf'), '-t'], {
+    // the logins: auth.conf from volume nats-auth (written by init), included relative to nats.conf
+    assert.match(conf, /^include "auth\/auth\.conf"$/m);
+    assert.ok(nats.volumes.includes('nats-auth:/etc/nats/auth:ro'), nats.volumes);
+    assert.deepEqual(nats.depends_on, { init: { condition: 'service_completed_successfully' } });
+    // nats-server -t with the auth.conf that init's `noded nats-auth` writes beside it
+    const etc = join(work, 'etc-nats');
+    mkdirSync(etc, { recursive: true });
+    writeFileSync(join(etc, 'nats.conf'), conf);
+    const home = join(work, 'nats-home');
+    const init = spawnSync(
+      process.execPath,
+      [MAIN, 'init', 'full', '--chain-id', 'chain-local', '--home', home],
+      {
+        encoding: 'utf8',
+      },
+    );
+    assert.equal(init.status, 0, init.stderr);
+    const auth = spawnSync(
+      process.execPath,
+      [MAIN, 'nats-auth', '--home', home, '--out', join(etc, 'auth')],
+      {
+        encoding: 'utf8',
+      },
+    );
+    assert.equal(auth.status, 0, auth.stderr);
+    const t = spawnSync('nats-server', ['-c', join(etc, 'nats.conf'), '-t'], { encoding: 'utf8' });
+    assert.equal(t.status, 0, t.stdout + t.stderr);
+    // without auth.conf the file is refused: nats cannot start open by mistake
+    const bare = spawnSync('nats-server', ['-c', join(root, 'deploy/compose/nats.conf'), '-t'], {
       encoding: 'utf8',
     });
-    assert.equal(t.status, 0, t.stdout + t.stderr);
+    assert.notEqual(bare.status, 0, 'nats.conf without auth/auth.conf was accepted');
+    assert.match(bare.stdout + bare.stderr, /auth\.conf/);
     assert.match(nats.healthcheck.test.join(' '), /healthz\?js-enabled-only=true/);
     assert.deepEqual(hostPorts(nats), []);
   });
@@ -123,7 +152,12 @@ describe('docker-compose.yml', () => {
         ['service', name, '--home', '/data', ...(readOnly ? ['--log-file', '-'] : [])],
         name,
       );
-      if (readOnly) assert.deepEqual(s.volumes, ['home:/data:ro'], name);
+      if (readOnly)
+        assert.deepEqual(
+          s.volumes,
+          name === 'rpc-edge' ? ['home:/data:ro', 'nats-auth:/nats-auth:ro'] : ['home:/data:ro'],
+          name,
+        );
       assert.equal(s.environment.NODED_NATS_URL, 'nats://nats:4222', name);
       assert.ok(s.healthcheck?.test?.length > 1, `${name}: no healthcheck`);
     }
@@ -221,19 +255,94 @@ describe('docker-compose.yml', () => {
     assert.match(r.stdout, /Configuration file is valid/);
   });
 
+  it('NATS logins: executor, state-store and rpc-edge each log in as themselves from the read-only nats-auth volume; consensus and metrics use no NATS login', () => {
+    for (const name of ['executor', 'state-store', 'rpc-edge']) {
+      const s = services[name];
+      assert.equal(s.environment.NODED_NATS_USER, name, name);
+      assert.equal(s.environment.NODED_NATS_PASSWORD_FILE, `/nats-auth/${name}.password`, name);
+      assert.ok(s.volumes.includes('nats-auth:/nats-auth:ro'), `${name}: ${s.volumes}`);
+    }
+    for (const name of ['consensus', 'metrics']) {
+      const s = services[name];
+      assert.equal(s.environment.NODED_NATS_USER, undefined, name);
+      assert.ok(!(s.volumes ?? []).some((v: string) => v.startsWith('nats-auth:')), name);
+    }
+  });
+
+  it('deploy/compose/grpc-tls.yml adds mutual TLS to executor, consensus, state-store and rpc-edge from NODED_GRPC_TLS_DIR, and refuses to run without it', () => {
+    const files = ['-f', join(root, 'docker-compose.yml'), '-f', join(root, 'deploy/compose/grpc-tls.yml')];
+    const run = (env: NodeJS.ProcessEnv) =>
+      spawnSync('docker-compose', [...files, 'config'], {
+        cwd: root,
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: { ...process.env, COMPOSE_PROFILES: '', ...env },
+      });
+    const dir = join(work, 'operator-tls');
+    const ok = run({ NODED_GRPC_TLS_DIR: dir });
+    assert.equal(ok.status, 0, ok.stderr);
+    const tls = parse(ok.stdout).services as Record<string, Any>;
+    for (const name of ['executor', 'consensus', 'state-store', 'rpc-edge']) {
+      const e = tls[name].environment;
+      assert.deepEqual(
+        [e.NODED_GRPC_TLS_CERT, e.NODED_GRPC_TLS_KEY, e.NODED_GRPC_TLS_CA],
+        ['/etc/noded/grpc-tls/tls.crt', '/etc/noded/grpc-tls/tls.key', '/etc/noded/grpc-tls/ca.crt'],
+        name,
+      );
+      assert.ok(tls[name].volumes.includes(`${dir}:/etc/noded/grpc-tls:ro`), `${name}: ${tls[name].volumes}`);
+      // everything else of the service is the base file's
+      assert.equal(e.NODED_NATS_URL, 'nats://nats:4222', name);
+    }
+    assert.equal(tls.metrics.environment.NODED_GRPC_TLS_CERT, undefined);
+    const env = { ...process.env };
+    delete env.NODED_GRPC_TLS_DIR;
+    const missing = spawnSync('docker-compose', [...files, 'config', '-q'], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...env, COMPOSE_PROFILES: '' },
+    });
+    assert.notEqual(missing.status, 0);
+    assert.match(
+      missing.stderr,
+      /set NODED_GRPC_TLS_DIR to the directory holding tls\.crt, tls\.key and ca\.crt/,
+    );
+  });
+
   it('the one-shot init writes a chain-local home into an empty volume and leaves an existing one alone', () => {
     const data = join(work, 'volume');
-    const cmd = (services.init.command as string[]).at(-1)!.replaceAll('/data', data);
+    const natsAuth = join(work, 'nats-auth-volume');
+    assert.deepEqual(services.init.volumes, ['home:/data:rw', 'nats-auth:/nats-auth:rw']);
+    const cmd = (services.init.command as string[])
+      .at(-1)!
+      .replaceAll('/data', data)
+      .replaceAll('/nats-auth', natsAuth);
     const env = { PATH: `${bin}:${process.env.PATH}`, HOME: work };
     const first = spawnSync('/bin/sh', ['-c', cmd], { encoding: 'utf8', env, timeout: 60_000 });
     assert.equal(first.status, 0, first.stderr);
     const genesis = readFileSync(join(data, 'config/genesis.json'), 'utf8');
     assert.equal((JSON.parse(genesis) as { chain_id: string }).chain_id, 'chain-local');
     const key = readFileSync(join(data, 'config/priv_validator_key.json'), 'utf8');
+    // the NATS logins: auth.conf for chain-local and one password per service, owner-only
+    const USERS = ['executor', 'state-store', 'rpc-edge'];
+    const authConf = readFileSync(join(natsAuth, 'auth.conf'), 'utf8');
+    assert.match(authConf, /noded\.chain-local\.blocks/);
+    const passwords = USERS.map((u) => readFileSync(join(natsAuth, `${u}.password`), 'utf8'));
+    for (const [i, u] of USERS.entries()) {
+      assert.match(passwords[i]!, /^[A-Za-z0-9_-]{32}\n$/, u);
+      assert.ok(authConf.includes(`"${passwords[i]!.trim()}"`), `${u}'s password not in auth.conf`);
+      assert.equal(statSync(join(natsAuth, `${u}.password`)).mode & 0o777, 0o600, u);
+    }
+    assert.equal(statSync(join(natsAuth, 'auth.conf')).mode & 0o777, 0o600);
     const again = spawnSync('/bin/sh', ['-c', cmd], { encoding: 'utf8', env, timeout: 60_000 });
     assert.equal(again.status, 0, again.stderr);
     assert.equal(readFileSync(join(data, 'config/priv_validator_key.json'), 'utf8'), key);
     assert.equal(readFileSync(join(data, 'config/genesis.json'), 'utf8'), genesis);
+    // a later `up` keeps the passwords, so running services stay logged in
+    assert.deepEqual(
+      USERS.map((u) => readFileSync(join(natsAuth, `${u}.password`), 'utf8')),
+      passwords,
+    );
     // NODED_RPC_LADDR (consensus) overrides a key the home's config.toml has: [rpc] laddr.
     const config = parseToml(readFileSync(join(data, 'config/config.toml'), 'utf8')) as Any;
     assert.equal(typeof config.rpc.laddr, 'string');

@@ -19,7 +19,7 @@ import {
   schemaProblems,
   unknownFieldProblems,
 } from './k8s.js';
-import { manifestProblems } from './k8s-rules.js';
+import { clusterSecurity, manifestProblems, securityProblems } from './k8s-rules.js';
 
 const root = repoRoot();
 const chartDir = join(root, 'helm/noded');
@@ -112,6 +112,13 @@ describe('helm/noded values', () => {
         'image.pullPolicy: must be one of Always, IfNotPresent, Never',
       ],
       [{ privValidatorKey: '{"priv_key":"..."}' }, '(root): unknown key "privValidatorKey"'],
+      [{ security: { grpcTls: { enabled: 'yes' } } }, 'security.grpcTls.enabled: must be boolean'],
+      [
+        { security: { natsLogins: { executorSecret: 'Noded_Nats' } } },
+        'security.natsLogins.executorSecret: must match pattern',
+      ],
+      [{ security: { natsLogins: { password: 'x' } } }, 'security.natsLogins: unknown key "password"'],
+      [{ security: { grpcTls: { rpcEdgeSecret: 7 } } }, 'security.grpcTls.rpcEdgeSecret: must be string'],
     ];
     for (const [over, want] of cases) {
       const got = refusals(values('values-mainnet.yaml', over));
@@ -128,6 +135,78 @@ describe('helm/noded values', () => {
       (e: Error) =>
         e instanceof TemplateError &&
         e.message === 'rpcEdge.autoscaling: minReplicas (30) must not exceed maxReplicas (20)',
+    );
+  });
+});
+
+describe('helm/noded security values', () => {
+  it('mainnet and testnet run NATS logins and gRPC mutual TLS; the defaults run without', () => {
+    assert.deepEqual(clusterSecurity(rendered.get('values.yaml')!.docs), {
+      natsLogins: false,
+      grpcTls: false,
+    });
+    for (const name of ['values-mainnet.yaml', 'values-testnet.yaml']) {
+      const { docs, notes } = rendered.get(name)!;
+      assert.deepEqual(clusterSecurity(docs), { natsLogins: true, grpcTls: true }, name);
+      assert.match(
+        notes,
+        /create secret generic noded-nats-executor --from-file=password=\.\/nats-auth\/executor\.password/,
+      );
+      assert.match(
+        notes,
+        /noded-grpc-tls-validator \(executor and consensus; subjectAltNames 127\.0\.0\.1 and noded-executor\)/,
+      );
+    }
+    assert.doesNotMatch(rendered.get('values.yaml')!.notes, /noded-nats-executor/);
+  });
+
+  it('each layer turns on alone, with the Secret names of the values, and keeps the rules', () => {
+    const only = (natsLogins: boolean, grpcTls: boolean) =>
+      render(
+        values('values-mainnet.yaml', {
+          security: {
+            natsLogins: { enabled: natsLogins, executorSecret: 'my-exec-nats' },
+            grpcTls: { enabled: grpcTls, stateStoreSecret: 'my-store-tls' },
+          },
+        }),
+        'x',
+      ).docs;
+    const nats = only(true, false);
+    assert.deepEqual(clusterSecurity(nats), { natsLogins: true, grpcTls: false });
+    assert.deepEqual(manifestProblems(nats), []);
+    const validator = nats.find((d) => d.metadata.name === 'noded-validator' && d.kind === 'StatefulSet')!;
+    const executor = validator.spec.template.spec.containers.find((c: Manifest) => c.name === 'executor');
+    assert.deepEqual(executor.readinessProbe.grpc, { port: 26670 });
+    assert.ok(
+      validator.spec.template.spec.volumes.some((v: Manifest) => v.secret?.secretName === 'my-exec-nats'),
+    );
+    const tls = only(false, true);
+    assert.deepEqual(clusterSecurity(tls), { natsLogins: false, grpcTls: true });
+    assert.deepEqual(manifestProblems(tls), []);
+    const store = tls.find((d) => d.metadata.name === 'noded-state-store' && d.kind === 'StatefulSet')!;
+    assert.ok(
+      store.spec.template.spec.volumes.some((v: Manifest) => v.secret?.secretName === 'my-store-tls'),
+    );
+    assert.deepEqual(store.spec.template.spec.containers[0].readinessProbe.httpGet, {
+      path: '/readyz',
+      port: 'own-metrics',
+    });
+    assert.deepEqual(securityProblems(only(false, false)), []);
+  });
+
+  it("one Secret for two services' NATS passwords fails the rendering with its message", () => {
+    assert.throws(
+      () =>
+        render(
+          values('values-mainnet.yaml', {
+            security: { natsLogins: { rpcEdgeSecret: 'noded-nats-executor' } },
+          }),
+          'x',
+        ),
+      (e: Error) =>
+        e instanceof TemplateError &&
+        e.message ===
+          "security.natsLogins: executorSecret, stateStoreSecret and rpcEdgeSecret must be three different Secrets (each holds one service's password)",
     );
   });
 });

@@ -164,6 +164,7 @@ export function manifestProblems(docs: Manifest[]): string[] {
       p.push(`${nameOf(sm)}: no endpoint on port ${portName}`);
   }
   p.push(...clusterWiringProblems(docs));
+  p.push(...securityProblems(docs));
   return p;
 }
 
@@ -232,7 +233,12 @@ export function clusterWiringProblems(docs: Manifest[]): string[] {
       p.push(
         `noded-validator/metrics: NODED_METRICS_TARGETS has ${service}=${targets.get(service)}, want ${target}`,
       );
-    if (listen !== `${target.startsWith('127.') ? '127.0.0.1' : '0.0.0.0'}:${port}`)
+    // a target in the same pod (127.0.0.1) is reached on loopback or all interfaces (the latter when
+    // kubelet probes it: the executor's /healthz with gRPC mutual TLS on)
+    const listenOk = target.startsWith('127.')
+      ? listen === `127.0.0.1:${port}` || listen === `0.0.0.0:${port}`
+      : listen === `0.0.0.0:${port}`;
+    if (!listenOk)
       p.push(
         `${workload}/${name}: NODED_SERVICE_METRICS_ADDRESS ${listen} does not match the target ${target}`,
       );
@@ -261,6 +267,108 @@ export function clusterWiringProblems(docs: Manifest[]): string[] {
         ),
       );
     if (!allowed) p.push(`no NetworkPolicy lets the validator pod (metrics) reach ${port}`);
+  }
+  return p;
+}
+
+/** The cluster services' containers: [service, workload, container]. */
+const SERVICES: Array<[string, string, string]> = [
+  ['executor', 'noded-validator', 'executor'],
+  ['consensus', 'noded-validator', 'consensus'],
+  ['state-store', 'noded-state-store', 'state-store'],
+  ['rpc-edge', 'noded-rpc-edge', 'rpc-edge'],
+];
+const TLS_VARS = ['NODED_GRPC_TLS_CERT', 'NODED_GRPC_TLS_KEY', 'NODED_GRPC_TLS_CA'];
+
+/** Whether the cluster runs with NATS logins and gRPC mutual TLS (docs/cluster.md "Security"). */
+export function clusterSecurity(docs: Manifest[]): { natsLogins: boolean; grpcTls: boolean } {
+  const executor = container(docs, 'noded-validator', 'executor');
+  return {
+    natsLogins: envOf(executor, 'NODED_NATS_USER') !== undefined,
+    grpcTls: envOf(executor, 'NODED_GRPC_TLS_CERT') !== undefined,
+  };
+}
+
+/**
+ * NATS logins and gRPC mutual TLS, on for every service or for none: a server with TLS and a client
+ * without (or one service logged in and another not) is a cluster that does not connect. Each file a
+ * variable names lies in a read-only mount of an operator's Secret (0440 or tighter); each NATS
+ * password Secret belongs to one service only; with TLS, no kubelet gRPC probe (it presents no
+ * client certificate) and the HTTP probes reach the service's own metrics port.
+ */
+export function securityProblems(docs: Manifest[]): string[] {
+  const p: string[] = [];
+  const workload = (name: string) => docs.find((d) => WORKLOADS.has(d.kind) && d.metadata?.name === name);
+  /** The Secret volume a file of container `c` in `w` comes from, or a problem. */
+  const secretOf = (w: string, c: Manifest, variable: string, file: string): string | undefined => {
+    const mount = ((c.volumeMounts ?? []) as Manifest[])
+      .filter((m) => file.startsWith(`${m.mountPath}/`))
+      .sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
+    const where = `${w}/${c.name}: ${variable} ${file}`;
+    if (!mount) return void p.push(`${where} is in no mounted volume`);
+    const vol = ((workload(w)?.spec.template.spec.volumes ?? []) as Manifest[]).find(
+      (v) => v.name === mount.name,
+    );
+    if (!vol?.secret) return void p.push(`${where} is not from a Secret (volume ${mount.name})`);
+    if (mount.readOnly !== true) p.push(`${where}: volume ${mount.name} is not mounted read-only`);
+    const mode = vol.secret.defaultMode ?? 0o644;
+    if ((mode & 0o227) !== 0)
+      p.push(`${w}: Secret ${vol.secret.secretName} mode ${mode.toString(8)} is writable or world-readable`);
+    return vol.secret.secretName;
+  };
+
+  const tlsOn = SERVICES.filter(([, w, n]) => envOf(container(docs, w, n), 'NODED_GRPC_TLS_CERT'));
+  if (tlsOn.length > 0 && tlsOn.length < SERVICES.length)
+    p.push(
+      `gRPC mutual TLS on for ${tlsOn.map(([s]) => s).join(', ')} only: executor, consensus, state-store and rpc-edge need it alike`,
+    );
+  for (const [service, w, n] of SERVICES) {
+    const c = container(docs, w, n);
+    if (!c) continue;
+    const set = TLS_VARS.filter((v) => envOf(c, v) !== undefined);
+    if (set.length > 0 && set.length < TLS_VARS.length)
+      p.push(`${w}/${n}: ${set.join(', ')} without ${TLS_VARS.filter((v) => !set.includes(v)).join(', ')}`);
+    for (const v of set) secretOf(w, c, v, envOf(c, v)!);
+    if (set.length === 0 || (service !== 'executor' && service !== 'state-store')) continue;
+    const listen = envOf(c, 'NODED_SERVICE_METRICS_ADDRESS') ?? '';
+    for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe']) {
+      const pr = c[probe] as Manifest | undefined;
+      if (!pr) continue;
+      if (pr.grpc)
+        p.push(`${w}/${n}: ${probe} is a gRPC probe, which mutual TLS refuses (no client certificate)`);
+      if (pr.httpGet) {
+        const port = ((c.ports ?? []) as Manifest[]).find(
+          (x) => x.name === pr.httpGet.port || x.containerPort === pr.httpGet.port,
+        )?.containerPort;
+        if (!listen.startsWith('0.0.0.0:') || port !== Number(listen.split(':')[1]))
+          p.push(
+            `${w}/${n}: ${probe} on port ${pr.httpGet.port} does not reach its metrics endpoint (${listen}) from kubelet`,
+          );
+      }
+    }
+  }
+
+  const natsServices = SERVICES.filter(([s]) => s !== 'consensus');
+  const loggedIn = natsServices.filter(([, w, n]) => envOf(container(docs, w, n), 'NODED_NATS_USER'));
+  if (loggedIn.length > 0 && loggedIn.length < natsServices.length)
+    p.push(
+      `NATS logins for ${loggedIn.map(([s]) => s).join(', ')} only: executor, state-store and rpc-edge need one each`,
+    );
+  const owners = new Map<string, string>();
+  for (const [service, w, n] of natsServices) {
+    const c = container(docs, w, n);
+    const user = envOf(c, 'NODED_NATS_USER');
+    const file = envOf(c, 'NODED_NATS_PASSWORD_FILE');
+    if (!c || (user === undefined && file === undefined)) continue;
+    if (user === undefined || file === undefined) {
+      p.push(`${w}/${n}: NODED_NATS_USER and NODED_NATS_PASSWORD_FILE must be set together`);
+      continue;
+    }
+    if (user !== service) p.push(`${w}/${n}: NODED_NATS_USER ${user}, want ${service}`);
+    const secret = secretOf(w, c, 'NODED_NATS_PASSWORD_FILE', file);
+    if (secret && owners.has(secret) && owners.get(secret) !== service)
+      p.push(`Secret ${secret} holds the NATS password of both ${owners.get(secret)} and ${service}`);
+    if (secret) owners.set(secret, service);
   }
   return p;
 }

@@ -17,7 +17,7 @@ import {
   schemaProblems,
   unknownFieldProblems,
 } from './k8s.js';
-import { clusterWiringProblems, manifestProblems } from './k8s-rules.js';
+import { clusterSecurity, clusterWiringProblems, manifestProblems, securityProblems } from './k8s-rules.js';
 
 const root = repoRoot();
 const TARGETS = ['k8s/base', 'k8s/overlays/testnet', 'k8s/overlays/mainnet'] as const;
@@ -114,6 +114,60 @@ describe('kustomize build of k8s/', { skip: KUSTOMIZE_SKIP }, () => {
     ]) {
       assert.ok(rules.includes(want), `${want} not in:\n${rules.join('\n')}`);
     }
+  });
+
+  it('both overlays run NATS logins and gRPC mutual TLS from the Secrets of k8s/components/cluster-security; the base runs without', () => {
+    assert.deepEqual(clusterSecurity(docs('k8s/base')), { natsLogins: false, grpcTls: false });
+    for (const t of ['k8s/overlays/mainnet', 'k8s/overlays/testnet'] as const) {
+      const d = docs(t);
+      assert.deepEqual(clusterSecurity(d), { natsLogins: true, grpcTls: true }, t);
+      assert.deepEqual(securityProblems(d), [], t);
+      const secrets = (w: string) =>
+        (
+          get(d, w === 'noded-rpc-edge' ? 'Deployment' : 'StatefulSet', w).spec.template.spec
+            .volumes as Manifest[]
+        )
+          .filter((v) => v.secret)
+          .map((v) => v.secret.secretName);
+      assert.deepEqual(secrets('noded-validator'), [
+        'noded-validator-keys',
+        'noded-nats-executor',
+        'noded-grpc-tls-validator',
+      ]);
+      assert.deepEqual(secrets('noded-state-store'), [
+        'noded-nats-state-store',
+        'noded-grpc-tls-state-store',
+      ]);
+      assert.deepEqual(secrets('noded-rpc-edge'), ['noded-nats-rpc-edge', 'noded-grpc-tls-rpc-edge']);
+      // the executor's probes moved off gRPC to its own metrics port, reachable by kubelet
+      const executor = get(d, 'StatefulSet', 'noded-validator').spec.template.spec.containers[2];
+      assert.equal(executor.name, 'executor');
+      assert.deepEqual(executor.readinessProbe.httpGet, { path: '/readyz', port: 'own-metrics' });
+      assert.equal(executor.readinessProbe.grpc, undefined);
+    }
+  });
+
+  it('a half-secured cluster is refused, naming what is missing', () => {
+    const d = docs('k8s/overlays/mainnet');
+    const edge = get(d, 'Deployment', 'noded-rpc-edge').spec.template.spec.containers[0];
+    edge.env = edge.env.filter((e: Manifest) => !/^NODED_GRPC_TLS|^NODED_NATS_USER$/.test(e.name));
+    const store = get(d, 'StatefulSet', 'noded-state-store').spec.template.spec;
+    store.containers[0].readinessProbe = { grpc: { port: 26671 } };
+    store.volumes.find((v: Manifest) => v.name === 'nats-login').secret.secretName = 'noded-nats-executor';
+    const validator = get(d, 'StatefulSet', 'noded-validator').spec.template.spec;
+    validator.containers[2].volumeMounts.find((m: Manifest) => m.name === 'grpc-tls').readOnly = false;
+    validator.volumes.find((v: Manifest) => v.name === 'grpc-tls').secret.defaultMode = 0o644;
+    const problems = securityProblems(d);
+    for (const want of [
+      'gRPC mutual TLS on for executor, consensus, state-store only: executor, consensus, state-store and rpc-edge need it alike',
+      'NATS logins for executor, state-store only: executor, state-store and rpc-edge need one each',
+      'noded-rpc-edge/rpc-edge: NODED_NATS_USER and NODED_NATS_PASSWORD_FILE must be set together',
+      'noded-state-store/state-store: readinessProbe is a gRPC probe, which mutual TLS refuses (no client certificate)',
+      'Secret noded-nats-executor holds the NATS password of both executor and state-store',
+      'noded-validator/executor: NODED_GRPC_TLS_CERT /etc/noded/grpc-tls/tls.crt: volume grpc-tls is not mounted read-only',
+      'noded-validator: Secret noded-grpc-tls-validator mode 644 is writable or world-readable',
+    ])
+      assert.ok(problems.includes(want), `${want} not in:\n${problems.join('\n')}`);
   });
 
   it('the overlays set their network, namespace and sizes', () => {

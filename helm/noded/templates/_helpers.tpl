@@ -100,4 +100,63 @@ checksum/config: {{ include "noded.configToml" . | sha256sum }}-{{ include "node
 {{- if and $a.enabled (gt $a.minReplicas $a.maxReplicas) -}}
 {{- fail (printf "rpcEdge.autoscaling: minReplicas (%v) must not exceed maxReplicas (%v)" $a.minReplicas $a.maxReplicas) -}}
 {{- end -}}
+{{- $n := .Values.security.natsLogins -}}
+{{- if and $n.enabled (or (eq $n.executorSecret $n.stateStoreSecret) (eq $n.executorSecret $n.rpcEdgeSecret) (eq $n.stateStoreSecret $n.rpcEdgeSecret)) -}}
+{{- fail "security.natsLogins: executorSecret, stateStoreSecret and rpcEdgeSecret must be three different Secrets (each holds one service's password)" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* NATS login and gRPC mutual TLS of one service (docs/deploy.md "NATS logins and gRPC mutual TLS"):
+     include "noded.securityEnv" (dict "root" $ "user" "executor"); "user" empty: no NATS login. */}}
+{{- define "noded.securityEnv" -}}
+{{- $s := .root.Values.security -}}
+{{- if and .user $s.natsLogins.enabled }}
+- { name: NODED_NATS_USER, value: {{ .user }} }
+- { name: NODED_NATS_PASSWORD_FILE, value: /etc/noded/nats/password }
+{{- end }}
+{{- if $s.grpcTls.enabled }}
+- { name: NODED_GRPC_TLS_CERT, value: /etc/noded/grpc-tls/tls.crt }
+- { name: NODED_GRPC_TLS_KEY, value: /etc/noded/grpc-tls/tls.key }
+- { name: NODED_GRPC_TLS_CA, value: /etc/noded/grpc-tls/ca.crt }
+{{- end }}
+{{- end -}}
+
+{{/* Their read-only mounts: include "noded.securityMounts" (dict "root" $ "nats" true) */}}
+{{- define "noded.securityMounts" -}}
+{{- $s := .root.Values.security -}}
+{{- if and .nats $s.natsLogins.enabled }}
+- { name: nats-login, mountPath: /etc/noded/nats, readOnly: true }
+{{- end }}
+{{- if $s.grpcTls.enabled }}
+- { name: grpc-tls, mountPath: /etc/noded/grpc-tls, readOnly: true }
+{{- end }}
+{{- end -}}
+
+{{/* Their Secrets, the operator's (never rendered), 0440 for the pod's fsGroup:
+     include "noded.securityVolumes" (dict "root" $ "nats" "<Secret>" "tls" "<Secret>") */}}
+{{- define "noded.securityVolumes" -}}
+{{- $s := .root.Values.security -}}
+{{- if $s.natsLogins.enabled }}
+- name: nats-login
+  secret:
+    secretName: {{ .nats }}
+    defaultMode: 288
+{{- end }}
+{{- if $s.grpcTls.enabled }}
+- name: grpc-tls
+  secret:
+    secretName: {{ .tls }}
+    defaultMode: 288
+{{- end }}
+{{- end -}}
+
+{{/* A gRPC server's probe: kubelet's gRPC probe, or with mutual TLS (which refuses a probe without a
+     client certificate) its own metrics port's /healthz or /readyz:
+     include "noded.grpcProbe" (dict "root" $ "port" 26670 "path" "/healthz") */}}
+{{- define "noded.grpcProbe" -}}
+{{- if .root.Values.security.grpcTls.enabled -}}
+httpGet: { path: {{ .path }}, port: own-metrics }
+{{- else -}}
+grpc: { port: {{ .port }} }
+{{- end -}}
 {{- end -}}
