@@ -79,6 +79,11 @@ class AttachRefused extends Error {
   }
 }
 
+/** Bytes counted for a message beyond its payload (ids, protocol, framing). */
+const MESSAGE_OVERHEAD = 128;
+
+const sizeOfEvent = (e: RelayEvent): number => (e.frame?.payload.length ?? 0) + MESSAGE_OVERHEAD;
+
 /** Ends a relay stream with a status (grpc-js sends the status an 'error' carries, then ends). */
 function endWith(call: RelayCall, code: grpc.status, details: string): void {
   call.emit('error', { code, details });
@@ -100,6 +105,8 @@ export class GatewayRelay {
   private opening: Promise<RelayedHost> | undefined;
   private channels: Map<string, number> | undefined;
   private current: RelayCall | undefined;
+  /** Bytes written to each stream and not yet handed to the transport. */
+  private readonly unsent = new WeakMap<RelayCall, number>();
   private readonly log: Logger;
   /** Relay streams attached since start (a re-attach after a consensus restart counts again). */
   attaches = 0;
@@ -133,9 +140,10 @@ export class GatewayRelay {
 
   private send(call: RelayCall, event: RelayEvent): void {
     if (call !== this.current) return;
-    if (call.writableLength > MAX_RELAY_BUFFER_BYTES) {
+    const buffered = this.unsent.get(call) ?? 0;
+    if (buffered > MAX_RELAY_BUFFER_BYTES) {
       this.log.warn(
-        { buffered: call.writableLength },
+        { buffered },
         'the consensus service reads too slowly; ending its relay stream (it re-attaches)',
       );
       this.current = undefined;
@@ -146,7 +154,10 @@ export class GatewayRelay {
       );
       return;
     }
-    call.write(event);
+    // The stream is in object mode (writableLength counts messages): count the bytes waiting here.
+    const size = sizeOfEvent(event);
+    this.unsent.set(call, buffered + size);
+    call.write(event, () => this.unsent.set(call, (this.unsent.get(call) ?? size) - size));
   }
 
   private refuse(call: RelayCall, reason: string): void {
@@ -447,6 +458,8 @@ export class GatewayHost implements ChannelHost {
   refused = 0;
   lastRefusal = '';
   private attachedWaiters: Array<() => void> = [];
+  /** Bytes written to the current stream and not yet handed to the transport. */
+  private unsent = 0;
 
   constructor(private readonly o: GatewayHostOptions) {
     this.log = o.logger;
@@ -551,12 +564,17 @@ export class GatewayHost implements ChannelHost {
   private write(req: RelayRequest): void {
     const c = this.call;
     if (!c) return;
-    if (c.writableLength > MAX_RELAY_BUFFER_BYTES) {
-      this.log.warn({ buffered: c.writableLength }, 'the p2p-gateway reads too slowly; re-attaching');
+    if (this.unsent > MAX_RELAY_BUFFER_BYTES) {
+      this.log.warn({ buffered: this.unsent }, 'the p2p-gateway reads too slowly; re-attaching');
       c.cancel();
       return;
     }
-    c.write(req);
+    // Object mode (writableLength counts messages): count the bytes waiting here.
+    const size = (req.send?.payload.length ?? req.broadcast?.payload.length ?? 0) + MESSAGE_OVERHEAD;
+    this.unsent += size;
+    c.write(req, () => {
+      if (this.call === c) this.unsent -= size;
+    });
   }
 
   private dropAll(): void {
@@ -574,6 +592,7 @@ export class GatewayHost implements ChannelHost {
       def.responseDeserialize,
     );
     this.call = call;
+    this.unsent = 0;
     let ended = false;
     const retry = (why: string) => {
       if (ended) return;
