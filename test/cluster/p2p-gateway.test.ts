@@ -166,6 +166,34 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
     );
     assert.equal((found!.tx_result as { code: number }).code, 0);
     assert.equal(String(found!.hash).toLowerCase(), tx.hash.slice(2).toLowerCase());
+
+    // Either transaction may have been proposed by the node it was sent to; the gateway's counters
+    // show the gossip itself crossed the relay: mempool frames sent to both peers (the cluster's
+    // transaction) and received from node2 (its own).
+    const ids = await Promise.all(
+      [1, 2].map(
+        async (i) => ((await rpc(net.nodes[i]!.cometUrl, '/status')).node_info as { id: string }).id,
+      ),
+    );
+    const mempoolBytes = (text: string, dir: 'send' | 'receive', id: string) =>
+      Number(
+        new RegExp(
+          `^cometbft_p2p_peer_${dir}_bytes_total\\{[^}]*peer_id="${id}",chID="/noded/mempool/1"\\} (\\d+)`,
+          'm',
+        ).exec(text)?.[1] ?? 0,
+      );
+    await waitFor(
+      'mempool traffic through the gateway',
+      async () => {
+        const text = await (await fetch(`http://${gatewayMetrics}/metrics`)).text();
+        return (
+          mempoolBytes(text, 'send', ids[0]!) > 0 &&
+          mempoolBytes(text, 'send', ids[1]!) > 0 &&
+          mempoolBytes(text, 'receive', ids[1]!) > 0
+        );
+      },
+      10_000,
+    );
   });
 
   it('keeps going after kill -9 of the gateway and of consensus, the cluster validator signing again', async () => {

@@ -7,10 +7,12 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import {
+  GATEWAY_SERVICE_NAME,
   GatewayHost,
   GatewayRelay,
   type GatewayServer,
   gatewayProto,
+  healthProto,
   serveGateway,
 } from '../../libs/abci-grpc/index.js';
 import { ed25519Generate, nodeIdFromPublicKey } from '../../libs/crypto/index.js';
@@ -95,6 +97,15 @@ describe('p2p-gateway relay', () => {
     s.call.write(attachOf(gw.nodeId));
     await until('attached', () => s.events.some((e) => e.attached));
     const attached = s.events.find((e) => e.attached)!.attached!;
+    // grpc.health.v1 on the relay port: the server and the Gateway service both serve.
+    const health = new healthProto.HealthClient(gw.address, grpc.credentials.createInsecure());
+    for (const service of ['', GATEWAY_SERVICE_NAME]) {
+      const status = await new Promise<number>((resolve, reject) =>
+        health.check({ service }, (err, res) => (err ? reject(err) : resolve(res.status))),
+      );
+      assert.equal(status, healthProto.HealthCheckResponse_ServingStatus.SERVING, service);
+    }
+    health.close();
     assert.equal(attached.nodeId, gw.nodeId);
     assert.deepEqual(attached.peers, []);
 
