@@ -329,5 +329,13 @@ describe('p2p-gateway relay', () => {
     await until('re-attached', () => remote.attaches >= 2, 10_000);
     channel.close();
     remote.stop();
+    // Its cancel frees the gateway's single slot: another consensus attaches at once.
+    await until('detached after stop', () => !gw.relay.attached);
+    const next = openStream(gw.address);
+    next.call.write(
+      attachOf(gw.nodeId, { channels: [{ protocol: MEMPOOL_PROTOCOL, maxMessageBytes: 1024 * 1024 + 4 }] }),
+    );
+    await until('attached after a stopped GatewayHost', () => next.events.some((e) => e.attached));
+    next.call.end();
   });
 });

@@ -208,6 +208,8 @@ export class GatewayRelay {
     });
     call.on('error', gone);
     call.on('close', gone);
+    // A client that cancels (GatewayHost.stop()) frees the slot at once.
+    call.on('cancelled', gone);
   }
 
   private async attach(
