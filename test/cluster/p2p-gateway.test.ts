@@ -1,10 +1,10 @@
 // A cluster validator among all-in-one validators: `noded testnet --validators 3` writes three homes;
-// node0 runs as the cluster (nats-server, `noded service executor`, `consensus` and `p2p-gateway`,
-// each its own process), node1 and node2 as `noded start`. With three equal validators every block
+// node0 runs as the cluster (nats-server, `noded service executor`, `consensus`, `p2p-gateway`,
+// `state-store` and `rpc-edge`, each its own process), node1 and node2 as `noded start`. With three equal validators every block
 // needs all three, so each block proves the cluster validator signed through the gateway. The test
 // checks the same block hashes everywhere, net_info of the consensus service naming the gateway's
-// peers, a transfer sent to the cluster read back from an all-in-one node and one sent to an
-// all-in-one node read back from the cluster, the gateway's metrics and readiness, and that kill -9 of
+// peers, a transfer sent to the cluster's :8545 (its rpc-edge) read back from an all-in-one node and
+// one sent to an all-in-one node read back from the cluster's :8545 and :26657, the gateway's metrics and readiness, and that kill -9 of
 // the gateway (then its restart) and kill -9 of consensus (then its restart) leave the chain going
 // with the cluster validator signing again.
 import assert from 'node:assert/strict';
@@ -67,6 +67,7 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
       NODED_NATS_URL: nats.url,
       NODED_EXECUTOR_GRPC_ADDRESS: `127.0.0.1:${await freePort()}`,
       NODED_P2P_GATEWAY_ADDRESS: `127.0.0.1:${await freePort()}`,
+      NODED_STATE_STORE_GRPC_ADDRESS: `127.0.0.1:${await freePort()}`,
       NODED_EXECUTOR_WAIT: '60s',
     };
     gatewayMetrics = `127.0.0.1:${await freePort()}`;
@@ -76,6 +77,11 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
     await waitForService(cluster.executor, /noded service executor is running/, 90_000);
     await startGateway();
     await startConsensus();
+    // The read side: a state-store following the executor's stream and an edge on node0's :8545.
+    cluster.store = spawnService('state-store', net.nodes[0]!.home, env);
+    await waitForService(cluster.store, /noded service state-store is running/, 90_000);
+    cluster.edge = spawnService('rpc-edge', net.nodes[0]!.home, env);
+    await waitForService(cluster.edge, /noded service rpc-edge is running/, 90_000);
   });
   after(async () => {
     for (const s of Object.values(cluster).reverse()) await s.stop('SIGKILL');
@@ -122,24 +128,32 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
   });
 
   it('gossips transactions both ways: sent to the cluster, read on an all-in-one node, and back', async () => {
-    // To the cluster's :26657 (the executor's CheckTx), read as a receipt from node1's :8545.
-    const raw = await new Wallet(DEV_KEYS[0]).signTransaction({
+    // To the cluster's :8545 (rpc-edge -> the executor's mempool), read as a receipt from node1's :8545.
+    const provider0 = new JsonRpcProvider(net.nodes[0]!.ethUrl, undefined, { staticNetwork: true });
+    const toCluster = await new Wallet(DEV_KEYS[0], provider0).sendTransaction({
+      to: DEV_ADDRESSES[2],
+      value: 5n * GWEI,
+      gasLimit: 21_000,
+    });
+    // And one to the cluster's :26657 (broadcast_tx_sync -> the executor's CheckTx).
+    const raw = await new Wallet(DEV_KEYS[2]).signTransaction({
       type: 2,
       chainId: 31337,
       nonce: 0,
-      to: DEV_ADDRESSES[2],
-      value: 5n * GWEI,
+      to: DEV_ADDRESSES[3],
+      value: 6n * GWEI,
       gasLimit: 21_000,
       maxFeePerGas: 50n * GWEI,
       maxPriorityFeePerGas: 1n * GWEI,
     });
     const sent = await rpc(net.nodes[0]!.cometUrl, `/broadcast_tx_sync?tx=${raw}`);
     assert.equal(sent.code, 0, String(sent.log));
-    const hash = Transaction.from(raw).hash!;
     const provider1 = new JsonRpcProvider(net.nodes[1]!.ethUrl, undefined, { staticNetwork: true });
-    const receipt = await provider1.waitForTransaction(hash, 1, 60_000);
-    assert.ok(receipt, 'node1 has the receipt of the transaction sent to the cluster');
-    assert.equal(receipt.status, 1);
+    for (const hash of [toCluster.hash, Transaction.from(raw).hash!]) {
+      const receipt = await provider1.waitForTransaction(hash, 1, 60_000);
+      assert.ok(receipt, `node1 has the receipt of ${hash}, sent to the cluster`);
+      assert.equal(receipt.status, 1);
+    }
     provider1.destroy();
 
     // To node2's :8545 (eth_sendRawTransaction), read back from the cluster's :26657 (/tx).
@@ -166,6 +180,11 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
     );
     assert.equal((found!.tx_result as { code: number }).code, 0);
     assert.equal(String(found!.hash).toLowerCase(), tx.hash.slice(2).toLowerCase());
+    // and as a receipt from the cluster's own :8545 (the state-store applied the block)
+    const onCluster = await provider0.waitForTransaction(tx.hash, 1, 60_000);
+    assert.ok(onCluster, "the cluster's edge has the receipt of the transaction sent to node2");
+    assert.equal(onCluster.status, 1);
+    provider0.destroy();
 
     // Either transaction may have been proposed by the node it was sent to; the gateway's counters
     // show the gossip itself crossed the relay: mempool frames sent to both peers (the cluster's
