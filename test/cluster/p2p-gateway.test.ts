@@ -89,7 +89,7 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
     await nats?.stop();
   });
 
-  it('commits the same blocks on the cluster and the all-in-one nodes; net_info shows the gateway peers', async () => {
+  it('commits the same blocks on the cluster and the all-in-one nodes; net_info shows the gateway peers', async (t) => {
     try {
       await waitHeight(net, ALL, 4, 120_000);
     } catch (err) {
@@ -99,6 +99,18 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
       const hashes = await Promise.all(ALL.map((i) => blockHashAt(net.nodes[i]!, h)));
       assert.equal(new Set(hashes).size, 1, `disagreement at height ${h}: ${hashes.join(' ')}`);
     }
+    // Block pace with a validator behind the relay (timeout_commit 1 s): the median interval over
+    // heights 3..9, printed as a diagnostic; bounded loosely, the machine running tests is shared.
+    await waitHeight(net, [0], 9, 120_000);
+    const times: number[] = [];
+    for (let h = 3; h <= 9; h++) {
+      const r = await rpc(net.nodes[0]!.cometUrl, `/header?height=${h}`);
+      times.push(Date.parse(String((r.header as { time: string }).time).replace(/(\.\d{3})\d*/, '$1')));
+    }
+    const gaps = times.slice(1).map((x, i) => x - times[i]!);
+    const median = [...gaps].sort((a, b) => a - b)[Math.floor(gaps.length / 2)]!;
+    t.diagnostic(`median block interval ${median} ms (gaps ${gaps.join(', ')})`);
+    assert.ok(median < 3000, `median block interval ${median} ms (gaps ${gaps.join(', ')})`);
     const ids = await Promise.all(
       [1, 2].map(
         async (i) => ((await rpc(net.nodes[i]!.cometUrl, '/status')).node_info as { id: string }).id,
