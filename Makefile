@@ -36,8 +36,9 @@ localnet: build
 	bash scripts/localnet.sh "$(LOCALNET_DIR)"
 
 # The chain-local cluster without Docker (docs/cluster.md): initialises HOME_DIR like `local`, then
-# runs nats-server (JetStream, store in HOME_DIR/data/nats), the executor, consensus, state-store,
-# rpc-edge and metrics services (the cluster's metrics on :26660) with their output prefixed "[name]";
+# runs nats-server (JetStream, store in HOME_DIR/data/nats), the executor, p2p-gateway (P2P on :26656),
+# consensus, state-store, rpc-edge and metrics services (the cluster's metrics on :26660) with their
+# output prefixed "[name]";
 # a service that exits is restarted; Ctrl-C stops them all.
 cluster: setup build
 	@test -f "$(HOME_DIR)/config/genesis.json" || node bin/noded.js init full --chain-id chain-local --home "$(HOME_DIR)"

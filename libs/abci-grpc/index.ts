@@ -16,10 +16,25 @@ export {
 } from './src/constants.js';
 // Wire <-> libs/types conversions with the contract's field rules (tests, other transports).
 export { AbciFieldError, type CheckTxKind, fromProto, toProto } from './src/convert.js';
+// The p2p-gateway relay (proto/noded/p2p/v1/gateway.proto): the gateway's side and consensus's host.
+export {
+  GATEWAY_OWN_PROTOCOLS,
+  GATEWAY_SERVICE_NAME,
+  GatewayHost,
+  type GatewayHostOptions,
+  GatewayRelay,
+  type GatewayRelayOptions,
+  type GatewayServer,
+  MAX_RELAY_BUFFER_BYTES,
+  MAX_RELAYED_FRAME_BYTES,
+  type RelayedHost,
+  serveGateway,
+} from './src/gateway.js';
 export * as healthProto from './src/gen/grpc/health/v1/health.js';
 // The generated messages, service definitions and health client, for raw calls (tests, probes).
 export * as abciProto from './src/gen/noded/abci/v1/abci.js';
 export * as mempoolProto from './src/gen/noded/mempool/v1/mempool.js';
+export * as gatewayProto from './src/gen/noded/p2p/v1/gateway.js';
 export * as stateProto from './src/gen/noded/state/v1/state.js';
 // Health status table and its values (a service flips to NOT_SERVING while draining).
 export { HealthStatus, ServingStatus } from './src/health.js';

@@ -20,6 +20,7 @@ export { FrameReader, frame } from './src/frames.js';
 export {
   ByteRate,
   type Channel,
+  type ChannelHost,
   HANDSHAKE_PROTOCOL,
   P2PHost,
   type P2PHostOptions,

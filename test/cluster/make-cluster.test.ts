@@ -1,5 +1,5 @@
 // scripts/cluster.sh (what `make cluster` runs after initialising the home): nats-server with
-// JetStream and the executor, consensus, state-store and rpc-edge services as processes with prefixed
+// JetStream and the executor, p2p-gateway, consensus, state-store and rpc-edge services as processes with prefixed
 // output; blocks are made and published and the Ethereum JSON-RPC answers on app.toml's [evm]
 // rpc_address through the edge; a service killed with -9 is restarted by the script;
 // SIGTERM (what Ctrl-C does at a terminal) stops every process it started, and the script exits 0;
@@ -49,6 +49,8 @@ describe('make cluster (scripts/cluster.sh)', () => {
         CONSENSUS_METRICS: `127.0.0.1:${await freePort()}`,
         STATE_STORE_METRICS: `127.0.0.1:${await freePort()}`,
         RPC_EDGE_METRICS: `127.0.0.1:${await freePort()}`,
+        P2P_GATEWAY_METRICS: `127.0.0.1:${await freePort()}`,
+        NODED_P2P_GATEWAY_ADDRESS: `127.0.0.1:${await freePort()}`,
       },
     });
     script.stdout.on('data', (d) => {
@@ -103,7 +105,17 @@ describe('make cluster (scripts/cluster.sh)', () => {
       'rpc-edge',
       /^\[rpc-edge\] noded service rpc-edge is running \(pid (\d+)\)/gm,
     );
-    for (const p of [natsPid, executorPid!, consensusPid!, storePid!, edgePid!]) pids.add(p);
+    const [gatewayPid] = await pidOf(
+      'p2p-gateway',
+      /^\[p2p-gateway\] noded service p2p-gateway is running \(pid (\d+)\)/gm,
+    );
+    for (const p of [natsPid, executorPid!, consensusPid!, storePid!, edgePid!, gatewayPid!]) pids.add(p);
+    // consensus attached to the gateway, whose host listens on the home's [p2p] laddr.
+    await until('consensus attached to the gateway', 60_000, async () =>
+      /^\[p2p-gateway\] .*consensus service attached/m.test(out) ? true : undefined,
+    );
+    const status = await comet<{ node_info: { listen_addr: string } }>(rpc, 'status');
+    assert.equal(status.node_info.listen_addr, `127.0.0.1:${ports.p2p}`);
     const ethHeight = async (port = ports.evmHttp) => {
       const res = await fetch(`http://127.0.0.1:${port}`, {
         method: 'POST',
@@ -122,7 +134,7 @@ describe('make cluster (scripts/cluster.sh)', () => {
       (await fetch(`http://127.0.0.1:${ports.metrics}/readyz`)).status === 200 ? true : undefined,
     );
     const exposition = await (await fetch(`http://127.0.0.1:${ports.metrics}/metrics`)).text();
-    for (const service of ['executor', 'consensus', 'state-store', 'rpc-edge', 'metrics'])
+    for (const service of ['executor', 'consensus', 'state-store', 'rpc-edge', 'p2p-gateway', 'metrics'])
       assert.match(
         exposition,
         new RegExp(`^process_cpu_seconds_total\\{.*service="${service}"`, 'm'),
@@ -212,6 +224,7 @@ describe('make cluster (scripts/cluster.sh)', () => {
     assert.match(out, /^\[executor\] noded: SIGTERM received, stopping service executor/m);
     assert.match(out, /^\[rpc-edge\] noded: SIGTERM received, stopping service rpc-edge/m);
     assert.match(out, /^\[metrics\] noded: SIGTERM received, stopping service metrics/m);
+    assert.match(out, /^\[p2p-gateway\] noded: SIGTERM received, stopping service p2p-gateway/m);
     for (const p of pids) assert.equal(alive(p), false, `pid ${p} still runs after the script exited`);
 
     // the state-store followed the stream into its own RocksDB: every height, chained

@@ -182,11 +182,11 @@ describe('noded service executor + consensus', () => {
   it('refuses an unknown service, bad variables and a missing executor, naming what is wrong', async () => {
     const { home } = await initLocalHome();
     cleanups.push(() => rmSync(home, { recursive: true, force: true }));
-    const unknown = runCli(['service', 'p2p-gateway', '--home', home]);
+    const unknown = runCli(['service', 'sentry', '--home', home]);
     assert.equal(unknown.code, 1);
     assert.match(
       unknown.stderr,
-      /<name>: must be one of executor, consensus, state-store, rpc-edge, metrics, got "p2p-gateway" \(p2p-gateway is not built yet\)/,
+      /<name>: must be one of executor, consensus, state-store, rpc-edge, metrics, p2p-gateway, got "sentry"/,
     );
 
     const bad = runCli(['service', 'executor', '--home', home], {
@@ -196,6 +196,7 @@ describe('noded service executor + consensus', () => {
       NODED_STATE_STORE_DB: join(home, 'data', 'application.db'),
       NODED_STATE_STORE_GRPC_ADDRESS: '127.0.0.1:99999',
       NODED_CONSENSUS_RPC_ADDRESS: 'http://127.0.0.1:26657',
+      NODED_P2P_GATEWAY_ADDRESS: 'gateway',
     });
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /\$NODED_EXECUTOR_GRPC_ADDRESS: must be host:port .*got "localhost"/);
@@ -210,6 +211,7 @@ describe('noded service executor + consensus', () => {
       bad.stderr,
       /\$NODED_CONSENSUS_RPC_ADDRESS: must be host:port .*got "http:\/\/127\.0\.0\.1:26657"/,
     );
+    assert.match(bad.stderr, /\$NODED_P2P_GATEWAY_ADDRESS: must be host:port .*got "gateway"/);
 
     // An rpc-edge with all three endpoints disabled has nothing to serve, and says so.
     const idle = runCli(['service', 'rpc-edge', '--home', home], {

@@ -20,7 +20,8 @@
 // its receipt, 26657 shows the block, REST on 1317 through the proxy gives the balance and the
 // block, WebSocket 8546 through the proxy answers, both rpc-edge replicas
 // (`--scale rpc-edge=2`) serve requests (counted by the metrics service on 26660, whose /readyz is
-// 200), and with one replica killed the proxy keeps serving.
+// 200), the p2p-gateway has consensus attached (its P2P address is consensus' listen address), and
+// with one replica killed the proxy keeps serving.
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
@@ -175,14 +176,13 @@ async function runDefaultProfile(work: string, tls: boolean): Promise<void> {
     assert.equal(cfg.status, 0, cfg.stderr);
     const all = parse(cfg.stdout).services as Record<string, Any>;
     const services = Object.fromEntries(Object.entries(all).filter(([, s]) => s.profiles === undefined));
-    // p2p-gateway is not built: the file keeps it out of the default profile (docs/deploy.md).
-    assert.equal(services['p2p-gateway'], undefined);
     assert.deepEqual(Object.keys(services).sort(), [
       'consensus',
       'executor',
       'init',
       'metrics',
       'nats',
+      'p2p-gateway',
       'proxy',
       'rpc-edge',
       'state-store',
@@ -467,6 +467,17 @@ async function runDefaultProfile(work: string, tls: boolean): Promise<void> {
       }
       const ready = await fetch(`${metricsBase}/readyz`);
       assert.equal(ready.status, 200, await ready.text());
+
+      // The p2p-gateway runs its real command: consensus attached to its relay (26672), so the gateway
+      // is ready, its P2P address (26656) is consensus' listen address, and metrics gathers it.
+      const gatewayIp = ips['p2p-gateway']![0]!;
+      const gatewayReady = await fetch(`http://${gatewayIp}:${port(26684)}/readyz`);
+      assert.equal(gatewayReady.status, 200, await gatewayReady.text());
+      const nodeInfo = (
+        (await (await fetch(`http://${ips.consensus![0]}:${port(26657)}/status`)).json()) as Any
+      ).result.node_info;
+      assert.equal(nodeInfo.listen_addr, `${gatewayIp}:${port(26656)}`);
+      assert.match(exposition, /^cometbft_p2p_peers\{[^}]*service="p2p-gateway"[^}]*\} 0$/m);
 
       // One edge killed: the proxy takes it out and keeps serving.
       const edge = byName('rpc-edge')[0]!;

@@ -28,7 +28,6 @@ function compose(dir: string, args: string[], profiles = '') {
 }
 
 let services: Record<string, Any> = {};
-let withGateway: Record<string, Any> = {};
 let localnet: Record<string, Any> = {};
 const bin = join(work, 'bin');
 
@@ -39,18 +38,14 @@ before(() => {
   const ln = compose(root, ['config'], 'localnet');
   assert.equal(ln.status, 0, ln.stderr);
   localnet = parse(ln.stdout).services;
-  const gw = compose(root, ['config'], 'p2p-gateway');
-  assert.equal(gw.status, 0, gw.stderr);
-  withGateway = parse(gw.stdout).services;
   mkdirSync(bin, { recursive: true });
   writeFileSync(join(bin, 'noded'), `#!/bin/sh\nexec "${process.execPath}" "${MAIN}" "$@"\n`);
   chmodSync(join(bin, 'noded'), 0o755);
 });
 after(() => removeDir(work));
 
-/** The services built so far (issue 22); p2p-gateway is in a profile that is off by default. */
-const BUILT = ['consensus', 'executor', 'state-store', 'rpc-edge', 'metrics'];
-const SIX = ['p2p-gateway', ...BUILT];
+/** The six services of the cluster (issue 22), all in the default profile. */
+const SIX = ['p2p-gateway', 'consensus', 'executor', 'state-store', 'rpc-edge', 'metrics'];
 /** Published ports from compose v1's normalized forms ({ published, target } or "127.0.0.1:26657:26657/tcp"). */
 const hostPorts = (s: Any): { host: number; ip?: string }[] =>
   (s.ports ?? []).map((p: Any) => {
@@ -137,12 +132,9 @@ describe('docker-compose.yml', () => {
   it('the six services run `noded service <name> --home /data` from the image, each with a health check, after what they need', () => {
     const image = services.executor.image;
     assert.match(image, /^noded:/);
-    // p2p-gateway is not built: only its profile runs it (compose v1's `config` lists every
-    // service with its profiles; `up` leaves out those whose profile is not enabled).
-    assert.deepEqual(services['p2p-gateway'].profiles, ['p2p-gateway']);
-    assert.deepEqual(withGateway['p2p-gateway'].profiles, ['p2p-gateway']);
     for (const name of SIX) {
-      const s = services[name] ?? withGateway[name];
+      const s = services[name];
+      assert.equal(s.profiles, undefined, `${name} is in the default profile`);
       assert.ok(s, `service ${name} missing`);
       assert.equal(s.image, image, name);
       // the read-only homes log to stdout only
@@ -161,7 +153,7 @@ describe('docker-compose.yml', () => {
       assert.equal(s.environment.NODED_NATS_URL, 'nats://nats:4222', name);
       assert.ok(s.healthcheck?.test?.length > 1, `${name}: no healthcheck`);
     }
-    for (const [name, s] of Object.entries(withGateway)) {
+    for (const [name, s] of Object.entries(services)) {
       for (const [dep, d] of Object.entries((s as Any).depends_on ?? {})) {
         const cond = (d as Any).condition;
         assert.ok(
@@ -169,10 +161,10 @@ describe('docker-compose.yml', () => {
           `${name} -> ${dep}: ${cond}`,
         );
         if (cond === 'service_healthy')
-          assert.ok(withGateway[dep]?.healthcheck, `${name} waits for ${dep}, which has no healthcheck`);
+          assert.ok(services[dep]?.healthcheck, `${name} waits for ${dep}, which has no healthcheck`);
       }
     }
-    const needs = (name: string) => Object.keys(withGateway[name].depends_on ?? {}).sort();
+    const needs = (name: string) => Object.keys(services[name].depends_on ?? {}).sort();
     assert.deepEqual(needs('executor'), ['init', 'nats']);
     assert.deepEqual(needs('consensus'), ['executor']);
     assert.deepEqual(needs('p2p-gateway'), ['consensus']);
@@ -181,9 +173,9 @@ describe('docker-compose.yml', () => {
     assert.equal(services.init.restart, 'no');
   });
 
-  it('the services agree on their addresses: gRPC 26670/26671, own metrics 26680..26683 gathered by metrics, all on 0.0.0.0', () => {
+  it('the services agree on their addresses: gRPC 26670/26671/26672, own metrics 26680..26684 gathered by metrics, all on 0.0.0.0', () => {
     for (const name of SIX) {
-      const e = (services[name] ?? withGateway[name]).environment;
+      const e = services[name].environment;
       if (!['executor', 'state-store'].includes(name)) {
         assert.equal(e.NODED_EXECUTOR_GRPC_ADDRESS, 'executor:26670', name);
         assert.equal(e.NODED_STATE_STORE_GRPC_ADDRESS, 'state-store:26671', name);
@@ -193,11 +185,17 @@ describe('docker-compose.yml', () => {
     assert.equal(services['state-store'].environment.NODED_STATE_STORE_GRPC_ADDRESS, '0.0.0.0:26671');
     assert.match(services.executor.healthcheck.test.join(' '), /connect\(26670,/);
     assert.match(services['state-store'].healthcheck.test.join(' '), /connect\(26671,/);
+    // consensus reaches its peers through the gateway's relay, which listens on all interfaces.
+    assert.equal(services['p2p-gateway'].environment.NODED_P2P_GATEWAY_ADDRESS, '0.0.0.0:26672');
+    assert.equal(services.consensus.environment.NODED_P2P_GATEWAY_ADDRESS, 'p2p-gateway:26672');
+    assert.equal(services['p2p-gateway'].environment.NODED_P2P_LADDR, 'tcp://0.0.0.0:26656');
+    assert.match(services['p2p-gateway'].healthcheck.test.join(' '), /connect\(26672,/);
     const own: Record<string, string> = {
       executor: '26680',
       consensus: '26681',
       'state-store': '26682',
       'rpc-edge': '26683',
+      'p2p-gateway': '26684',
     };
     for (const [name, p] of Object.entries(own))
       assert.equal(services[name].environment.NODED_SERVICE_METRICS_ADDRESS, `0.0.0.0:${p}`, name);
@@ -215,8 +213,8 @@ describe('docker-compose.yml', () => {
     assert.equal(services['rpc-edge'].environment.NODED_CONSENSUS_RPC_ADDRESS, 'consensus:26657');
   });
 
-  it('publishes the spec ports: 26656 p2p-gateway (in its profile), 26657 consensus and 26660 metrics on 127.0.0.1, 8545/8546/1317 by the proxy only', () => {
-    assert.deepEqual(hostPorts(withGateway['p2p-gateway']), [{ host: 26656, ip: undefined }]);
+  it('publishes the spec ports: 26656 p2p-gateway, 26657 consensus and 26660 metrics on 127.0.0.1, 8545/8546/1317 by the proxy only', () => {
+    assert.deepEqual(hostPorts(services['p2p-gateway']), [{ host: 26656, ip: undefined }]);
     assert.deepEqual(hostPorts(services.consensus), [{ host: 26657, ip: '127.0.0.1' }]);
     assert.deepEqual(hostPorts(services.metrics), [{ host: 26660, ip: '127.0.0.1' }]);
     assert.deepEqual(
@@ -353,7 +351,7 @@ describe('docker-compose.yml', () => {
     const nodes = ['node0', 'node1', 'node2', 'node3'];
     const inProfile = Object.keys(localnet).filter((n) => localnet[n].profiles?.includes('localnet'));
     assert.deepEqual(inProfile.sort(), ['localnet-init', ...nodes]);
-    for (const n of [...BUILT, 'nats', 'init', 'proxy']) assert.equal(services[n].profiles, undefined, n);
+    for (const n of [...SIX, 'nats', 'init', 'proxy']) assert.equal(services[n].profiles, undefined, n);
     const out = join(work, 'localnet');
     const cmd = (localnet['localnet-init'].command as string[]).at(-1)!.replaceAll('/localnet', out);
     const env = { PATH: `${bin}:${process.env.PATH}`, HOME: work };

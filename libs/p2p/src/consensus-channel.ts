@@ -25,7 +25,7 @@ import {
 import { merkleAuntsAll, merkleRootFromProof } from '../../crypto/index.js';
 import type { Block, Commit, PartSetHeader, Proposal } from '../../types/index.js';
 import { P2PError } from './errors.js';
-import type { P2PHost } from './host.js';
+import type { ChannelHost } from './host.js';
 
 export const CONSENSUS_PROTOCOL = '/noded/consensus/1';
 
@@ -165,7 +165,7 @@ export class ConsensusChannel implements ConsensusNetwork {
   private readonly budget: number;
 
   constructor(
-    private readonly host: P2PHost,
+    private readonly host: ChannelHost,
     maxBlockBytes: number,
   ) {
     this.maxParts = Math.ceil(maxBlockBytes / BLOCK_PART_SIZE) + 1;

@@ -74,6 +74,24 @@ export interface PeerEvents {
   down(peer: string): void;
 }
 
+/**
+ * What a channel needs of the host it runs on: P2PHost in one process, or the consensus service's
+ * client of a p2p-gateway (libs/abci-grpc GatewayHost), which relays the same calls over gRPC.
+ */
+export interface ChannelHost {
+  /** Adds a channel; all channels must be registered before the host starts. */
+  register(channel: Channel): void;
+  onPeer(events: PeerEvents): () => void;
+  readonly peerCount: number;
+  peerIds(): string[];
+  /** Queues `payload` for one peer; false when it is not connected (or did not list the channel). */
+  send(peerId: string, protocol: string, payload: Uint8Array): boolean;
+  /** Queues `payload` for every connected peer (except `except`) that advertised the channel. */
+  broadcast(protocol: string, payload: Uint8Array, except?: string): void;
+  /** Drops a peer for what it sent, logging why. */
+  disconnect(peerId: string, reason: string): void;
+}
+
 interface ChannelStats {
   sent: number;
   received: number;
@@ -218,7 +236,7 @@ function readFrames(
 /** The listener's verdict, sent after its node info: empty when admitted, else the reason. */
 const verdict = (refusal: string) => frame(new TextEncoder().encode(refusal));
 
-export class P2PHost {
+export class P2PHost implements ChannelHost {
   private node: Libp2p | null = null;
   private readonly channels = new Map<string, Channel>();
   private readonly peers = new Map<string, Peer>();

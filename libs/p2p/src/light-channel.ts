@@ -19,7 +19,7 @@ import {
 } from '../../consensus/index.js';
 import type { BlockMeta, Commit, Logger, Validator } from '../../types/index.js';
 import { P2PError } from './errors.js';
-import type { P2PHost } from './host.js';
+import type { ChannelHost } from './host.js';
 
 export const LIGHT_PROTOCOL = '/noded/light/1';
 
@@ -155,7 +155,7 @@ export class LightChannel {
   private closed = false;
 
   constructor(
-    private readonly host: P2PHost,
+    private readonly host: ChannelHost,
     private readonly opts: LightChannelOptions,
   ) {
     this.log = opts.logger;

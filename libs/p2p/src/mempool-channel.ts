@@ -6,7 +6,7 @@
 import { keccak256 } from '../../crypto/index.js';
 import type { Logger } from '../../types/index.js';
 import { P2PError } from './errors.js';
-import type { P2PHost } from './host.js';
+import type { ChannelHost } from './host.js';
 
 export const MEMPOOL_PROTOCOL = '/noded/mempool/1';
 /** A batch's bytes before it is sent; a single larger transaction goes alone. */
@@ -79,7 +79,7 @@ export class MempoolChannel {
   private readonly offPeers: () => void;
 
   constructor(
-    private readonly host: P2PHost,
+    private readonly host: ChannelHost,
     private readonly pool: GossipPool,
     maxTxBytes: number,
     private readonly log: Logger,

@@ -13,7 +13,9 @@ import {
 } from '@nestjs/common';
 import {
   AbciClientError,
+  GatewayHost,
   GrpcApplication,
+  GrpcMempool,
   mutualTlsChannelCredentials,
 } from '../../../libs/abci-grpc/index.js';
 import {
@@ -24,6 +26,13 @@ import {
   toConsensusTimeouts,
 } from '../../../libs/config/index.js';
 import { ConsensusRuntime } from '../../../libs/consensus/index.js';
+import {
+  type BlockStoreReads,
+  ConsensusChannel,
+  LightChannel,
+  lightBlockSourceOf,
+  MempoolChannel,
+} from '../../../libs/p2p/index.js';
 import { CometRpcServer, TxIndexer } from '../../../libs/rpc/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { EventBus, type Logger } from '../../../libs/types/index.js';
@@ -40,11 +49,23 @@ import {
 } from '../../shared/src/bootstrap.js';
 import { serveServiceMetrics } from '../../shared/src/service-metrics.js';
 import type { ServiceSettings } from '../../shared/src/settings.js';
+import { ExecutorGossipPool } from './gossip-pool.js';
 import { ClusterNodeReader } from './reader.js';
 
 export const BLOCKSTORE_DB = Symbol('blockstore.db');
 export const STATE_DB = Symbol('state.db');
 export const CONSENSUS_BUS = Symbol('EventBus');
+export const PEER_NETWORK = Symbol('PeerNetwork');
+
+/**
+ * Peers through the p2p-gateway (NODED_P2P_GATEWAY_ADDRESS), or none: the channels of `noded start`
+ * run here over the gateway's relay, and the runtime in use is set in `runtime` for the light channel.
+ */
+export interface PeerNetwork {
+  gateway?: GatewayHost;
+  consensus?: ConsensusChannel;
+  runtime: { current?: ConsensusRuntime };
+}
 
 /** Pause between attempts to reach a lost executor (each attempt waits up to this long too). */
 const RECONNECT_STEP_MS = 1_000;
@@ -76,6 +97,7 @@ export class ConsensusHost implements OnApplicationBootstrap, OnApplicationShutd
     @Inject(BLOCKSTORE_DB) private readonly blockStore: KVStore,
     @Inject(STATE_DB) private readonly stateStore: KVStore,
     @Inject(CONSENSUS_BUS) private readonly bus: EventBus,
+    @Inject(PEER_NETWORK) private readonly peers: PeerNetwork,
   ) {
     this.log = logger.child({ module: 'service' });
   }
@@ -94,7 +116,9 @@ export class ConsensusHost implements OnApplicationBootstrap, OnApplicationShutd
     this.closers.add('consensus', () => this.stop());
     await this.waitForExecutor(this.settings.cluster.executorWaitMs);
     this.runtime = await this.create();
+    this.peers.runtime.current = this.runtime;
     await this.runtime.start();
+    this.peers.gateway?.start();
     this.started();
     this.log.info(
       { height: this.runtime.blockStoreHeight(), executor: this.app.address },
@@ -157,6 +181,7 @@ export class ConsensusHost implements OnApplicationBootstrap, OnApplicationShutd
       stateStore: this.stateStore,
       app: this.app,
       bus: this.bus,
+      ...(this.peers.consensus ? { network: this.peers.consensus } : {}),
       logger: this.logger.child({ module: 'consensus' }),
       onFatal: (err) => this.onFatal(err),
     });
@@ -180,6 +205,7 @@ export class ConsensusHost implements OnApplicationBootstrap, OnApplicationShutd
       await this.waitForExecutor(this.settings.cluster.executorWaitMs);
       const rt = await this.create();
       this.runtime = rt;
+      this.peers.runtime.current = rt;
       await rt.start();
       this.lost = false;
       this.log.info({ height: rt.blockStoreHeight() }, 'executor back; consensus restarted');
@@ -206,6 +232,7 @@ export class CometRpcHost implements OnApplicationBootstrap {
     @Inject(GrpcApplication) private readonly app: GrpcApplication,
     @Inject(CONSENSUS_BUS) private readonly bus: EventBus,
     @Inject(ConsensusHost) private readonly consensus: ConsensusHost,
+    @Inject(PEER_NETWORK) private readonly peers: PeerNetwork,
   ) {
     this.log = logger.child({ module: 'service' });
   }
@@ -236,6 +263,7 @@ export class CometRpcHost implements OnApplicationBootstrap {
       genesisText: s.genesis.text,
       version: NODED_VERSION,
       txIndex: indexer.enabled,
+      ...(this.peers.gateway ? { gateway: this.peers.gateway } : {}),
     });
     const reindexed = await indexer.catchUp(reader);
     if (reindexed > 0) this.log.info({ blocks: reindexed }, 'tx index caught up with the block store');
@@ -260,20 +288,74 @@ export class CometRpcHost implements OnApplicationBootstrap {
   }
 }
 
-/** The cluster has no p2p-gateway yet: consensus alone can only run a chain this home validates alone. */
+/**
+ * Without a p2p-gateway consensus has no peers: it can only run a chain this home validates alone.
+ * With NODED_P2P_GATEWAY_ADDRESS set, any genesis goes (a validator among others, or a full node).
+ */
 function checkSingleValidator(s: ServiceSettings): void {
+  if (s.cluster.p2pGatewayAddress !== null) return;
   const validators = s.genesis.runtime.validators;
   if (validators.length !== 1) {
     throw new Error(
-      `genesis.json has ${validators.length} validators: without a p2p-gateway (not built yet) the consensus service runs a single-validator chain only`,
+      `genesis.json has ${validators.length} validators: without a p2p-gateway the consensus service runs a single-validator chain only; run "noded service p2p-gateway" and set $NODED_P2P_GATEWAY_ADDRESS`,
     );
   }
   const key = loadValidatorKey(homePaths(s.home).privValidatorKey);
   if (!Buffer.from(key.publicKey).equals(Buffer.from(validators[0]!.pubKey))) {
     throw new Error(
-      `${homePaths(s.home).privValidatorKey} is not the key of genesis.json's only validator: without a p2p-gateway (not built yet) this node could never receive a block`,
+      `${homePaths(s.home).privValidatorKey} is not the key of genesis.json's only validator: without a p2p-gateway this node could never receive a block; run "noded service p2p-gateway" and set $NODED_P2P_GATEWAY_ADDRESS`,
     );
   }
+}
+
+/** The channels of `noded start` over the gateway's relay (nothing when no gateway is configured). */
+function peerNetworkOf(
+  s: ServiceSettings,
+  app: GrpcApplication,
+  logger: Logger,
+  closers: Closers,
+): PeerNetwork {
+  const runtime: PeerNetwork['runtime'] = {};
+  const address = s.cluster.p2pGatewayAddress;
+  if (address === null) return { runtime };
+  const credentials = s.cluster.grpcTls ? mutualTlsChannelCredentials(s.cluster.grpcTls) : undefined;
+  const gateway = new GatewayHost({
+    address,
+    chainId: s.genesis.runtime.chainId,
+    nodeId: loadNodeKey(homePaths(s.home).nodeKey).nodeId,
+    logger: logger.child({ module: 'p2p' }),
+    ...(credentials ? { credentials } : {}),
+  });
+  closers.add('p2p-gateway client', () => gateway.stop());
+  const consensus = new ConsensusChannel(gateway, Number(s.genesis.runtime.consensusParams.block.maxBytes));
+  const mempool = new GrpcMempool(s.cluster.executorGrpcAddress, credentials ? { credentials } : {});
+  closers.add('executor mempool client', () => mempool.close());
+  const pool = new ExecutorGossipPool(app, mempool, logger.child({ module: 'mempool' }));
+  const gossip = new MempoolChannel(
+    gateway,
+    pool,
+    s.loaded.config.mempool.maxTxBytes,
+    logger.child({ module: 'mempool' }),
+  );
+  pool.start();
+  closers.add('mempool gossip', () => {
+    pool.stop();
+    gossip.close();
+  });
+  // Light nodes ask for signed headers from the runtime in use (a new one after an executor loss).
+  const store: BlockStoreReads = {
+    blockStoreBase: () => runtime.current?.blockStoreBase() ?? 0,
+    blockStoreHeight: () => runtime.current?.blockStoreHeight() ?? 0,
+    loadBlockMeta: async (h) => runtime.current?.loadBlockMeta(h),
+    loadCommit: async (h) => runtime.current?.loadCommit(h),
+    validators: async (h) => runtime.current?.validators(h),
+  };
+  const light = new LightChannel(gateway, {
+    source: lightBlockSourceOf(store),
+    logger: logger.child({ module: 'light' }),
+  });
+  closers.add('light serving', () => light.close());
+  return { gateway, consensus, runtime };
 }
 
 export const consensusModule: ServiceModuleFactory = (settings, shared) => {
@@ -315,6 +397,12 @@ export const consensusModule: ServiceModuleFactory = (settings, shared) => {
           closers.add('state.db', () => kv.close());
           return kv;
         },
+      },
+      {
+        provide: PEER_NETWORK,
+        inject: [SERVICE_SETTINGS, GrpcApplication, Closers],
+        useFactory: (s: ServiceSettings, app: GrpcApplication, closers: Closers) =>
+          peerNetworkOf(s, app, shared.logger, closers),
       },
       ConsensusHost,
       CometRpcHost,

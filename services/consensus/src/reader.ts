@@ -2,7 +2,7 @@
 // state of the (current) consensus runtime, and reaches the remote executor only through the ABCI
 // contract: check_tx and broadcast_tx_* are CheckTx over gRPC, abci_info is Info. What the contract
 // does not carry yet (the mempool's contents, abci_query) answers with the reason.
-import type { GrpcApplication } from '../../../libs/abci-grpc/index.js';
+import type { GatewayHost, GrpcApplication } from '../../../libs/abci-grpc/index.js';
 import type { ConsensusRuntime } from '../../../libs/consensus/index.js';
 import type {
   AppInfo,
@@ -21,6 +21,7 @@ import type {
   SyncInfo,
   Validator,
 } from '../../../libs/types/index.js';
+import { peerAddresses } from '../../noded/src/node-reader.js';
 
 export interface ClusterNodeReaderDeps {
   /** The runtime now running (a new one after the executor was lost and came back). */
@@ -33,6 +34,8 @@ export interface ClusterNodeReaderDeps {
   genesisText: string;
   version: string;
   txIndex: boolean;
+  /** The p2p-gateway's relay: its peers are this node's peers (absent: no gateway, no peers). */
+  gateway?: GatewayHost;
 }
 
 export class ClusterNodeReader implements NodeReader {
@@ -46,8 +49,8 @@ export class ClusterNodeReader implements NodeReader {
     const d = this.deps;
     return {
       nodeId: d.nodeId,
-      // No p2p-gateway yet: the service listens for no peers.
-      listenAddr: '',
+      // Peers reach this node at the gateway's address; without one it listens for no peers.
+      listenAddr: d.gateway?.listenAddr ?? '',
       network: d.chainId,
       version: d.version,
       moniker: d.moniker,
@@ -67,7 +70,17 @@ export class ClusterNodeReader implements NodeReader {
   }
 
   peers(): PeerInfo[] {
-    return [];
+    return this.deps.gateway?.peerInfos() ?? [];
+  }
+
+  /** Unsafe RPC dial_peers: the gateway dials (each address checked there). */
+  async dialPeers(peers: string[], o: { persistent: boolean; unconditional: boolean }): Promise<void> {
+    const g = this.deps.gateway;
+    if (!g)
+      throw new Error('dial_peers: this consensus service has no p2p-gateway ($NODED_P2P_GATEWAY_ADDRESS)');
+    // Each address is checked here so that a bad one is an RPC error naming it, not a gateway log line.
+    peerAddresses(peers);
+    g.dial(peers, o);
   }
 
   genesisJson(): string {

@@ -43,7 +43,7 @@ export interface LocalNodeReaderDeps {
 }
 
 /** Parses dial_peers / dial_seeds addresses, naming the first bad one. */
-function peerAddresses(list: string[]): PeerAddress[] {
+export function peerAddresses(list: string[]): PeerAddress[] {
   return list.map((s) => {
     const a = parsePeerAddress(s);
     if (!a) throw new Error(`address (${s}) is not "<node_id>@<host>:<port>" with a 40-hex-digit node id`);

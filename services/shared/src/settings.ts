@@ -19,11 +19,29 @@ import { checkSubjectToken } from '../../../libs/stream/index.js';
 import { type TracingSettings, tracingSettingsOf } from './tracing.js';
 
 /** The services `noded service <name>` runs today. */
-export const SERVICE_NAMES = ['executor', 'consensus', 'state-store', 'rpc-edge', 'metrics'] as const;
+export const SERVICE_NAMES = [
+  'executor',
+  'consensus',
+  'state-store',
+  'rpc-edge',
+  'metrics',
+  'p2p-gateway',
+] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 /** The services whose metrics the metrics service gathers. */
 export type ScrapedService = Exclude<ServiceName, 'metrics'>;
 export const SCRAPED_SERVICES: readonly ScrapedService[] = [
+  'executor',
+  'consensus',
+  'state-store',
+  'rpc-edge',
+  'p2p-gateway',
+];
+/**
+ * The services NODED_METRICS_TARGETS must name (and its default lists). The p2p-gateway is optional:
+ * a single-validator cluster runs without one; name it when it runs.
+ */
+export const REQUIRED_SCRAPED_SERVICES: readonly ScrapedService[] = [
   'executor',
   'consensus',
   'state-store',
@@ -39,6 +57,7 @@ export const DEFAULT_SERVICE_METRICS_ADDRESSES: Record<ScrapedService, string> =
   consensus: '127.0.0.1:26681',
   'state-store': '127.0.0.1:26682',
   'rpc-edge': '127.0.0.1:26683',
+  'p2p-gateway': '127.0.0.1:26684',
 };
 
 /** One endpoint the metrics service scrapes: a host name may stand for several replicas. */
@@ -52,6 +71,8 @@ export interface MetricsTarget {
 export const DEFAULT_EXECUTOR_GRPC_ADDRESS = '127.0.0.1:26670';
 /** Where a state-store serves noded.state.v1.StateReader (and grpc.health.v1) unless told otherwise. */
 export const DEFAULT_STATE_STORE_GRPC_ADDRESS = '127.0.0.1:26671';
+/** Where the p2p-gateway serves noded.p2p.v1.Gateway (and grpc.health.v1) unless told otherwise. */
+export const DEFAULT_P2P_GATEWAY_ADDRESS = '127.0.0.1:26672';
 /** nats-server's default client port. */
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
 
@@ -84,6 +105,12 @@ export interface ClusterSettings {
    * validator sets and node info from (host:port); unset: the home's `[rpc] laddr` on its dialable host.
    */
   consensusRpcAddress?: string;
+  /**
+   * NODED_P2P_GATEWAY_ADDRESS: where the p2p-gateway serves its relay (host:port) and consensus dials
+   * it. The gateway defaults to DEFAULT_P2P_GATEWAY_ADDRESS; for consensus, null (unset) means no
+   * gateway: no peers, and a chain this home validates alone.
+   */
+  p2pGatewayAddress: string | null;
   /** NODED_SERVICE_METRICS_ADDRESS: where this service serves its own metrics (host:port). */
   serviceMetricsAddress: string;
   /** NODED_METRICS_TARGETS: what the metrics service scrapes. */
@@ -266,7 +293,8 @@ function grpcTlsOf(env: Env, problems: string[]): GrpcTlsSettings | null {
 
 /** NODED_METRICS_TARGETS: comma-separated service=host:port, each service at least once. */
 function metricsTargetsOf(value: string | undefined, problems: string[]): MetricsTarget[] {
-  const text = value ?? SCRAPED_SERVICES.map((s) => `${s}=${DEFAULT_SERVICE_METRICS_ADDRESSES[s]}`).join(',');
+  const text =
+    value ?? REQUIRED_SCRAPED_SERVICES.map((s) => `${s}=${DEFAULT_SERVICE_METRICS_ADDRESSES[s]}`).join(',');
   const targets: MetricsTarget[] = [];
   for (const item of text.split(',').map((s) => s.trim())) {
     if (item === '') continue;
@@ -287,7 +315,7 @@ function metricsTargetsOf(value: string | undefined, problems: string[]): Metric
     }
     targets.push({ service: service as ScrapedService, host: m[1]!.replace(/^\[|\]$/g, ''), port });
   }
-  for (const s of SCRAPED_SERVICES) {
+  for (const s of REQUIRED_SCRAPED_SERVICES) {
     if (
       !targets.some((t) => t.service === s) &&
       !problems.some((p) => p.startsWith('$NODED_METRICS_TARGETS'))
@@ -337,6 +365,9 @@ export function clusterSettingsOf(
   const consensusRpcAddress = env.NODED_CONSENSUS_RPC_ADDRESS;
   if (consensusRpcAddress !== undefined)
     checkHostPort('NODED_CONSENSUS_RPC_ADDRESS', consensusRpcAddress, problems);
+  const gatewayEnv = env.NODED_P2P_GATEWAY_ADDRESS;
+  if (gatewayEnv !== undefined) checkHostPort('NODED_P2P_GATEWAY_ADDRESS', gatewayEnv, problems);
+  const p2pGatewayAddress = gatewayEnv ?? (service === 'p2p-gateway' ? DEFAULT_P2P_GATEWAY_ADDRESS : null);
   const ownDefault =
     service !== undefined && service !== 'metrics' ? DEFAULT_SERVICE_METRICS_ADDRESSES[service] : '';
   const serviceMetricsAddress = env.NODED_SERVICE_METRICS_ADDRESS ?? ownDefault;
@@ -367,6 +398,7 @@ export function clusterSettingsOf(
     stateStoreDb,
     stateStoreGrpcAddress,
     ...(consensusRpcAddress !== undefined ? { consensusRpcAddress } : {}),
+    p2pGatewayAddress,
     serviceMetricsAddress,
     metricsTargets,
     metricsMaxLag,

@@ -24,6 +24,8 @@ const MODULES: Record<ServiceName, () => Promise<ServiceModuleFactory>> = {
     (await import('../../../../state-store/src/state-store.module.js')).stateStoreModule,
   'rpc-edge': async () => (await import('../../../../rpc-edge/src/rpc-edge.module.js')).rpcEdgeModule,
   metrics: async () => (await import('../../../../metrics/src/metrics.module.js')).metricsModule,
+  'p2p-gateway': async () =>
+    (await import('../../../../p2p-gateway/src/p2p-gateway.module.js')).p2pGatewayModule,
 };
 
 export function registerService(program: Command): void {
@@ -91,9 +93,7 @@ async function natsAuth(opts: HomeOpts & { out?: string }): Promise<void> {
 async function runService(name: string, opts: ServiceOpts): Promise<void> {
   const errors: string[] = [];
   if (!(SERVICE_NAMES as readonly string[]).includes(name)) {
-    errors.push(
-      `<name>: must be one of ${SERVICE_NAMES.join(', ')}, got ${JSON.stringify(name)} (p2p-gateway is not built yet)`,
-    );
+    errors.push(`<name>: must be one of ${SERVICE_NAMES.join(', ')}, got ${JSON.stringify(name)}`);
   }
   if (opts.logLevel !== undefined && !(LOG_LEVELS as readonly string[]).includes(opts.logLevel)) {
     errors.push(`--log-level: must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(opts.logLevel)}`);

@@ -1,0 +1,341 @@
+// The p2p-gateway's relay (noded.p2p.v1.Gateway) over real gRPC and real P2P hosts on 127.0.0.1:
+// a raw client attaches as the consensus service would, a peer's frames reach it and its frames reach
+// the peer; every bad request is refused with a Refused event naming the field and the rule while the
+// stream goes on; a bad Attach ends the stream with the reason; one consensus stream at a time; and
+// GatewayHost (the consensus side) runs an unchanged MempoolChannel over the relay.
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
+import {
+  GATEWAY_SERVICE_NAME,
+  GatewayHost,
+  GatewayRelay,
+  type GatewayServer,
+  gatewayProto,
+  healthProto,
+  serveGateway,
+} from '../../libs/abci-grpc/index.js';
+import { ed25519Generate, nodeIdFromPublicKey } from '../../libs/crypto/index.js';
+import { decodeTxBatch, encodeTxBatch, MEMPOOL_PROTOCOL, MempoolChannel } from '../../libs/p2p/index.js';
+import { silentLogger } from '../../libs/types/index.js';
+import { startTestHost, stopTestHosts, until } from './helpers.js';
+
+const ECHO = '/noded/echo/1';
+const servers: GatewayServer[] = [];
+const clients: grpc.Client[] = [];
+after(async () => {
+  for (const c of clients) c.close();
+  for (const s of servers) await s.close();
+  await stopTestHosts();
+});
+
+type RelayEvent = gatewayProto.RelayEvent;
+type RelayRequest = gatewayProto.RelayRequest;
+
+/** A gateway: a real host opened at the first attach, and its relay on a free port. */
+async function startGateway(channelsSetup?: (protocol: string) => void) {
+  const key = ed25519Generate();
+  const nodeId = nodeIdFromPublicKey(key.publicKey);
+  let hostPort = 0;
+  const relay = new GatewayRelay({
+    chainId: 'chain-local',
+    nodeId,
+    listenAddr: '127.0.0.1:0',
+    logger: silentLogger,
+    openHost: async (channels) => {
+      const t = await startTestHost(
+        (h) => {
+          for (const c of channels) {
+            h.register(c);
+            channelsSetup?.(c.protocol);
+          }
+        },
+        { key },
+      );
+      hostPort = t.port;
+      return t.host;
+    },
+  });
+  const server = await serveGateway(relay, '127.0.0.1:0');
+  servers.push(server);
+  return { relay, nodeId, address: `127.0.0.1:${server.port}`, hostPort: () => hostPort };
+}
+
+/** A raw relay stream, its events kept, and its final status. */
+function openStream(address: string) {
+  const client = new grpc.Client(address, grpc.credentials.createInsecure());
+  clients.push(client);
+  const def = gatewayProto.GatewayService.relay;
+  const call = client.makeBidiStreamRequest<RelayRequest, RelayEvent>(
+    def.path,
+    def.requestSerialize,
+    def.responseDeserialize,
+  );
+  const events: RelayEvent[] = [];
+  let status: grpc.StatusObject | undefined;
+  call.on('data', (e: RelayEvent) => events.push(e));
+  call.on('error', () => {});
+  call.on('status', (s: grpc.StatusObject) => {
+    status = s;
+  });
+  return { call, events, status: () => status };
+}
+
+const attachOf = (nodeId: string, over: Partial<gatewayProto.Attach> = {}): RelayRequest => ({
+  attach: {
+    chainId: 'chain-local',
+    nodeId,
+    channels: [{ protocol: ECHO, maxMessageBytes: 1024 }],
+    ...over,
+  },
+});
+
+describe('p2p-gateway relay', () => {
+  it('relays frames both ways, refuses bad requests by name and keeps the stream', async () => {
+    const gw = await startGateway();
+    const s = openStream(gw.address);
+    s.call.write(attachOf(gw.nodeId));
+    await until('attached', () => s.events.some((e) => e.attached));
+    const attached = s.events.find((e) => e.attached)!.attached!;
+    // grpc.health.v1 on the relay port: the server and the Gateway service both serve.
+    const health = new healthProto.HealthClient(gw.address, grpc.credentials.createInsecure());
+    for (const service of ['', GATEWAY_SERVICE_NAME]) {
+      const status = await new Promise<number>((resolve, reject) =>
+        health.check({ service }, (err, res) => (err ? reject(err) : resolve(res.status))),
+      );
+      assert.equal(status, healthProto.HealthCheckResponse_ServingStatus.SERVING, service);
+    }
+    health.close();
+    assert.equal(attached.nodeId, gw.nodeId);
+    assert.deepEqual(attached.peers, []);
+
+    // A peer connects to the gateway's host: PeerUp, then its frames arrive as Frame events.
+    const fromGateway: string[] = [];
+    const peer = await startTestHost(
+      (h) =>
+        h.register({
+          protocol: ECHO,
+          maxMessageBytes: 1024,
+          onMessage: (_p, payload) => fromGateway.push(new TextDecoder().decode(payload)),
+        }),
+      { peers: [{ nodeId: gw.nodeId, host: '127.0.0.1', port: gw.hostPort() }] },
+    );
+    await until('peer up', () => s.events.some((e) => e.peerUp?.peer?.nodeId === peer.id));
+    assert.equal(s.events.find((e) => e.peerUp)!.peerUp!.peer!.network, 'chain-local');
+    peer.host.send(gw.nodeId, ECHO, new TextEncoder().encode('from peer'));
+    await until('frame', () => s.events.some((e) => e.frame));
+    const f = s.events.find((e) => e.frame)!.frame!;
+    assert.deepEqual(
+      { peer: f.peer, protocol: f.protocol, text: new TextDecoder().decode(f.payload) },
+      { peer: peer.id, protocol: ECHO, text: 'from peer' },
+    );
+
+    // Bad requests: each refused with the field and the rule.
+    const bad: Array<[RelayRequest, RegExp]> = [
+      [
+        { send: { peer: 'XYZ', protocol: ECHO, payload: Uint8Array.of(1) } },
+        /^SendFrame\.peer: must be 40 lowercase hex characters, got "XYZ"$/,
+      ],
+      [
+        { send: { peer: peer.id, protocol: '/noded/other/1', payload: Uint8Array.of(1) } },
+        /^SendFrame\.protocol: "\/noded\/other\/1" is not a channel of this stream's attach$/,
+      ],
+      [
+        { send: { peer: peer.id, protocol: ECHO, payload: new Uint8Array(1025) } },
+        /^SendFrame\.payload: 1025 bytes is over \/noded\/echo\/1's limit of 1024$/,
+      ],
+      [
+        { broadcast: { protocol: ECHO, payload: new Uint8Array(0), except: '' } },
+        /^BroadcastFrame\.payload: must not be empty$/,
+      ],
+      [
+        { broadcast: { protocol: ECHO, payload: Uint8Array.of(1), except: 'nope' } },
+        /^BroadcastFrame\.except: must be empty or 40 lowercase hex characters/,
+      ],
+      [
+        { disconnect: { peer: peer.id, reason: 'x'.repeat(1025) } },
+        /^DisconnectPeer\.reason: over 1024 bytes$/,
+      ],
+      [
+        { dial: { addresses: ['nobody@127.0.0.1:1'], persistent: false, unconditional: false } },
+        /^DialPeers\.addresses\[0\]: must be <node_id>@host:port, got "nobody@127\.0\.0\.1:1"$/,
+      ],
+      [{}, /^RelayRequest: names no request/],
+      [attachOf(gw.nodeId), /^RelayRequest\.attach: this stream is already attached$/],
+    ];
+    for (const [req, re] of bad) {
+      const before = s.events.filter((e) => e.refused).length;
+      s.call.write(req);
+      await until(`refusal ${re}`, () => s.events.filter((e) => e.refused).length > before);
+      const reason = s.events.filter((e) => e.refused).at(-1)!.refused!.reason;
+      assert.match(reason, re);
+    }
+    assert.equal(fromGateway.length, 0, 'nothing refused reached the peer');
+    assert.equal(peer.host.peerCount, 1, 'the peer is still connected');
+
+    // The stream survived: a good send and a broadcast reach the peer, in order.
+    s.call.write({ send: { peer: peer.id, protocol: ECHO, payload: new TextEncoder().encode('one') } });
+    s.call.write({ broadcast: { protocol: ECHO, payload: new TextEncoder().encode('two'), except: '' } });
+    await until('frames at the peer', () => fromGateway.length === 2);
+    assert.deepEqual(fromGateway, ['one', 'two']);
+
+    // A second consensus stream is refused while this one is attached.
+    const second = openStream(gw.address);
+    second.call.write(attachOf(gw.nodeId));
+    await until('second refused', () => second.status() !== undefined);
+    assert.equal(second.status()!.code, grpc.status.ALREADY_EXISTS);
+    assert.match(second.status()!.details, /a consensus service is attached already/);
+
+    // Disconnect: the peer is dropped, with PeerDown on the stream.
+    s.call.write({ disconnect: { peer: peer.id, reason: 'test: forged vote' } });
+    await until('peer down', () => s.events.some((e) => e.peerDown?.nodeId === peer.id));
+    s.call.end();
+    // Detached: the host keeps running and a new stream attaches, with the same channel set only.
+    await until('detached', () => !gw.relay.attached);
+    const third = openStream(gw.address);
+    third.call.write(attachOf(gw.nodeId, { channels: [{ protocol: ECHO, maxMessageBytes: 2048 }] }));
+    await until('changed channels refused', () => third.status() !== undefined);
+    assert.equal(third.status()!.code, grpc.status.FAILED_PRECONDITION);
+    assert.match(
+      third.status()!.details,
+      /^Attach\.channels: the gateway's host advertises \/noded\/echo\/1 since its first attach/,
+    );
+    const fourth = openStream(gw.address);
+    fourth.call.write(attachOf(gw.nodeId));
+    await until('re-attached', () => fourth.events.some((e) => e.attached));
+    assert.equal(gw.relay.attaches, 2);
+    fourth.call.end();
+  });
+
+  it('ends a stream whose first request is not a valid attach, naming why', async () => {
+    const gw = await startGateway();
+    const cases: Array<[RelayRequest, grpc.status, RegExp]> = [
+      [
+        { send: { peer: gw.nodeId, protocol: ECHO, payload: Uint8Array.of(1) } },
+        grpc.status.FAILED_PRECONDITION,
+        /^RelayRequest: the first request of a stream must be an attach$/,
+      ],
+      [
+        attachOf(gw.nodeId, { chainId: 'chain-mainnet' }),
+        grpc.status.FAILED_PRECONDITION,
+        /^Attach\.chain_id: the gateway runs chain-local, got "chain-mainnet"$/,
+      ],
+      [
+        attachOf('00'.repeat(20)),
+        grpc.status.FAILED_PRECONDITION,
+        /^Attach\.node_id: the gateway's node key is [0-9a-f]{40}, got "0{40}"/,
+      ],
+      [
+        attachOf(gw.nodeId, { channels: [{ protocol: '/noded/pex/1', maxMessageBytes: 10 }] }),
+        grpc.status.FAILED_PRECONDITION,
+        /^Attach\.channels\[0\]\.protocol: \/noded\/pex\/1 is the gateway's own protocol$/,
+      ],
+      [
+        attachOf(gw.nodeId, { channels: [{ protocol: 'consensus', maxMessageBytes: 10 }] }),
+        grpc.status.FAILED_PRECONDITION,
+        /^Attach\.channels\[0\]\.protocol: must be "\/" and 1 to 127 printable characters, got "consensus"$/,
+      ],
+      [
+        attachOf(gw.nodeId, { channels: [{ protocol: ECHO, maxMessageBytes: 0 }] }),
+        grpc.status.FAILED_PRECONDITION,
+        /^Attach\.channels\[0\]\.max_message_bytes: must be 1\.\.67108864, got 0$/,
+      ],
+      [
+        attachOf(gw.nodeId, { channels: [] }),
+        grpc.status.FAILED_PRECONDITION,
+        /^Attach\.channels: must name/,
+      ],
+    ];
+    for (const [req, code, re] of cases) {
+      const s = openStream(gw.address);
+      s.call.write(req);
+      await until(`status for ${re}`, () => s.status() !== undefined);
+      assert.equal(s.status()!.code, code, s.status()!.details);
+      assert.match(s.status()!.details, re);
+    }
+    // Bytes that are no RelayRequest at all, as the first message.
+    const client = new grpc.Client(gw.address, grpc.credentials.createInsecure());
+    clients.push(client);
+    const raw = client.makeBidiStreamRequest<Buffer, Buffer>(
+      gatewayProto.GatewayService.relay.path,
+      (b) => b,
+      (b) => b,
+    );
+    let status: grpc.StatusObject | undefined;
+    raw.on('error', () => {});
+    raw.on('status', (st: grpc.StatusObject) => {
+      status = st;
+    });
+    raw.write(Buffer.from([0x0a, 0xff, 0xff, 0xff]));
+    await until('undecodable refused', () => status !== undefined);
+    assert.equal(status!.code, grpc.status.INVALID_ARGUMENT);
+    assert.match(status!.details, /^RelayRequest: undecodable: /);
+    // None of those opened the host: no attach succeeded.
+    assert.equal(gw.relay.peerHost, undefined);
+  });
+
+  it('runs the mempool channel unchanged over GatewayHost, and re-attaches after the stream ends', async () => {
+    const gw = await startGateway();
+    const checked: string[] = [];
+    let admit: (raw: Uint8Array, hash: string) => void = () => {};
+    const remote = new GatewayHost({
+      address: gw.address,
+      chainId: 'chain-local',
+      nodeId: gw.nodeId,
+      logger: silentLogger,
+      maxRetryMs: 300,
+    });
+    const channel = new MempoolChannel(
+      remote,
+      {
+        checkTx: async (tx) => {
+          checked.push(new TextDecoder().decode(tx));
+          return { code: 0, log: '' };
+        },
+        onTxAdmitted: (l) => {
+          admit = l;
+          return () => {};
+        },
+      },
+      1024,
+      silentLogger,
+    );
+    remote.start();
+    await remote.waitAttached(10_000);
+    // A plain peer speaks the mempool protocol to the gateway's host.
+    const got: string[][] = [];
+    const peer = await startTestHost(
+      (h) =>
+        h.register({
+          protocol: MEMPOOL_PROTOCOL,
+          maxMessageBytes: 1 << 20,
+          onMessage: (_p, payload) =>
+            got.push(decodeTxBatch(payload).map((t) => new TextDecoder().decode(t))),
+        }),
+      { peers: [{ nodeId: gw.nodeId, host: '127.0.0.1', port: gw.hostPort() }] },
+    );
+    await until('peer seen through the relay', () => remote.peerIds().includes(peer.id));
+    // peer -> gateway -> consensus' pool
+    peer.host.send(gw.nodeId, MEMPOOL_PROTOCOL, encodeTxBatch([new TextEncoder().encode('tx-a')]));
+    await until('checked', () => checked.includes('tx-a'));
+    // consensus' pool admitted a transaction -> gateway -> peer
+    admit(new TextEncoder().encode('tx-b'), '0xb');
+    await until('gossiped', () => got.some((b) => b.includes('tx-b')));
+    // An undecodable batch from the peer: the consensus side disconnects it through the gateway.
+    peer.host.send(gw.nodeId, MEMPOOL_PROTOCOL, Uint8Array.of(0, 0, 0, 9, 1));
+    await until('peer dropped', () => !remote.peerIds().includes(peer.id) && peer.host.peerCount === 0);
+    // The relay stream ends (a gateway restart looks the same to this side): peers go down, it attaches again.
+    gw.relay.close();
+    await until('re-attached', () => remote.attaches >= 2, 10_000);
+    channel.close();
+    remote.stop();
+    // Its cancel frees the gateway's single slot: another consensus attaches at once.
+    await until('detached after stop', () => !gw.relay.attached);
+    const next = openStream(gw.address);
+    next.call.write(
+      attachOf(gw.nodeId, { channels: [{ protocol: MEMPOOL_PROTOCOL, maxMessageBytes: 1024 * 1024 + 4 }] }),
+    );
+    await until('attached after a stopped GatewayHost', () => next.events.some((e) => e.attached));
+    next.call.end();
+  });
+});
