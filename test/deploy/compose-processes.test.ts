@@ -195,7 +195,15 @@ async function runDefaultProfile(work: string, tls: boolean): Promise<void> {
     for (const name of Object.keys(services))
       ips[name] = Array.from({ length: SCALE[name] ?? 1 }, () => `${base}.${next++}`);
     // The operator's certificate: the names the clients dial (here the services' IPs, as below).
-    if (tls) makeTlsDir(tlsDir, ['executor', 'state-store', ...ips.executor!, ...ips['state-store']!]);
+    if (tls)
+      makeTlsDir(tlsDir, [
+        'executor',
+        'state-store',
+        'p2p-gateway',
+        ...ips.executor!,
+        ...ips['state-store']!,
+        ...ips['p2p-gateway']!,
+      ]);
 
     // Ports named in the file; any that is busy on its IP here is remapped to a free one everywhere.
     const text = readFileSync(join(root, 'docker-compose.yml'), 'utf8');
@@ -395,7 +403,7 @@ async function runDefaultProfile(work: string, tls: boolean): Promise<void> {
       await nc.close();
     }
     // gRPC: mutual TLS with grpc-tls.yml, plaintext without, as each server logs at start.
-    for (const n of ['executor', 'state-store']) {
+    for (const n of ['executor', 'state-store', 'p2p-gateway']) {
       const logged = readFileSync(join(home, 'logs', `${n}.log`), 'utf8');
       assert.match(logged, tls ? /"tls":"mutual"/ : /"tls":"none"/, `${n}: ${logged.slice(0, 2000)}`);
     }

@@ -277,6 +277,8 @@ const SERVICES: Array<[string, string, string]> = [
   ['consensus', 'noded-validator', 'consensus'],
   ['state-store', 'noded-state-store', 'state-store'],
   ['rpc-edge', 'noded-rpc-edge', 'rpc-edge'],
+  // Serves the relay consensus dials (127.0.0.1:26672): with TLS on one end only, consensus never attaches.
+  ['p2p-gateway', 'noded-validator', 'p2p-gateway'],
 ];
 const TLS_VARS = ['NODED_GRPC_TLS_CERT', 'NODED_GRPC_TLS_KEY', 'NODED_GRPC_TLS_CA'];
 
@@ -320,7 +322,7 @@ export function securityProblems(docs: Manifest[]): string[] {
   const tlsOn = SERVICES.filter(([, w, n]) => envOf(container(docs, w, n), 'NODED_GRPC_TLS_CERT'));
   if (tlsOn.length > 0 && tlsOn.length < SERVICES.length)
     p.push(
-      `gRPC mutual TLS on for ${tlsOn.map(([s]) => s).join(', ')} only: executor, consensus, state-store and rpc-edge need it alike`,
+      `gRPC mutual TLS on for ${tlsOn.map(([s]) => s).join(', ')} only: executor, consensus, state-store, rpc-edge and p2p-gateway need it alike`,
     );
   for (const [service, w, n] of SERVICES) {
     const c = container(docs, w, n);
@@ -348,7 +350,7 @@ export function securityProblems(docs: Manifest[]): string[] {
     }
   }
 
-  const natsServices = SERVICES.filter(([s]) => s !== 'consensus');
+  const natsServices = SERVICES.filter(([s]) => s !== 'consensus' && s !== 'p2p-gateway');
   const loggedIn = natsServices.filter(([, w, n]) => envOf(container(docs, w, n), 'NODED_NATS_USER'));
   if (loggedIn.length > 0 && loggedIn.length < natsServices.length)
     p.push(

@@ -159,7 +159,7 @@ describe('kustomize build of k8s/', { skip: KUSTOMIZE_SKIP }, () => {
     validator.volumes.find((v: Manifest) => v.name === 'grpc-tls').secret.defaultMode = 0o644;
     const problems = securityProblems(d);
     for (const want of [
-      'gRPC mutual TLS on for executor, consensus, state-store only: executor, consensus, state-store and rpc-edge need it alike',
+      'gRPC mutual TLS on for executor, consensus, state-store, p2p-gateway only: executor, consensus, state-store, rpc-edge and p2p-gateway need it alike',
       'NATS logins for executor, state-store only: executor, state-store and rpc-edge need one each',
       'noded-rpc-edge/rpc-edge: NODED_NATS_USER and NODED_NATS_PASSWORD_FILE must be set together',
       'noded-state-store/state-store: readinessProbe is a gRPC probe, which mutual TLS refuses (no client certificate)',
