@@ -1,9 +1,10 @@
 // Mappers from the parsed files to the option records each lib takes (camelCase of the keys,
 // durations in ms, integer strings as bigint).
 import type { TimeoutConfig } from '../../consensus/index.js';
-import type { GasOptions, MempoolOptions } from '../../execution/index.js';
+import type { ExecutorOptions, GasOptions, MempoolOptions } from '../../execution/index.js';
 import type { ApiOptions, CometRpcOptions, EthRpcOptions } from '../../rpc/index.js';
 import type { InstrumentationOptions } from '../../telemetry/index.js';
+import type { RuntimeGenesis } from './genesis.js';
 import type { AppToml } from './schema/app-toml.js';
 import type { ConfigToml } from './schema/config-toml.js';
 
@@ -88,6 +89,43 @@ export function toExecutorSettings(
     txFeeCap: app.evm.rpc.txFeeCap,
     txMinGasPrice: app.evm.minGasPrice,
     txMaxGasPrice: app.evm.maxGasPrice,
+  };
+}
+
+/** What every executor of a home is opened with, whoever opens it (see executorOpenOptions). */
+export type ExecutorOpenOptions = Pick<
+  ExecutorOptions,
+  | 'chainId'
+  | 'evmChainId'
+  | 'mode'
+  | 'keepRecent'
+  | 'gas'
+  | 'mempool'
+  | 'allowUnprotectedTxs'
+  | 'txFeeCap'
+  | 'rewardsUpgrade'
+>;
+
+/**
+ * The options the all-in-one node, the executor service and the state-store's read view open their
+ * Executor with: the chain's ids, the settings from the home's files and genesis's fee-split
+ * switch. One function, so the three cannot drift apart (a view opened without an option the
+ * writer has would answer reads differently).
+ */
+export function executorOpenOptions(genesis: RuntimeGenesis, x: ExecutorSettings): ExecutorOpenOptions {
+  return {
+    chainId: genesis.chainId,
+    evmChainId: genesis.evmChainId,
+    mode: x.mode,
+    keepRecent: x.keepRecent,
+    gas: x.gas,
+    mempool: x.mempool,
+    allowUnprotectedTxs: x.allowUnprotectedTxs,
+    txFeeCap: x.txFeeCap,
+    // app_state.rewards.upgrade_height: the height the fee split starts at (docs/staking.md).
+    ...(genesis.rewards && genesis.rewardsUpgradeHeight !== undefined
+      ? { rewardsUpgrade: { height: genesis.rewardsUpgradeHeight, ...genesis.rewards } }
+      : {}),
   };
 }
 

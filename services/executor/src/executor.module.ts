@@ -7,7 +7,7 @@ import {
   mutualTlsServerCredentials,
   serveApplication,
 } from '../../../libs/abci-grpc/index.js';
-import { homePaths, toExecutorSettings } from '../../../libs/config/index.js';
+import { executorOpenOptions, homePaths, toExecutorSettings } from '../../../libs/config/index.js';
 import { DepositWatcher, Executor, kvWatcherProgress } from '../../../libs/execution/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { encodeCommitted } from '../../../libs/stream/index.js';
@@ -102,23 +102,12 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
         const executor = await Executor.open({
           kv,
           location: homePaths(s.home).applicationDb,
-          chainId: genesis.chainId,
-          evmChainId: genesis.evmChainId,
-          mode: x.mode,
-          keepRecent: x.keepRecent,
-          gas: x.gas,
-          mempool: x.mempool,
-          allowUnprotectedTxs: x.allowUnprotectedTxs,
-          txFeeCap: x.txFeeCap,
+          ...executorOpenOptions(genesis, x),
           // anvil_* and evm_* need the JSON-RPC beside consensus: not in the cluster yet.
           devControls: false,
           // Every committed height also goes to the outbox the publisher drains into JetStream.
           outbox: { encode: encodeCommitted },
           ...(watcher ? { deposits: watcher } : {}),
-          // app_state.rewards.upgrade_height: the height the fee split starts at (docs/staking.md).
-          ...(genesis.rewards && genesis.rewardsUpgradeHeight !== undefined
-            ? { rewardsUpgrade: { height: genesis.rewardsUpgradeHeight, ...genesis.rewards } }
-            : {}),
           bus,
           logger: logger.child({ module: 'execution' }),
         });

@@ -5,6 +5,7 @@
 import { existsSync } from 'node:fs';
 import { arch, platform } from 'node:os';
 import {
+  executorOpenOptions,
   homePaths,
   loadNodeKey,
   loadValidatorKey,
@@ -115,20 +116,9 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     const executor = await Executor.open({
       kv: applicationDb,
       location: paths.applicationDb,
-      chainId: genesis.chainId,
-      evmChainId: genesis.evmChainId,
-      mode: settings.mode,
-      keepRecent: settings.keepRecent,
-      gas: settings.gas,
-      mempool: settings.mempool,
-      allowUnprotectedTxs: settings.allowUnprotectedTxs,
-      txFeeCap: settings.txFeeCap,
+      ...executorOpenOptions(genesis, settings),
       devControls,
       ...(watcher ? { deposits: watcher } : {}),
-      // app_state.rewards.upgrade_height: the height the fee split starts at (docs/staking.md).
-      ...(genesis.rewards && genesis.rewardsUpgradeHeight !== undefined
-        ? { rewardsUpgrade: { height: genesis.rewardsUpgradeHeight, ...genesis.rewards } }
-        : {}),
       bus,
       logger: logger.child({ module: 'execution' }),
     });

@@ -11,7 +11,11 @@ import {
   type StateReaderServer,
   serveStateReader,
 } from '../../../libs/abci-grpc/index.js';
-import { toExecutorSettings, toInstrumentationOptions } from '../../../libs/config/index.js';
+import {
+  executorOpenOptions,
+  toExecutorSettings,
+  toInstrumentationOptions,
+} from '../../../libs/config/index.js';
 import { Executor } from '../../../libs/execution/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { ReplicaStore } from '../../../libs/stream/index.js';
@@ -84,14 +88,7 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
         const view = await Executor.open({
           kv,
           location: s.cluster.stateStoreDb,
-          chainId: genesis.chainId,
-          evmChainId: genesis.evmChainId,
-          mode: x.mode,
-          keepRecent: x.keepRecent,
-          gas: x.gas,
-          mempool: x.mempool,
-          allowUnprotectedTxs: x.allowUnprotectedTxs,
-          txFeeCap: x.txFeeCap,
+          ...executorOpenOptions(genesis, x),
           devControls: false,
           bus: new EventBus(),
           logger: logger.child({ module: 'execution' }),
