@@ -1005,7 +1005,13 @@ export class ConsensusRuntime {
         const t0 = performance.now();
         this.syncing = true;
         try {
-          await this.process({ kind: 'commitCert', block: message.block, commit: message.commit, now });
+          await this.process({
+            kind: 'commitCert',
+            block: message.block,
+            commit: message.commit,
+            ...(message.extendedCommit ? { extendedCommit: message.extendedCommit } : {}),
+            now,
+          });
         } finally {
           this.syncing = false;
         }
@@ -1058,7 +1064,20 @@ export class ConsensusRuntime {
           const block = await this.blockStore.loadBlock(h);
           const c = await this.blockStore.loadCommit(h);
           if (!block || !c) return;
-          this.network?.send(peer, { kind: 'commit', block, commit: c.commit });
+          // Where extensions are on, the block goes with its extended commit or not at all: the
+          // peer refuses it without one (a store written before extended commits were kept per
+          // height has only the top one).
+          const ext = await this.blockStore.loadExtendedCommit(h);
+          if (!ext && voteExtensionsEnabled(this.chain.consensusParams, h)) {
+            this.logger.debug({ peer, height: h }, 'block sync: no extended commit stored for this height');
+            return;
+          }
+          this.network?.send(peer, {
+            kind: 'commit',
+            block,
+            commit: c.commit,
+            ...(ext ? { extendedCommit: ext } : {}),
+          });
         }
         return;
       }
