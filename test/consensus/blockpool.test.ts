@@ -9,7 +9,7 @@ const commit = {} as Commit;
 const block = (height: number) => ({ header: { height } }) as Block;
 const byPeer = (rs: Array<{ peer: string; height: number }>) => {
   const m: Record<string, number[]> = {};
-  for (const r of rs) (m[r.peer] ??= []).push(r.height);
+  for (const r of rs) m[r.peer] = [...(m[r.peer] ?? []), r.height];
   return m;
 };
 
