@@ -1,6 +1,7 @@
 // `npm run bench:blocksync`: how fast a fresh full node catches up (issue 21, block sync).
-// A 1-validator chain-local network plus one full node, written by `noded testnet` on random
-// loopback IPs, each node its own process:
+// A 1-validator chain-local network plus one full node (and `--peers N - 1` more full nodes that
+// follow the validator and serve beside it), written by `noded testnet` on random loopback IPs, each
+// node its own process:
 //   1. the validator mines `--empty` empty blocks (hardhat_mine, every block a real consensus
 //      height), then `--full` blocks of `--txs` value transfers each (automine off, the transfers
 //      sent, then one evm_mine per block);
@@ -26,21 +27,24 @@ interface Args {
   empty: number;
   full: number;
   txs: number;
+  /** Peers serving the syncing node: the validator and peers - 1 full nodes at the tip. */
+  peers: number;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { empty: 3000, full: 200, txs: 200 };
+  const a: Args = { empty: 3000, full: 200, txs: 200, peers: 1 };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const v = Number(argv[i + 1]);
-    if (k !== '--empty' && k !== '--full' && k !== '--txs')
-      throw new Error(`unknown option ${k} (use --empty N --full N --txs N)`);
+    if (k !== '--empty' && k !== '--full' && k !== '--txs' && k !== '--peers')
+      throw new Error(`unknown option ${k} (use --empty N --full N --txs N --peers N)`);
     if (!Number.isInteger(v) || v < 0)
       throw new Error(`${k} needs a non-negative integer, got ${argv[i + 1]}`);
     a[k.slice(2) as keyof Args] = v;
     i++;
   }
   if (a.txs > 20 * 60) throw new Error('--txs is at most 1200 (20 senders, 60 each per block)');
+  if (a.peers < 1 || a.peers > 8) throw new Error(`--peers is 1..8, got ${a.peers}`);
   return a;
 }
 
@@ -112,7 +116,7 @@ async function main(): Promise<void> {
       '--validators',
       '1',
       '--non-validators',
-      '1',
+      String(args.peers),
       '--output',
       out,
       '--starting-ip',
@@ -122,8 +126,11 @@ async function main(): Promise<void> {
   );
   if (r.status !== 0) throw new Error(`noded testnet failed: ${r.stderr}`);
   const base = start.split('.').map(Number);
-  const ips = [start, `${base[0]}.${base[1]}.${base[2]}.${base[3]! + 1}`];
-  const homes = [join(out, 'node0'), join(out, 'node1')];
+  // node0 the validator, node1..node{peers-1} full nodes that serve too, node{peers} the syncing one.
+  const n = args.peers + 1;
+  const ips = Array.from({ length: n }, (_, i) => `${base[0]}.${base[1]}.${base[2]}.${base[3]! + i}`);
+  const homes = Array.from({ length: n }, (_, i) => join(out, `node${i}`));
+  const syncing = args.peers;
   for (const home of homes) {
     const file = join(home, 'config', 'config.toml');
     const doc = parse(readFileSync(file, 'utf8')) as Record<string, Record<string, unknown>>;
@@ -135,7 +142,7 @@ async function main(): Promise<void> {
     const p = spawn(
       process.execPath,
       [
-        ...(i === 1 && process.env.BENCH_SYNC_CPU_PROF
+        ...(i === syncing && process.env.BENCH_SYNC_CPU_PROF
           ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_SYNC_CPU_PROF]
           : []),
         NODED_CLI,
@@ -159,7 +166,8 @@ async function main(): Promise<void> {
     args,
   };
   try {
-    startNode(0);
+    // The serving full nodes follow the validator from the start.
+    for (let i = 0; i < syncing; i++) startNode(i);
     const v = ips[0]!;
     await waitFor('validator up', 60_000, async () => (await height(v)) >= 1);
     const rpc = new JsonRpcClient(`http://${v}:8545`, { timeoutMs: 600_000 });
@@ -212,9 +220,13 @@ async function main(): Promise<void> {
       `validator at ${tip}: ${args.full} blocks of transfers (${sent} sent; the last block holds ${fullTxs})`,
     );
 
+    for (let i = 1; i < syncing; i++)
+      await waitFor(`serving full node ${i} at the tip`, 600_000, async () => (await height(ips[i]!)) >= tip);
+    if (syncing > 1) log(`${syncing - 1} more full nodes at ${tip}, serving beside the validator`);
+
     // 2. The fresh full node catches up.
-    const f = ips[1]!;
-    startNode(1);
+    const f = ips[syncing]!;
+    startNode(syncing);
     let first = -1;
     let tFirst = 0;
     let tEmpty = 0;
@@ -241,7 +253,7 @@ async function main(): Promise<void> {
     const emptyRate = (emptyTip - first) / ((tEmpty - tFirst) / 1000);
     const fullRate = args.full > 0 ? (tip - emptyTip) / ((tTip - tEmpty) / 1000) : 0;
     await sleep(1500);
-    const progress = progressOf(logs[1]!, emptyTip);
+    const progress = progressOf(logs[syncing]!, emptyTip);
     results.sync = {
       first,
       emptyTip,

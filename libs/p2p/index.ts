@@ -11,6 +11,8 @@ export {
   MAX_FAILED_ATTEMPTS,
   parsePeerAddress,
 } from './src/addrbook.js';
+// Block sync's own protocol (/noded/blocksync/1): the runtime's BlockSyncNetwork port over the host.
+export { BLOCKSYNC_PROTOCOL, BlockSyncChannel } from './src/blocksync-channel.js';
 // The consensus runtime's network port over the host.
 export { CONSENSUS_PROTOCOL, ConsensusChannel, consensusFrames } from './src/consensus-channel.js';
 export { P2PError, type P2PErrorCode } from './src/errors.js';

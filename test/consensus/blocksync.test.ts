@@ -14,8 +14,11 @@ import {
   type ConsensusNetwork,
   ConsensusRuntime,
   type ConsensusRuntimeOptions,
+  type EngineState,
+  proposerOf,
   StateStore,
   TestApp,
+  testVoteExtension,
 } from '../../libs/consensus/index.js';
 import { type BatchOp, MemoryKV } from '../../libs/storage/index.js';
 import { type CommitOptions, EventBus, silentLogger } from '../../libs/types/index.js';
@@ -240,5 +243,210 @@ describe('block sync: fewer fsyncs while catching up, and a power failure during
       assert.deepEqual(app.appHash, next.header.appHash, `${appCameBack}: app hash at ${app.height}`);
     }
     await v.stop();
+  });
+});
+
+// Vote extensions and block sync (issue 24): a node that catches up by block sync gets each block's
+// extended commit, checks its extension signatures, and hands the last height's extensions to its
+// next proposal. A has 5 of 7 voting power and makes blocks alone; B (power 2) syncs from A.
+describe('block sync with vote extensions', () => {
+  const a = testKey(0);
+  const b = testKey(1);
+  const powers = [5n, 2n];
+  const EXT_PARAMS = { ...PARAMS, abci: { voteExtensionsEnableHeight: 1n } };
+  const FAST = {
+    propose: 150,
+    proposeDelta: 50,
+    prevote: 80,
+    prevoteDelta: 20,
+    precommit: 80,
+    precommitDelta: 20,
+    commit: 10,
+  };
+  const TOP = 12;
+
+  function opts(dir: string, app: TestApp, over: Partial<ConsensusRuntimeOptions>): ConsensusRuntimeOptions {
+    const o = baseOpts(dir, app, over);
+    return {
+      ...o,
+      genesis: { ...o.genesis, validators: validatorsOf([a, b], powers), consensusParams: EXT_PARAMS },
+      timeouts: FAST,
+      ...over,
+    };
+  }
+
+  /**
+   * A's chain: at least TOP blocks made alone (its 5 of 7 is over 2/3), each with A's extension.
+   * With `bProposesNext`, A stops where B is the round-0 proposer of the next height (a node alone
+   * at the tip moves to a next round only with 2/3 of the prevotes, so B proposes only in round 0).
+   */
+  async function chainOfA(
+    dir: string,
+    bProposesNext = false,
+  ): Promise<{ blockKV: MemoryKV; stateKV: MemoryKV; app: TestApp; top: number }> {
+    const keyFile = join(dir, 'a_key.json');
+    writeFileSync(keyFile, validatorKeyJson({ seed: a.seed, publicKey: a.publicKey }));
+    const s = { blockKV: new MemoryKV(), stateKV: new MemoryKV(), app: new TestApp({ extensionTag: 'A' }) };
+    for (let attempt = 0; attempt < 40; attempt++) {
+      const rt = await ConsensusRuntime.create(
+        opts(join(dir, 'a'), s.app, {
+          privValidator: { keyFile, stateFile: join(dir, 'a_state.json') },
+          blockStore: s.blockKV,
+          stateStore: s.stateKV,
+        }),
+      );
+      await rt.start();
+      await rt.waitForHeight(Math.max(TOP, rt.blockStoreHeight() + 1), 30_000);
+      await rt.stop();
+      const next = proposerOf(rt.engineState() as EngineState, 0);
+      if (!bProposesNext || Buffer.from(next.address).equals(Buffer.from(b.address)))
+        return { ...s, top: rt.blockStoreHeight() };
+    }
+    throw new Error('A never stopped where B proposes next');
+  }
+
+  /** A again, no longer signing (so the chain stays at its height), serving B over `net`. */
+  async function serveA(dir: string, chain: Awaited<ReturnType<typeof chainOfA>>, net: ConsensusNetwork) {
+    const rt = await ConsensusRuntime.create(
+      opts(join(dir, 'a2'), chain.app, {
+        blockStore: chain.blockKV,
+        stateStore: chain.stateKV,
+        network: net,
+      }),
+    );
+    await rt.start();
+    return rt;
+  }
+
+  function nodeB(dir: string, net: ConsensusNetwork) {
+    const keyFile = join(dir, 'b_key.json');
+    writeFileSync(keyFile, validatorKeyJson({ seed: b.seed, publicKey: b.publicKey }));
+    const app = new TestApp({ extensionTag: 'B' });
+    const blockKV = new MemoryKV();
+    return {
+      app,
+      blockKV,
+      opts: opts(join(dir, 'b'), app, {
+        privValidator: { keyFile, stateFile: join(dir, 'b_state.json') },
+        blockStore: blockKV,
+        network: net,
+      }),
+    };
+  }
+
+  /** Passes A's messages to B through `tamper` (which may change or drop them); B's reports are recorded. */
+  function tamperedLink(tamper: (m: ConsensusMessage) => ConsensusMessage | null): {
+    a: ConsensusNetwork;
+    b: ConsensusNetwork;
+    reports: string[];
+  } {
+    const { a: la, b: lb } = link();
+    const reports: string[] = [];
+    const a: ConsensusNetwork = {
+      broadcast: (m) => {
+        const t = tamper(m);
+        if (t) la.broadcast(t);
+      },
+      send: (p, m) => {
+        const t = tamper(m);
+        if (t) la.send(p, t);
+      },
+      subscribe: (h) => la.subscribe(h),
+    };
+    const b: ConsensusNetwork = { ...lb, report: (_peer, reason) => reports.push(reason) };
+    return { a, b, reports };
+  }
+
+  it("carries each extended commit, and the synced node proposes with the last height's extensions", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'noded-bsync-ext-'));
+    dirs.push(dir);
+    const chain = await chainOfA(dir, true);
+    const TOP = chain.top;
+    const net = tamperedLink((m) => m);
+    const server = await serveA(dir, chain, net.a);
+    const node = nodeB(dir, net.b);
+    const rt = await ConsensusRuntime.create(node.opts);
+    await rt.start();
+    await rt.waitForHeight(TOP, 30_000);
+    // B, at TOP + 1 and unable to commit without A, proposes in round 0.
+    const deadline = Date.now() + 20_000;
+    while (!node.app.localLastCommits.some((c) => c.height === TOP + 1) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
+    await rt.stop();
+    await server.stop();
+    assert.deepEqual(net.reports, [], 'no block was refused');
+
+    const proposal = node.app.localLastCommits.find((c) => c.height === TOP + 1);
+    assert.ok(proposal, `B proposed at height ${TOP + 1}`);
+    const top = (await rt.loadBlockMeta(TOP))!;
+    const attested = proposal.commit.votes.filter(
+      (v) =>
+        v.blockIdFlag === 2 &&
+        Buffer.from(v.voteExtension).equals(Buffer.from(testVoteExtension(TOP, top.blockId.hash, 'A'))) &&
+        v.extensionSignature.length === 64,
+    );
+    const power = attested.reduce((s, v) => s + v.validator.power, 0n);
+    assert.equal(power, 5n, "A's extension of height TOP, signed, reached B's PrepareProposal");
+    assert.ok(power * 3n > 7n * 2n, 'more than 2/3 of the voting power');
+
+    // B keeps the extended commit of every synced height, so it can serve them in turn.
+    const store = await BlockStore.open(node.blockKV);
+    for (let h = 1; h <= TOP; h++) {
+      const ec = await store.loadExtendedCommit(h);
+      const meta = (await store.loadBlockMeta(h))!;
+      const sig = ec?.signatures.find((s) => Buffer.from(s.validatorAddress).equals(Buffer.from(a.address)));
+      assert.ok(sig?.extension, `extended commit of ${h} with A's extension`);
+      assert.deepEqual(sig.extension, testVoteExtension(h, meta.blockId.hash, 'A'), `extension of ${h}`);
+    }
+  });
+
+  it('refuses a block whose extended commit is forged or missing, and reports the peer', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'noded-bsync-ext-'));
+    dirs.push(dir);
+    const chain = await chainOfA(dir);
+    let mode: 'forge' | 'strip' | 'honest' = 'forge';
+    const net = tamperedLink((m) => {
+      if (m.kind !== 'commit' || m.commit.height !== 5 || !m.extendedCommit || mode === 'honest') return m;
+      if (mode === 'strip') return { kind: 'commit', block: m.block, commit: m.commit };
+      // Another extension under A's real extension signature (the precommit signatures stay valid).
+      const signatures = m.extendedCommit.signatures.map((s) =>
+        s.extension ? { ...s, extension: new TextEncoder().encode('mint 1000 BTC to the forger') } : s,
+      );
+      const forged = { ...m.extendedCommit, signatures };
+      return { ...m, commit: forged, extendedCommit: forged };
+    });
+    const server = await serveA(dir, chain, net.a);
+    const node = nodeB(dir, net.b);
+    const rt = await ConsensusRuntime.create(node.opts);
+    await rt.start();
+    const waitReport = async (re: RegExp) => {
+      const deadline = Date.now() + 10_000;
+      while (!net.reports.some((r) => re.test(r)) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
+      assert.ok(
+        net.reports.some((r) => re.test(r)),
+        `a report matching ${re} (got ${JSON.stringify(net.reports)})`,
+      );
+    };
+    await waitReport(
+      /^commit 5: extended commit for height 5: signature \d \(validator [0-9a-f]+\): invalid vote extension signature$/,
+    );
+    assert.equal(rt.blockStoreHeight(), 4, 'the forged block 5 was not stored');
+    mode = 'strip';
+    await waitReport(
+      /^commit 5: vote extensions are enabled at height 5, but the block came without its extended commit$/,
+    );
+    assert.equal(rt.blockStoreHeight(), 4, 'block 5 without its extended commit was not stored');
+    mode = 'honest';
+    await rt.waitForHeight(TOP, 30_000);
+    await rt.stop();
+    await server.stop();
+    const ec = await (await BlockStore.open(node.blockKV)).loadExtendedCommit(5);
+    const meta = (await rt.loadBlockMeta(5))!;
+    assert.deepEqual(
+      ec?.signatures.find((s) => s.extension)?.extension,
+      testVoteExtension(5, meta.blockId.hash, 'A'),
+      "block 5 is stored with A's real extension",
+    );
   });
 });

@@ -162,6 +162,19 @@ describe('vote extension encodings', () => {
     const { extension: _e, extensionSignature: _s, ...bare } = extended.signatures[0]!;
     const plain: Commit = { ...extended, signatures: [bare, extended.signatures[1]!] };
     assert.deepEqual(encodeCommit(extended), encodeCommit(plain));
+    // A block sync message carries the extended commit beside the plain one (field 3), or none.
+    const block = makeBlock(extChain(), {
+      height: 1,
+      time: GENESIS_TIME,
+      txs: [],
+      evidence: [],
+      lastCommit: null,
+      proposerAddress: keys[0]!.address,
+    });
+    const withExt: ConsensusMessage = { kind: 'commit', block, commit: plain, extendedCommit: extended };
+    assert.deepEqual(decodeConsensusMessage(encodeConsensusMessage(withExt)), withExt);
+    const without: ConsensusMessage = { kind: 'commit', block, commit: plain };
+    assert.deepEqual(decodeConsensusMessage(encodeConsensusMessage(without)), without);
   });
 
   it('leaves extensions out of duplicate-vote evidence', () => {

@@ -108,6 +108,41 @@ describe('ConsensusChannel', () => {
     assert.deepEqual(v, { kind: 'vote', vote });
   });
 
+  it('carries a block sync commit with its extended commit (vote extensions on), extensions intact', async () => {
+    const { a, b } = await pair();
+    const block = bigBlock(100_000);
+    const id = blockIdOf(block);
+    const ext: Commit = {
+      height: 1,
+      round: 0,
+      blockId: id,
+      signatures: keys.map((k, i) => {
+        const v = signedVote(chain, k, 2, 1, 0, id);
+        return {
+          blockIdFlag: 2,
+          validatorAddress: k.address,
+          timestamp: v.timestamp,
+          signature: v.signature,
+          extension: new TextEncoder().encode(`deposits seen by ${i}`),
+          extensionSignature: new Uint8Array(64).fill(i + 1),
+        };
+      }),
+    };
+    const plain: Commit = {
+      ...ext,
+      signatures: ext.signatures.map(({ extension: _e, extensionSignature: _s, ...rest }) => rest),
+    };
+    a.channel.send(b.id, { kind: 'commit', block, commit: plain, extendedCommit: ext });
+    await until('it arrives', () => b.got.length === 1);
+    const m = b.got[0]!.m;
+    assert.equal(m.kind, 'commit');
+    if (m.kind === 'commit') {
+      assert.deepEqual(blockIdOf(m.block), id);
+      assert.deepEqual(m.extendedCommit, ext, 'the extensions and their signatures arrive');
+      assert.deepEqual(m.commit, ext, 'the extended commit is the commit that decides');
+    }
+  });
+
   it('disconnects a peer whose block part does not prove against the part set hash; nothing is delivered', async () => {
     const { a, b } = await pair();
     const block = bigBlock(200_000);

@@ -26,6 +26,7 @@ import {
   txsHash,
 } from './hash.js';
 import type { ValidatorSet } from './validators.js';
+import { voteExtensionProblem } from './voteset.js';
 
 /** Signature check used by the engine; pure (a cache in front of it is allowed). */
 export type Verifier = (pubKey: Uint8Array, message: Uint8Array, signature: Uint8Array) => boolean;
@@ -159,6 +160,30 @@ export function verifyCommit(
   });
   if (power * 3n <= validators.totalVotingPower * 2n)
     fail(`signed power ${power} is not more than 2/3 of ${validators.totalVotingPower}`);
+}
+
+/**
+ * Checks the vote extensions of an extended commit (one verifyCommit accepted): every precommit for
+ * the block carries an extension of at most MAX_VOTE_EXTENSION_BYTES with a valid extension
+ * signature, and no other entry carries one (CometBFT's EnsureExtensions, plus the signatures, which
+ * a block sync peer could otherwise forge: the next proposer would hand them to the application).
+ */
+export function verifyCommitExtensions(
+  chainId: string,
+  validators: ValidatorSet,
+  commit: Commit,
+  verify: Verifier,
+): void {
+  commit.signatures.forEach((_s, i) => {
+    const v = validators.getByIndex(i);
+    if (!v) return;
+    const problem = voteExtensionProblem(chainId, commitSigVote(commit, i), true, v.pubKey, verify);
+    if (problem)
+      throw new ConsensusError(
+        'INVALID_COMMIT',
+        `extended commit for height ${commit.height}: signature ${i} (validator ${hex(v.address)}): ${problem}`,
+      );
+  });
 }
 
 export interface BlockDraft {

@@ -8,7 +8,8 @@
 // checks every part against the head's part set hash before keeping it, rebuilds the block when the
 // set is complete and hands the whole message to the engine, which checks that the block is the one
 // the head names. A peer whose bytes do not decode, or whose part does not prove, is disconnected and
-// nothing it sent reaches the engine.
+// nothing it sent reaches the engine. Where vote extensions are on, a committed block's head is its
+// extended commit (head kind 2), so the extensions reach the behind node with the block.
 import {
   BLOCK_PART_SIZE,
   blockBytes,
@@ -17,9 +18,11 @@ import {
   decodeBlock,
   decodeCommit,
   decodeConsensusMessage,
+  decodeExtendedCommit,
   decodeProposal,
   encodeCommit,
   encodeConsensusMessage,
+  encodeExtendedCommit,
   encodeProposal,
 } from '../../consensus/index.js';
 import { merkleAuntsAll, merkleRootFromProof } from '../../crypto/index.js';
@@ -34,6 +37,8 @@ const HEAD = 1;
 const PART = 2;
 const HEAD_PROPOSAL = 0;
 const HEAD_COMMIT = 1;
+/** A block sync commit where vote extensions are on: the extended commit alone (it is the commit, with the extensions). */
+const HEAD_EXTENDED_COMMIT = 2;
 /** Block sets being reassembled per peer; the oldest is dropped beyond this. */
 const MAX_PARTIAL_PER_PEER = 2;
 /**
@@ -142,11 +147,19 @@ export function consensusFrames(m: ConsensusMessage): Uint8Array[] {
     out.set(body, 1);
     return [out];
   }
-  const kind = m.kind === 'proposal' ? HEAD_PROPOSAL : HEAD_COMMIT;
+  const ext = m.kind === 'commit' ? m.extendedCommit : undefined;
+  const kind = m.kind === 'proposal' ? HEAD_PROPOSAL : ext ? HEAD_EXTENDED_COMMIT : HEAD_COMMIT;
   const id = m.kind === 'proposal' ? m.proposal.blockId : m.commit.blockId;
   const height = m.kind === 'proposal' ? m.proposal.height : m.commit.height;
-  const round = m.kind === 'proposal' ? m.proposal.round : m.commit.round;
-  const head = encodeHead(kind, m.kind === 'proposal' ? encodeProposal(m.proposal) : encodeCommit(m.commit));
+  const round = m.kind === 'proposal' ? m.proposal.round : (ext ?? m.commit).round;
+  const head = encodeHead(
+    kind,
+    m.kind === 'proposal'
+      ? encodeProposal(m.proposal)
+      : ext
+        ? encodeExtendedCommit(ext)
+        : encodeCommit(m.commit),
+  );
   const split = splitBlock(m.block);
   const frames = [head];
   split.parts.forEach((part, i) => {
@@ -241,8 +254,8 @@ export class ConsensusChannel implements ConsensusNetwork {
       head = p;
       ({ height, round } = p);
       psh = p.blockId.partSetHeader;
-    } else if (kind === HEAD_COMMIT) {
-      const c = decodeCommit(body);
+    } else if (kind === HEAD_COMMIT || kind === HEAD_EXTENDED_COMMIT) {
+      const c = kind === HEAD_COMMIT ? decodeCommit(body) : decodeExtendedCommit(body);
       head = c;
       ({ height, round } = c);
       psh = c.blockId.partSetHeader;
@@ -331,6 +344,10 @@ export class ConsensusChannel implements ConsensusNetwork {
     const block = decodeBlock(whole);
     if (p.kind === HEAD_PROPOSAL)
       this.deliver(peer, { kind: 'proposal', proposal: p.head as Proposal, block });
-    else this.deliver(peer, { kind: 'commit', block, commit: p.head as Commit });
+    else if (p.kind === HEAD_COMMIT) this.deliver(peer, { kind: 'commit', block, commit: p.head as Commit });
+    else {
+      const ext = p.head as Commit;
+      this.deliver(peer, { kind: 'commit', block, commit: ext, extendedCommit: ext });
+    }
   }
 }

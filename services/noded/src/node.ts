@@ -26,6 +26,7 @@ import {
   kvWatcherProgress,
 } from '../../../libs/execution/index.js';
 import {
+  BlockSyncChannel,
   ConsensusChannel,
   LightChannel,
   lightBlockSourceOf,
@@ -164,6 +165,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       logger: logger.child({ module: 'p2p' }),
     });
     const consensusNet = new ConsensusChannel(p2p, Number(genesis.consensusParams.block.maxBytes));
+    const blockSyncNet = new BlockSyncChannel(p2p, Number(genesis.consensusParams.block.maxBytes));
     const mempoolNet = new MempoolChannel(
       p2p,
       executor,
@@ -209,6 +211,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       app: executor,
       bus,
       network: consensusNet,
+      blockSync: blockSyncNet,
       logger: logger.child({ module: 'consensus' }),
       onFatal: (err) => {
         log.error({ err: err.message }, 'consensus stopped on an unrecoverable error');

@@ -10,11 +10,13 @@ import {
   decodeBlock,
   decodeCommit,
   decodeEvidence,
+  decodeExtendedCommit,
   decodeProposal,
   decodeVote,
   encodeBlock,
   encodeCommit,
   encodeEvidence,
+  encodeExtendedCommit,
   encodeProposal,
   encodeVote,
 } from './types.js';
@@ -64,6 +66,7 @@ export function encodeConsensusMessage(m: ConsensusMessage): Uint8Array {
       const inner = new ProtoWriter(512);
       inner.message(1, encodeBlock(m.block));
       inner.message(2, encodeCommit(m.commit));
+      if (m.extendedCommit) inner.message(3, encodeExtendedCommit(m.extendedCommit));
       w.message(FIELD.commit, inner.finish());
       break;
     }
@@ -129,7 +132,13 @@ export function decodeConsensusMessage(bytes: Uint8Array): ConsensusMessage {
     case FIELD.commit: {
       const g = readFields(body);
       if (!g.has(1) || !g.has(2)) fail('commit without its block or its commit');
-      return { kind: 'commit', block: decodeBlock(bytesOf(g, 1)), commit: decodeCommit(bytesOf(g, 2)) };
+      const m: ConsensusMessage = {
+        kind: 'commit',
+        block: decodeBlock(bytesOf(g, 1)),
+        commit: decodeCommit(bytesOf(g, 2)),
+      };
+      if (g.has(3)) m.extendedCommit = decodeExtendedCommit(bytesOf(g, 3));
+      return m;
     }
     case FIELD.evidence:
       return { kind: 'evidence', evidence: decodeEvidence(body) };

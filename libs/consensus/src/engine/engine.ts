@@ -28,6 +28,7 @@ import {
   proposerPicksTime,
   TIME_IOTA_NS,
   verifyCommit,
+  verifyCommitExtensions,
 } from '../block.js';
 import type { ChainState } from '../chainstate.js';
 import { emptyBlockId, proposalSignBytes } from '../codec/types.js';
@@ -462,10 +463,21 @@ function onVote(ctx: Ctx, ev: { vote: Vote; now: TimeNs; kind: 'vote' | 'ownVote
 
 function onCommitCert(ctx: Ctx, ev: Extract<EngineEvent, { kind: 'commitCert' }>): void {
   const s = ctx.s;
-  const c = ev.commit;
-  if (c.height !== s.height || s.decided) return;
+  if (ev.commit.height !== s.height || s.decided) return;
+  const extensions = voteExtensionsEnabled(s.chain.consensusParams, s.height);
+  // With vote extensions on, the extended commit is the commit that decides (it is one: the same
+  // precommits with their extensions) and is required, as CometBFT's block sync requires it: without
+  // it this node, once at the tip, could not hand the last height's extensions to its next proposal.
+  const c = extensions ? ev.extendedCommit : ev.commit;
+  if (!c) {
+    ctx.emit({
+      kind: 'rejected',
+      reason: `commit ${s.height}: vote extensions are enabled at height ${s.height}, but the block came without its extended commit`,
+    });
+    return;
+  }
   const blockId = blockIdOf(ev.block);
-  if (!blockIdEqual(blockId, c.blockId)) {
+  if (!blockIdEqual(blockId, c.blockId) || !blockIdEqual(blockId, ev.commit.blockId)) {
     ctx.emit({
       kind: 'rejected',
       reason: `commit ${c.height}: the block does not hash to the commit's block ID`,
@@ -476,6 +488,7 @@ function onCommitCert(ctx: Ctx, ev: Extract<EngineEvent, { kind: 'commitCert' }>
   // node holds conflicting votes from an equivocating validator that keep its own tally below 2/3.
   try {
     verifyCommit(s.chain.chainId, s.chain.validators, blockId, s.height, c, s.config.verify);
+    if (extensions) verifyCommitExtensions(s.chain.chainId, s.chain.validators, c, s.config.verify);
   } catch (err) {
     ctx.emit({ kind: 'rejected', reason: `commit ${c.height}: ${(err as Error).message}` });
     return;
@@ -602,8 +615,8 @@ function lastCommitVotes(s: EngineState): VoteSet {
 
 /**
  * The decided commit with the extensions this node holds (null where extensions are off). A height
- * decided from a peer's commit certificate holds only the extensions of the precommits it received
- * itself; the others are left without one.
+ * decided from a peer's commit certificate (block sync) holds the extensions of that peer's extended
+ * commit, which onCommitCert checked.
  */
 function extendedCommitOf(s: EngineState): Commit | null {
   const c = s.decidedCommit;

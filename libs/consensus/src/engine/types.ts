@@ -77,8 +77,12 @@ export type ConsensusMessage =
       precommits?: string;
       hasProposal?: boolean;
     }
-  /** A committed block and its commit, for a peer that fell behind. */
-  | { kind: 'commit'; block: Block; commit: Commit }
+  /**
+   * A committed block and its commit, for a peer that fell behind (block sync). Where vote
+   * extensions are on at the block's height, `extendedCommit` carries the precommits with their
+   * signed extensions (the receiver's next proposal needs them) and is required.
+   */
+  | { kind: 'commit'; block: Block; commit: Commit; extendedCommit?: Commit }
   /** Pending duplicate-vote evidence, so every validator can include it. */
   | { kind: 'evidence'; evidence: DuplicateVoteEvidence };
 
@@ -88,7 +92,7 @@ export type EngineEvent =
   | { kind: 'timeout'; height: number; round: number; step: TimeoutStep; now: TimeNs }
   | { kind: 'proposal'; proposal: Proposal; block: Block; now: TimeNs }
   | { kind: 'vote'; vote: Vote; now: TimeNs }
-  | { kind: 'commitCert'; block: Block; commit: Commit; now: TimeNs }
+  | { kind: 'commitCert'; block: Block; commit: Commit; extendedCommit?: Commit; now: TimeNs }
   | { kind: 'txsAvailable'; now: TimeNs }
   /** Answer to requestProposal. */
   | {

@@ -2,6 +2,8 @@
 import type { KVStore } from '../../../storage/index.js';
 import type {
   Application,
+  Block,
+  Commit,
   ConsensusParams,
   EventBus,
   Logger,
@@ -21,6 +23,31 @@ export interface ConsensusNetwork {
   subscribe(handler: (peer: string, message: ConsensusMessage) => void): () => void;
   /** A peer sent a message no honest peer sends (forged signature, ...); the network may drop it. */
   report?(peer: string, reason: string): void;
+}
+
+/**
+ * Block sync's own protocol (`/noded/blocksync/1`): a peer's stored range (status), and committed
+ * blocks asked for by height, each from one peer, with their commit (and extended commit where
+ * vote extensions are on). CometBFT's blocksync reactor messages.
+ */
+export type BlockSyncMessage =
+  | { kind: 'statusRequest' }
+  | { kind: 'status'; base: number; height: number }
+  | { kind: 'blockRequest'; height: number }
+  | { kind: 'noBlock'; height: number }
+  | { kind: 'block'; block: Block; commit: Commit; extendedCommit?: Commit };
+
+/** How block sync reaches peers (a P2PHost channel in the node; in-memory in tests). */
+export interface BlockSyncNetwork {
+  broadcast(message: BlockSyncMessage): void;
+  send(peer: string, message: BlockSyncMessage): void;
+  /** Registers the receiver of incoming messages and of peers going away; returns an unsubscribe. */
+  subscribe(
+    handler: (peer: string, message: BlockSyncMessage) => void,
+    peerDown: (peer: string) => void,
+  ): () => void;
+  /** The peer sent a block that does not verify: it is disconnected. */
+  report(peer: string, reason: string): void;
 }
 
 /** Timers; the default uses setTimeout, the simulator a virtual clock. */
@@ -83,6 +110,15 @@ export interface ConsensusRuntimeOptions {
   logger: Logger;
   /** Other validators; none means a single-node network. */
   network?: ConsensusNetwork;
+  /**
+   * Block sync over its own protocol, from several peers at once. Without it, a behind node is sent
+   * committed blocks on the consensus network (the simulator's way).
+   */
+  blockSync?: BlockSyncNetwork;
+  /** Block sync: blocks asked of one peer at a time (default 16). */
+  blockSyncWindow?: number;
+  /** Block sync: how long a requested block may take before it is asked of another peer (ms, default 10000). */
+  blockSyncTimeoutMs?: number;
   now?: () => TimeNs;
 
   // Advanced: the simulator and tests replace these.

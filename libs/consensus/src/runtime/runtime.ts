@@ -41,8 +41,10 @@ import { blockIdKey, blockIdOf, bytesEqual, hex, hexUpper } from '../hash.js';
 import { FilePV } from '../privval.js';
 import { MAX_VOTE_EXTENSION_BYTES, voteExtensionProblem, voteExtensionsEnabled } from '../voteset.js';
 import { Wal } from '../wal.js';
+import { BlockPool } from './blockpool.js';
 import { EvidencePool } from './evidencepool.js';
 import {
+  type BlockSyncMessage,
   type ConsensusNetwork,
   type ConsensusRuntimeOptions,
   realScheduler,
@@ -55,6 +57,9 @@ import { BlockStore, StateStore } from './stores.js';
 type Input =
   | { kind: 'engine'; event: EngineEvent }
   | { kind: 'net'; peer: string; message: ConsensusMessage }
+  | { kind: 'blockSync'; peer: string; message: BlockSyncMessage }
+  | { kind: 'blockSyncDown'; peer: string }
+  | { kind: 'blockSyncTick' }
   | { kind: 'gossip' }
   | { kind: 'call'; fn: () => Promise<void> };
 
@@ -76,6 +81,9 @@ interface BlockRef {
 /** Block sync: heights sent ahead of a behind peer (catchupBatch), and at most about this many bytes at once. */
 const CATCHUP_WINDOW = 32;
 const CATCHUP_WINDOW_BYTES = 4 * 1024 * 1024;
+/** Block sync protocol: how often requests are checked for timeouts and refilled, and statuses asked (ms). */
+const BLOCK_SYNC_TICK_MS = 100;
+const BLOCK_SYNC_STATUS_MS = 1000;
 /** How long the events of a block applied without fsync wait for the next block before its state is synced. */
 const UNPUBLISHED_FLUSH_MS = 250;
 
@@ -148,6 +156,12 @@ export class ConsensusRuntime {
   private sync = newSyncStats(0);
   /** A synced block is being applied: the engine's signature checks count as block sync's verify. */
   private syncing = false;
+  /** Block sync protocol: the request scheduler (null without opts.blockSync). */
+  private blockPool: BlockPool | null = null;
+  /** A block from the block sync protocol is being applied: the engine's rejection is recorded here. */
+  private blockSyncRejection: string | null = null;
+  private applyingFromBlockSync = false;
+  private lastBlockSyncStatus = 0;
   /**
    * Block sync's fast path: the last block applied whose state is not on disk yet. Its events
    * (NewBlock, Tx, waiters, the latest height) wait until it is, so that no height is published
@@ -400,6 +414,24 @@ export class ConsensusRuntime {
       );
       this.scheduleGossip();
     }
+    if (this.opts.blockSync) {
+      this.blockPool = new BlockPool(
+        this.engine.height,
+        this.opts.blockSyncWindow ?? 16,
+        this.opts.blockSyncTimeoutMs ?? 10_000,
+      );
+      const off = this.opts.blockSync.subscribe(
+        (peer, message) => this.enqueue({ kind: 'blockSync', peer, message }),
+        (peer) => this.enqueue({ kind: 'blockSyncDown', peer }),
+      );
+      const prev = this.unsubscribe;
+      this.unsubscribe = () => {
+        prev?.();
+        off();
+      };
+      this.opts.blockSync.broadcast({ kind: 'statusRequest' });
+      this.scheduleBlockSyncTick();
+    }
     this.enqueue({ kind: 'engine', event: { kind: 'start', now: this.now() } });
     await this.idle();
   }
@@ -480,6 +512,15 @@ export class ConsensusRuntime {
       case 'gossip':
         this.gossip();
         return;
+      case 'blockSync':
+        await this.onBlockSyncMessage(input.peer, input.message);
+        return;
+      case 'blockSyncDown':
+        this.blockPool?.removePeer(input.peer);
+        return;
+      case 'blockSyncTick':
+        this.blockSyncTick();
+        return;
       case 'call':
         await input.fn();
         return;
@@ -521,6 +562,10 @@ export class ConsensusRuntime {
         if (!replay) this.opts.bus.publish(eff.event);
         return undefined;
       case 'rejected':
+        if (this.applyingFromBlockSync) {
+          this.blockSyncRejection = eff.reason;
+          return undefined;
+        }
         if (!replay && this.sender !== null) {
           // A network that can act on it logs the disconnection with the reason; log it here otherwise.
           if (this.network?.report) this.network.report(this.sender, eff.reason);
@@ -1001,31 +1046,10 @@ export class ConsensusRuntime {
         }
         return;
       case 'commit': {
-        const before = this.engine.height;
-        const t0 = performance.now();
-        this.syncing = true;
-        try {
-          await this.process({ kind: 'commitCert', block: message.block, commit: message.commit, now });
-        } finally {
-          this.syncing = false;
-        }
-        if (this.engine.height === before) return;
-        const t1 = performance.now();
-        const st = this.sync;
-        // A new run of synced blocks (at start, or after a while at the tip) counts from its first block.
-        if (st.blocks === 0 && t0 - st.since > 1000) st.since = t0;
-        // Idle time between two synced blocks is waiting for the network (a gap over a second is
-        // not block sync: the node was at the tip).
-        if (st.lastEnd > 0 && t0 - st.lastEnd < 1000) st.waitMs += t0 - st.lastEnd;
-        st.lastEnd = t1;
-        st.totalMs += t1 - t0;
-        st.blocks++;
-        st.txs += message.block.data.txs.length;
-        const behind = this.catchingUp();
-        if (t1 - st.since >= 1000 || !behind) this.logSyncProgress(t1);
+        if (!(await this.applySynced(message.block, message.commit, message.extendedCommit))) return;
         // Block sync: while behind, ask the peer that sent this for more at once instead of at the
         // next gossip tick, so catching up runs at execution speed.
-        if (behind) this.network?.send(peer, statusMessage(this.engine));
+        if (this.catchingUp()) this.network?.send(peer, statusMessage(this.engine));
         return;
       }
       case 'evidence':
@@ -1043,6 +1067,8 @@ export class ConsensusRuntime {
           for (const m of messagesForPeer(this.engine, message)) this.network?.send(peer, m);
           return;
         }
+        // With the block sync protocol, a behind peer asks for blocks there.
+        if (this.opts.blockSync) return;
         const top = Math.min(this.blockStore.height, this.chain.lastBlockHeight);
         if (message.height > top || message.height < this.blockStore.base) return;
         // A window of `catchupBatch` heights ahead of the peer is in flight: within one gossip tick
@@ -1058,10 +1084,180 @@ export class ConsensusRuntime {
           const block = await this.blockStore.loadBlock(h);
           const c = await this.blockStore.loadCommit(h);
           if (!block || !c) return;
-          this.network?.send(peer, { kind: 'commit', block, commit: c.commit });
+          // Where extensions are on, the block goes with its extended commit or not at all: the
+          // peer refuses it without one (a store written before extended commits were kept per
+          // height has only the top one).
+          const ext = await this.blockStore.loadExtendedCommit(h);
+          if (!ext && voteExtensionsEnabled(this.chain.consensusParams, h)) {
+            this.logger.debug({ peer, height: h }, 'block sync: no extended commit stored for this height');
+            return;
+          }
+          this.network?.send(peer, {
+            kind: 'commit',
+            block,
+            commit: c.commit,
+            ...(ext ? { extendedCommit: ext } : {}),
+          });
         }
         return;
       }
+    }
+  }
+
+  /**
+   * Applies a committed block from a peer (block sync, either way): the engine verifies the commit
+   * (and the extended commit) and decides the height. True when the node moved past it.
+   */
+  private async applySynced(
+    block: Block,
+    commit: Commit,
+    extendedCommit: Commit | undefined,
+  ): Promise<boolean> {
+    const before = this.engine.height;
+    const t0 = performance.now();
+    this.syncing = true;
+    try {
+      await this.process({
+        kind: 'commitCert',
+        block,
+        commit,
+        ...(extendedCommit ? { extendedCommit } : {}),
+        now: this.now(),
+      });
+    } finally {
+      this.syncing = false;
+    }
+    if (this.engine.height === before) return false;
+    const t1 = performance.now();
+    const st = this.sync;
+    // A new run of synced blocks (at start, or after a while at the tip) counts from its first block.
+    if (st.blocks === 0 && t0 - st.since > 1000) st.since = t0;
+    // Idle time between two synced blocks is waiting for the network (a gap over a second is
+    // not block sync: the node was at the tip).
+    if (st.lastEnd > 0 && t0 - st.lastEnd < 1000) st.waitMs += t0 - st.lastEnd;
+    st.lastEnd = t1;
+    st.totalMs += t1 - t0;
+    st.blocks++;
+    st.txs += block.data.txs.length;
+    if (t1 - st.since >= 1000 || !this.catchingUp()) this.logSyncProgress(t1);
+    return true;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Block sync protocol (/noded/blocksync/1): statuses, and blocks asked by height of several peers
+  // (BlockPool); each block is applied in order through the same commitCert path as above.
+
+  private scheduleBlockSyncTick(): void {
+    if (this.stopped) return;
+    const t = this.scheduler.setTimer(BLOCK_SYNC_TICK_MS, () => {
+      this.timers.delete(t);
+      this.enqueue({ kind: 'blockSyncTick' });
+      this.scheduleBlockSyncTick();
+    });
+    this.timers.add(t);
+  }
+
+  /** This node's stored range, as block sync statuses carry it. */
+  private blockSyncStatus(): BlockSyncMessage {
+    const top = Math.min(this.blockStore.height, this.chain.lastBlockHeight);
+    return { kind: 'status', base: top > 0 ? this.blockStore.base : 0, height: top };
+  }
+
+  private blockSyncTick(): void {
+    const net = this.opts.blockSync;
+    const pool = this.blockPool;
+    if (!net || !pool || this.stopped) return;
+    const now = this.wallMs();
+    if (now - this.lastBlockSyncStatus >= BLOCK_SYNC_STATUS_MS) {
+      this.lastBlockSyncStatus = now;
+      net.broadcast(this.blockSyncStatus());
+      net.broadcast({ kind: 'statusRequest' });
+    }
+    for (const peer of pool.expire(now))
+      this.logger.info({ peer }, 'block sync: a requested block timed out; asking other peers');
+    this.requestBlocks();
+  }
+
+  private requestBlocks(): void {
+    const pool = this.blockPool;
+    const net = this.opts.blockSync;
+    if (!pool || !net) return;
+    pool.advance(this.engine.height);
+    for (const r of pool.schedule(this.wallMs()))
+      net.send(r.peer, { kind: 'blockRequest', height: r.height });
+  }
+
+  private async onBlockSyncMessage(peer: string, m: BlockSyncMessage): Promise<void> {
+    const net = this.opts.blockSync!;
+    const pool = this.blockPool!;
+    switch (m.kind) {
+      case 'statusRequest':
+        net.send(peer, this.blockSyncStatus());
+        return;
+      case 'status':
+        pool.setStatus(peer, m.base, m.height);
+        // A peer storing block h works on h + 1 (catchingUp() compares consensus heights).
+        this.peerHeights.set(peer, { height: m.height + 1, at: this.nowMs() });
+        this.requestBlocks();
+        return;
+      case 'blockRequest': {
+        const top = Math.min(this.blockStore.height, this.chain.lastBlockHeight);
+        const h = m.height;
+        const block =
+          h <= top && h >= this.blockStore.base && h > 0 ? await this.blockStore.loadBlock(h) : undefined;
+        const c = block ? await this.blockStore.loadCommit(h) : undefined;
+        const ext = c ? await this.blockStore.loadExtendedCommit(h) : undefined;
+        // Where extensions are on, a block goes with its extended commit or not at all (docs/consensus.md 7b).
+        if (!block || !c || (!ext && voteExtensionsEnabled(this.chain.consensusParams, h))) {
+          net.send(peer, { kind: 'noBlock', height: h });
+          return;
+        }
+        net.send(peer, { kind: 'block', block, commit: c.commit, ...(ext ? { extendedCommit: ext } : {}) });
+        return;
+      }
+      case 'noBlock':
+        pool.noBlock(peer, m.height);
+        this.requestBlocks();
+        return;
+      case 'block': {
+        const ext = m.extendedCommit ? { extendedCommit: m.extendedCommit } : {};
+        if (!pool.addBlock({ peer, block: m.block, commit: m.commit, ...ext })) return;
+        await this.applyPooled();
+        this.requestBlocks();
+        return;
+      }
+    }
+  }
+
+  /** Applies the pooled blocks that come next, in order; a block that does not verify drops its peer. */
+  private async applyPooled(): Promise<void> {
+    const pool = this.blockPool!;
+    pool.advance(this.engine.height);
+    for (let b = pool.peek(); b && !this.stopped; b = pool.peek()) {
+      this.blockSyncRejection = null;
+      this.applyingFromBlockSync = true;
+      let applied: boolean;
+      try {
+        applied = await this.applySynced(b.block, b.commit, b.extendedCommit);
+      } finally {
+        this.applyingFromBlockSync = false;
+      }
+      if (applied) {
+        pool.advance(this.engine.height);
+        continue;
+      }
+      const reason = this.blockSyncRejection as string | null;
+      if (reason === null) {
+        // The engine had decided this height already (consensus got there first): the block waits
+        // until the height is committed, then advance() drops it. Nothing wrong with the peer.
+        return;
+      }
+      const dropped = pool.removePeer(b.peer);
+      this.logger.warn(
+        { peer: b.peer, height: b.block.header.height, reason, dropped },
+        'block sync: a peer sent a block that does not verify; disconnecting it and asking others',
+      );
+      this.opts.blockSync!.report(b.peer, reason);
     }
   }
 
@@ -1419,6 +1615,14 @@ export class ConsensusRuntime {
       this.wal = await Wal.open(this.fs, this.opts.walDir, this.logger, this.opts.walRotateBytes);
       this.wal.releaseReplayData();
       if (this.network) this.scheduleGossip();
+      if (this.blockPool) {
+        this.blockPool = new BlockPool(
+          this.engine.height,
+          this.opts.blockSyncWindow ?? 16,
+          this.opts.blockSyncTimeoutMs ?? 10_000,
+        );
+        this.scheduleBlockSyncTick();
+      }
       this.logger.info({ height }, 'reverted to a snapshot');
       this.opts.bus.publish({ kind: 'ChainRewound', height });
       // As after a commit (not as at start-up, which begins round 0 at once): the next block comes

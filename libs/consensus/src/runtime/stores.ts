@@ -3,8 +3,9 @@
 //   "bs:meta"            {base, height}                         (tagged JSON)
 //   "bs:b:" h            block (protobuf encoding of tendermint.types.Block)
 //   "bs:c:" h            seen commit of block h (protobuf Commit)
-//   "bs:ec:" h           extended commit of block h (protobuf ExtendedCommit), only for the top
-//                        height and only where vote extensions are on: the next proposer's input
+//   "bs:ec:" h           extended commit of block h (protobuf ExtendedCommit), only where vote
+//                        extensions are on: the next proposer's input (the top one), and what
+//                        block sync sends with each block so that a node catching up has it too
 //   "bs:m:" h            block meta {blockId, blockSize, header, numTxs} (tagged JSON)
 //   "bs:h:" hash         height (8 bytes)
 // State store keys:
@@ -76,7 +77,7 @@ export class BlockStore {
 
   /**
    * Stores block, seen commit, meta and hash index in one synced batch; with `extendedCommit` also
-   * that, replacing the previous height's (only the latest is ever read).
+   * that, kept for every height (block sync serves it with the block, as CometBFT does).
    */
   async saveBlock(
     block: Block,
@@ -103,7 +104,6 @@ export class BlockStore {
     ];
     if (extendedCommit) {
       ops.push({ type: 'put', key: key('bs:ec:', h), value: encodeExtendedCommit(extendedCommit) });
-      if (h > 1) ops.push({ type: 'del', key: key('bs:ec:', h - 1) });
     }
     await this.kv.write(ops, { sync: true });
     this.base = base;
@@ -143,7 +143,7 @@ export class BlockStore {
     return m ? decodeTagged<BlockMeta>(m) : undefined;
   }
 
-  /** The extended commit of `height` (stored only for the top height where extensions are on). */
+  /** The extended commit of `height` (stored only where extensions are on). */
   async loadExtendedCommit(height: number): Promise<Commit | undefined> {
     const c = await this.kv.get(key('bs:ec:', height));
     return c ? decodeExtendedCommit(c) : undefined;
