@@ -11,7 +11,7 @@ import {
   decodeBlockSyncMessage,
   encodeBlockSyncMessage,
 } from '../../consensus/index.js';
-import type { P2PHost } from './host.js';
+import type { ChannelHost } from './host.js';
 
 export const BLOCKSYNC_PROTOCOL = '/noded/blocksync/1';
 
@@ -23,7 +23,7 @@ export class BlockSyncChannel implements BlockSyncNetwork {
   private readonly downs = new Set<(peer: string) => void>();
 
   constructor(
-    private readonly host: P2PHost,
+    private readonly host: ChannelHost,
     maxBlockBytes: number,
   ) {
     host.register({

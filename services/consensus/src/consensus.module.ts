@@ -28,6 +28,7 @@ import {
 import { ConsensusRuntime } from '../../../libs/consensus/index.js';
 import {
   type BlockStoreReads,
+  BlockSyncChannel,
   ConsensusChannel,
   LightChannel,
   lightBlockSourceOf,
@@ -64,6 +65,7 @@ export const PEER_NETWORK = Symbol('PeerNetwork');
 export interface PeerNetwork {
   gateway?: GatewayHost;
   consensus?: ConsensusChannel;
+  blockSync?: BlockSyncChannel;
   runtime: { current?: ConsensusRuntime };
 }
 
@@ -182,6 +184,7 @@ export class ConsensusHost implements OnApplicationBootstrap, OnApplicationShutd
       app: this.app,
       bus: this.bus,
       ...(this.peers.consensus ? { network: this.peers.consensus } : {}),
+      ...(this.peers.blockSync ? { blockSync: this.peers.blockSync } : {}),
       logger: this.logger.child({ module: 'consensus' }),
       onFatal: (err) => this.onFatal(err),
     });
@@ -327,7 +330,10 @@ function peerNetworkOf(
     ...(credentials ? { credentials } : {}),
   });
   closers.add('p2p-gateway client', () => gateway.stop());
-  const consensus = new ConsensusChannel(gateway, Number(s.genesis.runtime.consensusParams.block.maxBytes));
+  const maxBlockBytes = Number(s.genesis.runtime.consensusParams.block.maxBytes);
+  const consensus = new ConsensusChannel(gateway, maxBlockBytes);
+  // /noded/blocksync/1, as `noded start` runs it: peers behind catch up from this node and it from them.
+  const blockSync = new BlockSyncChannel(gateway, maxBlockBytes);
   const mempool = new GrpcMempool(s.cluster.executorGrpcAddress, credentials ? { credentials } : {});
   closers.add('executor mempool client', () => mempool.close());
   const pool = new ExecutorGossipPool(app, mempool, logger.child({ module: 'mempool' }));
@@ -355,7 +361,7 @@ function peerNetworkOf(
     logger: logger.child({ module: 'light' }),
   });
   closers.add('light serving', () => light.close());
-  return { gateway, consensus, runtime };
+  return { gateway, consensus, blockSync, runtime };
 }
 
 export const consensusModule: ServiceModuleFactory = (settings, shared) => {
