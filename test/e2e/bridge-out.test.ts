@@ -19,6 +19,7 @@ import {
 import { BTC, compileBtcContracts, contractSource } from '../btc-token.js';
 import { compileSolidity } from '../solc.js';
 import { DEV_ADDRESSES, DEV_KEYS, initLocalHome, jsonRpc, type RunningNode, startNode } from './harness.js';
+import { revertReason as reasonOf } from './wallet.js';
 
 const rpc = (node: RunningNode, method: string, params: unknown[]) => jsonRpc(node.ethUrl, method, params);
 
@@ -29,16 +30,6 @@ const btcAbi = compileBtcContracts().IBTC.abi;
 const MIN = parseEther('0.001');
 const LIMIT = parseEther('5');
 const ADMIN = 3;
-
-async function reasonOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    const e = err as { reason?: string; shortMessage?: string };
-    return e.reason ?? `no reason: ${e.shortMessage}`;
-  }
-  throw new Error('the call did not revert');
-}
 
 async function rest(
   node: RunningNode,

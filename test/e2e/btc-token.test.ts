@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import {
   Contract,
   ContractFactory,
@@ -29,7 +29,8 @@ import {
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { BTC, compileBtcContracts } from '../btc-token.js';
-import { DEV_ADDRESSES, DEV_KEYS, startLocalNode } from './harness.js';
+import { DEV_ADDRESSES, DEV_KEYS } from './harness.js';
+import { type LocalNode, revertReason, useWalletNode } from './wallet.js';
 
 const c = compileBtcContracts();
 const IBTC_ABI = c.IBTC.abi;
@@ -40,29 +41,14 @@ function fee(r: { gasUsed: bigint; gasPrice: bigint }): bigint {
   return r.gasUsed * r.gasPrice;
 }
 
-/** The revert reason ethers reports for a failed call or estimate. */
-async function revertReason(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    const e = err as { reason?: string; shortMessage?: string };
-    return e.reason ?? `no reason: ${e.shortMessage}`;
-  }
-  throw new Error('the call did not revert');
-}
-
 describe('BTC token precompile against noded chain-local', { timeout: 240_000 }, () => {
-  let env: Awaited<ReturnType<typeof startLocalNode>>;
+  const chain = useWalletNode();
+  let env: LocalNode;
   let provider: JsonRpcProvider;
   let genesisSupply: bigint;
 
-  before(async () => {
-    env = await startLocalNode();
-    provider = new JsonRpcProvider(env.node.ethUrl, undefined, {
-      staticNetwork: true,
-      pollingInterval: 100,
-      cacheTimeout: -1,
-    });
+  before(() => {
+    ({ env, provider } = chain);
     const genesis = JSON.parse(readFileSync(join(env.node.home, 'config', 'genesis.json'), 'utf8')) as {
       app_state: {
         evm: { accounts: Array<{ balance?: string }> };
@@ -73,11 +59,6 @@ describe('BTC token precompile against noded chain-local', { timeout: 240_000 },
     genesisSupply =
       genesis.app_state.evm.accounts.reduce((s, a) => s + BigInt(a.balance ?? '0'), 0n) +
       (genesis.app_state.staking?.validators ?? []).reduce((s, v) => s + BigInt(v.self_bond), 0n);
-  });
-
-  after(async () => {
-    provider?.destroy();
-    await env?.cleanup();
   });
 
   describe('ethers v6', () => {

@@ -5,52 +5,18 @@
 // answers in the Cosmos SDK's shape.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { ed25519 } from '@noble/curves/ed25519.js';
-import { Contract, getAddress, JsonRpcProvider, parseEther, Wallet } from 'ethers';
-import { DEV_ADDRESSES, DEV_KEYS, startLocalNode } from './harness.js';
-
-const POOL = '0x7B7C000000000000000000000000000000000011';
-const ABI = [
-  'function createValidator(bytes32,string,uint16) payable',
-  'function delegate(address) payable',
-  'function redelegate(address src, address dst, uint256 amount) returns (uint256)',
-  'function redelegations(address) view returns (address[] src, address[] dst, uint256[] amounts, uint256[] sharesDst, uint256[] completionTimes, uint256[] heights)',
-  'function delegation(address delegator, address operator) view returns (uint256)',
-  'function validator(address) view returns (bytes32,string,uint256,uint256,bool,uint16)',
-  'function params() view returns (uint256,uint256,uint256,uint256,uint256,uint256,uint256,uint256,uint256)',
-  'event Redelegated(address indexed delegator, address indexed src, address indexed dst, uint256 amount, uint256 completionTime)',
-];
-
-async function revertReason(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    const e = err as { reason?: string; shortMessage?: string };
-    return e.reason ?? `no reason: ${e.shortMessage}`;
-  }
-  throw new Error('the call did not revert');
-}
+import { Contract, getAddress, parseEther, Wallet } from 'ethers';
+import { POOL_FRAGMENTS as ABI, POOL } from '../staking-abi.js';
+import { DEV_ADDRESSES, DEV_KEYS } from './harness.js';
+import { revertReason, useWalletNode } from './wallet.js';
 
 describe('redelegation against noded chain-local', { timeout: 240_000 }, () => {
-  let env: Awaited<ReturnType<typeof startLocalNode>>;
-  let provider: JsonRpcProvider;
-
-  before(async () => {
-    env = await startLocalNode();
-    provider = new JsonRpcProvider(env.node.ethUrl, undefined, {
-      staticNetwork: true,
-      pollingInterval: 100,
-      cacheTimeout: -1,
-    });
-  });
-
-  after(async () => {
-    provider?.destroy();
-    await env?.cleanup();
-  });
+  const chain = useWalletNode();
 
   it('moves stake between validators in one transaction; a transitive move is refused; REST shows the entry', async () => {
+    const { env, provider } = chain;
     const op0 = getAddress(DEV_ADDRESSES[0]);
     const second = new Wallet(DEV_KEYS[3], provider);
     const delegator = new Wallet(DEV_KEYS[1], provider);

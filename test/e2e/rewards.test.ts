@@ -4,62 +4,45 @@
 // and a withdraw refused before the lock ends.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { ed25519 } from '@noble/curves/ed25519.js';
-import { Contract, getAddress, JsonRpcProvider, parseEther, Wallet } from 'ethers';
-import { DEV_ADDRESSES, DEV_KEYS, startLocalNode } from './harness.js';
+import { Contract, getAddress, parseEther, Wallet } from 'ethers';
+import { POOL, POOL_FRAGMENTS, REWARD, STAKE_EVENTS, STAKE_FUNCTIONS } from '../staking-abi.js';
+import { DEV_ADDRESSES, DEV_KEYS } from './harness.js';
+import { revertReason, useWalletNode } from './wallet.js';
 
-const REWARD = '0x7B7c000000000000000000000000000000000016';
-const POOL = '0x7B7C000000000000000000000000000000000011';
 const BTC = '0x7b7c000000000000000000000000000000000000';
 const WEEK = 604_800n;
+const STAKE_ABI = [...STAKE_FUNCTIONS, ...STAKE_EVENTS];
 
-const STAKE_ABI = [
-  'function lock(uint256 unlockTime) payable returns (uint256)',
-  'function withdraw() returns (uint256)',
-  'function claim() returns (uint256)',
-  'function weightOf(address) view returns (uint256)',
-  'function totalWeight() view returns (uint256)',
-  'function pendingRewards(address) view returns (uint256)',
-  'function lockOf(address) view returns (uint256 amount, uint256 unlockTime)',
-  'event RewardsClaimed(address indexed owner, uint256 amount)',
-];
-const POOL_ABI = [
-  'function claimRewards(address operator) returns (uint256)',
-  'function pendingRewards(address delegator, address operator) view returns (uint256)',
-  'function pendingCommission(address operator) view returns (uint256)',
-  'event RewardsClaimed(address indexed delegator, address indexed operator, uint256 reward, uint256 commission)',
-];
-
-async function revertReason(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    const e = err as { reason?: string; shortMessage?: string };
-    return e.reason ?? `no reason: ${e.shortMessage}`;
-  }
-  throw new Error('the call did not revert');
+/** A fee-paying transfer of `value` to a fresh address with priority fee `tip`, mined: its receipt. */
+async function feeTransfer(from: Wallet, value: bigint, tip: bigint) {
+  const tx = await from.sendTransaction({
+    to: Wallet.createRandom().address,
+    value,
+    maxPriorityFeePerGas: tip,
+  });
+  const rc = await tx.wait();
+  if (!rc) throw new Error(`no receipt for ${tx.hash}`);
+  return rc;
 }
 
 describe('reward stake and fee split against noded chain-local', { timeout: 240_000 }, () => {
-  let env: Awaited<ReturnType<typeof startLocalNode>>;
-  let provider: JsonRpcProvider;
+  const chain = useWalletNode();
 
-  before(async () => {
-    env = await startLocalNode();
-    provider = new JsonRpcProvider(env.node.ethUrl, undefined, {
-      staticNetwork: true,
-      pollingInterval: 100,
-      cacheTimeout: -1,
+  /** The node's REST answer to `path` at `height`; asserts a 200. */
+  const rest = async (path: string, height: number) => {
+    const r = await fetch(`${chain.env.node.apiUrl}${path}`, {
+      headers: { 'x-cosmos-block-height': String(height) },
+      signal: AbortSignal.timeout(10_000),
     });
-  });
-
-  after(async () => {
-    provider?.destroy();
-    await env?.cleanup();
-  });
+    assert.equal(r.status, 200, `${path}: ${r.status}`);
+    return (await r.json()) as Record<string, unknown>;
+  };
+  const decOf = (amount: bigint) => `${amount}.000000000000000000`;
 
   it('lock, fee-paying transactions, claim: the locker and the validator are paid, the proposer keeps nothing', async () => {
+    const { provider } = chain;
     const locker = new Wallet(DEV_KEYS[1], provider);
     const spender = new Wallet(DEV_KEYS[2], provider);
     const operator = new Wallet(DEV_KEYS[0], provider);
@@ -92,31 +75,16 @@ describe('reward stake and fee split against noded chain-local', { timeout: 240_
     // Fee-paying transfers; the block's proposer (the miner) hands every fee to the split.
     let lastBlock = 0;
     for (let i = 0; i < 4; i++) {
-      const rc = await (
-        await spender.sendTransaction({
-          to: Wallet.createRandom().address,
-          value: 1000n,
-          maxPriorityFeePerGas: 2_000_000_000n,
-        })
-      ).wait();
-      assert.equal(rc!.status, 1);
-      lastBlock = rc!.blockNumber;
+      const rc = await feeTransfer(spender, 1000n, 2_000_000_000n);
+      assert.equal(rc.status, 1);
+      lastBlock = rc.blockNumber;
     }
     const miner = (await provider.getBlock(lastBlock))!.miner;
     assert.equal(await provider.getBalance(miner), 0n, 'the proposer keeps no fee');
 
     // The x/distribution REST routes answer what the views answer, at the same height.
-    const rest = async (path: string, height: number) => {
-      const r = await fetch(`${env.node.apiUrl}${path}`, {
-        headers: { 'x-cosmos-block-height': String(height) },
-        signal: AbortSignal.timeout(10_000),
-      });
-      assert.equal(r.status, 200, `${path}: ${r.status}`);
-      return (await r.json()) as Record<string, unknown>;
-    };
-    const pool = new Contract(POOL, POOL_ABI, operator);
+    const pool = new Contract(POOL, POOL_FRAGMENTS, operator);
     const op = DEV_ADDRESSES[0];
-    const decOf = (amount: bigint) => `${amount}.000000000000000000`;
     const viewRewards = await pool.pendingRewards(op, op, { blockTag: lastBlock });
     const viewCommission = await pool.pendingCommission(op, { blockTag: lastBlock });
     assert.ok(viewRewards > 0n);
@@ -178,27 +146,19 @@ describe('reward stake and fee split against noded chain-local', { timeout: 240_
     assert.equal(supply1, supply0);
   });
   it("claimAllRewards: a delegator of two validators claims both in one call; outstanding_rewards and the delegator's validators over REST", async () => {
+    const { provider } = chain;
     const second = new Wallet(DEV_KEYS[3], provider);
     const delegator = new Wallet(DEV_KEYS[1], provider);
     const spender = new Wallet(DEV_KEYS[2], provider);
-    const abi = [
-      'function createValidator(bytes32,string,uint16) payable',
-      'function delegate(address) payable',
-      'function claimAllRewards() returns (uint256)',
-      'function delegatorValidators(address) view returns (address[])',
-      'function outstandingRewards(address) view returns (uint256)',
-      'function pendingRewards(address delegator, address operator) view returns (uint256)',
-      'function pendingCommission(address operator) view returns (uint256)',
-      'event RewardsClaimed(address indexed delegator, address indexed operator, uint256 reward, uint256 commission)',
-      'event AllRewardsClaimed(address indexed delegator, uint256 validators, uint256 amount)',
-    ];
     const op0 = DEV_ADDRESSES[0];
     // A second validator with power 1 against the node's 10: the chain keeps committing without it.
     const pub = `0x${Buffer.from(ed25519.getPublicKey(randomBytes(32))).toString('hex')}`;
     await (
-      await new Contract(POOL, abi, second).createValidator(pub, 'second', 1000, { value: parseEther('1') })
+      await new Contract(POOL, POOL_FRAGMENTS, second).createValidator(pub, 'second', 1000, {
+        value: parseEther('1'),
+      })
     ).wait();
-    const pool = new Contract(POOL, abi, delegator);
+    const pool = new Contract(POOL, POOL_FRAGMENTS, delegator);
     await (await pool.delegate(op0, { value: parseEther('2') })).wait();
     const rc = await (await pool.delegate(second.address, { value: parseEther('1') })).wait();
     assert.deepEqual(
@@ -208,24 +168,8 @@ describe('reward stake and fee split against noded chain-local', { timeout: 240_
     // Fee-paying transfers after both validators have power (two heights after the bonds).
     let last = rc!.blockNumber;
     while (last < rc!.blockNumber + 3) {
-      const t = await (
-        await spender.sendTransaction({
-          to: Wallet.createRandom().address,
-          value: 1n,
-          maxPriorityFeePerGas: 1_000_000_000n,
-        })
-      ).wait();
-      last = t!.blockNumber;
+      last = (await feeTransfer(spender, 1n, 1_000_000_000n)).blockNumber;
     }
-    const rest = async (path: string, height: number) => {
-      const r = await fetch(`${env.node.apiUrl}${path}`, {
-        headers: { 'x-cosmos-block-height': String(height) },
-        signal: AbortSignal.timeout(10_000),
-      });
-      assert.equal(r.status, 200, `${path}: ${r.status}`);
-      return (await r.json()) as Record<string, unknown>;
-    };
-    const decOf = (amount: bigint) => `${amount}.000000000000000000`;
     for (const op of [op0, second.address]) {
       const v = await pool.outstandingRewards(op, { blockTag: last });
       const owed =

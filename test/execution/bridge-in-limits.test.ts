@@ -32,10 +32,10 @@ import {
   executorOptions,
   GENESIS_TIME,
   genesisState,
+  initLocalChain,
   key,
   PROPOSER,
   signTx,
-  TEST_CONSENSUS_PARAMS,
 } from './helpers.js';
 
 const keys = [0, 1, 2, 3].map((i) => ed25519Generate(sha256(new TextEncoder().encode(`bridge-lim-${i}`))));
@@ -73,6 +73,16 @@ after(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
+/** app_state.bridge: ADMIN, 60-second windows, chain 1, and `over`. */
+const bridgeGenesis = (over: Record<string, unknown>) => ({
+  admin: addr(ADMIN),
+  min_amount: '1',
+  window_seconds: '60',
+  max_outflow_per_window: '1000',
+  chains: [1],
+  ...over,
+});
+
 /** An executor on RocksDB with a bridge genesis; blocks at explicit times (seconds). */
 async function open(bridge: Record<string, unknown>, dir?: string) {
   const path = dir ?? mkdtempSync(join(tmpdir(), 'bridge-limits-'));
@@ -80,24 +90,9 @@ async function open(bridge: Record<string, unknown>, dir?: string) {
   let kv: KVStore = await RocksKV.open(path);
   let ex = await Executor.open(executorOptions(kv, new EventBus()));
   if (!dir)
-    await ex.initChain({
-      chainId: 'chain-local',
-      time: GENESIS_TIME,
-      initialHeight: 1,
-      validators,
-      consensusParams: TEST_CONSENSUS_PARAMS,
-      appState: {
-        ...genesisState([{ address: addr(ADMIN), balance: ETH }]),
-        bridge: {
-          admin: addr(ADMIN),
-          min_amount: '1',
-          window_seconds: '60',
-          max_outflow_per_window: '1000',
-          chains: [1],
-          btc_token_address: MAPPED,
-          ...bridge,
-        },
-      },
+    await initLocalChain(ex, validators, {
+      ...genesisState([{ address: addr(ADMIN), balance: ETH }]),
+      bridge: bridgeGenesis({ btc_token_address: MAPPED, ...bridge }),
     });
   const n: {
     path: string;
@@ -318,23 +313,9 @@ describe('executor: bridge-in inflow limit and pause', () => {
     const kv = await RocksKV.open(dir);
     const ex = await Executor.open(executorOptions(kv, new EventBus()));
     await assert.rejects(
-      ex.initChain({
-        chainId: 'chain-local',
-        time: GENESIS_TIME,
-        initialHeight: 1,
-        validators,
-        consensusParams: TEST_CONSENSUS_PARAMS,
-        appState: {
-          ...genesisState([]),
-          bridge: {
-            admin: addr(ADMIN),
-            min_amount: '1',
-            window_seconds: '60',
-            max_outflow_per_window: '1000',
-            chains: [1],
-            max_inflow_per_window: '0',
-          },
-        },
+      initLocalChain(ex, validators, {
+        ...genesisState([]),
+        bridge: bridgeGenesis({ max_inflow_per_window: '0' }),
       }),
       /app_state\.bridge\.max_inflow_per_window: must be >= 1, got "0"/,
     );

@@ -17,14 +17,7 @@ import {
 } from '../../libs/execution/index.js';
 import { MemoryKV } from '../../libs/storage/index.js';
 import { EventBus, type ExtendedCommitInfo, type Validator } from '../../libs/types/index.js';
-import {
-  ETH,
-  executorOptions,
-  GENESIS_TIME,
-  genesisState,
-  PROPOSER,
-  TEST_CONSENSUS_PARAMS,
-} from './helpers.js';
+import { ETH, executorOptions, GENESIS_TIME, genesisState, initLocalChain, PROPOSER } from './helpers.js';
 
 const keys = [0, 1, 2, 3].map((i) => ed25519Generate(sha256(new TextEncoder().encode(`bridge-in-${i}`))));
 const validators: Validator[] = keys.map((k) => ({
@@ -51,22 +44,15 @@ async function open(mapped: boolean, deposits?: DepositSource) {
     ...executorOptions(new MemoryKV(), new EventBus()),
     ...(deposits ? { deposits } : {}),
   });
-  await ex.initChain({
-    chainId: 'chain-local',
-    time: GENESIS_TIME,
-    initialHeight: 1,
-    validators,
-    consensusParams: TEST_CONSENSUS_PARAMS,
-    appState: {
-      ...genesisState([{ address: alice, balance: ETH }]),
-      bridge: {
-        admin: alice,
-        min_amount: '1',
-        window_seconds: '60',
-        max_outflow_per_window: '1000',
-        chains: [1],
-        ...(mapped ? { btc_token_address: MAPPED } : {}),
-      },
+  await initLocalChain(ex, validators, {
+    ...genesisState([{ address: alice, balance: ETH }]),
+    bridge: {
+      admin: alice,
+      min_amount: '1',
+      window_seconds: '60',
+      max_outflow_per_window: '1000',
+      chains: [1],
+      ...(mapped ? { btc_token_address: MAPPED } : {}),
     },
   });
   let height = 0;

@@ -4,49 +4,23 @@
 // validators' outstanding rewards (outstandingRewards), checked against the pending views that the
 // fee split's own tests check to the wei.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ed25519 } from '@noble/curves/ed25519.js';
-import { Interface } from 'ethers';
-import { DEFAULT_STAKING_PARAMS } from '../../libs/config/index.js';
-import { Executor } from '../../libs/execution/index.js';
-import { RocksKV } from '../../libs/storage/index.js';
-import { EventBus, type FinalizeBlockResponse, type Hex, type Validator } from '../../libs/types/index.js';
+import type { FinalizeBlockResponse, Hex } from '../../libs/types/index.js';
+import { addr, ETH, key, produceBlock, signTx } from './helpers.js';
 import {
-  addr,
-  ETH,
-  executorOptions,
-  GENESIS_TIME,
-  genesisState,
-  key,
-  produceBlock,
-  signTx,
-  TEST_CONSENSUS_PARAMS,
-  type TestNode,
-} from './helpers.js';
+  consensusKey,
+  contract,
+  intrinsicGas,
+  POOL,
+  poolAbi,
+  REWARD,
+  type StakingNet,
+  startStakingNet,
+  stopStakingNet as stop,
+} from './staking-net.js';
 
-const POOL = '0x7b7c000000000000000000000000000000000011' as Hex;
-const REWARD = '0x7b7c000000000000000000000000000000000016' as Hex;
+const { read: view, one, refusal, tx } = contract(POOL, poolAbi);
 
-export const poolAbi = new Interface([
-  'function createValidator(bytes32 consensusPubKey, string moniker, uint16 commissionBps) payable',
-  'function delegate(address validator) payable',
-  'function undelegate(address validator, uint256 amount) returns (uint256)',
-  'function claimRewards(address operator) returns (uint256)',
-  'function claimAllRewards() returns (uint256)',
-  'function delegatorValidators(address delegator) view returns (address[])',
-  'function outstandingRewards(address operator) view returns (uint256)',
-  'function pendingRewards(address delegator, address operator) view returns (uint256)',
-  'function pendingCommission(address operator) view returns (uint256)',
-  'function delegation(address delegator, address operator) view returns (uint256)',
-  'event RewardsClaimed(address indexed delegator, address indexed operator, uint256 reward, uint256 commission)',
-  'event AllRewardsClaimed(address indexed delegator, uint256 validators, uint256 amount)',
-]);
-const opts = { gasCap: 50_000_000n, timeoutMs: 5000 };
-
-const consensusKey = (i: number) => ed25519.getPublicKey(new Uint8Array(32).fill(i + 1));
 const ops = [key(1), key(2), key(3)];
 const POWERS = [10n, 20n, 30n];
 const COMMISSION = [0n, 500n, 1000n];
@@ -55,84 +29,23 @@ const [alice, bob, dave] = [key(4), key(5), key(6)];
 const extra = Array.from({ length: 30 }, (_, i) => key(100 + i));
 const BALANCE = 1000n * ETH;
 
-interface Net extends TestNode {
-  nonces: Map<Uint8Array, bigint>;
-  dir: string;
-}
+type Net = StakingNet;
 
-async function start(): Promise<Net> {
-  const dir = mkdtempSync(join(tmpdir(), 'noded-distribution-'));
-  const kv = await RocksKV.open(dir);
-  const ex = await Executor.open(executorOptions(kv, new EventBus()));
-  const validators: Validator[] = ops.map((_, i) => ({
-    address: new Uint8Array(20),
-    pubKey: consensusKey(i),
-    votingPower: POWERS[i]!,
-    proposerPriority: 0n,
-  }));
-  await ex.initChain({
-    chainId: 'chain-local',
-    time: GENESIS_TIME,
-    initialHeight: 1,
-    validators,
-    consensusParams: TEST_CONSENSUS_PARAMS,
-    appState: {
-      ...genesisState(
-        [...ops, alice, bob, dave, ...extra].map((k) => ({ address: addr(k), balance: BALANCE })),
-      ),
-      staking: {
-        params: DEFAULT_STAKING_PARAMS,
-        validators: ops.map((k, i) => ({
-          operator: addr(k),
-          pub_key: Buffer.from(consensusKey(i)).toString('base64'),
-          self_bond: (POWERS[i]! * ETH).toString(),
-          commission_bps: COMMISSION[i]!.toString(),
-        })),
-      },
-      // A block reward makes every block pay, so the rewards do not depend on the fees alone.
-      rewards: { params: { validator_share: '0.5', block_reward: '1000000000000000007' } },
-    },
+function start(): Promise<Net> {
+  return startStakingNet({
+    operators: ops,
+    powers: POWERS,
+    commissionBps: COMMISSION,
+    accounts: [...ops, alice, bob, dave, ...extra],
+    balance: BALANCE,
+    // A block reward makes every block pay, so the rewards do not depend on the fees alone.
+    appState: { rewards: { params: { validator_share: '0.5', block_reward: '1000000000000000007' } } },
+    rocksDirPrefix: 'noded-distribution-',
   });
-  return { ex, kv, bus: new EventBus(), events: [], height: 0, time: GENESIS_TIME, nonces: new Map(), dir };
 }
 
-async function stop(n: Net): Promise<void> {
-  await n.ex.close();
-  await n.kv.close();
-  rmSync(n.dir, { recursive: true, force: true });
-}
-
-async function view(n: Net, fn: string, args: unknown[] = [], height = n.height) {
-  const r = await n.ex.call(
-    { to: POOL, data: poolAbi.encodeFunctionData(fn, args) as Hex },
-    BigInt(height),
-    undefined,
-    opts,
-  );
-  assert.equal(r.reverted, undefined, `${fn} reverted: ${r.returnData}`);
-  return poolAbi.decodeFunctionResult(fn, r.returnData);
-}
-const one = async (n: Net, fn: string, args: unknown[] = [], height = n.height) =>
-  (await view(n, fn, args, height))[0] as bigint;
 const listOf = async (n: Net, who: Uint8Array) =>
   ((await view(n, 'delegatorValidators', [addr(who)]))[0] as string[]).map((a) => a.toLowerCase());
-
-async function refusal(n: Net, from: Uint8Array, fn: string, args: unknown[] = [], value = 0n) {
-  const r = await n.ex.call(
-    { from: addr(from), to: POOL, data: poolAbi.encodeFunctionData(fn, args) as Hex, value },
-    BigInt(n.height),
-    undefined,
-    opts,
-  );
-  assert.ok(r.reverted, `${fn} was expected to revert`);
-  return new Interface(['function Error(string)']).decodeFunctionData('Error', r.returnData)[0] as string;
-}
-
-function tx(n: Net, k: Uint8Array, fn: string, args: unknown[] = [], value = 0n, gas = 300_000n) {
-  const nonce = n.nonces.get(k) ?? 0n;
-  n.nonces.set(k, nonce + 1n);
-  return signTx(k, { nonce, to: POOL, value, data: poolAbi.encodeFunctionData(fn, args) as Hex, gas });
-}
 
 async function block(n: Net, txs: Uint8Array[] = []): Promise<FinalizeBlockResponse> {
   const res = await produceBlock(n, txs);
@@ -140,10 +53,19 @@ async function block(n: Net, txs: Uint8Array[] = []): Promise<FinalizeBlockRespo
   return res;
 }
 
-function intrinsicGas(data: string): bigint {
-  let g = 21_000n;
-  for (const x of Buffer.from(data.slice(2), 'hex')) g += x === 0 ? 4n : 16n;
-  return g;
+/**
+ * claimAllRewards from `who` in its own block with a gas limit of `gas`; asserts it succeeded and
+ * used the intrinsic gas plus 60,000 and 15,000 per validator claimed. Returns the receipt.
+ */
+async function claimAll(n: Net, who: Uint8Array, gas: bigint, validators: bigint) {
+  await block(n, [tx(n, who, 'claimAllRewards', [], 0n, gas)]);
+  const [rc] = await n.ex.getBlockReceipts(BigInt(n.height));
+  assert.equal(rc!.status, 1);
+  assert.equal(
+    BigInt(rc!.gasUsed),
+    intrinsicGas(poolAbi.encodeFunctionData('claimAllRewards')) + 60_000n + validators * 15_000n,
+  );
+  return rc!;
 }
 
 /** Σ pendingRewards over `delegators` + pendingCommission: what the validator's people can claim. */
@@ -194,13 +116,7 @@ describe('validator pool: claimAllRewards and outstanding rewards', () => {
       const outBefore = await Promise.all(ops.map((op) => one(n, 'outstandingRewards', [addr(op)])));
       const balBefore = await n.ex.getBalance(addr(alice), BigInt(h));
       const rewardBefore = await n.ex.getBalance(REWARD, BigInt(h));
-      await block(n, [tx(n, alice, 'claimAllRewards', [], 0n, 200_000n)]);
-      const [rc] = await n.ex.getBlockReceipts(BigInt(n.height));
-      assert.equal(rc!.status, 1);
-      assert.equal(
-        BigInt(rc!.gasUsed),
-        intrinsicGas(poolAbi.encodeFunctionData('claimAllRewards')) + 60_000n + 3n * 15_000n,
-      );
+      const rc = await claimAll(n, alice, 200_000n, 3n);
       const logs = rc!.logs.map((l) => poolAbi.parseLog({ topics: l.topics, data: l.data })!);
       assert.deepEqual(
         logs.map((l) => [
@@ -305,13 +221,7 @@ describe('validator pool: claimAllRewards and outstanding rewards', () => {
         'the refusal changed nothing',
       );
       await block(n);
-      await block(n, [tx(n, dave, 'claimAllRewards', [], 0n, 600_000n)]);
-      const [rc] = await n.ex.getBlockReceipts(BigInt(n.height));
-      assert.equal(rc!.status, 1);
-      assert.equal(
-        BigInt(rc!.gasUsed),
-        intrinsicGas(poolAbi.encodeFunctionData('claimAllRewards')) + 60_000n + 32n * 15_000n,
-      );
+      const rc = await claimAll(n, dave, 600_000n, 32n);
       const last = poolAbi.parseLog(rc!.logs.at(-1)!)!;
       assert.equal(last.name, 'AllRewardsClaimed');
 
@@ -331,12 +241,7 @@ describe('validator pool: claimAllRewards and outstanding rewards', () => {
         /already delegates to .* 32 validators/,
       );
       await block(n);
-      await block(n, [tx(n, op, 'claimAllRewards', [], 0n, 600_000n)]);
-      const [rc2] = await n.ex.getBlockReceipts(BigInt(n.height));
-      assert.equal(
-        BigInt(rc2!.gasUsed),
-        intrinsicGas(poolAbi.encodeFunctionData('claimAllRewards')) + 60_000n + 32n * 15_000n,
-      );
+      await claimAll(n, op, 600_000n, 32n);
     } finally {
       await stop(n);
     }

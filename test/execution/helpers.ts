@@ -26,6 +26,7 @@ import {
   type Hex,
   type NodeEvent,
   silentLogger,
+  type Validator,
 } from '../../libs/types/index.js';
 import { compileSolidity } from '../solc.js';
 
@@ -228,6 +229,18 @@ export const TEST_CONSENSUS_PARAMS: ConsensusParams = {
   abci: { voteExtensionsEnableHeight: 0n },
 };
 
+/** InitChain as CometBFT sends it for chain-local at GENESIS_TIME, with these validators and app_state. */
+export function initLocalChain(ex: Executor, validators: Validator[], appState: unknown) {
+  return ex.initChain({
+    chainId: 'chain-local',
+    time: GENESIS_TIME,
+    initialHeight: 1,
+    validators,
+    consensusParams: TEST_CONSENSUS_PARAMS,
+    appState,
+  });
+}
+
 export async function startNode(
   accounts: Array<{ address: Hex; balance: bigint; code?: Hex; storage?: Record<string, string> }>,
   over: Partial<ExecutorOptions> = {},
@@ -237,14 +250,7 @@ export async function startNode(
   const events: NodeEvent[] = [];
   bus.subscribe((e) => events.push(e));
   const ex = await Executor.open(executorOptions(kv, bus, over));
-  await ex.initChain({
-    chainId: 'chain-local',
-    time: GENESIS_TIME,
-    initialHeight: 1,
-    validators: [],
-    consensusParams: TEST_CONSENSUS_PARAMS,
-    appState: genesisState(accounts),
-  });
+  await initLocalChain(ex, [], genesisState(accounts));
   return { ex, kv, bus, events, height: 0, time: GENESIS_TIME };
 }
 

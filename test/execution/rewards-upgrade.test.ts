@@ -7,36 +7,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ed25519 } from '@noble/curves/ed25519.js';
-import { Interface } from 'ethers';
-import { DEFAULT_STAKING_PARAMS } from '../../libs/config/index.js';
 import { Executor, type ExecutorOptions } from '../../libs/execution/index.js';
 import { type KVStore, MemoryKV, RocksKV } from '../../libs/storage/index.js';
-import { EventBus, type FinalizeBlockResponse, type Hex, type Validator } from '../../libs/types/index.js';
-import {
-  addr,
-  ETH,
-  executorOptions,
-  GENESIS_TIME,
-  genesisState,
-  key,
-  PROPOSER,
-  produceBlock,
-  signTx,
-  TEST_CONSENSUS_PARAMS,
-  type TestNode,
-} from './helpers.js';
+import { EventBus, type FinalizeBlockResponse, type Hex } from '../../libs/types/index.js';
+import { addr, ETH, executorOptions, key, PROPOSER, produceBlock, signTx, type TestNode } from './helpers.js';
+import { POOL, poolAbi, REWARD, stakeAbi, startStakingNet, view, viewOne } from './staking-net.js';
 
-const REWARD = '0x7b7c000000000000000000000000000000000016' as Hex;
-const POOL = '0x7b7c000000000000000000000000000000000011' as Hex;
 const UPGRADE = 5;
-const consensusKey = (i: number) => ed25519.getPublicKey(new Uint8Array(32).fill(i + 1));
 const ops = [key(1), key(2)];
 const payer = key(7);
 const proposer = `0x${Buffer.from(PROPOSER).toString('hex')}` as Hex;
 const upgrade = { height: UPGRADE, validatorShare: 5n * 10n ** 17n, blockReward: 0n };
-const stake = new Interface(['function params() view returns (uint256 validatorShare, uint256 blockReward)']);
-const pool = new Interface(['function pendingRewards(address,address) view returns (uint256)']);
 
 /** One fee-paying transfer per height, the same bytes for every node. */
 const txs = Array.from({ length: 7 }, (_, i) =>
@@ -47,33 +28,16 @@ async function open(kv: KVStore, over: Partial<ExecutorOptions>): Promise<Execut
   return Executor.open(executorOptions(kv, new EventBus(), over));
 }
 
-async function init(ex: Executor): Promise<TestNode> {
-  const validators: Validator[] = ops.map((_, i) => ({
-    address: new Uint8Array(20),
-    pubKey: consensusKey(i),
-    votingPower: 10n,
-    proposerPriority: 0n,
-  }));
-  await ex.initChain({
-    chainId: 'chain-local',
-    time: GENESIS_TIME,
-    initialHeight: 1,
-    validators,
-    consensusParams: TEST_CONSENSUS_PARAMS,
-    appState: {
-      ...genesisState([...ops, payer].map((k) => ({ address: addr(k), balance: 1000n * ETH }))),
-      staking: {
-        params: DEFAULT_STAKING_PARAMS,
-        validators: ops.map((k, i) => ({
-          operator: addr(k),
-          pub_key: Buffer.from(consensusKey(i)).toString('base64'),
-          self_bond: (10n * ETH).toString(),
-        })),
-      },
-      rewards: { upgrade_height: String(UPGRADE), params: { validator_share: '0.5' } },
-    },
+/** A node of two genesis validators whose app_state.rewards names the upgrade height. */
+function start(kv: KVStore, over: Partial<ExecutorOptions> = {}): Promise<TestNode> {
+  return startStakingNet({
+    operators: ops,
+    accounts: [...ops, payer],
+    balance: 1000n * ETH,
+    appState: { rewards: { upgrade_height: String(UPGRADE), params: { validator_share: '0.5' } } },
+    kv,
+    executor: over,
   });
-  return { ex, kv: new MemoryKV(), bus: new EventBus(), events: [], height: 0, time: GENESIS_TIME };
 }
 
 async function run(n: TestNode, to: number): Promise<FinalizeBlockResponse[]> {
@@ -94,9 +58,9 @@ describe('rewards: app_state.rewards.upgrade_height', () => {
     const dirB = mkdtempSync(join(tmpdir(), 'noded-upgrade-b-'));
     const kvA = await RocksKV.open(dirA);
     let kvB = await RocksKV.open(dirB);
-    const a = await init(await open(kvA, { rewardsUpgrade: upgrade }));
-    let b = await init(await open(kvB, {}));
-    const c = await init(await open(new MemoryKV(), {}));
+    const a = await start(kvA, { rewardsUpgrade: upgrade });
+    let b = await start(kvB);
+    const c = await start(new MemoryKV());
     try {
       const hashesA: string[] = [];
       const hashesB: string[] = [];
@@ -131,23 +95,11 @@ describe('rewards: app_state.rewards.upgrade_height', () => {
         prevProposer = proposerNow;
       }
       assert.deepEqual(hashesB, hashesA, 'the node restarted with the setting agrees at every height');
-      const r = await a.ex.call(
-        { to: REWARD, data: stake.encodeFunctionData('params') as Hex },
-        6n,
-        undefined,
-        {
-          gasCap: 10_000_000n,
-          timeoutMs: 5000,
-        },
+      assert.deepEqual((await view(a, REWARD, stakeAbi, 'params', [], 6)).toArray(), [5n * 10n ** 17n, 0n]);
+      assert.ok(
+        (await viewOne(a, POOL, poolAbi, 'pendingRewards', [addr(ops[0]!), addr(ops[0]!)], 6)) > 0n,
+        'the validators earn from the upgrade height on',
       );
-      assert.deepEqual(stake.decodeFunctionResult('params', r.returnData).toArray(), [5n * 10n ** 17n, 0n]);
-      const p = await a.ex.call(
-        { to: POOL, data: pool.encodeFunctionData('pendingRewards', [addr(ops[0]!), addr(ops[0]!)]) as Hex },
-        6n,
-        undefined,
-        { gasCap: 10_000_000n, timeoutMs: 5000 },
-      );
-      assert.ok(BigInt(p.returnData) > 0n, 'the validators earn from the upgrade height on');
 
       // A node without the setting agrees up to the height before and diverges at it.
       const hashesC = (await run(c, 6)).map((x) => hex(x.appHash));

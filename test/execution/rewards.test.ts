@@ -7,158 +7,60 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ed25519 } from '@noble/curves/ed25519.js';
 import { Interface } from 'ethers';
-import { DEFAULT_STAKING_PARAMS } from '../../libs/config/index.js';
 import { Executor } from '../../libs/execution/index.js';
 import { rewardFunctions } from '../../libs/execution/src/precompiles/reward.js';
-import { type KVStore, MemoryKV, RocksKV } from '../../libs/storage/index.js';
-import { EventBus, type FinalizeBlockResponse, type Hex, type Validator } from '../../libs/types/index.js';
+import { type KVStore, RocksKV } from '../../libs/storage/index.js';
+import { EventBus, type FinalizeBlockResponse, type Hex } from '../../libs/types/index.js';
 import { compileSolidity } from '../solc.js';
+import { STAKE_EVENTS } from '../staking-abi.js';
+import { addr, ETH, executorOptions, GWEI, key, PROPOSER, produceBlock, signTx } from './helpers.js';
 import {
-  addr,
-  ETH,
-  executorOptions,
-  GENESIS_TIME,
-  GWEI,
-  genesisState,
-  key,
-  PROPOSER,
-  produceBlock,
-  signTx,
-  TEST_CONSENSUS_PARAMS,
-  type TestNode,
-} from './helpers.js';
+  balanceOf as balance,
+  contract,
+  intrinsicGas,
+  nextTx,
+  blockSeconds as nowOf,
+  viewOne as one,
+  POOL,
+  poolAbi as pool,
+  REWARD,
+  type StakingNet,
+  stakeAbi as stake,
+  startStakingNet,
+  view,
+} from './staking-net.js';
 
-const POOL = '0x7b7c000000000000000000000000000000000011' as Hex;
-const REWARD = '0x7b7c000000000000000000000000000000000016' as Hex;
 const WEEK = 604_800n;
 const MAX_LOCK = 126_144_000n;
 const SCALE = 10n ** 27n;
 
-const stake = new Interface([
-  'function lock(uint256 unlockTime) payable returns (uint256)',
-  'function increaseAmount() payable returns (uint256)',
-  'function extendLock(uint256 unlockTime) returns (uint256)',
-  'function withdraw() returns (uint256)',
-  'function claim() returns (uint256)',
-  'function weightOf(address) view returns (uint256)',
-  'function totalWeight() view returns (uint256)',
-  'function pendingRewards(address) view returns (uint256)',
-  'function lockOf(address) view returns (uint256 amount, uint256 unlockTime)',
-  'function totalLocked() view returns (uint256)',
-  'function undistributed() view returns (uint256)',
-  'function params() view returns (uint256 validatorShare, uint256 blockReward)',
-]);
-const pool = new Interface([
-  'function delegate(address validator) payable',
-  'function undelegate(address validator, uint256 amount) returns (uint256)',
-  'function claimRewards(address operator) returns (uint256)',
-  'function pendingRewards(address delegator, address operator) view returns (uint256)',
-  'function pendingCommission(address operator) view returns (uint256)',
-  'function editValidator(string moniker, uint16 commissionBps)',
-  'function delegationShares(address delegator, address operator) view returns (uint256)',
-]);
-const events = new Interface([
-  'event Locked(address indexed owner, uint256 amount, uint256 unlockTime)',
-  'event LockIncreased(address indexed owner, uint256 added, uint256 amount)',
-  'event LockExtended(address indexed owner, uint256 unlockTime)',
-  'event Withdrawn(address indexed owner, uint256 amount)',
-  'event RewardsClaimed(address indexed owner, uint256 amount)',
-]);
-const opts = { gasCap: 50_000_000n, timeoutMs: 5000 };
+const events = new Interface(STAKE_EVENTS);
+/** The revert reason of a reward stake call made at the latest block, as a wallet shows it. */
+const { refusal } = contract(REWARD, stake);
 
-const consensusKey = (i: number) => ed25519.getPublicKey(new Uint8Array(32).fill(i + 1));
 const ops = [key(1), key(2), key(3)];
 const POWERS = [10n, 20n, 30n];
 const COMMISSION = [0n, 500n, 1000n];
 const [alice, bob, dave, payer, sink] = [key(4), key(5), key(6), key(7), key(8)];
 const BALANCE = 1000n * ETH;
 
-interface Net extends TestNode {
-  nonces: Map<Uint8Array, bigint>;
-}
+type Net = StakingNet;
 
-async function start(
-  rewards: Record<string, string> | undefined,
-  kv: KVStore = new MemoryKV(),
-): Promise<Net> {
-  const ex = await Executor.open(executorOptions(kv, new EventBus()));
-  const validators: Validator[] = ops.map((_, i) => ({
-    address: new Uint8Array(20),
-    pubKey: consensusKey(i),
-    votingPower: POWERS[i]!,
-    proposerPriority: 0n,
-  }));
-  await ex.initChain({
-    chainId: 'chain-local',
-    time: GENESIS_TIME,
-    initialHeight: 1,
-    validators,
-    consensusParams: TEST_CONSENSUS_PARAMS,
-    appState: {
-      ...genesisState([...ops, alice, bob, dave, payer].map((k) => ({ address: addr(k), balance: BALANCE }))),
-      staking: {
-        params: DEFAULT_STAKING_PARAMS,
-        validators: ops.map((k, i) => ({
-          operator: addr(k),
-          pub_key: Buffer.from(consensusKey(i)).toString('base64'),
-          self_bond: (POWERS[i]! * ETH).toString(),
-          commission_bps: COMMISSION[i]!.toString(),
-        })),
-      },
-      ...(rewards ? { rewards: { params: rewards } } : {}),
-    },
+function start(rewards: Record<string, string> | undefined, kv?: KVStore): Promise<Net> {
+  return startStakingNet({
+    operators: ops,
+    powers: POWERS,
+    commissionBps: COMMISSION,
+    accounts: [...ops, alice, bob, dave, payer],
+    balance: BALANCE,
+    appState: rewards ? { rewards: { params: rewards } } : {},
+    kv,
   });
-  return {
-    ex,
-    kv: new MemoryKV(),
-    bus: new EventBus(),
-    events: [],
-    height: 0,
-    time: GENESIS_TIME,
-    nonces: new Map(),
-  };
 }
 
-const nowOf = (n: Net) => n.time / 1_000_000_000n;
-
-async function view(n: Net, to: Hex, iface: Interface, fn: string, args: unknown[] = []) {
-  const r = await n.ex.call(
-    { to, data: iface.encodeFunctionData(fn, args) as Hex },
-    BigInt(n.height),
-    undefined,
-    opts,
-  );
-  assert.equal(r.reverted, undefined, `${fn} reverted: ${r.returnData}`);
-  return iface.decodeFunctionResult(fn, r.returnData);
-}
-const one = async (n: Net, to: Hex, iface: Interface, fn: string, args: unknown[] = []) =>
-  (await view(n, to, iface, fn, args))[0] as bigint;
-
-/** The revert reason of a call made at the latest block, as a wallet shows it. */
-async function refusal(
-  n: Net,
-  from: Uint8Array,
-  fn: string,
-  args: unknown[] = [],
-  value = 0n,
-): Promise<string> {
-  const r = await n.ex.call(
-    { from: addr(from), to: REWARD, data: stake.encodeFunctionData(fn, args) as Hex, value },
-    BigInt(n.height),
-    undefined,
-    opts,
-  );
-  assert.ok(r.reverted, `${fn} was expected to revert`);
-  return new Interface(['function Error(string)']).decodeFunctionData('Error', r.returnData)[0] as string;
-}
-
-function tx(n: Net, k: Uint8Array, to: Hex, data: Hex, value = 0n, gasPrice?: bigint): Uint8Array {
-  const nonce = n.nonces.get(k) ?? 0n;
-  n.nonces.set(k, nonce + 1n);
-  return signTx(k, { nonce, to, value, data, gas: 300_000n, ...(gasPrice ? { type: 0, gasPrice } : {}) });
-}
+const tx = (n: Net, k: Uint8Array, to: Hex, data: Hex, value = 0n, gasPrice?: bigint): Uint8Array =>
+  nextTx(n, k, to, data, { value, gasPrice });
 
 /** One block with these transactions; each must have executed successfully. */
 async function block(n: Net, txs: Uint8Array[] = []): Promise<FinalizeBlockResponse> {
@@ -167,16 +69,6 @@ async function block(n: Net, txs: Uint8Array[] = []): Promise<FinalizeBlockRespo
   for (const r of await n.ex.getBlockReceipts(BigInt(n.height))) assert.equal(r.status, 1);
   return res;
 }
-
-/** 21000 plus 4 gas a zero byte and 16 a non-zero byte of calldata. */
-function intrinsicGas(data: string): bigint {
-  const b = Buffer.from(data.slice(2), 'hex');
-  let g = 21_000n;
-  for (const x of b) g += x === 0 ? 4n : 16n;
-  return g;
-}
-
-const balance = (n: Net, a: Hex) => n.ex.getBalance(a, BigInt(n.height));
 
 /** The fees the block at the latest height collected (Σ gas used × effective gas price). */
 async function feesOf(n: Net): Promise<bigint> {

@@ -6,146 +6,52 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ed25519 } from '@noble/curves/ed25519.js';
-import { Interface } from 'ethers';
-import { DEFAULT_STAKING_PARAMS, type StakingParamsJson } from '../../libs/config/index.js';
-import { sha256 } from '../../libs/crypto/index.js';
+import type { StakingParamsJson } from '../../libs/config/index.js';
 import { Executor } from '../../libs/execution/index.js';
-import { type KVStore, MemoryKV, RocksKV } from '../../libs/storage/index.js';
+import { type KVStore, RocksKV } from '../../libs/storage/index.js';
 import {
   type CommitInfo,
   EventBus,
   type FinalizeBlockResponse,
-  type Hex,
   type Misbehavior,
-  type Validator,
 } from '../../libs/types/index.js';
+import { addr, ETH, executorOptions, GENESIS_TIME, key, produceBlock } from './helpers.js';
 import {
-  addr,
-  ETH,
-  executorOptions,
-  GENESIS_TIME,
-  genesisState,
-  key,
-  produceBlock,
-  signTx,
-  TEST_CONSENSUS_PARAMS,
-  type TestNode,
-} from './helpers.js';
+  balanceOf as balance,
+  consAddr,
+  contract,
+  doubleSign,
+  eventsOf,
+  keyHex,
+  lastCommit,
+  POOL,
+  poolAbi,
+  type StakingNet,
+  startStakingNet,
+  updatesOf,
+} from './staking-net.js';
 
-const POOL = '0x7b7c000000000000000000000000000000000011' as Hex;
-const pool = new Interface([
-  'function delegate(address validator) payable',
-  'function undelegate(address validator, uint256 amount) returns (uint256)',
-  'function withdrawUnbonded() returns (uint256)',
-  'function unjail()',
-  'function validator(address operator) view returns (bytes32 consensusPubKey, string moniker, uint256 bonded, uint256 votingPower, bool jailed, uint16 commissionBps)',
-  'function delegation(address delegator, address operator) view returns (uint256)',
-  'function delegationShares(address delegator, address operator) view returns (uint256)',
-  'function validatorShares(address operator) view returns (uint256 tokens, uint256 shares)',
-  'function signingInfo(address operator) view returns (address consensusAddress, uint256 startHeight, uint256 indexOffset, uint256 jailedUntil, bool tombstoned, uint256 missedBlocks)',
-  'function unbondings(address delegator) view returns (address[] validators, uint256[] amounts, uint256[] completionTimes)',
-  'event Unjailed(address indexed operator)',
-]);
-const opts = { gasCap: 50_000_000n, timeoutMs: 5000 };
-
-function consensusKey(i: number): Uint8Array {
-  return ed25519.getPublicKey(new Uint8Array(32).fill(i + 1));
-}
-const consAddr = (i: number) => sha256(consensusKey(i)).slice(0, 20);
+const { read, refusal, tx } = contract(POOL, poolAbi);
 
 const ops = [key(1), key(2), key(3)]; // genesis operators, 10 BTC each
 const delegator = key(4);
 const other = key(5);
 const BALANCE = 1000n * ETH;
 
-interface Net extends TestNode {
-  nonces: Map<Uint8Array, bigint>;
-}
+type Net = StakingNet;
 
-async function start(params: Partial<StakingParamsJson> = {}, kv: KVStore = new MemoryKV()): Promise<Net> {
-  const ex = await Executor.open(executorOptions(kv, new EventBus()));
-  const validators: Validator[] = ops.map((_, i) => ({
-    address: consAddr(i),
-    pubKey: consensusKey(i),
-    votingPower: 10n,
-    proposerPriority: 0n,
-  }));
-  await ex.initChain({
-    chainId: 'chain-local',
-    time: GENESIS_TIME,
-    initialHeight: 1,
-    validators,
-    consensusParams: TEST_CONSENSUS_PARAMS,
-    appState: {
-      ...genesisState([...ops, delegator, other].map((k) => ({ address: addr(k), balance: BALANCE }))),
-      staking: {
-        params: { ...DEFAULT_STAKING_PARAMS, ...params },
-        validators: ops.map((k, i) => ({
-          operator: addr(k),
-          pub_key: Buffer.from(consensusKey(i)).toString('base64'),
-          self_bond: (10n * ETH).toString(),
-        })),
-      },
-    },
+function start(params: Partial<StakingParamsJson> = {}, kv?: KVStore): Promise<Net> {
+  return startStakingNet({
+    operators: ops,
+    accounts: [...ops, delegator, other],
+    balance: BALANCE,
+    params,
+    kv,
   });
-  return {
-    ex,
-    kv: new MemoryKV(),
-    bus: new EventBus(),
-    events: [],
-    height: 0,
-    time: GENESIS_TIME,
-    nonces: new Map(),
-  };
-}
-
-async function read(n: Net, fn: string, args: unknown[] = []) {
-  const r = await n.ex.call(
-    { to: POOL, data: pool.encodeFunctionData(fn, args) as Hex },
-    BigInt(n.height),
-    undefined,
-    opts,
-  );
-  assert.equal(r.reverted, undefined, `${fn} reverted: ${r.returnData}`);
-  return pool.decodeFunctionResult(fn, r.returnData);
-}
-
-/** The revert reason of a call, as a wallet shows it. */
-async function refusal(
-  n: Net,
-  from: Uint8Array,
-  fn: string,
-  args: unknown[] = [],
-  value = 0n,
-): Promise<string> {
-  const r = await n.ex.call(
-    { from: addr(from), to: POOL, data: pool.encodeFunctionData(fn, args) as Hex, value },
-    BigInt(n.height),
-    undefined,
-    opts,
-  );
-  assert.ok(r.reverted, `${fn} was expected to revert`);
-  return new Interface(['function Error(string)']).decodeFunctionData('Error', r.returnData)[0] as string;
 }
 
 /** Everybody signs the last block except the validators in `absent` (indexes of `ops`). */
-function commitOf(absent: number[], set = [0, 1, 2]): CommitInfo {
-  return {
-    round: 0,
-    votes: set.map((i) => ({ validatorAddress: consAddr(i), power: 10n, signed: !absent.includes(i) })),
-  };
-}
-
-function doubleSign(i: number, height: number): Misbehavior {
-  return {
-    type: 'duplicate_vote',
-    validatorAddress: consAddr(i),
-    height,
-    time: GENESIS_TIME,
-    totalVotingPower: 30n,
-  };
-}
+const commitOf = (absent: number[], set = [0, 1, 2]): CommitInfo => lastCommit(absent, set);
 
 async function block(
   n: Net,
@@ -157,28 +63,10 @@ async function block(
 
 /** Sends one pool call in its own block; asserts it succeeded. */
 async function send(n: Net, k: Uint8Array, fn: string, args: unknown[], value = 0n, consensus = {}) {
-  const nonce = n.nonces.get(k) ?? 0n;
-  n.nonces.set(k, nonce + 1n);
-  const raw = signTx(k, {
-    nonce,
-    to: POOL,
-    value,
-    data: pool.encodeFunctionData(fn, args) as Hex,
-    gas: 300_000n,
-  });
-  const res = await block(n, consensus, [raw]);
+  const res = await block(n, consensus, [tx(n, k, fn, args, value)]);
   assert.equal(res.txResults[0]!.code, 0, `${fn}: ${res.txResults[0]!.log}`);
   return res;
 }
-
-const balance = (n: Net, a: Hex) => n.ex.getBalance(a, BigInt(n.height));
-const updatesOf = (res: FinalizeBlockResponse) =>
-  res.validatorUpdates.map((u) => ({ key: Buffer.from(u.pubKey).toString('hex'), power: u.power }));
-const keyHex = (i: number) => Buffer.from(consensusKey(i)).toString('hex');
-const eventsOf = (res: FinalizeBlockResponse, type: string) =>
-  res.events
-    .filter((e) => e.type === type)
-    .map((e) => Object.fromEntries(e.attributes.map((a) => [a.key, a.value])));
 
 describe('validator pool: delegation shares', () => {
   it('bonding mints shares at the exchange rate; views answer what the shares are worth, to the wei', async () => {

@@ -4,47 +4,20 @@
 // block carries a liveness_guard event, the node counts it, and the jail happens at the first block
 // where it no longer halts the chain.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ed25519 } from '@noble/curves/ed25519.js';
-import { DEFAULT_STAKING_PARAMS } from '../../libs/config/index.js';
-import { sha256 } from '../../libs/crypto/index.js';
-import { Executor } from '../../libs/execution/index.js';
 import { wouldHalt } from '../../libs/execution/src/precompiles/staking-slashing.js';
-import { MemoryKV, RocksKV } from '../../libs/storage/index.js';
-import {
-  type CommitInfo,
-  EventBus,
-  type FinalizeBlockResponse,
-  type Validator,
-} from '../../libs/types/index.js';
-import {
-  addr,
-  ETH,
-  executorOptions,
-  GENESIS_TIME,
-  genesisState,
-  key,
-  produceBlock,
-  TEST_CONSENSUS_PARAMS,
-} from './helpers.js';
+import type { CommitInfo } from '../../libs/types/index.js';
+import { addr, ETH, key, produceBlock } from './helpers.js';
+import { eventsOf, keyHex, lastCommit, startStakingNet, stopStakingNet, updatesOf } from './staking-net.js';
 
-const consensusKey = (i: number) => ed25519.getPublicKey(new Uint8Array(32).fill(i + 1));
-const consAddr = (i: number) => sha256(consensusKey(i)).slice(0, 20);
 const ops = [key(1), key(2), key(3), key(4)]; // four validators of power 10
-const keyHex = (i: number) => Buffer.from(consensusKey(i)).toString('hex');
 
 /** Everybody of the four signs the last block except `absent`. */
-const commitOf = (absent: number[]): CommitInfo => ({
-  round: 0,
-  votes: ops.map((_, i) => ({ validatorAddress: consAddr(i), power: 10n, signed: !absent.includes(i) })),
-});
-const eventsOf = (res: FinalizeBlockResponse, type: string) =>
-  res.events
-    .filter((e) => e.type === type)
-    .map((e) => Object.fromEntries(e.attributes.map((a) => [a.key, a.value])));
+const commitOf = (absent: number[]): CommitInfo =>
+  lastCommit(
+    absent,
+    ops.map((_, i) => i),
+  );
 
 describe('validator pool: the liveness guard', () => {
   it('the rule: only a jail of a validator that signed can lower the online share, and it is held back at <= 2/3', () => {
@@ -56,48 +29,20 @@ describe('validator pool: the liveness guard', () => {
   });
 
   it('holds back the jail of a validator that came back while another is offline, and jails it once that no longer halts', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'noded-guard-'));
-    const kv = await RocksKV.open(dir);
-    const ex = await Executor.open(executorOptions(kv, new EventBus()));
+    const n = await startStakingNet({
+      operators: ops,
+      accounts: ops,
+      balance: 100n * ETH,
+      params: {
+        signed_blocks_window: '10',
+        min_signed_per_window: '0.5',
+        slash_fraction_downtime: '0.01',
+        downtime_jail_duration: '60',
+      },
+      rocksDirPrefix: 'noded-guard-',
+    });
+    const { ex } = n;
     try {
-      const validators: Validator[] = ops.map((_, i) => ({
-        address: consAddr(i),
-        pubKey: consensusKey(i),
-        votingPower: 10n,
-        proposerPriority: 0n,
-      }));
-      await ex.initChain({
-        chainId: 'chain-local',
-        time: GENESIS_TIME,
-        initialHeight: 1,
-        validators,
-        consensusParams: TEST_CONSENSUS_PARAMS,
-        appState: {
-          ...genesisState(ops.map((k) => ({ address: addr(k), balance: 100n * ETH }))),
-          staking: {
-            params: {
-              ...DEFAULT_STAKING_PARAMS,
-              signed_blocks_window: '10',
-              min_signed_per_window: '0.5',
-              slash_fraction_downtime: '0.01',
-              downtime_jail_duration: '60',
-            },
-            validators: ops.map((k, i) => ({
-              operator: addr(k),
-              pub_key: Buffer.from(consensusKey(i)).toString('base64'),
-              self_bond: (10n * ETH).toString(),
-            })),
-          },
-        },
-      });
-      const n = {
-        ex,
-        kv: new MemoryKV(),
-        bus: new EventBus(),
-        events: [],
-        height: 0,
-        time: GENESIS_TIME,
-      };
       await produceBlock(n, []);
       // Validator 1 misses heights 2..10 (9 > the 5 allowed of a window of 10) and signs from 11 on.
       for (let h = 2; h <= 12; h++) {
@@ -129,15 +74,10 @@ describe('validator pool: the liveness guard', () => {
         eventsOf(jailed, 'jail').map((e) => e.operator),
         [addr(ops[1]!)],
       );
-      assert.deepEqual(
-        jailed.validatorUpdates.map((u) => ({ key: Buffer.from(u.pubKey).toString('hex'), power: u.power })),
-        [{ key: keyHex(1), power: 0n }],
-      );
+      assert.deepEqual(updatesOf(jailed), [{ key: keyHex(1), power: 0n }]);
       assert.equal(ex.executionStats().heldBackJails, 1);
     } finally {
-      await ex.close();
-      await kv.close();
-      rmSync(dir, { recursive: true, force: true });
+      await stopStakingNet(n);
     }
   });
 });

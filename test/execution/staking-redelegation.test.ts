@@ -5,131 +5,41 @@
 // an entry to the source matures, at most 16 entries at once; every refusal names its rule and
 // changes nothing.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ed25519 } from '@noble/curves/ed25519.js';
-import { Interface } from 'ethers';
-import { DEFAULT_STAKING_PARAMS } from '../../libs/config/index.js';
-import { sha256 } from '../../libs/crypto/index.js';
-import { Executor } from '../../libs/execution/index.js';
-import { RocksKV } from '../../libs/storage/index.js';
+import type { Misbehavior } from '../../libs/types/index.js';
+import { addr, ETH, key, produceBlock } from './helpers.js';
 import {
-  EventBus,
-  type FinalizeBlockResponse,
-  type Hex,
-  type Misbehavior,
-  type Validator,
-} from '../../libs/types/index.js';
-import {
-  addr,
-  ETH,
-  executorOptions,
-  GENESIS_TIME,
-  genesisState,
-  key,
-  produceBlock,
-  signTx,
-  TEST_CONSENSUS_PARAMS,
-  type TestNode,
-} from './helpers.js';
+  blockSeconds as blockTime,
+  consAddr,
+  contract,
+  doubleSign,
+  eventsOf,
+  keyHex,
+  POOL,
+  poolAbi as pool,
+  type StakingNet,
+  startStakingNet,
+  stopStakingNet as stop,
+  updatesOf,
+} from './staking-net.js';
 
-const POOL = '0x7b7c000000000000000000000000000000000011' as Hex;
-const pool = new Interface([
-  'function delegate(address validator) payable',
-  'function redelegate(address src, address dst, uint256 amount) returns (uint256)',
-  'function redelegations(address delegator) view returns (address[] src, address[] dst, uint256[] amounts, uint256[] sharesDst, uint256[] completionTimes, uint256[] heights)',
-  'function validator(address operator) view returns (bytes32 consensusPubKey, string moniker, uint256 bonded, uint256 votingPower, bool jailed, uint16 commissionBps)',
-  'function delegation(address delegator, address operator) view returns (uint256)',
-  'function delegationShares(address delegator, address operator) view returns (uint256)',
-  'function validatorShares(address operator) view returns (uint256 tokens, uint256 shares)',
-  'function pendingRewards(address delegator, address operator) view returns (uint256)',
-  'function delegatorValidators(address delegator) view returns (address[])',
-  'event Redelegated(address indexed delegator, address indexed src, address indexed dst, uint256 amount, uint256 completionTime)',
-]);
-const opts = { gasCap: 50_000_000n, timeoutMs: 5000 };
+const { read, one, refusal, tx } = contract(POOL, pool);
 const UNBONDING = 1000n; // seconds (blocks are 1 s apart; the tests jump the clock)
 
-const consensusKey = (i: number) => ed25519.getPublicKey(new Uint8Array(32).fill(i + 1));
-const consAddr = (i: number) => sha256(consensusKey(i)).slice(0, 20);
 const ops = [key(1), key(2), key(3)]; // genesis operators, 10 BTC each
 const [alice, bob] = [key(4), key(5)];
 
-interface Net extends TestNode {
-  nonces: Map<Uint8Array, bigint>;
-  dir: string;
-}
+type Net = StakingNet;
 
-async function start(): Promise<Net> {
-  const dir = mkdtempSync(join(tmpdir(), 'noded-redelegation-'));
-  const kv = await RocksKV.open(dir);
-  const ex = await Executor.open(executorOptions(kv, new EventBus()));
-  const validators: Validator[] = ops.map((_, i) => ({
-    address: consAddr(i),
-    pubKey: consensusKey(i),
-    votingPower: 10n,
-    proposerPriority: 0n,
-  }));
-  await ex.initChain({
-    chainId: 'chain-local',
-    time: GENESIS_TIME,
-    initialHeight: 1,
-    validators,
-    consensusParams: TEST_CONSENSUS_PARAMS,
-    appState: {
-      ...genesisState([...ops, alice, bob].map((k) => ({ address: addr(k), balance: 1000n * ETH }))),
-      staking: {
-        params: {
-          ...DEFAULT_STAKING_PARAMS,
-          unbonding_time: UNBONDING.toString(),
-          slash_fraction_double_sign: '0.05',
-        },
-        validators: ops.map((k, i) => ({
-          operator: addr(k),
-          pub_key: Buffer.from(consensusKey(i)).toString('base64'),
-          self_bond: (10n * ETH).toString(),
-        })),
-      },
-      rewards: { params: { validator_share: '1', block_reward: '1000000000000000000' } },
-    },
+function start(): Promise<Net> {
+  return startStakingNet({
+    operators: ops,
+    accounts: [...ops, alice, bob],
+    balance: 1000n * ETH,
+    params: { unbonding_time: UNBONDING.toString(), slash_fraction_double_sign: '0.05' },
+    appState: { rewards: { params: { validator_share: '1', block_reward: '1000000000000000000' } } },
+    rocksDirPrefix: 'noded-redelegation-',
   });
-  return { ex, kv, bus: new EventBus(), events: [], height: 0, time: GENESIS_TIME, nonces: new Map(), dir };
-}
-
-async function stop(n: Net): Promise<void> {
-  await n.ex.close();
-  await n.kv.close();
-  rmSync(n.dir, { recursive: true, force: true });
-}
-
-async function read(n: Net, fn: string, args: unknown[] = []) {
-  const r = await n.ex.call(
-    { to: POOL, data: pool.encodeFunctionData(fn, args) as Hex },
-    BigInt(n.height),
-    undefined,
-    opts,
-  );
-  assert.equal(r.reverted, undefined, `${fn} reverted: ${r.returnData}`);
-  return pool.decodeFunctionResult(fn, r.returnData);
-}
-const one = async (n: Net, fn: string, args: unknown[]) => (await read(n, fn, args))[0] as bigint;
-
-async function refusal(n: Net, from: Uint8Array, fn: string, args: unknown[] = [], value = 0n) {
-  const r = await n.ex.call(
-    { from: addr(from), to: POOL, data: pool.encodeFunctionData(fn, args) as Hex, value },
-    BigInt(n.height),
-    undefined,
-    opts,
-  );
-  assert.ok(r.reverted, `${fn} was expected to revert`);
-  return new Interface(['function Error(string)']).decodeFunctionData('Error', r.returnData)[0] as string;
-}
-
-function tx(n: Net, k: Uint8Array, fn: string, args: unknown[], value = 0n): Uint8Array {
-  const nonce = n.nonces.get(k) ?? 0n;
-  n.nonces.set(k, nonce + 1n);
-  return signTx(k, { nonce, to: POOL, value, data: pool.encodeFunctionData(fn, args) as Hex, gas: 300_000n });
 }
 
 async function block(n: Net, txs: Uint8Array[] = [], misbehavior: Misbehavior[] = []) {
@@ -137,22 +47,6 @@ async function block(n: Net, txs: Uint8Array[] = [], misbehavior: Misbehavior[] 
   for (const r of res.txResults) assert.equal(r.code, 0, r.log);
   return res;
 }
-
-const doubleSign = (i: number, height: number): Misbehavior => ({
-  type: 'duplicate_vote',
-  validatorAddress: consAddr(i),
-  height,
-  time: GENESIS_TIME,
-  totalVotingPower: 30n,
-});
-const eventsOf = (res: FinalizeBlockResponse, type: string) =>
-  res.events
-    .filter((e) => e.type === type)
-    .map((e) => Object.fromEntries(e.attributes.map((a) => [a.key, a.value])));
-const updatesOf = (res: FinalizeBlockResponse) =>
-  res.validatorUpdates.map((u) => ({ key: Buffer.from(u.pubKey).toString('hex'), power: u.power }));
-const keyHex = (i: number) => Buffer.from(consensusKey(i)).toString('hex');
-const blockTime = (n: Net) => n.time / 1_000_000_000n;
 
 describe('validator pool: redelegation', () => {
   it('moves the stake at once: shares at both rates, both powers to consensus, the BTC stays in the pool, an entry until it matures', async () => {

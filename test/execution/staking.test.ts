@@ -6,13 +6,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ed25519 } from '@noble/curves/ed25519.js';
 import { Interface } from 'ethers';
-import { DEFAULT_STAKING_PARAMS, type StakingParamsJson } from '../../libs/config/index.js';
+import type { StakingParamsJson } from '../../libs/config/index.js';
+import { keccak256 } from '../../libs/crypto/index.js';
 import { Executor } from '../../libs/execution/index.js';
 import { stakingFunctions } from '../../libs/execution/src/precompiles/staking.js';
 import { type KVStore, MemoryKV, RocksKV } from '../../libs/storage/index.js';
-import { EventBus, type Hex, type Validator } from '../../libs/types/index.js';
+import { EventBus, type Hex } from '../../libs/types/index.js';
 import { compileSolidity } from '../solc.js';
 import {
   addr,
@@ -20,121 +20,50 @@ import {
   executorOptions,
   GENESIS_TIME,
   genesisState,
+  initLocalChain,
   key,
   produceBlock,
   signTx,
-  TEST_CONSENSUS_PARAMS,
-  type TestNode,
 } from './helpers.js';
+import {
+  balanceOf as balance,
+  consensusKey,
+  contract,
+  CALL_OPTS as opts,
+  POOL,
+  poolAbi as pool,
+  type StakingNet,
+  startStakingNet,
+} from './staking-net.js';
 
-const POOL = '0x7b7c000000000000000000000000000000000011' as Hex;
-const pool = new Interface([
-  'function createValidator(bytes32 consensusPubKey, string moniker, uint16 commissionBps) payable',
-  'function editValidator(string moniker, uint16 commissionBps)',
-  'function delegate(address validator) payable',
-  'function undelegate(address validator, uint256 amount) returns (uint256)',
-  'function withdrawUnbonded() returns (uint256)',
-  'function unjail()',
-  'function validators() view returns (address[])',
-  'function validator(address operator) view returns (bytes32 consensusPubKey, string moniker, uint256 bonded, uint256 votingPower, bool jailed, uint16 commissionBps)',
-  'function delegation(address delegator, address operator) view returns (uint256)',
-  'function unbondings(address delegator) view returns (address[] validators, uint256[] amounts, uint256[] completionTimes)',
-  'function params() view returns (uint256 minSelfBond, uint256 unbondingTime, uint256 maxValidators, uint256 powerReduction, uint256 slashFractionDoubleSign, uint256 slashFractionDowntime, uint256 signedBlocksWindow, uint256 minSignedPerWindow, uint256 downtimeJailDuration)',
-  'event ValidatorCreated(address indexed operator, bytes32 consensusPubKey, string moniker, uint16 commissionBps, uint256 selfBond)',
-  'event Delegated(address indexed delegator, address indexed operator, uint256 amount)',
-  'event Undelegated(address indexed delegator, address indexed operator, uint256 amount, uint256 completionTime)',
-  'event Withdrawn(address indexed delegator, uint256 amount)',
-]);
-const opts = { gasCap: 50_000_000n, timeoutMs: 5000 };
+const { read, tx } = contract(POOL, pool);
 const hexOf = (b: Uint8Array): Hex => `0x${Buffer.from(b).toString('hex')}`;
-
-/** A deterministic ed25519 consensus key. */
-function consensusKey(i: number): Uint8Array {
-  const seed = new Uint8Array(32).fill(i + 1);
-  return ed25519.getPublicKey(seed);
-}
 
 const ops = [key(1), key(2)]; // genesis operators
 const newcomer = key(3);
 const delegator = key(4);
 const BALANCE = 1000n * ETH;
 
-interface Net extends TestNode {
-  nonces: Map<Uint8Array, bigint>;
-}
+type Net = StakingNet;
 
-async function startStakingNode(
-  params: Partial<StakingParamsJson> = {},
-  kv: KVStore = new MemoryKV(),
-): Promise<Net> {
-  const bus = new EventBus();
-  const ex = await Executor.open(executorOptions(kv, bus));
-  const validators: Validator[] = ops.map((_, i) => ({
-    address: new Uint8Array(20),
-    pubKey: consensusKey(i),
-    votingPower: 10n,
-    proposerPriority: 0n,
-  }));
-  const merged = { ...DEFAULT_STAKING_PARAMS, ...params };
-  const appState = {
-    ...genesisState(
-      [ops[0]!, ops[1]!, newcomer, delegator].map((k) => ({ address: addr(k), balance: BALANCE })),
-    ),
-    staking: {
-      params: merged,
-      validators: ops.map((k, i) => ({
-        operator: addr(k),
-        pub_key: Buffer.from(consensusKey(i)).toString('base64'),
-        self_bond: (10n * BigInt(merged.power_reduction)).toString(),
-        moniker: `genesis-${i}`,
-      })),
-    },
-  };
-  await ex.initChain({
-    chainId: 'chain-local',
-    time: GENESIS_TIME,
-    initialHeight: 1,
-    validators,
-    consensusParams: TEST_CONSENSUS_PARAMS,
-    appState,
+function startStakingNode(params: Partial<StakingParamsJson> = {}, kv?: KVStore): Promise<Net> {
+  return startStakingNet({
+    operators: ops,
+    monikers: ops.map((_, i) => `genesis-${i}`),
+    accounts: [ops[0]!, ops[1]!, newcomer, delegator],
+    balance: BALANCE,
+    params,
+    kv,
   });
-  return { ex, kv, bus, events: [], height: 0, time: GENESIS_TIME, nonces: new Map() };
-}
-
-async function read(n: Net, fn: string, args: unknown[] = []) {
-  const r = await n.ex.call(
-    { to: POOL, data: pool.encodeFunctionData(fn, args) as Hex },
-    BigInt(n.height),
-    undefined,
-    opts,
-  );
-  assert.equal(r.reverted, undefined, `${fn} reverted: ${r.returnData}`);
-  return pool.decodeFunctionResult(fn, r.returnData);
 }
 
 /** Sends one pool call in its own block; returns the block's FinalizeBlock answer and the receipt. */
 async function send(n: Net, k: Uint8Array, fn: string, args: unknown[], value = 0n) {
-  const nonce = n.nonces.get(k) ?? 0n;
-  n.nonces.set(k, nonce + 1n);
-  const raw = signTx(k, {
-    nonce,
-    to: POOL,
-    value,
-    data: pool.encodeFunctionData(fn, args) as Hex,
-    gas: 300_000n,
-  });
+  const raw = tx(n, k, fn, args, value);
   const res = await produceBlock(n, [raw]);
-  const receipt = await n.ex.getReceipt(hexOf(keccakOf(raw)));
+  const receipt = await n.ex.getReceipt(hexOf(keccak256(raw)));
   assert.ok(receipt, 'the transaction is in the block');
   return { res, receipt, tx: res.txResults[0]! };
-}
-
-import { keccak256 } from '../../libs/crypto/index.js';
-
-const keccakOf = (b: Uint8Array) => keccak256(b);
-
-async function balance(n: Net, a: Hex): Promise<bigint> {
-  return n.ex.getBalance(a, BigInt(n.height));
 }
 
 describe('validator pool: genesis', () => {
@@ -174,15 +103,10 @@ describe('validator pool: genesis', () => {
     const ex = await Executor.open(executorOptions(new MemoryKV(), bus));
     try {
       await assert.rejects(
-        ex.initChain({
-          chainId: 'chain-local',
-          time: GENESIS_TIME,
-          initialHeight: 1,
-          validators: [
-            { address: new Uint8Array(20), pubKey: consensusKey(0), votingPower: 10n, proposerPriority: 0n },
-          ],
-          consensusParams: TEST_CONSENSUS_PARAMS,
-          appState: {
+        initLocalChain(
+          ex,
+          [{ address: new Uint8Array(20), pubKey: consensusKey(0), votingPower: 10n, proposerPriority: 0n }],
+          {
             ...genesisState([]),
             staking: {
               validators: [
@@ -194,7 +118,7 @@ describe('validator pool: genesis', () => {
               ],
             },
           },
-        }),
+        ),
         /app_state\.staking\.validators\[0\]\.self_bond: gives power 9 .* but validators\[0\]\.power is 10/,
       );
     } finally {
@@ -206,14 +130,7 @@ describe('validator pool: genesis', () => {
     const bus = new EventBus();
     const ex = await Executor.open(executorOptions(new MemoryKV(), bus));
     try {
-      await ex.initChain({
-        chainId: 'chain-local',
-        time: GENESIS_TIME,
-        initialHeight: 1,
-        validators: [],
-        consensusParams: TEST_CONSENSUS_PARAMS,
-        appState: genesisState([{ address: addr(newcomer), balance: BALANCE }]),
-      });
+      await initLocalChain(ex, [], genesisState([{ address: addr(newcomer), balance: BALANCE }]));
       const r = await ex.call(
         { to: POOL, data: pool.encodeFunctionData('validators') as Hex },
         0n,
