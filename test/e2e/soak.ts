@@ -46,6 +46,10 @@ export interface MemSample {
   heapUsedMB: number;
   heapTotalMB: number;
   externalMB: number;
+  /** RocksDB's memtables, block caches and table readers over the node's databases, MB; NaN when not exposed. */
+  rocksMB: number;
+  /** Of which memtables, MB. */
+  memtablesMB: number;
 }
 
 export interface SoakReport {
@@ -72,14 +76,24 @@ export function readRssMB(pid: number): number {
   return (Number(m[1]) * 1024) / MB;
 }
 
-/** Values of unlabelled Prometheus samples by metric name. */
+/**
+ * Values of unlabelled Prometheus samples by metric name, plus the node's RocksDB memory summed over
+ * its databases as `storage_memory_bytes` (all kinds) and `storage_memory_bytes:<kind>`.
+ */
 export async function readMetrics(url: string): Promise<Map<string, number>> {
   const res = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5000) });
   const text = await res.text();
   const out = new Map<string, number>();
+  const add = (k: string, v: number) => out.set(k, (out.get(k) ?? 0) + v);
   for (const line of text.split('\n')) {
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*) ([0-9.eE+-]+)/.exec(line);
     if (m) out.set(m[1]!, Number(m[2]));
+    const st =
+      /^[a-zA-Z_:][a-zA-Z0-9_:]*_storage_memory_bytes\{[^}]*kind="([a-z_]+)"[^}]*\} ([0-9.eE+-]+)/.exec(line);
+    if (st) {
+      add('storage_memory_bytes', Number(st[2]));
+      add(`storage_memory_bytes:${st[1]}`, Number(st[2]));
+    }
   }
   return out;
 }
@@ -128,12 +142,16 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     let heapUsed = Number.NaN;
     let heapTotal = Number.NaN;
     let external = Number.NaN;
+    let rocks = Number.NaN;
+    let memtables = Number.NaN;
     if (t.metrics) {
       try {
         const m = await readMetrics(t.metrics);
         heapUsed = (m.get('nodejs_heap_size_used_bytes') ?? Number.NaN) / MB;
         heapTotal = (m.get('nodejs_heap_size_total_bytes') ?? Number.NaN) / MB;
         external = (m.get('nodejs_external_memory_bytes') ?? Number.NaN) / MB;
+        rocks = (m.get('storage_memory_bytes') ?? Number.NaN) / MB;
+        memtables = (m.get('storage_memory_bytes:memtables') ?? Number.NaN) / MB;
       } catch (err) {
         fail('metrics', err);
       }
@@ -145,10 +163,12 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       heapUsedMB: heapUsed,
       heapTotalMB: heapTotal,
       externalMB: external,
+      rocksMB: rocks,
+      memtablesMB: memtables,
     };
     samples.push(s);
     log(
-      `[soak] ${String(s.t).padStart(5)} s  ${s.phase.padEnd(6)}  rss ${s.rssMB.toFixed(1).padStart(6)} MB  heap ${s.heapUsedMB.toFixed(1)}/${s.heapTotalMB.toFixed(1)} MB  ext ${s.externalMB.toFixed(1)} MB`,
+      `[soak] ${String(s.t).padStart(5)} s  ${s.phase.padEnd(6)}  rss ${s.rssMB.toFixed(1).padStart(6)} MB  heap ${s.heapUsedMB.toFixed(1)}/${s.heapTotalMB.toFixed(1)} MB  ext ${s.externalMB.toFixed(1)} MB  rocksdb ${s.rocksMB.toFixed(1)} MB (memtables ${s.memtablesMB.toFixed(1)})`,
     );
   };
   let sampling = true;
@@ -409,12 +429,12 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
 /** The report as a Markdown table and summary lines. */
 export function formatSoak(r: SoakReport): string {
   const lines = [
-    '| t (s) | phase | RSS (MB) | heap used (MB) | heap total (MB) | external (MB) |',
-    '|------:|-------|---------:|---------------:|----------------:|--------------:|',
+    '| t (s) | phase | RSS (MB) | heap used (MB) | heap total (MB) | external (MB) | RocksDB (MB) | memtables (MB) |',
+    '|------:|-------|---------:|---------------:|----------------:|--------------:|-------------:|---------------:|',
   ];
   for (const s of r.samples)
     lines.push(
-      `| ${s.t} | ${s.phase} | ${s.rssMB.toFixed(1)} | ${s.heapUsedMB.toFixed(1)} | ${s.heapTotalMB.toFixed(1)} | ${s.externalMB.toFixed(1)} |`,
+      `| ${s.t} | ${s.phase} | ${s.rssMB.toFixed(1)} | ${s.heapUsedMB.toFixed(1)} | ${s.heapTotalMB.toFixed(1)} | ${s.externalMB.toFixed(1)} | ${s.rocksMB.toFixed(1)} | ${s.memtablesMB.toFixed(1)} |`,
     );
   lines.push(
     '',
