@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -110,6 +111,47 @@ describe('KVStore', () => {
       assert.ok(usage.blockCache <= 8 << 20, `block cache within its 8 MiB: ${usage.blockCache}`);
       await kv.close();
       assert.deepEqual(kv.memoryUsage(), { memtables: 0, blockCache: 0, tableReaders: 0 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('RocksKV opens a database written with RocksDB default options (homes from before the memtable budget) with every key', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'noded-kv-'));
+    try {
+      const require = createRequire(import.meta.url);
+      const { RocksLevel } = require('@nxtedition/rocksdb') as {
+        RocksLevel: new (
+          location: string,
+          options: Record<string, unknown>,
+        ) => {
+          open(o: { createIfMissing: boolean }): Promise<void>;
+          batch(ops: Array<{ type: 'put'; key: Uint8Array; value: Uint8Array }>): Promise<void>;
+          close(): Promise<void>;
+        };
+      };
+      const old = new RocksLevel(join(dir, 'db'), { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+      await old.open({ createIfMissing: true });
+      const value = new Uint8Array(512).fill(3);
+      for (let i = 0; i < 8000; i += 500) {
+        await old.batch(
+          Array.from({ length: 500 }, (_, j) => ({ type: 'put' as const, key: b(`old-${i + j}`), value })),
+        );
+      }
+      await old.close();
+      const kv = await RocksKV.open(join(dir, 'db'));
+      let n = 0;
+      for await (const [, v] of kv.iterate({ gte: b('old-'), lt: b('old.') })) {
+        assert.deepEqual(v, value);
+        n++;
+      }
+      assert.equal(n, 8000);
+      await kv.write([{ type: 'put', key: b('new'), value: b('v') }]);
+      await kv.close();
+      const again = await RocksKV.open(join(dir, 'db'));
+      assert.equal(s(await again.get(b('new'))), 'v');
+      assert.deepEqual(await again.get(b('old-7999')), value);
+      await again.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
