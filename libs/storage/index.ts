@@ -6,4 +6,4 @@ export { hasSyncReads, type SyncReader } from './src/kv.js';
 // In-memory engine for simulations and unit tests.
 export { MemoryKV } from './src/memory.js';
 // RocksDB on disk: the one production engine.
-export { RocksKV } from './src/rocksdb.js';
+export { defaultRocksOptions, RocksKV, type RocksMemory, type RocksOptions } from './src/rocksdb.js';

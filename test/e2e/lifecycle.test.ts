@@ -75,6 +75,21 @@ describe('node lifecycle', { timeout: 240_000 }, () => {
     assert.ok(sample(text, 'cometbft_mempool_failed_txs') >= 1, 'mempool_failed_txs counted the refusal');
     assert.ok(sample(text, 'cometbft_state_block_processing_time_count') >= 1, 'FinalizeBlock was timed');
     assert.match(text, /^# TYPE cometbft_evm_txs_ran_ahead_total counter$/m);
+    // RocksDB's native memory, per database: the node's blocks and state are in memtables by now.
+    for (const db of ['application', 'blockstore', 'state']) {
+      const kinds = new Map(
+        [
+          ...text.matchAll(
+            new RegExp(`^cometbft_storage_memory_bytes\\{db="${db}",kind="(\\w+)"\\} (\\S+)$`, 'gm'),
+          ),
+        ].map((m) => [m[1], Number(m[2])]),
+      );
+      assert.deepEqual([...kinds.keys()].sort(), ['block_cache', 'memtables', 'table_readers'], db);
+      assert.ok(
+        kinds.get('memtables')! > 0 && kinds.get('memtables')! < 64 << 20,
+        `${db} memtables: ${kinds.get('memtables')}`,
+      );
+    }
     assert.equal(sample(text, 'cometbft_p2p_peers'), 0, 'a single node has no peers');
   });
 

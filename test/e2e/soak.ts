@@ -46,6 +46,13 @@ export interface MemSample {
   heapUsedMB: number;
   heapTotalMB: number;
   externalMB: number;
+  /** RocksDB's memtables, block caches and table readers over the node's databases, MB; NaN when not exposed. */
+  rocksMB: number;
+  /** Of which memtables, MB. */
+  memtablesMB: number;
+  /** RSS by kind of mapping (readSmapsMB). */
+  mallocMB: number;
+  anonMB: number;
 }
 
 export interface SoakReport {
@@ -72,14 +79,52 @@ export function readRssMB(pid: number): number {
   return (Number(m[1]) * 1024) / MB;
 }
 
-/** Values of unlabelled Prometheus samples by metric name. */
+/**
+ * Resident memory by kind of mapping, MB, from /proc/<pid>/smaps. `malloc`: glibc's heaps, the main
+ * arena (`[heap]`) and the other arenas (anonymous mappings starting on a 64 MiB boundary, glibc's
+ * HEAP_MAX_SIZE: a heuristic), where RocksDB and every other native allocation live; `anon`: the
+ * other anonymous mappings, mostly the V8 heaps of the three isolates and large mmapped blocks;
+ * `file`: the node binary, shared libraries and mapped files.
+ */
+export function readSmapsMB(pid: number): { malloc: number; anon: number; file: number } {
+  const out = { malloc: 0, anon: 0, file: 0 };
+  let kind: keyof typeof out | undefined;
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const m = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (m) {
+      const start = BigInt(`0x${m[1]}`);
+      const size = BigInt(`0x${m[2]}`) - start;
+      const path = m[3]!;
+      if (path === '[heap]') kind = 'malloc';
+      else if (path === '') kind = start % (64n << 20n) === 0n && size <= 64n << 20n ? 'malloc' : 'anon';
+      else if (path.startsWith('[')) kind = 'anon';
+      else kind = 'file';
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss && kind) out[kind] += (Number(rss[1]) * 1024) / MB;
+  }
+  return out;
+}
+
+/**
+ * Values of unlabelled Prometheus samples by metric name, plus the node's RocksDB memory summed over
+ * its databases as `storage_memory_bytes` (all kinds) and `storage_memory_bytes:<kind>`.
+ */
 export async function readMetrics(url: string): Promise<Map<string, number>> {
   const res = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5000) });
   const text = await res.text();
   const out = new Map<string, number>();
+  const add = (k: string, v: number) => out.set(k, (out.get(k) ?? 0) + v);
   for (const line of text.split('\n')) {
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*) ([0-9.eE+-]+)/.exec(line);
     if (m) out.set(m[1]!, Number(m[2]));
+    const st =
+      /^[a-zA-Z_:][a-zA-Z0-9_:]*_storage_memory_bytes\{[^}]*kind="([a-z_]+)"[^}]*\} ([0-9.eE+-]+)/.exec(line);
+    if (st) {
+      add('storage_memory_bytes', Number(st[2]));
+      add(`storage_memory_bytes:${st[1]}`, Number(st[2]));
+    }
   }
   return out;
 }
@@ -128,27 +173,36 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     let heapUsed = Number.NaN;
     let heapTotal = Number.NaN;
     let external = Number.NaN;
+    let rocks = Number.NaN;
+    let memtables = Number.NaN;
     if (t.metrics) {
       try {
         const m = await readMetrics(t.metrics);
         heapUsed = (m.get('nodejs_heap_size_used_bytes') ?? Number.NaN) / MB;
         heapTotal = (m.get('nodejs_heap_size_total_bytes') ?? Number.NaN) / MB;
         external = (m.get('nodejs_external_memory_bytes') ?? Number.NaN) / MB;
+        rocks = (m.get('storage_memory_bytes') ?? Number.NaN) / MB;
+        memtables = (m.get('storage_memory_bytes:memtables') ?? Number.NaN) / MB;
       } catch (err) {
         fail('metrics', err);
       }
     }
+    const maps = readSmapsMB(t.pid);
     const s: MemSample = {
       t: Math.round((Date.now() - started) / 1000),
       phase,
       rssMB: readRssMB(t.pid),
+      mallocMB: maps.malloc,
+      anonMB: maps.anon,
       heapUsedMB: heapUsed,
       heapTotalMB: heapTotal,
       externalMB: external,
+      rocksMB: rocks,
+      memtablesMB: memtables,
     };
     samples.push(s);
     log(
-      `[soak] ${String(s.t).padStart(5)} s  ${s.phase.padEnd(6)}  rss ${s.rssMB.toFixed(1).padStart(6)} MB  heap ${s.heapUsedMB.toFixed(1)}/${s.heapTotalMB.toFixed(1)} MB  ext ${s.externalMB.toFixed(1)} MB`,
+      `[soak] ${String(s.t).padStart(5)} s  ${s.phase.padEnd(6)}  rss ${s.rssMB.toFixed(1).padStart(6)} MB  heap ${s.heapUsedMB.toFixed(1)}/${s.heapTotalMB.toFixed(1)} MB  ext ${s.externalMB.toFixed(1)} MB  rocksdb ${s.rocksMB.toFixed(1)} MB (memtables ${s.memtablesMB.toFixed(1)})  malloc ${s.mallocMB.toFixed(1)} MB  other anon ${s.anonMB.toFixed(1)} MB`,
     );
   };
   let sampling = true;
@@ -406,19 +460,40 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   return report;
 }
 
+/** Each part of the memory after the settle against its idle median, as "malloc +12.3, …". */
+function parts(r: SoakReport): string {
+  const idle = r.samples.filter((s) => s.phase === 'idle');
+  const after = r.samples[r.samples.length - 1];
+  if (!after || idle.length === 0) return 'no samples';
+  const fields: Array<[string, (s: MemSample) => number]> = [
+    ['RSS', (s) => s.rssMB],
+    ['malloc', (s) => s.mallocMB],
+    ['other anon', (s) => s.anonMB],
+    ['main heap total', (s) => s.heapTotalMB],
+    ['RocksDB', (s) => s.rocksMB],
+  ];
+  return fields
+    .map(([name, get]) => {
+      const d = get(after) - median(idle.map(get));
+      return `${name} ${d >= 0 ? '+' : ''}${d.toFixed(1)}`;
+    })
+    .join(', ');
+}
+
 /** The report as a Markdown table and summary lines. */
 export function formatSoak(r: SoakReport): string {
   const lines = [
-    '| t (s) | phase | RSS (MB) | heap used (MB) | heap total (MB) | external (MB) |',
-    '|------:|-------|---------:|---------------:|----------------:|--------------:|',
+    '| t (s) | phase | RSS (MB) | heap used (MB) | heap total (MB) | external (MB) | RocksDB (MB) | memtables (MB) | malloc (MB) | other anon (MB) |',
+    '|------:|-------|---------:|---------------:|----------------:|--------------:|-------------:|---------------:|------------:|----------------:|',
   ];
   for (const s of r.samples)
     lines.push(
-      `| ${s.t} | ${s.phase} | ${s.rssMB.toFixed(1)} | ${s.heapUsedMB.toFixed(1)} | ${s.heapTotalMB.toFixed(1)} | ${s.externalMB.toFixed(1)} |`,
+      `| ${s.t} | ${s.phase} | ${s.rssMB.toFixed(1)} | ${s.heapUsedMB.toFixed(1)} | ${s.heapTotalMB.toFixed(1)} | ${s.externalMB.toFixed(1)} | ${s.rocksMB.toFixed(1)} | ${s.memtablesMB.toFixed(1)} | ${s.mallocMB.toFixed(1)} | ${s.anonMB.toFixed(1)} |`,
     );
   lines.push(
     '',
     `idle RSS ${r.idleRssMB.toFixed(1)} MB (heap used ${r.idleHeapUsedMB.toFixed(1)} MB); peak ${r.peakRssMB.toFixed(1)} MB; after the settle ${r.afterRssMB.toFixed(1)} MB (${((r.afterRssMB / r.idleRssMB - 1) * 100).toFixed(1)}% over idle; heap used ${r.afterHeapUsedMB.toFixed(1)} MB)`,
+    `where the difference is (after the settle - idle, MB): ${parts(r)}`,
     `slope over the second half of the load: RSS ${r.slopeMBPerHour.toFixed(1)} MB/hour, heap used ${r.heapSlopeMBPerHour.toFixed(1)} MB/hour`,
     `operations: ${JSON.stringify(r.counts)}`,
     `errors: ${JSON.stringify(r.errors)}`,

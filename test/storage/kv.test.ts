@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -75,6 +76,102 @@ describe('KVStore', () => {
       assert.deepEqual(await kv.get(b('k49')), value);
       assert.equal(await kv.get(b('k24')), undefined);
       await kv.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('RocksKV keeps its memtables within the budget: 48 MB of writes leave a few MiB in memory, all of it readable', async () => {
+    // RocksDB's defaults (64 MiB write buffers, two per database) held every write of a quiet node in
+    // memory, never flushed: half a gigabyte over four databases (docs/reliability.md, Bounded memory).
+    const dir = mkdtempSync(join(tmpdir(), 'noded-kv-'));
+    try {
+      const kv = await RocksKV.open(join(dir, 'db'), { memtableBudget: 4 << 20 });
+      const idle = kv.memoryUsage();
+      assert.ok(idle.memtables < 1 << 20, `an empty database's memtables: ${idle.memtables} bytes`);
+      const value = new Uint8Array(1024);
+      let most = 0;
+      for (let i = 0; i < 48 * 1024; i += 256) {
+        const ops = Array.from({ length: 256 }, (_, j) => {
+          const v = value.slice();
+          new DataView(v.buffer).setUint32(0, i + j);
+          return { type: 'put' as const, key: b(`key-${String(i + j).padStart(8, '0')}`), value: v };
+        });
+        await kv.write(ops);
+        most = Math.max(most, kv.memoryUsage().memtables);
+      }
+      // Write buffers of budget / 4 = 1 MiB; at most six exist (the seventh write waits for a flush).
+      assert.ok(most > 512 << 10, `the memtables held the writes for a while (most ${most} bytes)`);
+      assert.ok(most <= 7 << 20, `memtables stayed near the 4 MiB budget: most ${most} bytes`);
+      for (const n of [0, 12_345, 48 * 1024 - 1]) {
+        const got = await kv.get(b(`key-${String(n).padStart(8, '0')}`));
+        assert.equal(got && new DataView(got.buffer, got.byteOffset).getUint32(0), n);
+      }
+      const usage = kv.memoryUsage();
+      assert.ok(usage.blockCache <= 8 << 20, `block cache within its 8 MiB: ${usage.blockCache}`);
+      await kv.close();
+      assert.deepEqual(kv.memoryUsage(), { memtables: 0, blockCache: 0, tableReaders: 0 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('RocksKV opens a database written with RocksDB default options (homes from before the memtable budget) with every key', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'noded-kv-'));
+    try {
+      const require = createRequire(import.meta.url);
+      const { RocksLevel } = require('@nxtedition/rocksdb') as {
+        RocksLevel: new (
+          location: string,
+          options: Record<string, unknown>,
+        ) => {
+          open(o: { createIfMissing: boolean }): Promise<void>;
+          batch(ops: Array<{ type: 'put'; key: Uint8Array; value: Uint8Array }>): Promise<void>;
+          close(): Promise<void>;
+        };
+      };
+      const old = new RocksLevel(join(dir, 'db'), { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+      await old.open({ createIfMissing: true });
+      const value = new Uint8Array(512).fill(3);
+      for (let i = 0; i < 8000; i += 500) {
+        await old.batch(
+          Array.from({ length: 500 }, (_, j) => ({ type: 'put' as const, key: b(`old-${i + j}`), value })),
+        );
+      }
+      await old.close();
+      const kv = await RocksKV.open(join(dir, 'db'));
+      let n = 0;
+      for await (const [, v] of kv.iterate({ gte: b('old-'), lt: b('old.') })) {
+        assert.deepEqual(v, value);
+        n++;
+      }
+      assert.equal(n, 8000);
+      await kv.write([{ type: 'put', key: b('new'), value: b('v') }]);
+      await kv.close();
+      const again = await RocksKV.open(join(dir, 'db'));
+      assert.equal(s(await again.get(b('new'))), 'v');
+      assert.deepEqual(await again.get(b('old-7999')), value);
+      await again.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('RocksKV.open refuses a memory budget that is not a whole number of bytes from 1 MiB to 4 GiB, and creates nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'noded-kv-'));
+    try {
+      for (const [options, message] of [
+        [
+          { memtableBudget: 1000 },
+          /memtableBudget must be a whole number of bytes from 1 MiB to 4 GiB, got 1000/,
+        ],
+        [{ blockCache: 2 ** 32 }, /blockCache must be .* got 4294967296/],
+        [{ blockCache: 1.5 * 2 ** 20 + 0.5 }, /blockCache must be .* got 1572864.5/],
+        [{ memtableBudget: Number.NaN }, /memtableBudget must be .* got NaN/],
+      ] as const) {
+        await assert.rejects(RocksKV.open(join(dir, 'db'), options), message);
+      }
+      assert.equal(existsSync(join(dir, 'db')), false);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -15,6 +15,8 @@ interface RocksLevelDb {
   /** The binding's chained batch, filled without abstract-level's per-op copy and re-encoding. */
   _chainedBatch(): RocksChainedBatch;
   iterator(options: Record<string, unknown>): RocksIterator;
+  /** RocksDB's DB::GetProperty, synchronous; '' for a property the database does not have. */
+  getProperty(property: string): string;
   status: string;
 }
 /**
@@ -35,6 +37,41 @@ const { RocksLevel } = require('@nxtedition/rocksdb') as {
 
 const toView = (b: Buffer): Uint8Array => new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
 
+/**
+ * Native memory RocksDB holds for one database, bytes (RocksDB's own accounting, from its properties):
+ * none of it shows in V8's heap figures, all of it in the process's RSS.
+ */
+export interface RocksMemory {
+  /** Active and immutable memtables (`rocksdb.cur-size-all-mem-tables`): recent writes until a flush. */
+  memtables: number;
+  /** Blocks held by this database's block cache (`rocksdb.block-cache-usage`). */
+  blockCache: number;
+  /** Index and filter blocks of open SST files kept outside the cache (`rocksdb.estimate-table-readers-mem`). */
+  tableReaders: number;
+}
+
+/** How much memory one database may hold; see defaultRocksOptions. */
+export interface RocksOptions {
+  /**
+   * Memtable budget, bytes: write buffers of a quarter of it, flushed two at a time (RocksDB's
+   * OptimizeLevelStyleCompaction: usually at most three buffers, six under a write stall).
+   */
+  memtableBudget: number;
+  /** The database's block cache, bytes (index and filter blocks are kept in it too, so it bounds them). */
+  blockCache: number;
+}
+
+/**
+ * RocksDB's own defaults (64 MiB write buffers, two per database, index and filter blocks outside
+ * any cache) let four databases hold about half a gigabyte of recent writes that a quiet node never
+ * flushes, so RSS never came back after load (docs/reliability.md, "Bounded memory"). These keep a
+ * database to about 12 MiB of memtables and 8 MiB of cache.
+ */
+export const defaultRocksOptions: RocksOptions = {
+  memtableBudget: 16 << 20,
+  blockCache: 8 << 20,
+};
+
 /** RocksDB on disk (@nxtedition/rocksdb). Opening a directory another process holds fails. */
 export class RocksKV implements KVStore, SyncReader {
   private constructor(
@@ -42,8 +79,22 @@ export class RocksKV implements KVStore, SyncReader {
     readonly location: string,
   ) {}
 
-  static async open(location: string): Promise<RocksKV> {
-    const db = new RocksLevel(location, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+  static async open(location: string, options: Partial<RocksOptions> = {}): Promise<RocksKV> {
+    const o = { ...defaultRocksOptions, ...options };
+    for (const [key, value] of Object.entries(o)) {
+      if (!Number.isSafeInteger(value) || value < 1 << 20 || value > 2 ** 32 - 1)
+        throw new RangeError(
+          `RocksKV.open: ${key} must be a whole number of bytes from 1 MiB to 4 GiB, got ${value}`,
+        );
+    }
+    const db = new RocksLevel(location, {
+      keyEncoding: 'buffer',
+      valueEncoding: 'buffer',
+      compaction: 'level',
+      memtableMemoryBudget: o.memtableBudget,
+      cacheSize: o.blockCache,
+      cacheIndexAndFilterBlocks: true,
+    });
     try {
       await db.open({ createIfMissing: true });
     } catch (err) {
@@ -99,6 +150,17 @@ export class RocksKV implements KVStore, SyncReader {
     } finally {
       await it.close();
     }
+  }
+
+  /** What RocksDB holds in memory for this database now; zeros once it is closed. */
+  memoryUsage(): RocksMemory {
+    if (this.db.status !== 'open') return { memtables: 0, blockCache: 0, tableReaders: 0 };
+    const read = (name: string) => Number(this.db.getProperty(name)) || 0;
+    return {
+      memtables: read('rocksdb.cur-size-all-mem-tables'),
+      blockCache: read('rocksdb.block-cache-usage'),
+      tableReaders: read('rocksdb.estimate-table-readers-mem'),
+    };
   }
 
   async close(): Promise<void> {

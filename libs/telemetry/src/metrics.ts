@@ -43,6 +43,7 @@ export class NodeMetrics {
   private readonly unsubscribe: (() => void) | undefined;
   private readonly node?: NodeReader;
   private readonly logger: Logger;
+  private readonly namespace: string;
   private lastBlockTimeNs: bigint | undefined;
   private readonly methods = new Set<string>();
 
@@ -88,6 +89,7 @@ export class NodeMetrics {
 
   constructor(deps: NodeMetricsDeps) {
     const ns = deps.namespace;
+    this.namespace = ns;
     if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(ns)) {
       throw new InstrumentationConfigError(
         `config.toml:instrumentation.namespace: ${JSON.stringify(ns)} must match [a-zA-Z_:][a-zA-Z0-9_:]*`,
@@ -252,6 +254,28 @@ export class NodeMetrics {
     // An increase of 0 still creates the series, so a healthy watcher shows errors_total 0.
     this.bridgeErrors.inc(this.label, Math.max(0, s.errors - this.bridgeErrorsSeen));
     this.bridgeErrorsSeen = s.errors;
+  }
+
+  /**
+   * Native memory held by the node's databases, read at each scrape: `<ns>_storage_memory_bytes` with
+   * labels `db` and `kind` (memtables, block_cache, table_readers). V8's nodejs_* figures never see it.
+   */
+  watchStorageMemory(
+    read: () => Array<{ db: string; memtables: number; blockCache: number; tableReaders: number }>,
+  ): void {
+    new Gauge({
+      name: `${this.namespace}_storage_memory_bytes`,
+      help: 'Memory RocksDB holds for one database: memtables, block cache, table readers (index and filter blocks).',
+      labelNames: ['db', 'kind'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const m of read()) {
+          this.set({ db: m.db, kind: 'memtables' }, m.memtables);
+          this.set({ db: m.db, kind: 'block_cache' }, m.blockCache);
+          this.set({ db: m.db, kind: 'table_readers' }, m.tableReaders);
+        }
+      },
+    });
   }
 
   /** Records one RPC call (JSON-RPC method or route). Unknown-looking names are folded into "other". */

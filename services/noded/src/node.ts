@@ -86,8 +86,10 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
   const fatal = (err: Error) => life.fail(err);
 
   try {
+    const databases: Array<{ name: string; kv: RocksKV }> = [];
     const openKv = async (name: string, dir: string): Promise<KVStore> => {
       const kv = await RocksKV.open(dir);
+      databases.push({ name, kv });
       life.add(name, () => kv.close());
       return kv;
     };
@@ -286,6 +288,9 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       logger,
     });
     life.add('metrics', () => metrics.close());
+    metrics.watchStorageMemory(() =>
+      databases.map(({ name, kv }) => ({ db: name.replace(/\.db$/, ''), ...kv.memoryUsage() })),
+    );
     // Sampled once a second rather than per admitted transaction: counting walks the pool.
     const sampleGauges = () => {
       metrics.setMempoolSize(reader.mempoolSize());
