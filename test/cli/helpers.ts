@@ -2,7 +2,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -84,23 +83,9 @@ export function snapshot(dir: string): Record<string, string> {
   return out;
 }
 
-/** `n` distinct ports that were free a moment ago on 127.0.0.1. */
-export async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<import('node:net').Server>((resolve, reject) => {
-          const s = createServer();
-          s.once('error', reject);
-          s.listen(0, '127.0.0.1', () => resolve(s));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => (s.address() as import('node:net').AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
-}
+import { freePorts } from '../ports.js';
+
+export { freePorts };
 
 /** Points every listener of an initialised home at free 127.0.0.1 ports (the defaults may be taken). */
 export async function useFreePorts(home: string): Promise<Record<string, number>> {

@@ -1,7 +1,6 @@
 // Starts real `noded` processes on 127.0.0.1 with free ports for end-to-end tests, and stops them.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -38,32 +37,9 @@ export const DEV_ADDRESSES = [
   '0x90F79bf6EB2c4f870365E785982E1f101E93b906',
 ] as const;
 
-/** Ports this process handed out: a port is free again once released, so the OS may offer it twice. */
-const handedOut = new Set<number>();
+import { freePort } from '../ports.js';
 
-/** A loopback port nothing listens on, never one this process already handed out. */
-export async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const port = await probePort();
-    if (!handedOut.has(port)) {
-      handedOut.add(port);
-      return port;
-    }
-  }
-  throw new Error('freePort: the OS offered only ports already handed out (50 attempts)');
-}
-
-function probePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 export interface NodePorts {
   rpc: number;

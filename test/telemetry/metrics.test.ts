@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -17,6 +17,7 @@ import {
 } from '../../libs/telemetry/index.js';
 import type { EthBlock, Hex } from '../../libs/types/index.js';
 import { silentLogger } from '../../libs/types/index.js';
+import { freePort } from '../ports.js';
 import { FakeChain } from '../rpc-comet/fake-node.js';
 
 /** The value of one sample line `name{labels} value`. */
@@ -53,14 +54,6 @@ function ethHead(n: bigint, gasUsed: bigint, baseFee: bigint): EthBlock {
     baseFeePerGas: baseFee,
     transactions: [],
   };
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 describe('NodeMetrics', () => {
