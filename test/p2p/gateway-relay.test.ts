@@ -315,6 +315,14 @@ describe('p2p-gateway relay', () => {
       { peers: [{ nodeId: gw.nodeId, host: '127.0.0.1', port: gw.hostPort() }] },
     );
     await until('peer seen through the relay', () => remote.peerIds().includes(peer.id));
+    // The peer's channels come through the relay: a frame on one it does not serve is refused at once.
+    assert.ok(
+      remote
+        .peerInfos()
+        .find((p) => p.nodeId === peer.id)
+        ?.channels?.includes(MEMPOOL_PROTOCOL),
+    );
+    assert.equal(remote.send(peer.id, ECHO, Uint8Array.of(1)), false);
     // peer -> gateway -> consensus' pool
     peer.host.send(gw.nodeId, MEMPOOL_PROTOCOL, encodeTxBatch([new TextEncoder().encode('tx-a')]));
     await until('checked', () => checked.includes('tx-a'));

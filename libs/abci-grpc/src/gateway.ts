@@ -97,6 +97,7 @@ const toPeerMessage = (p: PeerInfo): PeerMessage => ({
   outbound: p.isOutbound,
   network: p.network,
   version: p.version,
+  channels: p.channels ?? [],
 });
 
 /** The gateway's side of the relay. */
@@ -508,7 +509,8 @@ export class GatewayHost implements ChannelHost {
   }
 
   send(peerId: string, protocol: string, payload: Uint8Array): boolean {
-    if (!this.peers.has(peerId) || !this.call) return false;
+    // As the in-process host: false for a peer that is gone or did not list the channel.
+    if (!this.peers.get(peerId)?.channels?.includes(protocol) || !this.call) return false;
     this.write({ send: { peer: peerId, protocol, payload } });
     return true;
   }
@@ -663,6 +665,7 @@ export class GatewayHost implements ChannelHost {
       isOutbound: p.outbound,
       network: p.network,
       version: p.version,
+      channels: p.channels,
     });
     if (!known) for (const l of this.listeners) l.up(p.nodeId);
   }

@@ -364,6 +364,7 @@ export class P2PHost implements ChannelHost {
       isOutbound: p.outbound,
       network: p.info.network,
       version: p.info.version,
+      channels: [...p.info.channels],
     }));
   }
 

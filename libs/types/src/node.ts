@@ -20,6 +20,8 @@ export interface PeerInfo {
   isOutbound: boolean;
   network: string;
   version: string;
+  /** Protocol IDs of the channels the peer serves (its handshake's node info). */
+  channels?: string[];
 }
 
 export interface NodeIdentity {

@@ -107,6 +107,12 @@ export interface Peer {
   outbound: boolean;
   network: string;
   version: string;
+  /**
+   * The protocol IDs of the channels the peer serves, from its handshake: consensus sends a frame
+   * only on a channel the peer listed (as the in-process host does), so a request to a peer that
+   * does not serve it fails at once instead of waiting for its timeout.
+   */
+  channels: string[];
 }
 
 /** The answer to Attach. */
@@ -706,7 +712,16 @@ export const RelayRequest: MessageFns<RelayRequest> = {
 };
 
 function createBasePeer(): Peer {
-  return { nodeId: "", moniker: "", remoteIp: "", listenAddr: "", outbound: false, network: "", version: "" };
+  return {
+    nodeId: "",
+    moniker: "",
+    remoteIp: "",
+    listenAddr: "",
+    outbound: false,
+    network: "",
+    version: "",
+    channels: [],
+  };
 }
 
 export const Peer: MessageFns<Peer> = {
@@ -731,6 +746,9 @@ export const Peer: MessageFns<Peer> = {
     }
     if (message.version !== "") {
       writer.uint32(58).string(message.version);
+    }
+    for (const v of message.channels) {
+      writer.uint32(66).string(v!);
     }
     return writer;
   },
@@ -804,6 +822,14 @@ export const Peer: MessageFns<Peer> = {
             message.version = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.channels.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -828,6 +854,7 @@ export const Peer: MessageFns<Peer> = {
     message.outbound = object.outbound ?? false;
     message.network = object.network ?? "";
     message.version = object.version ?? "";
+    message.channels = object.channels?.map((e) => e) || [];
     return message;
   },
 };
