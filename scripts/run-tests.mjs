@@ -1,8 +1,30 @@
-// Runs every compiled test file under dist/test with node's test runner.
-// Usage: [NODED_DIST=dir] node scripts/run-tests.mjs [substring filter ...]
+// Runs every compiled test file under dist/test with node's test runner, in two groups:
+//   target node:    every file (the e2e suites start `noded start`);
+//   target cluster: the client e2e suites again with NODED_E2E_TARGET=cluster, so that they run
+//                   against scripts/cluster.sh (what `make cluster` runs) unchanged (docs/cluster.md, "Tests").
+// Usage: [NODED_DIST=dir] [NODED_E2E_TARGET=node|cluster] node scripts/run-tests.mjs [substring filter ...]
+// A filter picks files in both groups; NODED_E2E_TARGET set runs that group only.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+
+/**
+ * The e2e suites that run against the cluster too. `only`: the tests of that file that apply to the
+ * cluster (the others are reported as "# SKIP test name does not match pattern"), with `why` the rest
+ * do not. docs/cluster.md "Tests" lists them, and the suites that do not apply at all.
+ */
+const CLUSTER_SUITES = [
+  { file: 'e2e/ethers.test.js' },
+  { file: 'e2e/viem-web3.test.js' },
+  { file: 'e2e/comet-cosmjs.test.js' },
+  { file: 'e2e/fees.test.js' },
+  { file: 'e2e/tx-index.test.js' },
+  {
+    file: 'e2e/hardhat.test.js',
+    only: ['runs `hardhat test --network noded` green'],
+    why: 'its impersonation test calls hardhat_setBalance, a dev-chain method the cluster does not serve',
+  },
+];
 
 function walk(dir) {
   const out = [];
@@ -14,18 +36,65 @@ function walk(dir) {
   return out;
 }
 
+const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const filters = process.argv.slice(2);
 const dist = process.env.NODED_DIST ?? 'dist';
+const only = process.env.NODED_E2E_TARGET;
+if (only !== undefined && only !== 'node' && only !== 'cluster') {
+  console.error(`$NODED_E2E_TARGET must be "node" or "cluster", got ${JSON.stringify(only)}`);
+  process.exit(2);
+}
 const files = walk(`${dist}/test`)
   .filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)))
   .sort();
-if (files.length === 0) {
-  console.error('no test files matched');
+const suiteOf = (f) => CLUSTER_SUITES.find((s) => f.endsWith(join('test', s.file)));
+const clusterFiles = files.filter((f) => suiteOf(f) !== undefined);
+const runNode = only !== 'cluster' && files.length > 0;
+const runCluster = only !== 'node' && clusterFiles.length > 0;
+if (!runNode && !runCluster) {
+  console.error(only === 'cluster' ? 'no cluster e2e suite matched' : 'no test files matched');
   process.exit(1);
 }
-const res = spawnSync(
-  process.execPath,
-  ['--test', '--test-concurrency=2', '--test-timeout=600000', '--enable-source-maps', ...files],
-  { stdio: 'inherit' },
-);
-process.exit(res.status ?? 1);
+
+/** One `node --test` run; its exit status. */
+function run(list, env, extra = []) {
+  const res = spawnSync(
+    process.execPath,
+    ['--test', '--test-concurrency=2', '--test-timeout=600000', '--enable-source-maps', ...extra, ...list],
+    { stdio: 'inherit', env: { ...process.env, ...env } },
+  );
+  return res.status ?? 1;
+}
+
+const results = [];
+if (runNode) {
+  console.log(`# test group: target node (noded start), ${files.length} files`);
+  results.push(['target node', run(files, { NODED_E2E_TARGET: 'node' })]);
+}
+if (runCluster) {
+  const whole = clusterFiles.filter((f) => suiteOf(f).only === undefined);
+  const partial = clusterFiles.filter((f) => suiteOf(f).only !== undefined);
+  console.log(
+    `# test group: target cluster (NODED_E2E_TARGET=cluster, scripts/cluster.sh), ${clusterFiles.length} files`,
+  );
+  const env = { NODED_E2E_TARGET: 'cluster' };
+  let status = whole.length > 0 ? run(whole, env) : 0;
+  if (partial.length > 0) {
+    for (const f of partial) {
+      const s = suiteOf(f);
+      console.log(
+        `# target cluster: ${s.file} runs only ${s.only.map((n) => `"${n}"`).join(', ')}: ${s.why}`,
+      );
+    }
+    // --test-name-pattern is per run, so the partial suites share a run of their own.
+    const patterns = partial.flatMap((f) =>
+      suiteOf(f).only.map((n) => `--test-name-pattern=^${escapeRegExp(n)}$`),
+    );
+    const code = run(partial, env, patterns);
+    if (status === 0) status = code;
+  }
+  results.push(['target cluster', status]);
+}
+for (const [group, status] of results)
+  console.log(`# test group ${group}: ${status === 0 ? 'pass' : `fail (exit ${status})`}`);
+process.exit(results.some(([, s]) => s !== 0) ? 1 : 0);

@@ -4,7 +4,8 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { homePaths } from '../../libs/config/index.js';
-import { removeDir, runCli, snapshot, tempDir } from './helpers.js';
+import { spawnService, waitForService } from '../cluster/processes.js';
+import { removeDir, runCli, snapshot, tempDir, useFreePorts } from './helpers.js';
 
 const root = tempDir();
 const template = join(root, 'template');
@@ -80,6 +81,37 @@ describe('noded unsafe-reset-all / tendermint unsafe-reset-all', () => {
       ),
     );
     assert.deepEqual(snapshot(home), before);
+  });
+
+  it('refuses while cluster services run on the home, naming each, and changes nothing', async () => {
+    const home = usedHome();
+    await useFreePorts(home);
+    // a real `noded service metrics` (the lightest service: it opens nothing under data/)
+    const svc = spawnService('metrics', home, {
+      NODED_METRICS_TARGETS:
+        'executor=127.0.0.1:1,consensus=127.0.0.1:1,state-store=127.0.0.1:1,rpc-edge=127.0.0.1:1',
+    });
+    try {
+      await waitForService(svc, /noded service metrics is running \(pid (\d+)\)/, 60_000);
+      const pid = svc.proc.pid;
+      const before = snapshot(home);
+      const r = await runCli(['unsafe-reset-all', '--yes', '--home', home]);
+      assert.equal(r.code, 1);
+      assert.match(
+        r.stderr,
+        new RegExp(
+          `data/services: cluster services are running on this home \\(metrics pid ${pid}\\); stop them first \\(nothing was removed\\)`,
+        ),
+      );
+      assert.deepEqual(snapshot(home), before);
+    } finally {
+      assert.equal(await svc.stop(), 0, svc.output());
+    }
+    // the service removed its mark when it stopped: the reset goes ahead
+    assert.deepEqual(readdirSync(homePaths(home).servicesDir), []);
+    const r = await runCli(['unsafe-reset-all', '--yes', '--home', home]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /removed data\/services/);
   });
 
   it('removes a stale lock left by a dead node', async () => {

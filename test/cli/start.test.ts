@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -293,6 +293,24 @@ export async function runNode(opts) {
     const ok = await runCli(['start', '--dry-run', '--home', home]);
     assert.equal(ok.code, 0, ok.stderr);
     assert.match(ok.stdout, new RegExp(`persistent_peers +${good.toLowerCase()}@127\\.0\\.0\\.2:26656`));
+  });
+
+  it('refuses to start beside cluster services running on the home, naming them, and releases the lock', async () => {
+    const { home } = await freshHome();
+    // what `noded service executor` writes while it runs (the test process stands in as the live pid)
+    mkdirSync(homePaths(home).servicesDir, { recursive: true });
+    writeFileSync(join(homePaths(home).servicesDir, `executor.${process.pid}`), `${process.pid}\n`);
+    const out = join(root, 'beside-services.json');
+    const r = await runCli(['start', '--home', home], { env: { NODED_RUNTIME_MODULE: fake, FAKE_OUT: out } });
+    assert.equal(r.code, 1);
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `data/services: cluster services are running on this home \\(executor pid ${process.pid}\\); stop them before "noded start"`,
+      ),
+    );
+    assert.equal(existsSync(out), false, 'the runtime never ran');
+    assert.equal(existsSync(homePaths(home).pidFile), false);
   });
 
   it('a runtime that fails to start gives exit 1 and releases the lock', async () => {

@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { JsonRpcProvider, keccak256, Wallet } from 'ethers';
-import { DEV_ADDRESSES, DEV_KEYS, freePort, initLocalHome, startNode } from '../e2e/harness.js';
+import { DEV_ADDRESSES, DEV_KEYS, freePort, initLocalHome, startAllInOne } from '../e2e/harness.js';
 import { startNatsServer } from './nats.js';
 import { comet, type ServiceProcess, spawnService, until, waitForService } from './processes.js';
 
@@ -327,7 +327,7 @@ describe('noded service rpc-edge: REST on [api] address', () => {
     await timed('rpc-edge');
     for (const s of running.reverse()) await s.stop();
     running.length = 0;
-    const node = await startNode(home, ports);
+    const node = await startAllInOne(home, ports);
     cleanups.push(() => node.stop());
     await until('noded start serves REST', 30_000, async () =>
       (await rest(api, '/evm/v1/params').catch(() => undefined))?.status === 200 ? true : undefined,

@@ -160,8 +160,43 @@ async function waitForHttp(
   throw new Error(`node did not reach block ${minBlock} within ${deadlineMs} ms: ${String(last)}`);
 }
 
-/** Starts `noded start` on a home and waits until the EVM RPC answers with block >= minBlock. */
+/**
+ * Which target the e2e suites run against: `node` (`noded start`, the default) or `cluster`
+ * (scripts/cluster.sh, what `make cluster` runs), chosen by $NODED_E2E_TARGET. scripts/run-tests.mjs
+ * runs the cluster-applicable suites a second time with `NODED_E2E_TARGET=cluster` (docs/cluster.md, "Tests").
+ */
+export type E2eTarget = 'node' | 'cluster';
+
+export function e2eTarget(env: NodeJS.ProcessEnv = process.env): E2eTarget {
+  const v = env.NODED_E2E_TARGET;
+  if (v === undefined || v === '' || v === 'node') return 'node';
+  if (v === 'cluster') return 'cluster';
+  throw new Error(`$NODED_E2E_TARGET must be "node" or "cluster", got ${JSON.stringify(v)}`);
+}
+
+/**
+ * Starts the e2e target on a home and waits until the EVM RPC answers with block >= minBlock:
+ * `noded start` by default, the cluster when $NODED_E2E_TARGET is `cluster` (startCluster).
+ */
 export async function startNode(
+  home: string,
+  ports: NodePorts,
+  args: string[] = [],
+  minBlock = 1n,
+): Promise<RunningNode> {
+  if (e2eTarget() === 'cluster') {
+    if (args.length > 0) {
+      throw new Error(
+        `NODED_E2E_TARGET=cluster runs scripts/cluster.sh, which takes no \`noded start\` flags; got ${args.join(' ')}`,
+      );
+    }
+    return startCluster(home, ports, minBlock);
+  }
+  return startAllInOne(home, ports, args, minBlock);
+}
+
+/** `noded start` on a home; waits until the EVM RPC answers with block >= minBlock. */
+export async function startAllInOne(
   home: string,
   ports: NodePorts,
   args: string[] = [],
@@ -213,6 +248,163 @@ export async function startNode(
     throw new Error(`${(err as Error).message}\n--- node output ---\n${out.slice(-4000)}`);
   }
   return node;
+}
+
+/** Every process below `root` (children, their children, ...), with its process group, from ps. */
+function descendants(root: number): Array<{ pid: number; pgid: number }> {
+  const ps = spawnSync('ps', ['-e', '-o', 'pid=,ppid=,pgid='], { encoding: 'utf8', timeout: 10_000 });
+  const rows = (ps.stdout ?? '')
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/).map(Number))
+    .filter((r) => r.length === 3 && r.every(Number.isInteger)) as Array<[number, number, number]>;
+  const found: Array<{ pid: number; pgid: number }> = [];
+  const frontier = [root];
+  while (frontier.length > 0) {
+    const parent = frontier.pop()!;
+    for (const [pid, ppid, pgid] of rows) {
+      if (ppid === parent && !found.some((f) => f.pid === pid)) {
+        found.push({ pid, pgid });
+        frontier.push(pid);
+      }
+    }
+  }
+  return found;
+}
+
+/**
+ * kill -9 of a whole cluster: the script and every process it started. scripts/cluster.sh runs each
+ * service in its own process group (job control), so each of those groups is killed too, which also
+ * takes a service its supervisor forked after the snapshot. Our own group is never signalled.
+ */
+function killClusterTree(script: ChildProcess): void {
+  if (script.pid === undefined) return;
+  const own = spawnSync('ps', ['-o', 'pgid=', '-p', String(process.pid)], { encoding: 'utf8' });
+  const ownGroup = Number(own.stdout.trim());
+  const tree = descendants(script.pid);
+  const signal = (fn: () => void) => {
+    try {
+      fn();
+    } catch {
+      // already gone
+    }
+  };
+  signal(() => process.kill(script.pid!, 'SIGKILL'));
+  for (const g of new Set(tree.map((t) => t.pgid))) {
+    if (g !== ownGroup && g > 1) signal(() => process.kill(-g, 'SIGKILL'));
+  }
+  for (const t of tree) signal(() => process.kill(t.pid, 'SIGKILL'));
+}
+
+/** Clusters still running, killed if the test process exits without stopping them. */
+const liveClusters = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const script of liveClusters) killClusterTree(script);
+});
+
+/**
+ * The cluster on a home, started exactly as `make cluster` does: `bash scripts/cluster.sh HOME`
+ * (nats-server with JetStream and the services' logins from `noded nats-auth`, then the executor,
+ * p2p-gateway, consensus, state-store, rpc-edge and metrics services). The public ports are the
+ * home's, as rewireHome set them: the Ethereum JSON-RPC, its WebSocket and REST on the rpc-edge,
+ * the CometBFT RPC on consensus, /metrics on the metrics service. The ports only the services use
+ * (NATS, the executor's, state-store's and gateway's gRPC, each service's own metrics) are free
+ * loopback ports passed through the script's environment overrides.
+ * Returns once the edge answers eth_blockNumber >= minBlock and the metrics service's /readyz
+ * passes (every service up, the state-store caught up). `proc` is the script, which exits once every
+ * service has stopped; `stop('SIGTERM')` is Ctrl-C (the script stops them all and exits 0), and
+ * `stop('SIGKILL')` kills the script and every process it started at once.
+ */
+export async function startCluster(home: string, ports: NodePorts, minBlock = 1n): Promise<RunningNode> {
+  const loopback = async () => `127.0.0.1:${await freePort()}`;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NATS_PORT: String(await freePort()),
+    NODED_EXECUTOR_GRPC_ADDRESS: await loopback(),
+    NODED_STATE_STORE_GRPC_ADDRESS: await loopback(),
+    NODED_P2P_GATEWAY_ADDRESS: await loopback(),
+    EXECUTOR_METRICS: await loopback(),
+    CONSENSUS_METRICS: await loopback(),
+    STATE_STORE_METRICS: await loopback(),
+    RPC_EDGE_METRICS: await loopback(),
+    P2P_GATEWAY_METRICS: await loopback(),
+  };
+  // The script derives these from the ones above; an outer value would point the services elsewhere.
+  delete env.NODED_NATS_URL;
+  delete env.NODED_METRICS_TARGETS;
+  let out = '';
+  const proc = spawn('bash', [join(repoRoot(), 'scripts', 'cluster.sh'), home], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env,
+  });
+  liveClusters.add(proc);
+  proc.stdout?.on('data', (d) => {
+    out += d;
+  });
+  proc.stderr?.on('data', (d) => {
+    out += d;
+  });
+  const exited = new Promise<number | null>((resolve) =>
+    proc.once('exit', (code) => {
+      liveClusters.delete(proc);
+      resolve(code);
+    }),
+  );
+  const ethUrl = `http://127.0.0.1:${ports.evmHttp}`;
+  const node: RunningNode = {
+    home,
+    ports,
+    ethUrl,
+    wsUrl: `ws://127.0.0.1:${ports.evmWs}`,
+    cometUrl: `http://127.0.0.1:${ports.rpc}`,
+    apiUrl: `http://127.0.0.1:${ports.api}`,
+    metricsUrl: `http://127.0.0.1:${ports.metrics}`,
+    proc,
+    output: () => out,
+    stop: async (signal: NodeJS.Signals = 'SIGTERM') => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
+      if (signal === 'SIGKILL') {
+        killClusterTree(proc);
+        return exited;
+      }
+      // The script stops the services one by one, half a second apart, each within its own grace.
+      const killer = setTimeout(() => killClusterTree(proc), 45_000);
+      proc.kill(signal);
+      const code = await exited;
+      clearTimeout(killer);
+      return code;
+    },
+  };
+  try {
+    await waitForHttp(
+      ethUrl,
+      '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
+      90_000,
+      proc,
+      minBlock,
+    );
+    await waitForReady(`${node.metricsUrl}/readyz`, 60_000, proc);
+  } catch (err) {
+    await node.stop('SIGKILL');
+    throw new Error(`cluster: ${(err as Error).message}\n--- cluster output ---\n${out.slice(-6000)}`);
+  }
+  return node;
+}
+
+async function waitForReady(url: string, deadlineMs: number, proc: ChildProcess): Promise<void> {
+  const until = Date.now() + deadlineMs;
+  let last = '';
+  while (Date.now() < until) {
+    if (proc.exitCode !== null) throw new Error(`exited with ${proc.exitCode} before ${url} passed`);
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+      if (res.status === 200) return;
+      last = `${res.status} ${await res.text()}`;
+    } catch (err) {
+      last = String(err);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${url} did not pass within ${deadlineMs} ms: ${last.slice(0, 500)}`);
 }
 
 /**

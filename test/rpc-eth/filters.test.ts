@@ -2,7 +2,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Wallet } from 'ethers';
-import type { Hex } from '../../libs/types/index.js';
+import type { Hex, NodeEvent } from '../../libs/types/index.js';
+
+type EthNewHeadEvent = Extract<NodeEvent, { kind: 'EthNewHead' }>;
+
 import { addr, LOGGER, TRANSFER_TOPIC, word } from './fake-chain.js';
 import { call, DEV_ADDRS, DEV_KEYS, type Harness, rpc, sleep, startHarness } from './helpers.js';
 
@@ -87,6 +90,31 @@ describe('polling filters', () => {
       message: 'filter not found',
     });
     for (const id of [matching, other, blockFilter]) await call(h.url, 'eth_uninstallFilter', [id]);
+  });
+
+  it('block and log filters collect only blocks after the latest one at install, even a head published late', async () => {
+    // An rpc-edge publishes a head a little after its state-store answers reads at it.
+    let late: EthNewHeadEvent | undefined;
+    const stop = h.bus.subscribe((ev) => {
+      if (ev.kind === 'EthNewHead' && late === undefined) late = ev;
+    });
+    await sendToLogger(h.url);
+    const read = h.chain.mine();
+    stop();
+    assert.equal(late?.block.hash, read.hash);
+    const blocks = await call<string>(h.url, 'eth_newBlockFilter');
+    const logs = await call<string>(h.url, 'eth_newFilter', [{ address: LOGGER }]);
+    h.bus.publish(late!);
+    await sendToLogger(h.url);
+    const next = h.chain.mine();
+    assert.deepEqual(await call(h.url, 'eth_getFilterChanges', [blocks]), [next.hash]);
+    const changes = await call<Array<{ blockHash: Hex }>>(h.url, 'eth_getFilterChanges', [logs]);
+    assert.deepEqual(
+      changes.map((l) => l.blockHash),
+      [next.hash],
+    );
+    await call(h.url, 'eth_uninstallFilter', [blocks]);
+    await call(h.url, 'eth_uninstallFilter', [logs]);
   });
 
   it('filter_cap bounds live filters', async () => {

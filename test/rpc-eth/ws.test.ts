@@ -90,6 +90,37 @@ describe('WebSocket subscriptions', () => {
     await c.request('eth_unsubscribe', [miss]);
   });
 
+  it('a subscription gets only blocks after the latest one at install, even when a head is published late', async () => {
+    // An rpc-edge publishes a head a little after its state-store answers reads at it: a client that
+    // read block H (a receipt) and then subscribed must not be sent H's logs or header.
+    let late: { block: EthBlock; logs: unknown[] } | undefined;
+    const stop = h.bus.subscribe((ev) => {
+      if (ev.kind === 'EthNewHead' && late === undefined) late = { block: ev.block, logs: ev.logs };
+    });
+    await rpc(h.url, 'eth_sendRawTransaction', [await signedToLogger()]);
+    const read = h.chain.mine();
+    stop();
+    assert.equal(late?.block.hash, read.hash);
+    assert.equal(late?.logs.length, 1);
+    const logs = (await c.request('eth_subscribe', ['logs', { address: LOGGER }])).result as string;
+    const heads = (await c.request('eth_subscribe', ['newHeads'])).result as string;
+    h.bus.publish({ kind: 'EthNewHead', block: late!.block, logs: late!.logs as never });
+    await rpc(h.url, 'eth_sendRawTransaction', [await signedToLogger()]);
+    const next = h.chain.mine();
+    await c.waitFor(() => c.notificationsFor(logs).length >= 1, 3000, "the next block's log");
+    await c.request('eth_chainId'); // a round trip: anything else sent would be here by now
+    assert.deepEqual(
+      c.notificationsFor(heads).map((n) => (n as Record<string, unknown>)['hash']),
+      [next.hash],
+    );
+    assert.deepEqual(
+      c.notificationsFor(logs).map((n) => (n as Record<string, unknown>)['blockHash']),
+      [next.hash],
+    );
+    await c.request('eth_unsubscribe', [logs]);
+    await c.request('eth_unsubscribe', [heads]);
+  });
+
   it('newPendingTransactions sends hashes, or full transactions with true', async () => {
     const hashes = (await c.request('eth_subscribe', ['newPendingTransactions'])).result as string;
     const full = (await c.request('eth_subscribe', ['newPendingTransactions', true])).result as string;

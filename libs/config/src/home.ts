@@ -1,6 +1,7 @@
 // The home directory (CometBFT layout) and its lock: data/noded.pid names the process that runs a
-// node on this home, so a second node or a reset refuses to run beside it.
-import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+// node on this home, so a second node or a reset refuses to run beside it; data/services/ names the
+// cluster services running on it (several may share a home), so a reset refuses beside them too.
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -17,6 +18,8 @@ export interface HomePaths {
   /** config/addrbook.json: peer exchange's address book (CometBFT's file). */
   addrBook: string;
   privValidatorKey: string;
+  /** data/services/: one `<service>.<pid>` file per cluster service process running on this home. */
+  servicesDir: string;
   /** Optional operator override of the network presets (see docs/networks.md). */
   networks: string;
   /** chain-local only: the test mnemonic whose accounts `noded start` unlocks (TEST ONLY keys). */
@@ -64,6 +67,7 @@ export function homePaths(home: string): HomePaths {
     devAccounts: join(config, 'dev_accounts.json'),
     privValidatorState: join(data, 'priv_validator_state.json'),
     pidFile: join(data, 'noded.pid'),
+    servicesDir: join(data, 'services'),
     csWal: join(data, 'cs.wal'),
     blockstoreDb: join(data, 'blockstore.db'),
     stateDb: join(data, 'state.db'),
@@ -151,4 +155,57 @@ export function releaseHomeLock(home: string): void {
       // already gone
     }
   }
+}
+
+/** A cluster service process that runs on a home (`noded service <name>`). */
+export interface HomeService {
+  service: string;
+  pid: number;
+}
+
+/**
+ * Marks the home in use by this process as `service`: writes data/services/<service>.<pid>. Unlike
+ * data/noded.pid it is not exclusive (two rpc-edges or state-stores may share a home). Returns the
+ * release, which removes the file; a file left by a killed process is ignored (its pid is not alive).
+ */
+export function markHomeService(home: string, service: string): () => void {
+  const { servicesDir } = homePaths(home);
+  mkdirSync(servicesDir, { recursive: true });
+  const file = join(servicesDir, `${service}.${process.pid}`);
+  const fd = openSync(file, 'w', 0o644);
+  try {
+    writeSync(fd, `${process.pid}\n`);
+  } finally {
+    closeSync(fd);
+  }
+  return () => {
+    try {
+      unlinkSync(file);
+    } catch {
+      // already gone (a reset of data/ cannot happen while it runs, but the file may be removed by hand)
+    }
+  };
+}
+
+/** The live cluster service processes marked on the home (markHomeService), by service then pid. */
+export function homeServices(home: string): HomeService[] {
+  let names: string[];
+  try {
+    names = readdirSync(homePaths(home).servicesDir);
+  } catch {
+    return [];
+  }
+  const found: HomeService[] = [];
+  for (const name of names) {
+    const m = /^([a-z0-9-]+)\.(\d+)$/.exec(name);
+    if (!m) continue;
+    const pid = Number(m[2]);
+    if (pid > 0 && processAlive(pid)) found.push({ service: m[1]!, pid });
+  }
+  return found.sort((a, b) => a.service.localeCompare(b.service) || a.pid - b.pid);
+}
+
+/** "consensus pid 12, executor pid 34": the services of homeServices() for a message. */
+export function describeServices(services: readonly HomeService[]): string {
+  return services.map((s) => `${s.service} pid ${s.pid}`).join(', ');
 }

@@ -662,9 +662,15 @@ export class EthApi {
       if (crit.blockHash !== undefined) {
         throw invalidParams("can't specify fromBlock/toBlock with blockHash");
       }
-      return f.install({ kind: 'logs', spec: this.logFilterSpec(crit) });
+      return f.install({
+        kind: 'logs',
+        spec: this.logFilterSpec(crit),
+        fromHeight: this.chain.latestHeight(),
+      });
     });
-    this.def('eth_newBlockFilter', [], () => f.install({ kind: 'blocks' }));
+    this.def('eth_newBlockFilter', [], () =>
+      f.install({ kind: 'blocks', fromHeight: this.chain.latestHeight() }),
+    );
     this.def('eth_newPendingTransactionFilter', [opt(bool)], ([full]) =>
       f.install({ kind: 'pendingTxs', fullTx: full === true }),
     );
@@ -708,12 +714,18 @@ export class EthApi {
     switch (name as SubscriptionKind) {
       case 'newHeads':
         decodeArgs(params, [req(string)] as const);
-        sub = { id, kind: 'newHeads', backlog: [] };
+        sub = { id, kind: 'newHeads', fromHeight: this.chain.latestHeight(), backlog: [] };
         break;
       case 'logs': {
         const [, crit] = decodeArgs(params, [req(string), req(filterCriteria)] as const);
         if (crit.topics.length > MAX_TOPICS) throw serverError('exceed max topics');
-        sub = { id, kind: 'logs', match: { addresses: crit.addresses, topics: crit.topics }, backlog: [] };
+        sub = {
+          id,
+          kind: 'logs',
+          match: { addresses: crit.addresses, topics: crit.topics },
+          fromHeight: this.chain.latestHeight(),
+          backlog: [],
+        };
         break;
       }
       case 'newPendingTransactions': {

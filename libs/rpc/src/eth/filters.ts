@@ -37,14 +37,16 @@ export interface LogFilterSpec extends LogMatch {
   criteria: unknown;
 }
 
+// fromHeight (logs, blocks): the chain's latest height at install; only later blocks are collected
+// (an rpc-edge hears of a height a little after reads already answer at it: see subscriptions.ts).
 export type Filter =
-  | { id: string; kind: 'logs'; spec: LogFilterSpec; items: EthLog[]; deadline: number }
-  | { id: string; kind: 'blocks'; items: Hex[]; deadline: number }
+  | { id: string; kind: 'logs'; spec: LogFilterSpec; items: EthLog[]; deadline: number; fromHeight?: bigint }
+  | { id: string; kind: 'blocks'; items: Hex[]; deadline: number; fromHeight?: bigint }
   | { id: string; kind: 'pendingTxs'; fullTx: boolean; items: Hex[]; deadline: number };
 
 type NewFilter =
-  | { kind: 'logs'; spec: LogFilterSpec }
-  | { kind: 'blocks' }
+  | { kind: 'logs'; spec: LogFilterSpec; fromHeight?: bigint }
+  | { kind: 'blocks'; fromHeight?: bigint }
   | { kind: 'pendingTxs'; fullTx: boolean };
 
 export interface FilterManagerOptions {
@@ -87,8 +89,10 @@ export class FilterManager {
     }
     const id = newRpcId();
     const deadline = this.deadline();
-    if (f.kind === 'logs') this.filters.set(id, { id, kind: 'logs', spec: f.spec, items: [], deadline });
-    else if (f.kind === 'blocks') this.filters.set(id, { id, kind: 'blocks', items: [], deadline });
+    if (f.kind === 'logs')
+      this.filters.set(id, { id, kind: 'logs', spec: f.spec, items: [], deadline, fromHeight: f.fromHeight });
+    else if (f.kind === 'blocks')
+      this.filters.set(id, { id, kind: 'blocks', items: [], deadline, fromHeight: f.fromHeight });
     else this.filters.set(id, { id, kind: 'pendingTxs', fullTx: f.fullTx, items: [], deadline });
     return id;
   }
@@ -121,6 +125,7 @@ export class FilterManager {
     if (this.headNumbers.size > HEAD_NUMBERS_KEPT)
       this.headNumbers.delete(this.headNumbers.keys().next().value!);
     for (const f of this.filters.values()) {
+      if (f.kind !== 'pendingTxs' && f.fromHeight !== undefined && block.number <= f.fromHeight) continue;
       if (f.kind === 'blocks') this.push(f, block.hash);
       else if (f.kind === 'logs') {
         const { fromBlock, toBlock } = f.spec;
@@ -138,6 +143,7 @@ export class FilterManager {
   onRewound(height: number): void {
     const h = BigInt(height);
     for (const f of this.filters.values()) {
+      if (f.kind !== 'pendingTxs' && f.fromHeight !== undefined && f.fromHeight > h) f.fromHeight = h;
       if (f.kind === 'logs') f.items = f.items.filter((l) => l.blockNumber <= h);
       else if (f.kind === 'blocks') f.items = f.items.filter((x) => (this.headNumbers.get(x) ?? h + 1n) <= h);
     }

@@ -580,6 +580,13 @@ export class EthRpcServer {
       this.fanOutPending(ev.hash);
     } else if (ev.kind === 'ChainRewound') {
       this.filters.onRewound(ev.height);
+      // heights above the rewind are made again: subscribers get them anew
+      const to = BigInt(ev.height);
+      for (const s of this.sessions) {
+        for (const sub of s.subs.values()) {
+          if (sub.fromHeight !== undefined && sub.fromHeight > to) sub.fromHeight = to;
+        }
+      }
       this.api.onRewound();
     }
   }
@@ -592,6 +599,7 @@ export class EthRpcServer {
     for (const s of this.sessions) {
       for (const sub of s.subs.values()) {
         if (s.closed) break;
+        if (sub.fromHeight !== undefined && block.number <= sub.fromHeight) continue;
         if (sub.kind === 'newHeads') {
           head ??= JSON.stringify(formatHeader(block));
           s.notify(sub, head);

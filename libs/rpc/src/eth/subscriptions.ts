@@ -15,6 +15,12 @@ export interface Subscription {
   fullTx?: boolean;
   /** syncing: the last status sent (JSON), to notify only on change. */
   lastSyncing?: string;
+  /**
+   * newHeads, logs: the chain's latest height when the subscription was installed; only later blocks
+   * are delivered. A client that read block H and then subscribed is not sent H: an rpc-edge hears of
+   * a height a little after its state-store already answers reads at it (docs/cluster.md "rpc-edge").
+   */
+  fromHeight?: bigint;
   /** Notifications wait here until the eth_subscribe reply itself has been sent. */
   backlog: string[] | null;
 }

@@ -4,7 +4,13 @@ import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
-import { homeLockHolder, homePaths, initialValidatorStateJson } from '../../../../../libs/config/index.js';
+import {
+  describeServices,
+  homeLockHolder,
+  homePaths,
+  homeServices,
+  initialValidatorStateJson,
+} from '../../../../../libs/config/index.js';
 import { addHomeOption, CliError, type HomeOpts, homeOf, requireHome, say } from '../util.js';
 
 interface ResetOpts extends HomeOpts {
@@ -31,6 +37,12 @@ async function runReset(opts: ResetOpts): Promise<void> {
   if (holder !== undefined) {
     throw new CliError(
       `${paths.pidFile}: a node (pid ${holder}) is running on this home; stop it first (nothing was removed)`,
+    );
+  }
+  const services = homeServices(home);
+  if (services.length > 0) {
+    throw new CliError(
+      `${paths.servicesDir}: cluster services are running on this home (${describeServices(services)}); stop them first (nothing was removed)`,
     );
   }
   if (!opts.yes) {

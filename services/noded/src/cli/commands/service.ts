@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { homePaths, LOG_LEVELS, loadGenesis } from '../../../../../libs/config/index.js';
+import { homePaths, LOG_LEVELS, loadGenesis, markHomeService } from '../../../../../libs/config/index.js';
 import type { ServiceModuleFactory } from '../../../../shared/src/bootstrap.js';
 import { SERVICE_NAMES, type ServiceName } from '../../../../shared/src/settings.js';
 import { addHomeOption, CliError, type HomeOpts, homeOf, requireHome, say } from '../util.js';
@@ -119,6 +119,9 @@ async function runService(name: string, opts: ServiceOpts): Promise<void> {
     if (err instanceof ServiceSettingsError) throw new CliError(err.message, err.problems);
     throw err;
   }
+  // data/services/<name>.<pid>: `unsafe-reset-all` and `noded start` refuse while it is there.
+  const release = markHomeService(home, service);
+  process.on('exit', release);
   const seeLog = settings.logFile === null ? 'see its output above' : `see ${settings.logFile}`;
   const moduleOf = await MODULES[service]();
   let running: Awaited<ReturnType<typeof bootstrapService>>;

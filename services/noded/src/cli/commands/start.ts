@@ -6,10 +6,12 @@ import type { Command } from 'commander';
 import {
   acquireHomeLock,
   type ChainId,
+  describeServices,
   EVM_CHAIN_IDS,
   formatDuration,
   HomeLockedError,
   homePaths,
+  homeServices,
   LOG_LEVELS,
   type LoadedGenesis,
   type LoadedNodeConfig,
@@ -224,6 +226,12 @@ async function runNodeProcess(opts: StartOptions, plan: string[]): Promise<void>
     throw err;
   }
   process.on('exit', () => releaseHomeLock(opts.home));
+  const services = homeServices(opts.home);
+  if (services.length > 0) {
+    throw new CliError(
+      `${homePaths(opts.home).servicesDir}: cluster services are running on this home (${describeServices(services)}); stop them before "noded start"`,
+    );
+  }
   mkdirSync(dirname(opts.logFile), { recursive: true });
 
   say('starting noded:');
