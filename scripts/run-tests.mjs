@@ -4,7 +4,7 @@
 //                   against scripts/cluster.sh (what `make cluster` runs) unchanged (docs/cluster.md, "Tests").
 // Usage: [NODED_DIST=dir] [NODED_E2E_TARGET=node|cluster] node scripts/run-tests.mjs [substring filter ...]
 // A filter picks files in both groups; NODED_E2E_TARGET set runs that group only.
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -56,20 +56,42 @@ if (!runNode && !runCluster) {
   process.exit(1);
 }
 
-/** One `node --test` run; its exit status. */
+/** Totals of the runs' closing summaries ("# pass N" and so on at the start of a line). */
+const totals = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
+
+/**
+ * One `node --test` run, its output passed through as it comes; its exit status. The closing
+ * summary of each run is added to `totals`, so the last line can count every group.
+ */
 function run(list, env, extra = []) {
-  const res = spawnSync(
-    process.execPath,
-    ['--test', '--test-concurrency=2', '--test-timeout=600000', '--enable-source-maps', ...extra, ...list],
-    { stdio: 'inherit', env: { ...process.env, ...env } },
-  );
-  return res.status ?? 1;
+  return new Promise((resolve) => {
+    const child = spawn(
+      process.execPath,
+      ['--test', '--test-concurrency=2', '--test-timeout=600000', '--enable-source-maps', ...extra, ...list],
+      { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } },
+    );
+    const last = {};
+    let partial = '';
+    child.stdout.on('data', (chunk) => {
+      process.stdout.write(chunk);
+      const lines = (partial + chunk.toString()).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) {
+        const m = /^# (tests|pass|fail|cancelled|skipped|todo) (\d+)$/.exec(line);
+        if (m) last[m[1]] = Number(m[2]);
+      }
+    });
+    child.on('close', (code) => {
+      for (const k of Object.keys(totals)) totals[k] += last[k] ?? 0;
+      resolve(code ?? 1);
+    });
+  });
 }
 
 const results = [];
 if (runNode) {
   console.log(`# test group: target node (noded start), ${files.length} files`);
-  results.push(['target node', run(files, { NODED_E2E_TARGET: 'node' })]);
+  results.push(['target node', await run(files, { NODED_E2E_TARGET: 'node' })]);
 }
 if (runCluster) {
   const whole = clusterFiles.filter((f) => suiteOf(f).only === undefined);
@@ -78,7 +100,7 @@ if (runCluster) {
     `# test group: target cluster (NODED_E2E_TARGET=cluster, scripts/cluster.sh), ${clusterFiles.length} files`,
   );
   const env = { NODED_E2E_TARGET: 'cluster' };
-  let status = whole.length > 0 ? run(whole, env) : 0;
+  let status = whole.length > 0 ? await run(whole, env) : 0;
   if (partial.length > 0) {
     for (const f of partial) {
       const s = suiteOf(f);
@@ -90,11 +112,15 @@ if (runCluster) {
     const patterns = partial.flatMap((f) =>
       suiteOf(f).only.map((n) => `--test-name-pattern=^${escapeRegExp(n)}$`),
     );
-    const code = run(partial, env, patterns);
+    const code = await run(partial, env, patterns);
     if (status === 0) status = code;
   }
   results.push(['target cluster', status]);
 }
 for (const [group, status] of results)
   console.log(`# test group ${group}: ${status === 0 ? 'pass' : `fail (exit ${status})`}`);
+// The closing line over both groups (a cancelled test counts as failed); skipped and todo before it.
+if (totals.skipped + totals.todo > 0)
+  console.log(`# ${totals.skipped} skipped, ${totals.todo} todo (reasons above)`);
+console.log(`${totals.pass} passed, ${totals.fail + totals.cancelled} failed`);
 process.exit(results.some(([, s]) => s !== 0) ? 1 : 0);
