@@ -230,10 +230,8 @@ describe('WAL record format', () => {
     const cases: Array<[Buffer, string]> = [
       [Buffer.concat([good, Buffer.from([1, 2, 3])]), `torn record header at byte ${at}`],
       [Buffer.concat([good, header(5)]), `torn record at byte ${at} (5 bytes announced)`],
-      [
-        Buffer.concat([good, header(100), Buffer.alloc(10)]),
-        `torn record at byte ${at} (100 bytes announced)`,
-      ],
+      // 10 of 12 bytes there: torn, although the bytes before the record would make up the rest
+      [Buffer.concat([good, header(12), Buffer.alloc(10)]), `torn record at byte ${at} (12 bytes announced)`],
       [
         Buffer.concat([good, header(MAX_RECORD + 1)]),
         `record length ${MAX_RECORD + 1} at byte ${at} exceeds ${MAX_RECORD}`,
