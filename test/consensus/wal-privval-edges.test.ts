@@ -461,7 +461,7 @@ describe('FilePV state file', () => {
 
   it('refuses sign bytes that are not hex, or present without a signature', async () => {
     const sig = Buffer.alloc(64, 1).toString('base64');
-    for (const signbytes of [7, 'ABC', 'zz', 'zz00', '00zz', '0g'])
+    for (const signbytes of [7, 1234, [], 'ABC', 'zz', 'zz00', '00zz', '0g'])
       await refusal(
         { height: '1', round: 0, step: 2, signature: sig, signbytes },
         'signbytes: must be a hex string',
@@ -586,6 +586,17 @@ describe('FilePV state file', () => {
     assert.deepEqual(storedPrecommit.signature, precommit.signature);
     assert.equal(storedPrecommit.type, 2);
     assert.equal(pv.storedVote(CHAIN_ID, nilPrevote), undefined, 'the prevote step is past');
+    // a proposal signed at this height and round is no vote
+    const proposer = (await signer()).pv;
+    await proposer.signProposal(CHAIN_ID, {
+      height: 5,
+      round: 2,
+      polRound: -1,
+      blockId: signed.blockId,
+      timestamp: GENESIS_TIME,
+      signature: new Uint8Array(0),
+    });
+    assert.equal(proposer.storedVote(CHAIN_ID, nilPrevote), undefined, 'a proposal at this round');
   });
 
   it('signs a vote extension only when asked, over the extension (empty when absent)', async () => {
