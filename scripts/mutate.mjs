@@ -12,7 +12,8 @@ import { mkdirSync } from 'node:fs';
 /**
  * Each module: the files mutated, and the test files (compiled, under dist/test) that cover them.
  * `names` narrows a test file to the suites that exercise the module (node --test-name-pattern),
- * so a slow simulation elsewhere in the file does not run once per mutant.
+ * so a slow simulation elsewhere in the file does not run once per mutant; its `file` may list
+ * several files, run by one node process with the same pattern.
  */
 const MODULES = {
   voteset: {
@@ -44,15 +45,40 @@ const MODULES = {
     mutate: ['libs/rpc/src/comet/query.ts'],
     tests: ['dist/test/rpc-comet/query.test.js', 'dist/test/fuzz/comet-query.test.js'],
   },
+  // The WAL's and the signer's own suites, plus the other suites that go through them: the WAL
+  // reader's fuzz tests and regressions, the extension votes' WAL round trip, the runtime's restart
+  // from its WAL and signer state. One node process each (test names matched across the files).
   wal: {
     mutate: ['libs/consensus/src/wal.ts'],
     tests: [],
-    extra: [{ file: 'dist/test/consensus/wal-privval.test.js', names: 'WAL' }],
+    extra: [
+      {
+        file: [
+          'dist/test/consensus/wal-privval.test.js',
+          'dist/test/consensus/wal-privval-edges.test.js',
+          'dist/test/fuzz/wal.test.js',
+          'dist/test/fuzz/regressions.test.js',
+          'dist/test/consensus/vote-extensions.test.js',
+          'dist/test/consensus/runtime.test.js',
+        ],
+        names: 'WAL',
+      },
+    ],
   },
   privval: {
     mutate: ['libs/consensus/src/privval.ts'],
     tests: [],
-    extra: [{ file: 'dist/test/consensus/wal-privval.test.js', names: 'FilePV' }],
+    extra: [
+      {
+        file: [
+          'dist/test/consensus/wal-privval.test.js',
+          'dist/test/consensus/wal-privval-edges.test.js',
+          'dist/test/consensus/vote-extensions.test.js',
+          'dist/test/consensus/runtime.test.js',
+        ],
+        names: 'FilePV|signer',
+      },
+    ],
   },
   'comet-body-limit': {
     mutate: ['libs/rpc/src/comet/server.ts:75-104'],
@@ -100,7 +126,9 @@ if (plain.length > 0) commands.push(`node --test --test-concurrency=1 ${plain.jo
 if (dirs.length > 0)
   commands.push(`node scripts/run-tests.mjs ${dirs.map((d) => d.replace(/^dist\//, '')).join(' ')}`);
 for (const e of mod.extra ?? [])
-  commands.push(`node --test --test-concurrency=1 --test-name-pattern="${e.names}" ${e.file}`);
+  commands.push(
+    `node --test --test-concurrency=1 --test-name-pattern="${e.names}" ${[e.file].flat().join(' ')}`,
+  );
 
 const files = [...new Set(mod.mutate.map((m) => m.replace(/:\d+-\d+$/, '')))];
 const { Stryker } = await import('@stryker-mutator/core');
