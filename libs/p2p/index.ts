@@ -57,6 +57,7 @@ export {
   compatibility,
   decodeNodeInfo,
   encodeNodeInfo,
+  isWireNodeId,
   MAX_NODE_INFO_BYTES,
   type NodeInfo,
   P2P_PROTOCOL_VERSION,

@@ -15,6 +15,7 @@ import {
   type Channel,
   type ChannelHost,
   HANDSHAKE_PROTOCOL,
+  isWireNodeId,
   PEX_PROTOCOL,
   type PeerAddress,
   type PeerEvents,
@@ -39,7 +40,6 @@ export const MAX_RELAY_BUFFER_BYTES = 256 * 1024 * 1024;
 /** Longest reason of a DisconnectPeer. */
 const MAX_REASON_BYTES = 1024;
 
-const NODE_ID_RE = /^[0-9a-f]{40}$/;
 // A libp2p protocol ID as the channels name theirs: "/" then printable ASCII without spaces.
 const PROTOCOL_RE = /^\/[\x21-\x7e]{1,127}$/;
 
@@ -326,7 +326,7 @@ export class GatewayRelay {
     if (r.attach) return 'RelayRequest.attach: this stream is already attached';
     if (r.send) {
       const s = r.send;
-      if (!NODE_ID_RE.test(s.peer))
+      if (!isWireNodeId(s.peer))
         return `SendFrame.peer: must be 40 lowercase hex characters, got ${JSON.stringify(s.peer)}`;
       const bad = channelLimit('SendFrame', s.protocol, s.payload);
       if (bad) return bad;
@@ -336,7 +336,7 @@ export class GatewayRelay {
     }
     if (r.broadcast) {
       const b = r.broadcast;
-      if (b.except !== '' && !NODE_ID_RE.test(b.except))
+      if (b.except !== '' && !isWireNodeId(b.except))
         return `BroadcastFrame.except: must be empty or 40 lowercase hex characters, got ${JSON.stringify(b.except)}`;
       const bad = channelLimit('BroadcastFrame', b.protocol, b.payload);
       if (bad) return bad;
@@ -350,7 +350,7 @@ export class GatewayRelay {
     }
     if (r.disconnect) {
       const d = r.disconnect;
-      if (!NODE_ID_RE.test(d.peer))
+      if (!isWireNodeId(d.peer))
         return `DisconnectPeer.peer: must be 40 lowercase hex characters, got ${JSON.stringify(d.peer)}`;
       if (Buffer.byteLength(d.reason) > MAX_REASON_BYTES)
         return `DisconnectPeer.reason: over ${MAX_REASON_BYTES} bytes`;

@@ -6,6 +6,7 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import type { Logger } from '../../types/index.js';
 import type { PeerAddress } from './host.js';
+import { isWireNodeId } from './nodeinfo.js';
 
 /** Addresses kept; past this, the entry that failed most (then the oldest) makes room. */
 export const MAX_BOOK_SIZE = 1000;
@@ -21,8 +22,6 @@ export interface BookEntry extends PeerAddress {
   /** Failed dials since the last success. */
   failures: number;
 }
-
-const NODE_ID = /^[0-9a-f]{40}$/;
 
 /** "id@host:port" as persistent_peers and PEX carry it; undefined when malformed. */
 export function parsePeerAddress(s: string): PeerAddress | undefined {
@@ -105,7 +104,7 @@ export class AddressBook {
    */
   add(addr: PeerAddress, source: string): string | undefined {
     const id = addr.nodeId.toLowerCase();
-    if (!NODE_ID.test(id)) return `node ID ${addr.nodeId} is not 40 hex characters`;
+    if (!isWireNodeId(id)) return `node ID ${addr.nodeId} is not 40 hex characters`;
     if (id === this.opts.selfId) return 'this is the node itself';
     if (!Number.isInteger(addr.port) || addr.port < 1 || addr.port > 65535)
       return `port ${addr.port} is out of range`;

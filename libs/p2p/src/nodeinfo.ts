@@ -25,6 +25,11 @@ export interface NodeInfo {
 
 const NODE_ID = /^[0-9a-f]{40}$/;
 
+/** A node ID as peers send it: 40 lowercase hex digits (config input may use either case). */
+export function isWireNodeId(id: string): boolean {
+  return NODE_ID.test(id);
+}
+
 export function encodeNodeInfo(info: NodeInfo): Uint8Array {
   return new TextEncoder().encode(JSON.stringify(info));
 }
@@ -64,7 +69,7 @@ export function decodeNodeInfo(bytes: Uint8Array): NodeInfo {
   const pv = obj(o.protocolVersion, 'protocolVersion');
   const other = obj(o.other, 'other');
   const id = str(o, 'id', 40);
-  if (!NODE_ID.test(id)) bad(`id "${id}" is not 40 lowercase hex characters`);
+  if (!isWireNodeId(id)) bad(`id "${id}" is not 40 lowercase hex characters`);
   const channels = o.channels;
   if (
     !Array.isArray(channels) ||
