@@ -80,6 +80,17 @@ function editToml(file: string, edit: (doc: Toml) => void): void {
   writeFileSync(file, stringify(doc));
 }
 
+/** The URLs of a node's public ports on 127.0.0.1 (the same for `noded start` and the cluster). */
+function nodeUrls(ports: NodePorts) {
+  return {
+    ethUrl: `http://127.0.0.1:${ports.evmHttp}`,
+    wsUrl: `ws://127.0.0.1:${ports.evmWs}`,
+    cometUrl: `http://127.0.0.1:${ports.rpc}`,
+    apiUrl: `http://127.0.0.1:${ports.api}`,
+    metricsUrl: `http://127.0.0.1:${ports.metrics}`,
+  };
+}
+
 export interface HomeOptions {
   timeoutCommit?: string;
   extra?: (config: Toml, app: Toml) => void;
@@ -213,15 +224,12 @@ export async function startAllInOne(
   proc.stderr?.on('data', (d) => {
     out += d;
   });
-  const ethUrl = `http://127.0.0.1:${ports.evmHttp}`;
+  const urls = nodeUrls(ports);
+  const { ethUrl } = urls;
   const node: RunningNode = {
     home,
     ports,
-    ethUrl,
-    wsUrl: `ws://127.0.0.1:${ports.evmWs}`,
-    cometUrl: `http://127.0.0.1:${ports.rpc}`,
-    apiUrl: `http://127.0.0.1:${ports.api}`,
-    metricsUrl: `http://127.0.0.1:${ports.metrics}`,
+    ...urls,
     proc,
     output: () => out,
     stop: (signal: NodeJS.Signals = 'SIGTERM') =>
@@ -349,15 +357,12 @@ export async function startCluster(home: string, ports: NodePorts, minBlock = 1n
       resolve(code);
     }),
   );
-  const ethUrl = `http://127.0.0.1:${ports.evmHttp}`;
+  const urls = nodeUrls(ports);
+  const { ethUrl } = urls;
   const node: RunningNode = {
     home,
     ports,
-    ethUrl,
-    wsUrl: `ws://127.0.0.1:${ports.evmWs}`,
-    cometUrl: `http://127.0.0.1:${ports.rpc}`,
-    apiUrl: `http://127.0.0.1:${ports.api}`,
-    metricsUrl: `http://127.0.0.1:${ports.metrics}`,
+    ...urls,
     proc,
     output: () => out,
     stop: async (signal: NodeJS.Signals = 'SIGTERM') => {
