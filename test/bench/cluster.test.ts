@@ -57,6 +57,7 @@ describe('bench target cluster-2edges', () => {
 
       const provider = new JsonRpcProvider(target.httpUrl, 31337, {
         staticNetwork: true,
+        cacheTimeout: -1,
         pollingInterval: 250,
       });
       try {

@@ -141,7 +141,10 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
 
   it('gossips transactions both ways: sent to the cluster, read on an all-in-one node, and back', async () => {
     // To the cluster's :8545 (rpc-edge -> the executor's mempool), read as a receipt from node1's :8545.
-    const provider0 = new JsonRpcProvider(net.nodes[0]!.ethUrl, undefined, { staticNetwork: true });
+    const provider0 = new JsonRpcProvider(net.nodes[0]!.ethUrl, undefined, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+    });
     const toCluster = await new Wallet(DEV_KEYS[0], provider0).sendTransaction({
       to: DEV_ADDRESSES[2],
       value: 5n * GWEI,
@@ -160,7 +163,10 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
     });
     const sent = await rpc(net.nodes[0]!.cometUrl, `/broadcast_tx_sync?tx=${raw}`);
     assert.equal(sent.code, 0, String(sent.log));
-    const provider1 = new JsonRpcProvider(net.nodes[1]!.ethUrl, undefined, { staticNetwork: true });
+    const provider1 = new JsonRpcProvider(net.nodes[1]!.ethUrl, undefined, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+    });
     for (const hash of [toCluster.hash, Transaction.from(raw).hash!]) {
       const receipt = await provider1.waitForTransaction(hash, 1, 60_000);
       assert.ok(receipt, `node1 has the receipt of ${hash}, sent to the cluster`);
@@ -169,7 +175,10 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
     provider1.destroy();
 
     // To node2's :8545 (eth_sendRawTransaction), read back from the cluster's :26657 (/tx).
-    const provider2 = new JsonRpcProvider(net.nodes[2]!.ethUrl, undefined, { staticNetwork: true });
+    const provider2 = new JsonRpcProvider(net.nodes[2]!.ethUrl, undefined, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+    });
     const tx = await new Wallet(DEV_KEYS[1], provider2).sendTransaction({
       to: DEV_ADDRESSES[3],
       value: 7n * GWEI,

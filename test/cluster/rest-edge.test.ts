@@ -90,7 +90,11 @@ describe('noded service rpc-edge: REST on [api] address', () => {
     const cometRpc = `http://127.0.0.1:${ports.rpc}`;
     assert.match(edge.output(), new RegExp(`http://127\\.0\\.0\\.1:${ports.api}`));
 
-    const provider = new JsonRpcProvider(evm, 31337, { staticNetwork: true, pollingInterval: 200 });
+    const provider = new JsonRpcProvider(evm, 31337, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+      pollingInterval: 200,
+    });
     cleanups.push(() => provider.destroy());
     await until('the edge reports blocks', 60_000, async () =>
       (await provider.getBlockNumber()) >= 2 ? true : undefined,

@@ -102,7 +102,15 @@ describe('noded service rpc-edge', () => {
     const url1 = `http://127.0.0.1:${ports.evmHttp}`;
     const url2 = `http://127.0.0.1:${edge2Http}`;
 
-    const provider = new JsonRpcProvider(url1, 31337, { staticNetwork: true, pollingInterval: 200 });
+    // cacheTimeout -1: ethers answers an identical request from its last 250 ms (the deploy's pending
+
+    // nonce for the transfer right after its receipt), which a chain this fast outruns.
+
+    const provider = new JsonRpcProvider(url1, 31337, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+      pollingInterval: 200,
+    });
     cleanups.push(() => provider.destroy());
     assert.equal((await provider.getNetwork()).chainId, 31337n);
     await until('the edge reports blocks', 60_000, async () =>
@@ -110,7 +118,10 @@ describe('noded service rpc-edge', () => {
     );
 
     // newHeads over WebSocket, fed by the executor's heads on NATS through the state-store.
-    const ws = new WebSocketProvider(`ws://127.0.0.1:${ports.evmWs}`, 31337, { staticNetwork: true });
+    const ws = new WebSocketProvider(`ws://127.0.0.1:${ports.evmWs}`, 31337, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+    });
     cleanups.push(() => ws.destroy());
     const heads: number[] = [];
     await ws.on('block', (n: number) => heads.push(n));
@@ -198,7 +209,11 @@ describe('noded service rpc-edge', () => {
     edge1.proc.kill('SIGKILL');
     await edge1.exited;
     running.splice(running.indexOf(edge1), 1);
-    const provider2 = new JsonRpcProvider(url2, 31337, { staticNetwork: true, pollingInterval: 200 });
+    const provider2 = new JsonRpcProvider(url2, 31337, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+      pollingInterval: 200,
+    });
     cleanups.push(() => provider2.destroy());
     const more = await new Wallet(DEV_KEYS[0], provider2).sendTransaction({
       to: DEV_ADDRESSES[3],
@@ -212,7 +227,10 @@ describe('noded service rpc-edge', () => {
     // Back to back without waiting: the 'pending' nonce comes from the executor's mempool (ethers
     // keeps a provider answer for 250 ms, so the second nonce is asked for here), and both are found
     // by hash at once (waiting or mined).
-    const ws2 = new WebSocketProvider(`ws://127.0.0.1:${edge2Ws}`, 31337, { staticNetwork: true });
+    const ws2 = new WebSocketProvider(`ws://127.0.0.1:${edge2Ws}`, 31337, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+    });
     cleanups.push(() => ws2.destroy());
     const pendingSeen: string[] = [];
     await ws2.on('pending', (hash: string) => pendingSeen.push(hash));

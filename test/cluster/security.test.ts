@@ -175,7 +175,11 @@ describe('security inside the cluster', () => {
     await until('the edge serves height 3', 60_000, async () =>
       Number(await rpc(edgeUrl, 'eth_blockNumber')) >= 3 ? true : undefined,
     );
-    const provider = new JsonRpcProvider(edgeUrl, undefined, { staticNetwork: true, polling: true });
+    const provider = new JsonRpcProvider(edgeUrl, undefined, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+      polling: true,
+    });
     cleanups.push(() => provider.destroy());
     // The edge's pending-transaction filter is fed by the executor's txs.pending subject: it sees
     // the hash only if the executor may publish there and the edge may subscribe.

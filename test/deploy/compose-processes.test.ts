@@ -414,7 +414,11 @@ async function runDefaultProfile(work: string, tls: boolean): Promise<void> {
         n,
       );
     const proxyUrl = `http://${proxyIp}:${port(8545)}`;
-    const provider = new JsonRpcProvider(proxyUrl, 31337, { staticNetwork: true, pollingInterval: 250 });
+    const provider = new JsonRpcProvider(proxyUrl, 31337, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+      pollingInterval: 250,
+    });
     try {
       const wallet = new Wallet(DEV_KEYS[0], provider);
       const before = await provider.getBalance(DEV_ADDRESSES[3]);
@@ -463,7 +467,10 @@ async function runDefaultProfile(work: string, tls: boolean): Promise<void> {
       assert.deepEqual(restBlock.block.data.txs, block.result.block.data.txs);
 
       // WebSocket through the proxy on 8546.
-      const ws = new WebSocketProvider(`ws://${proxyIp}:${port(8546)}`, 31337, { staticNetwork: true });
+      const ws = new WebSocketProvider(`ws://${proxyIp}:${port(8546)}`, 31337, {
+        staticNetwork: true,
+        cacheTimeout: -1,
+      });
       try {
         assert.ok((await ws.getBlockNumber()) >= receipt!.blockNumber);
       } finally {

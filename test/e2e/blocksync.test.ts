@@ -62,7 +62,11 @@ describe('block sync of a fresh full node, killed twice while it syncs', { timeo
       net,
     );
     // Blocks of transfers at the start and at the end, empty blocks between.
-    const provider = new JsonRpcProvider(v.ethUrl, undefined, { staticNetwork: true, batchMaxCount: 1 });
+    const provider = new JsonRpcProvider(v.ethUrl, undefined, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+      batchMaxCount: 1,
+    });
     const senders = DEV_KEYS.slice(0, 4).map((k) => new Wallet(k, provider));
     const receivers = Array.from({ length: 8 }, () => Wallet.createRandom().address);
     await eth(v.ethUrl, 'evm_setAutomine', [false]);

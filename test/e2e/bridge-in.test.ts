@@ -78,7 +78,7 @@ describe('bridge in: Hardhat source chain -> noded', { timeout: 300_000 }, () =>
   });
 
   const supply = async () => {
-    const p = new JsonRpcProvider(node.ethUrl, undefined, { staticNetwork: true });
+    const p = new JsonRpcProvider(node.ethUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
     try {
       const btc = new Contract(BTC_TOKEN, compileBtcContracts().IBTC!.abi as never, p);
       return (await btc.totalSupply()) as bigint;

@@ -56,7 +56,11 @@ describe('chain-local: blocks on demand and the dev mining methods', { timeout: 
     assert.match(readFileSync(join(home, 'config', 'app.toml'), 'utf8'), /^pruning = "nothing"$/m);
     node = await startNode(home, ports);
     url = node.ethUrl;
-    provider = new JsonRpcProvider(url, undefined, { staticNetwork: true, pollingInterval: 20 });
+    provider = new JsonRpcProvider(url, undefined, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+      pollingInterval: 20,
+    });
   });
 
   after(async () => {
@@ -215,7 +219,11 @@ describe('chain-local: blocks on demand and the dev mining methods', { timeout: 
     assert.equal(await node!.stop(), 0);
     node = await startNode(home, ports, [], BigInt(top.n));
     url = node.ethUrl;
-    provider = new JsonRpcProvider(url, undefined, { staticNetwork: true, pollingInterval: 20 });
+    provider = new JsonRpcProvider(url, undefined, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+      pollingInterval: 20,
+    });
     for (let i = 1; i <= top.n; i++) {
       assert.equal((await blockAt(url, i)).hash, hashes[i - 1], `block ${i} hash after restart`);
     }

@@ -19,7 +19,11 @@ describe('create_empty_blocks = false', { timeout: 120_000 }, () => {
     });
     home = init.home;
     node = await startNode(home, init.ports, [], 0n);
-    provider = new JsonRpcProvider(node.ethUrl, undefined, { staticNetwork: true, pollingInterval: 200 });
+    provider = new JsonRpcProvider(node.ethUrl, undefined, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+      pollingInterval: 200,
+    });
   });
 
   after(async () => {

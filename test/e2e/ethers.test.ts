@@ -127,7 +127,7 @@ describe('ethers v6 against noded chain-local', { timeout: 240_000 }, () => {
   });
 
   it('streams newHeads and contract logs over the WebSocket endpoint', async () => {
-    const ws = new WebSocketProvider(env.node.wsUrl, undefined, { staticNetwork: true });
+    const ws = new WebSocketProvider(env.node.wsUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
     try {
       const heads: number[] = [];
       const gotHeads = new Promise<void>((resolve) => {

@@ -86,12 +86,18 @@ describe('a 4-validator network over P2P', { timeout: 420_000 }, () => {
   });
 
   it('includes a transaction sent to one node, whose receipt every other node serves', async () => {
-    const provider0 = new JsonRpcProvider(net.nodes[0]!.ethUrl, undefined, { staticNetwork: true });
+    const provider0 = new JsonRpcProvider(net.nodes[0]!.ethUrl, undefined, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+    });
     const wallet = new Wallet(DEV_KEYS[1], provider0);
     const to = Wallet.createRandom().address;
     const sent = await wallet.sendTransaction({ to, value: parseEther('1.5') });
     for (const i of [2, 3]) {
-      const p = new JsonRpcProvider(net.nodes[i]!.ethUrl, undefined, { staticNetwork: true });
+      const p = new JsonRpcProvider(net.nodes[i]!.ethUrl, undefined, {
+        staticNetwork: true,
+        cacheTimeout: -1,
+      });
       const receipt = await p.waitForTransaction(sent.hash, 1, 30_000);
       assert.ok(receipt, `node${i} has no receipt`);
       assert.equal(receipt.status, 1);

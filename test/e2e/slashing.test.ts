@@ -102,7 +102,10 @@ describe('slashing and jailing on a 5-validator network', { timeout: 600_000 }, 
     );
     writeFileSync(join(net.nodes[5]!.home, 'data', 'priv_validator_state.json'), initialValidatorStateJson());
     for (const n of net.nodes) net.start(n.index);
-    provider = new JsonRpcProvider(net.nodes[0]!.ethUrl, undefined, { staticNetwork: true });
+    provider = new JsonRpcProvider(net.nodes[0]!.ethUrl, undefined, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+    });
     pool = new Contract(POOL, ABI, provider);
     token = new Contract(BTC_TOKEN, ['function totalSupply() view returns (uint256)'], provider);
   });

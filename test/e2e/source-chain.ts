@@ -77,7 +77,11 @@ export async function startSourceChain(port?: number): Promise<SourceChain> {
     rmSync(project, { recursive: true, force: true });
   };
   const url = `http://127.0.0.1:${p}`;
-  const provider = new JsonRpcProvider(url, undefined, { staticNetwork: true, pollingInterval: 50 });
+  const provider = new JsonRpcProvider(url, undefined, {
+    staticNetwork: true,
+    cacheTimeout: -1,
+    pollingInterval: 50,
+  });
   const deadline = Date.now() + 60_000;
   for (;;) {
     try {

@@ -89,7 +89,10 @@ describe('validation stake on a 4-validator network', { timeout: 480_000 }, () =
     );
     key4 = { pub: pv.pub_key.value, address: pv.address };
     for (const i of ALL) net.start(i);
-    provider = new JsonRpcProvider(net.nodes[0]!.ethUrl, undefined, { staticNetwork: true });
+    provider = new JsonRpcProvider(net.nodes[0]!.ethUrl, undefined, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+    });
     pool = new Contract(POOL, ABI, operator.connect(provider));
   });
   after(async () => {

@@ -69,7 +69,10 @@ export async function runStorm(opts: StormOptions): Promise<StormReport> {
         const s = sent % 4;
         const target = all.find((i) => !down.has((s + i) % 4))!;
         const node = net.nodes[(s + target) % 4]!;
-        const provider = new JsonRpcProvider(node.ethUrl, undefined, { staticNetwork: true });
+        const provider = new JsonRpcProvider(node.ethUrl, undefined, {
+          staticNetwork: true,
+          cacheTimeout: -1,
+        });
         try {
           const wallet = new Wallet(DEV_KEYS[s]!, provider);
           const nonce = nonces.get(s) ?? (await provider.getTransactionCount(wallet.address, 'pending'));
@@ -129,7 +132,10 @@ export async function runStorm(opts: StormOptions): Promise<StormReport> {
     let checked = 0;
     for (const [hash, blockHash] of receipts) {
       for (const i of all) {
-        const provider = new JsonRpcProvider(net.nodes[i]!.ethUrl, undefined, { staticNetwork: true });
+        const provider = new JsonRpcProvider(net.nodes[i]!.ethUrl, undefined, {
+          staticNetwork: true,
+          cacheTimeout: -1,
+        });
         const r = await provider.getTransactionReceipt(hash);
         provider.destroy();
         if (!r || r.blockHash !== blockHash) throw new Error(`node${i} lost the receipt of ${hash}`);

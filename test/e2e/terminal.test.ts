@@ -64,6 +64,7 @@ describe('noded start on a terminal', { timeout: 180_000 }, () => {
   it('prints the accounts once, transactions as anvil does, progress lines, and no JSON', async () => {
     const provider = new JsonRpcProvider(`http://127.0.0.1:${ports.evmHttp}`, undefined, {
       staticNetwork: true,
+      cacheTimeout: -1,
       pollingInterval: 50,
     });
     try {

@@ -37,7 +37,11 @@ async function poll(ask: () => Promise<CometReply>, ready: (r: CometReply) => bo
 }
 
 async function sendTransfer(node: RunningNode): Promise<{ raw: string; height: number }> {
-  const provider = new JsonRpcProvider(node.ethUrl, undefined, { staticNetwork: true, pollingInterval: 100 });
+  const provider = new JsonRpcProvider(node.ethUrl, undefined, {
+    staticNetwork: true,
+    cacheTimeout: -1,
+    pollingInterval: 100,
+  });
   try {
     const wallet = new Wallet(DEV_KEYS[2], provider);
     const raw = await wallet.signTransaction(

@@ -47,7 +47,7 @@ describe('ethers v6 and viem against the server', () => {
     ];
     for (const raw of raws) hashes.push((await rpc(h.url, 'eth_sendRawTransaction', [raw])).result as Hex);
     h.chain.mine();
-    provider = new JsonRpcProvider(h.url, Network.from(31337), { staticNetwork: true });
+    provider = new JsonRpcProvider(h.url, Network.from(31337), { staticNetwork: true, cacheTimeout: -1 });
   });
   after(async () => {
     provider.destroy();
