@@ -6,11 +6,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { FinalizeBlockResponse, Hex } from '../../libs/types/index.js';
-import { addr, ETH, key, produceBlock, signTx } from './helpers.js';
+import { addr, ETH, key, signTx } from './helpers.js';
 import {
   consensusKey,
   contract,
   intrinsicGas,
+  okBlock,
   POOL,
   poolAbi,
   REWARD,
@@ -47,11 +48,7 @@ function start(): Promise<Net> {
 const listOf = async (n: Net, who: Uint8Array) =>
   ((await view(n, 'delegatorValidators', [addr(who)]))[0] as string[]).map((a) => a.toLowerCase());
 
-async function block(n: Net, txs: Uint8Array[] = []): Promise<FinalizeBlockResponse> {
-  const res = await produceBlock(n, txs);
-  for (const r of res.txResults) assert.equal(r.code, 0, r.log);
-  return res;
-}
+const block = (n: Net, txs: Uint8Array[] = []): Promise<FinalizeBlockResponse> => okBlock(n, txs);
 
 /**
  * claimAllRewards from `who` in its own block with a gas limit of `gas`; asserts it succeeded and

@@ -16,6 +16,7 @@ import { type KVStore, MemoryKV, RocksKV } from '../../libs/storage/index.js';
 import {
   type CommitInfo,
   EventBus,
+  type FinalizeBlockRequest,
   type FinalizeBlockResponse,
   type Hex,
   type Misbehavior,
@@ -29,6 +30,7 @@ import {
   GENESIS_TIME,
   genesisState,
   initLocalChain,
+  produceBlock,
   signTx,
   type TestNode,
 } from './helpers.js';
@@ -234,6 +236,23 @@ export function doubleSign(i: number, height: number, totalVotingPower = 30n): M
     time: GENESIS_TIME,
     totalVotingPower,
   };
+}
+
+/**
+ * A block of `txs` (with the misbehavior and last commit consensus hands over) in which every
+ * transaction must succeed: a revert is code 0 in the block results, so the receipts' status is
+ * checked too.
+ */
+export async function okBlock(
+  n: TestNode,
+  txs: Uint8Array[] = [],
+  consensus: Partial<Pick<FinalizeBlockRequest, 'misbehavior' | 'decidedLastCommit'>> = {},
+): Promise<FinalizeBlockResponse> {
+  const res = await produceBlock(n, txs, undefined, consensus);
+  for (const r of res.txResults) assert.equal(r.code, 0, r.log);
+  for (const [i, rc] of (await n.ex.getBlockReceipts(BigInt(n.height))).entries())
+    assert.equal(rc!.status, 1, `transaction ${i} of block ${n.height} failed: ${res.txResults[i]!.log}`);
+  return res;
 }
 
 /** The attributes of a block's events of `type`, one record each. */
