@@ -131,6 +131,7 @@ import {
 } from './precompiles/reward-state.js';
 import { applySlashingWithGuard } from './precompiles/staking-slashing.js';
 import {
+  completeMatured,
   endBlockValidatorUpdates,
   genesisPoolStorage,
   STAKING_ADDRESS_HEX,
@@ -1153,10 +1154,13 @@ export class Executor implements Application, EthChain {
         'staking: downtime jail held back, it would leave 2/3 or less of the voting power online',
       );
     }
-    // A validator's rewards are booked with its old power before the power changes (reward-state.ts).
+    // Unbonding and redelegation entries that matured leave the lists a slash walks (no-op without a pool).
     const staking = new StakingStore(state);
+    if (await staking.enabled()) await completeMatured(state, ctx.timestamp);
+    // A validator's rewards are booked with its old power before the power changes (reward-state.ts).
     const validatorUpdates = await endBlockValidatorUpdates(
       state,
+      ctx.timestamp,
       rewardsOn ? (op, from, to) => rewards.powerChange(staking, op, from, to) : undefined,
     );
     const tExec = performance.now();

@@ -78,7 +78,10 @@ export async function slashValidator(
     const entries = await store.unbondings(d);
     let changed = false;
     for (const e of entries) {
+      // As the Cosmos SDK's SlashUnbondingDelegation: stake that left before the infraction did not
+      // take part in it, and an entry that matured is no longer at risk (it waits to be withdrawn).
       if (!equal(e.operator, operator) || e.height < infractionHeight || e.height === 0n) continue;
+      if (e.completionTime <= now) continue;
       const cut = (e.amount * fraction) / FRACTION_ONE;
       if (cut === 0n) continue;
       e.amount -= cut;

@@ -28,6 +28,12 @@ export const MAX_UNBONDING_ENTRIES = 16;
  */
 export const MAX_DELEGATOR_VALIDATORS = 32;
 
+/**
+ * The most matured unbonding and redelegation entries the end of a block takes off the maturity
+ * queue (the rest wait for the next block): the bound of that walk's cost in one block.
+ */
+export const MAX_MATURED_PER_BLOCK = 64;
+
 /** Order of the parameters in storage and in params(). */
 export const PARAM_NAMES = [
   'minSelfBond',
@@ -114,6 +120,15 @@ export interface RedelegationEntry {
   completionTime: bigint;
   /** The block height of the redelegate. */
   height: bigint;
+}
+
+/** An element of the maturity queue (StakingStore.enqueueMaturity). */
+export interface MaturityItem {
+  index: bigint;
+  kind: 'ubd' | 'red';
+  delegator: Uint8Array;
+  operator: Uint8Array;
+  completion: bigint;
 }
 
 /** A validator's liveness record (the Cosmos SDK's ValidatorSigningInfo). */
@@ -299,19 +314,68 @@ export class StakingStore {
     return tokensOfShares(shares, await this.bonded(operator), await this.totalShares(operator));
   }
 
-  /** Delegators that ever undelegated from a validator: where a slash looks for unbonding entries. */
+  /**
+   * Delegators with unbonding entries from a validator that have not matured: where a slash looks
+   * for them. A delegator joins at its undelegate and leaves when its last entry from the validator
+   * matures (completeMatured); pools written before the maturity queue keep the delegators listed then.
+   */
   async unbondingDelegators(operator: Uint8Array): Promise<Uint8Array[]> {
-    const n = await this.num(slot('ubdd.n', operator));
-    const out: Uint8Array[] = [];
-    for (let i = 0n; i < n; i++) out.push(bigIntTo32(await this.num(slot('ubdd', operator, i))).slice(12));
-    return out;
+    return this.memberList('ubdd', operator);
   }
   async noteUnbondingDelegator(operator: Uint8Array, delegator: Uint8Array): Promise<void> {
-    if ((await this.num(slot('ubdd.has', operator, delegator))) !== 0n) return;
-    const n = await this.num(slot('ubdd.n', operator));
-    this.put(slot('ubdd', operator, n), delegator);
-    this.put(slot('ubdd.n', operator), n + 1n);
-    this.put(slot('ubdd.has', operator, delegator), 1n);
+    await this.addMember('ubdd', operator, delegator);
+  }
+  async dropUnbondingDelegator(operator: Uint8Array, delegator: Uint8Array): Promise<void> {
+    await this.removeMember('ubdd', operator, delegator);
+  }
+
+  /** The members of a per-validator list of delegators (`name`.n, `name`, `name`.has). */
+  private async memberList(name: string, operator: Uint8Array): Promise<Uint8Array[]> {
+    const n = await this.num(slot(`${name}.n`, operator));
+    const out: Uint8Array[] = [];
+    for (let i = 0n; i < n; i++) out.push(bigIntTo32(await this.num(slot(name, operator, i))).slice(12));
+    return out;
+  }
+  /** Adds a delegator to a per-validator list; `.has` holds its index + 1. */
+  private async addMember(name: string, operator: Uint8Array, delegator: Uint8Array): Promise<void> {
+    if ((await this.num(slot(`${name}.has`, operator, delegator))) !== 0n) return;
+    const n = await this.num(slot(`${name}.n`, operator));
+    this.put(slot(name, operator, n), delegator);
+    this.put(slot(`${name}.n`, operator), n + 1n);
+    this.put(slot(`${name}.has`, operator, delegator), n + 1n);
+  }
+  /**
+   * Removes a delegator from a per-validator list, moving the last member into its place and
+   * clearing every slot it held (no-op when it is not listed). Lists written before `.has` held the
+   * index (it held 1 for every member) are searched for the member.
+   */
+  private async removeMember(name: string, operator: Uint8Array, delegator: Uint8Array): Promise<void> {
+    const has = await this.num(slot(`${name}.has`, operator, delegator));
+    if (has === 0n) return;
+    const n = await this.num(slot(`${name}.n`, operator));
+    const at = async (i: bigint) => bigIntTo32(await this.num(slot(name, operator, i))).slice(12);
+    let idx = has - 1n;
+    if (idx >= n || !equal(await at(idx), delegator)) {
+      idx = -1n;
+      for (let i = 0n; i < n; i++)
+        if (equal(await at(i), delegator)) {
+          idx = i;
+          break;
+        }
+      if (idx < 0n) {
+        this.put(slot(`${name}.has`, operator, delegator), 0n);
+        return;
+      }
+    }
+    const last = n - 1n;
+    if (idx !== last) {
+      const moved = await at(last);
+      this.put(slot(name, operator, idx), moved);
+      this.put(slot(`${name}.has`, operator, moved), idx + 1n);
+    }
+    this.put(slot(name, operator, last), 0n);
+    this.put(slot(`${name}.has`, operator, delegator), 0n);
+    this.put(slot(`${name}.n`, operator), last);
   }
 
   /**
@@ -397,19 +461,84 @@ export class StakingStore {
     }
     this.put(slot('red.n', delegator), BigInt(entries.length));
   }
-  /** Delegators that ever redelegated away from a validator: where its slash looks for entries. */
+  /**
+   * Delegators with redelegations away from a validator that have not matured: where its slash
+   * looks for entries. A delegator joins at its redelegate and leaves when its last entry from the
+   * validator matures (completeMatured).
+   */
   async redelegatingDelegators(operator: Uint8Array): Promise<Uint8Array[]> {
-    const n = await this.num(slot('rdd.n', operator));
-    const out: Uint8Array[] = [];
-    for (let i = 0n; i < n; i++) out.push(bigIntTo32(await this.num(slot('rdd', operator, i))).slice(12));
-    return out;
+    return this.memberList('rdd', operator);
   }
   async noteRedelegatingDelegator(operator: Uint8Array, delegator: Uint8Array): Promise<void> {
-    if ((await this.num(slot('rdd.has', operator, delegator))) !== 0n) return;
-    const n = await this.num(slot('rdd.n', operator));
-    this.put(slot('rdd', operator, n), delegator);
-    this.put(slot('rdd.n', operator), n + 1n);
-    this.put(slot('rdd.has', operator, delegator), 1n);
+    await this.addMember('rdd', operator, delegator);
+  }
+  async dropRedelegatingDelegator(operator: Uint8Array, delegator: Uint8Array): Promise<void> {
+    await this.removeMember('rdd', operator, delegator);
+  }
+
+  /**
+   * When the validator's unbonding ends (seconds): set at the end of the block that takes it out
+   * of the active set (block time + unbonding_time), cleared when it comes back. 0: it has not
+   * left the set since this record exists.
+   */
+  async unbondingEnd(operator: Uint8Array): Promise<bigint> {
+    return this.num(slot('vub', operator));
+  }
+  setUnbondingEnd(operator: Uint8Array, t: bigint): void {
+    this.put(slot('vub', operator), t);
+  }
+
+  /**
+   * Queues an unbonding ('ubd') or redelegation ('red') entry of `delegator` from `operator` that
+   * matures at `completion`: completeMatured takes it off the per-validator list once it matured.
+   * An element is two slots: delegator | completion << 160 | kind << 224, and the validator.
+   */
+  async enqueueMaturity(
+    kind: 'ubd' | 'red',
+    delegator: Uint8Array,
+    operator: Uint8Array,
+    completion: bigint,
+  ): Promise<void> {
+    const tail = await this.num(slot('mq.tail'));
+    // A completion past 2^64 − 1 s (unbonding_time may be that large) is kept as 2^64 − 1: later,
+    // never earlier, than the entry's own.
+    const at = completion > U64 ? U64 : completion;
+    const packed = bytesToBigInt(delegator) | (at << 160n) | ((kind === 'red' ? 1n : 0n) << 224n);
+    this.put(slot('mq', tail, 0n), packed);
+    this.put(slot('mq', tail, 1n), operator);
+    this.put(slot('mq.tail'), tail + 1n);
+  }
+  /** The queue's elements from its head, at most `max` (what completeMatured walks). */
+  async maturityQueue(max = Number.MAX_SAFE_INTEGER): Promise<MaturityItem[]> {
+    const head = await this.num(slot('mq.head'));
+    const tail = await this.num(slot('mq.tail'));
+    const out: MaturityItem[] = [];
+    for (let i = head; i < tail && out.length < max; i++) {
+      const w = await this.num(slot('mq', i, 0n));
+      out.push({
+        index: i,
+        kind: ((w >> 224n) & 1n) === 1n ? 'red' : 'ubd',
+        delegator: bigIntTo32(w & ((1n << 160n) - 1n)).slice(12),
+        completion: (w >> 160n) & U64,
+        operator: bigIntTo32(await this.num(slot('mq', i, 1n))).slice(12),
+      });
+    }
+    return out;
+  }
+  /** Takes the first `count` elements off the queue, clearing their slots (and the pointers when empty). */
+  async dequeueMaturity(count: number): Promise<void> {
+    if (count === 0) return;
+    const head = await this.num(slot('mq.head'));
+    const tail = await this.num(slot('mq.tail'));
+    const next = head + BigInt(count);
+    for (let i = head; i < next; i++) {
+      this.put(slot('mq', i, 0n), 0n);
+      this.put(slot('mq', i, 1n), 0n);
+    }
+    if (next >= tail) {
+      this.put(slot('mq.head'), 0n);
+      this.put(slot('mq.tail'), 0n);
+    } else this.put(slot('mq.head'), next);
   }
 
   async signingInfo(operator: Uint8Array): Promise<SigningInfo> {
@@ -508,6 +637,8 @@ export class StakingStore {
  */
 export async function endBlockValidatorUpdates(
   state: SlotStore,
+  /** The block time in seconds: a validator that leaves the set unbonds until it + unbonding_time. */
+  time: bigint,
   /** Called before a validator's recorded power changes (the fee split books its rewards). */
   beforePowerChange?: (operator: Uint8Array, from: bigint, to: bigint) => Promise<void>,
 ): Promise<ValidatorUpdate[]> {
@@ -536,9 +667,47 @@ export async function endBlockValidatorUpdates(
     if (next === v.lastPower) continue;
     if (beforePowerChange) await beforePowerChange(v.operator, v.lastPower, next);
     store.setLastPower(v.operator, next);
+    // The Cosmos SDK's bonded -> unbonding -> unbonded: a redelegation away from a validator that
+    // left the set matures when its unbonding does, and at once after that (staking.ts redelegate).
+    if (next === 0n) store.setUnbondingEnd(v.operator, time + p.unbondingTime);
+    else if (v.lastPower === 0n) store.setUnbondingEnd(v.operator, 0n);
     updates.push({ pubKey: v.pubKey, power: next });
   }
   return updates;
+}
+
+/**
+ * The end of the block's pruning (docs/staking.md "Pruning"): takes the entries that matured by
+ * `time` off the maturity queue, at most MAX_MATURED_PER_BLOCK, in the order they were queued. A
+ * matured redelegation entry is deleted (it is no longer slashable and holds no BTC); a delegator
+ * whose last entry from a validator matured leaves that validator's list of unbonding (or
+ * redelegating) delegators. Matured unbonding entries stay until withdrawUnbonded() pays them
+ * (they hold the delegator's BTC; at most 16 per delegator). Reads two slots and writes nothing
+ * when nothing matured. Returns the number of queue elements taken.
+ */
+export async function completeMatured(state: SlotStore, time: bigint): Promise<number> {
+  const store = new StakingStore(state);
+  const items = await store.maturityQueue(MAX_MATURED_PER_BLOCK);
+  let taken = 0;
+  for (const it of items) {
+    // In queue order: an element queued after a later completion waits for it (a redelegation
+    // from an unbonding validator matures before one made earlier from a bonded one).
+    if (it.completion > time) break;
+    taken++;
+    if (it.kind === 'red') {
+      const entries = await store.redelegations(it.delegator);
+      const live = entries.filter((e) => e.completionTime > time);
+      if (live.length !== entries.length) await store.setRedelegations(it.delegator, live);
+      if (!live.some((e) => equal(e.src, it.operator)))
+        await store.dropRedelegatingDelegator(it.operator, it.delegator);
+    } else {
+      const entries = await store.unbondings(it.delegator);
+      if (!entries.some((e) => equal(e.operator, it.operator) && e.completionTime > time))
+        await store.dropUnbondingDelegator(it.operator, it.delegator);
+    }
+  }
+  await store.dequeueMaturity(taken);
+  return taken;
 }
 
 /** Base units that `shares` of a validator with `tokens` and `totalShares` are worth (rounded down). */

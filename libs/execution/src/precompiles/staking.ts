@@ -261,6 +261,7 @@ fn('undelegate(address,uint256)', async (c) => {
   entries.push({ operator: op, amount: paid, completionTime: completion, height: c.blockNumber() });
   await c.store.setUnbondings(who, entries);
   await c.store.noteUnbondingDelegator(op, who);
+  await c.store.enqueueMaturity('ubd', who, op, completion);
   c.store.markDirty();
   c.logs.push([
     STAKING_ADDRESS,
@@ -298,6 +299,27 @@ fn('withdrawUnbonded()', async (c) => {
   return { out: word(total), gas: GAS.write + GAS.perItem * BigInt(entries.length) };
 });
 
+/**
+ * When a redelegation away from `src` matures (the Cosmos SDK's getBeginInfo): a bonded validator
+ * (in the set handed to consensus) at block time + unbonding_time; one that left the set at the end
+ * of its own unbonding; one that is unbonded (its unbonding over, or never in the set) at once, with
+ * no entry: its stake signs nothing a slash could still reach. A validator that left the set before
+ * the unbonding end was recorded (a pool written by an earlier version) is treated as bonded.
+ */
+async function redelegationBegin(
+  c: Ctx,
+  src: Uint8Array,
+  now: bigint,
+): Promise<{ completion: bigint; now: boolean }> {
+  const p = await c.store.params();
+  const bonded = { completion: now + p.unbondingTime, now: false };
+  if ((await c.store.lastPower(src)) > 0n) return bonded;
+  const end = await c.store.unbondingEnd(src);
+  if (end > now) return { completion: end, now: false };
+  if (end === 0n && (await c.store.signingInfo(src)).seen) return bonded;
+  return { completion: now, now: true };
+}
+
 fn('redelegate(address,address,uint256)', async (c) => {
   requireWrite(c, 'redelegate', false);
   const src = c.args.address(0);
@@ -316,6 +338,7 @@ fn('redelegate(address,address,uint256)', async (c) => {
       `redelegate amount ${amount} is more than the delegation of ${addrHex(who)} to ${addrHex(src)} (${have})`,
     );
   const now = c.now();
+  const begin = await redelegationBegin(c, src, now);
   // Only entries still maturing exist; the matured ones are dropped at this write.
   const entries = (await c.store.redelegations(who)).filter((e) => e.completionTime > now);
   // No transitive redelegation: stake that arrived at src by a redelegation still maturing must
@@ -325,7 +348,7 @@ fn('redelegate(address,address,uint256)', async (c) => {
     throw new Refusal(
       `${addrHex(who)} has a redelegation to ${addrHex(src)} maturing at ${incoming.completionTime} (block time ${now}); no redelegation from ${addrHex(src)} before then`,
     );
-  if (entries.length >= MAX_UNBONDING_ENTRIES) {
+  if (!begin.now && entries.length >= MAX_UNBONDING_ENTRIES) {
     let first = entries[0]!.completionTime;
     for (const e of entries) if (e.completionTime < first) first = e.completionTime;
     throw new Refusal(
@@ -349,8 +372,7 @@ fn('redelegate(address,address,uint256)', async (c) => {
     throw new Refusal(
       `${addrHex(who)} already delegates to (or has unclaimed rewards from) ${MAX_DELEGATOR_VALIDATORS} validators, the most one delegator may; undelegate fully from one and claim its rewards first`,
     );
-  const p = await c.store.params();
-  const completion = now + p.unbondingTime;
+  const completion = begin.completion;
   // Both delegations are booked at their old shares before they change.
   await settleRewards(c, who, src);
   await settleRewards(c, who, dst);
@@ -361,16 +383,19 @@ fn('redelegate(address,address,uint256)', async (c) => {
   c.store.setDelegationShares(who, dst, (await c.store.delegationShares(who, dst)) + minted);
   c.store.setTotalShares(dst, dstTotal + minted);
   c.store.setBonded(dst, dstTokens + paid);
-  const entry: RedelegationEntry = {
-    src,
-    dst,
-    initialBalance: paid,
-    sharesDst: minted,
-    completionTime: completion,
-    height: c.blockNumber(),
-  };
-  await c.store.setRedelegations(who, [...entries, entry]);
-  await c.store.noteRedelegatingDelegator(src, who);
+  if (!begin.now) {
+    const entry: RedelegationEntry = {
+      src,
+      dst,
+      initialBalance: paid,
+      sharesDst: minted,
+      completionTime: completion,
+      height: c.blockNumber(),
+    };
+    await c.store.setRedelegations(who, [...entries, entry]);
+    await c.store.noteRedelegatingDelegator(src, who);
+    await c.store.enqueueMaturity('red', who, src, completion);
+  }
   c.store.markDirty();
   c.logs.push([
     STAKING_ADDRESS,
