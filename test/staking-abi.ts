@@ -31,6 +31,7 @@ export const POOL_FRAGMENTS = [
   'function pendingCommission(address operator) view returns (uint256)',
   'function params() view returns (uint256 minSelfBond, uint256 unbondingTime, uint256 maxValidators, uint256 powerReduction, uint256 slashFractionDoubleSign, uint256 slashFractionDowntime, uint256 signedBlocksWindow, uint256 minSignedPerWindow, uint256 downtimeJailDuration)',
   'event ValidatorCreated(address indexed operator, bytes32 consensusPubKey, string moniker, uint16 commissionBps, uint256 selfBond)',
+  'event ValidatorEdited(address indexed operator, string moniker, uint16 commissionBps)',
   'event Delegated(address indexed delegator, address indexed operator, uint256 amount)',
   'event Undelegated(address indexed delegator, address indexed operator, uint256 amount, uint256 completionTime)',
   'event Redelegated(address indexed delegator, address indexed src, address indexed dst, uint256 amount, uint256 completionTime)',

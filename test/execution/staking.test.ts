@@ -187,6 +187,59 @@ describe('validator pool: bonding changes the validator set', () => {
     }
   });
 
+  it("editValidator changes the moniker and commission of the caller's validator only, with its event", async () => {
+    const n = await startStakingNode();
+    try {
+      const op = addr(ops[0]!);
+      const long = 'é'.repeat(35); // 70 bytes of UTF-8: the longest moniker
+      const { receipt, res } = await send(n, ops[0]!, 'editValidator', [long, 1234]);
+      assert.equal(receipt.status, 1);
+      assert.deepEqual(res.validatorUpdates, [], 'the power does not change');
+      const ev = pool.parseLog(receipt.logs[0]!);
+      assert.deepEqual(
+        [ev?.name, ev?.args.operator.toLowerCase(), ev?.args.moniker, ev?.args.commissionBps],
+        ['ValidatorEdited', op, long, 1234n],
+      );
+      const v = await read(n, 'validator', [op]);
+      assert.deepEqual([v.moniker, v.commissionBps, v.votingPower], [long, 1234n, 10n]);
+      // A shorter moniker leaves nothing of the longer one behind.
+      await send(n, ops[0]!, 'editValidator', ['v0', 0]);
+      const w = await read(n, 'validator', [op]);
+      assert.deepEqual([w.moniker, w.commissionBps], ['v0', 0n]);
+      assert.equal(
+        (await read(n, 'validator', [addr(ops[1]!)])).moniker,
+        'genesis-1',
+        'the other is untouched',
+      );
+
+      for (const [k, args, reason] of [
+        [delegator, ['x', 0], `${addr(delegator)} operates no validator`],
+        [ops[0]!, ['x', 10001], 'commissionBps 10001 is over 10000 (100%)'],
+        [
+          ops[0]!,
+          ['x'.repeat(71), 0],
+          'editValidator(string,uint16): argument 1 is 71 bytes long, longer than 70',
+        ],
+      ] as Array<[Uint8Array, unknown[], string | RegExp]>) {
+        const r = await send(n, k, 'editValidator', args);
+        assert.equal(r.receipt.status, 0);
+        const call = await n.ex.call(
+          { from: addr(k), to: POOL, data: pool.encodeFunctionData('editValidator', args) as Hex },
+          BigInt(n.height),
+          undefined,
+          opts,
+        );
+        const why = pool.parseError(call.returnData)?.args[0] ?? '';
+        if (typeof reason === 'string') assert.equal(why, reason);
+        else assert.match(why, reason);
+      }
+      const after = await read(n, 'validator', [op]);
+      assert.deepEqual([after.moniker, after.commissionBps], ['v0', 0n], 'refusals change nothing');
+    } finally {
+      await n.ex.close();
+    }
+  });
+
   it('delegate raises the power; undelegate lowers it, unbonds for unbonding_time, then pays out', async () => {
     const n = await startStakingNode({ unbonding_time: '5' });
     try {
