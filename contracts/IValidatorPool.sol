@@ -136,6 +136,18 @@ interface IValidatorPool {
         view
         returns (address[] memory validators_, uint256[] memory amounts, uint256[] memory completionTimes);
 
+    /// @notice The delegator's unbonding entries with the block height of each undelegate (0 for
+    /// entries made before heights were kept); what REST's unbonding_delegations shows.
+    function unbondingEntries(address delegator)
+        external
+        view
+        returns (
+            address[] memory validators_,
+            uint256[] memory amounts,
+            uint256[] memory completionTimes,
+            uint256[] memory heights
+        );
+
     /// @notice The genesis parameters; fractions are scaled by 1e18.
     function params()
         external

@@ -2,7 +2,8 @@
 // validator is created, a delegator moves part of its stake from the node's validator to it in one
 // transaction (no unbonding), the event, the views and the powers at H + 2 agree, a transitive
 // redelegation is refused with its reason, and REST /cosmos/staking/v1beta1/delegators/{d}/redelegations
-// answers in the Cosmos SDK's shape.
+// answers in the Cosmos SDK's shape; a move away from a validator that left the set matures with that
+// validator's unbonding, and REST .../unbonding_delegations shows an undelegation's entry.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
@@ -88,5 +89,66 @@ describe('redelegation against noded chain-local', { timeout: 240_000 }, () => {
       ],
       pagination: { next_key: null, total: '1' },
     });
+  });
+
+  it('from a validator that left the set the move matures with its unbonding; REST shows unbonding entries', async () => {
+    const { env, provider } = chain;
+    const op0 = getAddress(DEV_ADDRESSES[0]);
+    const delegator = new Wallet(DEV_KEYS[2], provider);
+    const operator = new Wallet(`0x${randomBytes(32).toString('hex')}`, provider);
+    await (await delegator.sendTransaction({ to: operator.address, value: parseEther('2') })).wait();
+    const pool = new Contract(POOL, ABI, delegator);
+    const pub = `0x${Buffer.from(ed25519.getPublicKey(randomBytes(32))).toString('hex')}`;
+    // Power 2 at most beside the node's 11 and the second validator's 2: the node keeps > 2/3.
+    await (
+      await new Contract(POOL, ABI, operator).createValidator(pub, 'third', 0, { value: parseEther('1') })
+    ).wait();
+    await (await pool.delegate(operator.address, { value: parseEther('1') })).wait();
+    const urc = await (await pool.undelegate(operator.address, parseEther('0.5'))).wait();
+    const uh = urc!.blockNumber;
+    const ut = BigInt((await provider.getBlock(uh))!.timestamp);
+    const unbondingTime = (await pool.params())[1] as bigint;
+    const iso = (s: bigint) => new Date(Number(s) * 1000).toISOString().replace('.000Z', 'Z');
+    const r = await fetch(
+      `${env.node.apiUrl}/cosmos/staking/v1beta1/delegators/${delegator.address}/unbonding_delegations`,
+      { headers: { 'x-cosmos-block-height': String(uh) }, signal: AbortSignal.timeout(10_000) },
+    );
+    assert.equal(r.status, 200);
+    const half = parseEther('0.5').toString();
+    assert.deepEqual(await r.json(), {
+      unbonding_responses: [
+        {
+          delegator_address: delegator.address,
+          validator_address: operator.address,
+          entries: [
+            {
+              creation_height: String(uh),
+              completion_time: iso(ut + unbondingTime),
+              initial_balance: half,
+              balance: half,
+              unbonding_id: '0',
+              unbonding_on_hold_ref_count: '0',
+            },
+          ],
+        },
+      ],
+      pagination: { next_key: null, total: '1' },
+    });
+
+    // The operator takes its whole self-bond out: the validator leaves the set at the end of that
+    // block, and unbonds until its time + unbonding_time.
+    const left = await (
+      await new Contract(POOL, ABI, operator).undelegate(operator.address, parseEther('1'))
+    ).wait();
+    assert.equal((await pool.validator(operator.address, { blockTag: left!.blockNumber }))[3], 0n);
+    const unbondingEnd = BigInt((await provider.getBlock(left!.blockNumber))!.timestamp) + unbondingTime;
+    const rc = await (await pool.redelegate(operator.address, op0, parseEther('0.5'))).wait();
+    const ev = pool.interface.parseLog(rc!.logs[0]!)!;
+    assert.deepEqual(
+      [ev.name, ...ev.args.toArray()],
+      ['Redelegated', delegator.address, operator.address, op0, parseEther('0.5'), unbondingEnd],
+    );
+    const [, , , , completions] = (await pool.redelegations(delegator.address)).toArray();
+    assert.deepEqual(completions.toArray(), [unbondingEnd]);
   });
 });

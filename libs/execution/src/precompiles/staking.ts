@@ -633,6 +633,19 @@ fn('unbondings(address)', async (c) => {
   };
 });
 
+fn('unbondingEntries(address)', async (c) => {
+  const es = await c.store.unbondings(c.args.address(0));
+  return {
+    out: encodeAbi([
+      { t: 'address[]', v: es.map((e) => e.operator) },
+      { t: 'uint[]', v: es.map((e) => e.amount) },
+      { t: 'uint[]', v: es.map((e) => e.completionTime) },
+      { t: 'uint[]', v: es.map((e) => e.height) },
+    ]),
+    gas: GAS.view + GAS.perItem * BigInt(es.length),
+  };
+});
+
 fn('params()', async (c) => {
   const p = await c.store.params();
   return { out: encodeAbi(PARAM_NAMES.map((n) => ({ t: 'uint', v: p[n] }) as AbiValue)), gas: GAS.view };

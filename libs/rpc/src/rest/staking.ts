@@ -22,6 +22,7 @@ const SEL = {
   delegationShares: selector('delegationShares(address,address)'),
   signingInfo: selector('signingInfo(address)'),
   redelegations: selector('redelegations(address)'),
+  unbondingEntries: selector('unbondingEntries(address)'),
 };
 /** The pool's jail end of a tombstoned validator (2^64 − 1 s), shown as the Cosmos SDK's. */
 const JAILED_FOREVER = 2n ** 64n - 1n;
@@ -318,6 +319,45 @@ export function stakingRoutes(helpers: {
         }));
         return {
           redelegation_responses: responses,
+          pagination: { next_key: null, total: String(responses.length) },
+        };
+      },
+    },
+    {
+      path: '/cosmos/staking/v1beta1/delegators/{delegator_addr}/unbonding_delegations',
+      summary:
+        "A delegator's unbonding entries not withdrawn yet, one response per validator; balance is what the entry pays (after any slash).",
+      handler: async (ctx, req) => {
+        const who = parseAddress(ctx, req.params.delegator_addr);
+        const h = queryHeight(ctx, req);
+        const out = await callPool(ctx, h, SEL.unbondingEntries + addrArg(who));
+        const ops = addressArray(out, 0);
+        const [amounts, times, heights] = [1, 2, 3].map((i) => wordArray(out, i));
+        const groups = new Map<Hex, JsonObject[]>();
+        for (let i = 0; i < ops.length; i++) {
+          const op = ops[i]!.toLowerCase() as Hex;
+          let g = groups.get(op);
+          if (!g) {
+            g = [];
+            groups.set(op, g);
+          }
+          g.push({
+            creation_height: heights[i]!.toString(),
+            completion_time: secondsJson(times[i]!),
+            // The pool keeps what an entry pays now (a slash lowers it), not what it started with.
+            initial_balance: amounts[i]!.toString(),
+            balance: amounts[i]!.toString(),
+            unbonding_id: '0',
+            unbonding_on_hold_ref_count: '0',
+          });
+        }
+        const responses = [...groups].map(([op, entries]) => ({
+          delegator_address: displayAddress(ctx, who),
+          validator_address: displayAddress(ctx, op),
+          entries,
+        }));
+        return {
+          unbonding_responses: responses,
           pagination: { next_key: null, total: String(responses.length) },
         };
       },
