@@ -2,9 +2,12 @@
 // app.toml mode = "light" (as `noded init light` records it), peers with the validators over the
 // light channel, follows their tip, serves the same headers, commits and validators on :26657 as
 // they do and eth_blockNumber / eth_getBlockByNumber on :8545, refuses state queries, and refuses a
-// header whose commit signatures were forged by an in-process peer, without advancing on it.
+// header whose commit signatures were forged by an in-process peer, without advancing on it; both
+// light nodes follow a validator-set change made by a delegation (ethers against the pool).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { Contract, HDNodeWallet, JsonRpcProvider, parseEther } from 'ethers';
+import { DEFAULT_DEV_MNEMONIC } from '../../libs/config/index.js';
 import {
   BLOCK_PROTOCOL,
   type FetchedLightBlock,
@@ -14,6 +17,7 @@ import {
 import { ed25519Generate, nodeIdFromPublicKey } from '../../libs/crypto/index.js';
 import { LightChannel, P2P_PROTOCOL_VERSION, P2PHost } from '../../libs/p2p/index.js';
 import type { Logger } from '../../libs/types/index.js';
+import { POOL, POOL_FRAGMENTS } from '../staking-abi.js';
 import { runCli } from './harness.js';
 import { createNetwork, heightOf, makeLight, type Network, rpc, waitFor, waitHeight } from './network.js';
 
@@ -314,6 +318,51 @@ describe('a light node following a 4-validator network', { timeout: 300_000 }, (
         rpc(v0.cometUrl, `/validators?height=${h}`),
       ]);
       assert.deepEqual(lv, vv, `validators ${h}`);
+    }
+  });
+
+  it('follows a validator-set change made by stake: both light nodes serve the new power from H + 2', async () => {
+    const v0 = net.nodes[0]!;
+    const provider = new JsonRpcProvider(v0.ethUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
+    try {
+      // Dev account 0 (validator 0's operator) delegates 5 BTC to validator 1: its power goes 10 -> 15.
+      const wallet = HDNodeWallet.fromPhrase(DEFAULT_DEV_MNEMONIC, undefined, "m/44'/60'/0'/0/0");
+      const pool = new Contract(POOL, POOL_FRAGMENTS, wallet.connect(provider));
+      const target = ((await pool.validators!()) as string[])[1]!;
+      const pub = Buffer.from(
+        (((await pool.validator!(target)) as unknown[])[0] as string).slice(2),
+        'hex',
+      ).toString('base64');
+      const rc = await (await pool.delegate!(target, { value: parseEther('5'), gasLimit: 300_000n })).wait(
+        1,
+        60_000,
+      );
+      assert.equal(rc.status, 1);
+      const h = rc.blockNumber as number;
+      const powerOf = (r: Record<string, unknown>) =>
+        (r.validators as Array<{ pub_key: { value: string }; voting_power: string }>).find(
+          (v) => v.pub_key.value === pub,
+        )?.voting_power;
+      for (const light of [net.nodes[LIGHT]!, net.nodes[RPC_LIGHT]!]) {
+        await waitFor(
+          `light node ${light.index} to verify height ${h + 3}`,
+          async () => (await heightOf(light)) >= h + 3,
+          60_000,
+          net,
+        );
+        const at = (x: number) => rpc(light.cometUrl, `/validators?height=${x}`);
+        const [l1, l2] = [await at(h + 1), await at(h + 2)];
+        assert.equal(powerOf(l1), '10', `power at ${h + 1}`);
+        assert.equal(powerOf(l2), '15', `power at ${h + 2}`);
+        assert.deepEqual(l2, await rpc(v0.cometUrl, `/validators?height=${h + 2}`));
+        const header = async (x: number) =>
+          (await rpc(light.cometUrl, `/header?height=${x}`)).header as Record<string, string>;
+        const [h1, h2] = [await header(h + 1), await header(h + 2)];
+        assert.notEqual(h1.validators_hash, h2.validators_hash);
+        assert.equal(h1.next_validators_hash, h2.validators_hash);
+      }
+    } finally {
+      provider.destroy();
     }
   });
 
