@@ -65,6 +65,9 @@ async function block(
 async function send(n: Net, k: Uint8Array, fn: string, args: unknown[], value = 0n, consensus = {}) {
   const res = await block(n, consensus, [tx(n, k, fn, args, value)]);
   assert.equal(res.txResults[0]!.code, 0, `${fn}: ${res.txResults[0]!.log}`);
+  // A revert is code 0 too: the receipt's status says whether the call succeeded.
+  const [rc] = await n.ex.getBlockReceipts(BigInt(n.height));
+  assert.equal(rc!.status, 1, `${fn}: ${res.txResults[0]!.log}`);
   return res;
 }
 
@@ -376,6 +379,9 @@ describe('validator pool: downtime jailing', () => {
       n.time = (until - 1n) * 1_000_000_000n;
       const res = await send(n, ops[1]!, 'unjail', [], 0n, { decidedLastCommit: commitOf([], [0, 2]) });
       assert.deepEqual(updatesOf(res), [{ key: keyHex(1), power: 9n }]);
+      const [rc] = await n.ex.getBlockReceipts(BigInt(n.height));
+      const ev = poolAbi.parseLog(rc!.logs[0]!);
+      assert.deepEqual([ev?.name, ev?.args.operator.toLowerCase()], ['Unjailed', op]);
       const v = await read(n, 'validator', [op]);
       assert.equal(v.jailed, false);
       assert.equal(v.votingPower, 9n);

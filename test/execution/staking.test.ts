@@ -254,6 +254,12 @@ describe('validator pool: bonding changes the validator set', () => {
       const u = await send(n, delegator, 'undelegate', [target, 3n * ETH]);
       assert.deepEqual(u.res.validatorUpdates, [{ pubKey: consensusKey(0), power: 14n }]);
       const blockTime = GENESIS_TIME / 1_000_000_000n + BigInt(n.height);
+      const uev = pool.parseLog(u.receipt.logs[0]!);
+      assert.deepEqual(
+        [uev?.name, uev?.args.delegator.toLowerCase(), uev?.args.operator.toLowerCase()],
+        ['Undelegated', addr(delegator), target],
+      );
+      assert.deepEqual([uev?.args.amount, uev?.args.completionTime], [3n * ETH, blockTime + 5n]);
       const [ops0, amounts, times] = await read(n, 'unbondings', [addr(delegator)]);
       assert.deepEqual(
         ops0.map((a: string) => a.toLowerCase()),
@@ -278,6 +284,11 @@ describe('validator pool: bonding changes the validator set', () => {
       assert.equal(w.receipt.status, 1);
       const fee = BigInt(w.receipt.gasUsed) * BigInt(w.receipt.effectiveGasPrice);
       assert.equal(await balance(n, addr(delegator)), before + 3n * ETH - fee);
+      const wev = pool.parseLog(w.receipt.logs[0]!);
+      assert.deepEqual(
+        [wev?.name, wev?.args.delegator.toLowerCase(), wev?.args.amount],
+        ['Withdrawn', addr(delegator), 3n * ETH],
+      );
       assert.equal(await balance(n, POOL), 24n * ETH);
       assert.deepEqual([...(await read(n, 'unbondings', [addr(delegator)]))[1]], []);
       assert.equal((await read(n, 'delegation', [addr(delegator), target]))[0], 4n * ETH);
