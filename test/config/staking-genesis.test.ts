@@ -95,6 +95,48 @@ describe('genesis app_state.staking', () => {
     );
   });
 
+  it('names the bad value of every other parameter with its rule, and takes each bound', () => {
+    assert.deepEqual(
+      edit((s) => {
+        s.params.power_reduction = '0';
+        s.params.slash_fraction_downtime = '2';
+        s.params.signed_blocks_window = '100001';
+        s.params.min_signed_per_window = '0';
+        s.params.downtime_jail_duration = '18446744073709551616';
+      }),
+      [
+        'genesis.json: app_state.staking.params.power_reduction: must be > 0 (base units per unit of power), got "0"',
+        'genesis.json: app_state.staking.params.slash_fraction_downtime: must be a decimal fraction from "0" to "1" with at most 18 decimals, got "2"',
+        'genesis.json: app_state.staking.params.signed_blocks_window: must be >= 1 and <= 100000, got "100001"',
+        'genesis.json: app_state.staking.params.min_signed_per_window: must be > 0, got "0"',
+        'genesis.json: app_state.staking.params.downtime_jail_duration: must be a number of seconds that fits in a uint64, got "18446744073709551616"',
+      ],
+    );
+    assert.deepEqual(
+      edit((s) => {
+        s.params.signed_blocks_window = '0';
+        s.params.max_validators = '10001';
+      }),
+      [
+        'genesis.json: app_state.staking.params.max_validators: must be >= 1 and <= 10000, got "10001"',
+        'genesis.json: app_state.staking.params.signed_blocks_window: must be >= 1 and <= 100000, got "0"',
+      ],
+    );
+    // The bounds themselves are accepted.
+    assert.deepEqual(
+      edit((s) => {
+        s.params.signed_blocks_window = '100000';
+        s.params.max_validators = '10000';
+        s.params.unbonding_time = '18446744073709551615';
+        s.params.downtime_jail_duration = '0';
+        s.params.slash_fraction_downtime = '1';
+        s.params.slash_fraction_double_sign = '0';
+        s.params.min_signed_per_window = '0.000000000000000001';
+      }),
+      [],
+    );
+  });
+
   it('ties the bonds to the consensus validators: power, keys, operators, min_self_bond', () => {
     assert.deepEqual(
       edit((s) => {
