@@ -142,6 +142,26 @@ describe('redelegation against noded chain-local', { timeout: 240_000 }, () => {
     ).wait();
     assert.equal((await pool.validator(operator.address, { blockTag: left!.blockNumber }))[3], 0n);
     const unbondingEnd = BigInt((await provider.getBlock(left!.blockNumber))!.timestamp) + unbondingTime;
+    const rest = (path: string) =>
+      fetch(`${env.node.apiUrl}${path}`, {
+        headers: { 'x-cosmos-block-height': String(left!.blockNumber) },
+        signal: AbortSignal.timeout(10_000),
+      });
+    const vr = await rest(`/cosmos/staking/v1beta1/validators/${operator.address}`);
+    assert.equal(vr.status, 200);
+    const { validator } = (await vr.json()) as { validator: Record<string, unknown> };
+    assert.deepEqual(
+      [validator.operator_address, validator.status, validator.unbonding_time, validator.tokens],
+      [operator.address, 'BOND_STATUS_UNBONDING', iso(unbondingEnd), parseEther('0.5').toString()],
+    );
+    const unbondingList = await rest('/cosmos/staking/v1beta1/validators?status=BOND_STATUS_UNBONDING');
+    assert.deepEqual(
+      ((await unbondingList.json()) as { validators: Array<{ operator_address: string }> }).validators.map(
+        (v) => v.operator_address,
+      ),
+      [operator.address],
+    );
+    assert.equal((await rest(`/cosmos/staking/v1beta1/validators/${delegator.address}`)).status, 404);
     const rc = await (await pool.redelegate(operator.address, op0, parseEther('0.5'))).wait();
     const ev = pool.interface.parseLog(rc!.logs[0]!)!;
     assert.deepEqual(

@@ -38,6 +38,7 @@ interface RestValidator {
   operator_address: string;
   consensus_pubkey: { '@type': string; key: string };
   status: string;
+  unbonding_time: string;
   tokens: string;
   description: { moniker: string };
   commission: { commission_rates: { rate: string } };
@@ -155,8 +156,14 @@ describe('validation stake on a 4-validator network', { timeout: 480_000 }, () =
     assert.equal(mine.tokens, parseEther('11').toString());
     assert.equal(mine.description.moniker, 'node4');
     assert.equal(mine.commission.commission_rates.rate, '0.000000000000000000');
+    // Out of the set at the end of h: unbonding until h's time + unbonding_time (14 days).
     const dropRest = await restValidator(net, dropped[0]!, h + 2);
-    assert.equal(dropRest?.status, 'BOND_STATUS_UNBONDED');
+    assert.equal(dropRest?.status, 'BOND_STATUS_UNBONDING');
+    const hTime = BigInt((await provider.getBlock(h))!.timestamp);
+    assert.equal(
+      dropRest?.unbonding_time,
+      new Date(Number(hTime + 1_209_600n) * 1000).toISOString().replace('.000Z', 'Z'),
+    );
     const dels = (await rest(net, `/cosmos/staking/v1beta1/delegations/${operator.address}`))
       .delegation_responses as Array<{ balance: { denom: string; amount: string } }>;
     assert.deepEqual(
@@ -194,7 +201,7 @@ describe('validation stake on a 4-validator network', { timeout: 480_000 }, () =
     assert.deepEqual([...atH2.keys()].sort(), [...genesisKeys].sort());
     assert.equal((await pool.validator!(operator.address)).votingPower, 0n);
     const mine = await restValidator(net, key4.pub, h + 2);
-    assert.equal(mine?.status, 'BOND_STATUS_UNBONDED');
+    assert.equal(mine?.status, 'BOND_STATUS_UNBONDING', 'unbonding for unbonding_time after leaving the set');
     assert.equal(mine?.tokens, parseEther('9').toString());
     // The pool holds 40 (genesis) + 11 BTC: 40 bonded in the active set, 9 bonded to node4 and 2 unbonding.
     const poolJson = (await rest(net, '/cosmos/staking/v1beta1/pool')).pool as Record<string, string>;

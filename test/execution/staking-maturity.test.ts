@@ -88,6 +88,7 @@ describe('validator pool: redelegation from a validator outside the active set',
       assert.deepEqual(updatesOf(created), []);
       await block(n, [tx(n, alice, 'delegate', [addr(carol)], 4n * ETH)]);
       assert.equal((await read(n, 'validator', [addr(carol)])).votingPower, 0n);
+      assert.deepEqual((await read(n, 'validatorStatus', [addr(carol)])).toArray(), [1n, 0n], 'unbonded');
 
       const res = await block(n, [tx(n, alice, 'redelegate', [addr(carol), a, 3n * ETH])]);
       const now = blockTime(n);
@@ -113,10 +114,12 @@ describe('validator pool: redelegation from a validator outside the active set',
     try {
       const [a, b, c] = ops.map((k) => addr(k));
       await block(n, [tx(n, alice, 'delegate', [c], 4n * ETH)]);
+      assert.deepEqual((await read(n, 'validatorStatus', [c])).toArray(), [3n, 0n], 'bonded');
       // c's operator keeps 0.5 BTC of self-bond, below min_self_bond: c leaves the set.
       const left = await block(n, [tx(n, ops[2]!, 'undelegate', [c, (19n * ETH) / 2n])]);
       assert.deepEqual(updatesOf(left), [{ key: keyHex(2), power: 0n }]);
       const unbondingEnd = blockTime(n) + UNBONDING;
+      assert.deepEqual((await read(n, 'validatorStatus', [c])).toArray(), [2n, unbondingEnd], 'unbonding');
 
       const res = await block(n, [tx(n, alice, 'redelegate', [c, a, ETH])]);
       assert.equal(returned(res), unbondingEnd, "c's unbonding end, not block time + unbonding_time");
@@ -127,6 +130,7 @@ describe('validator pool: redelegation from a validator outside the active set',
       n.time += (unbondingEnd - blockTime(n)) * SECOND;
       await block(n);
       assert.deepEqual(await entries(n, alice), []);
+      assert.deepEqual((await read(n, 'validatorStatus', [c])).toArray(), [1n, unbondingEnd], 'unbonded');
       const now1 = await block(n, [tx(n, alice, 'redelegate', [c, b, ETH])]);
       assert.equal(returned(now1), blockTime(n));
       assert.deepEqual(await entries(n, alice), []);
@@ -134,6 +138,7 @@ describe('validator pool: redelegation from a validator outside the active set',
       // c's operator bonds again: c is back in the set and a move away from it waits unbonding_time.
       const back = await block(n, [tx(n, ops[2]!, 'delegate', [c], ETH)]);
       assert.deepEqual(updatesOf(back), [{ key: keyHex(2), power: 3n }]);
+      assert.deepEqual((await read(n, 'validatorStatus', [c])).toArray(), [3n, 0n], 'bonded again');
       const later = await block(n, [tx(n, alice, 'redelegate', [c, b, ETH / 2n])]);
       assert.equal(returned(later), blockTime(n) + UNBONDING);
       assert.equal((await entries(n, alice)).length, 1);

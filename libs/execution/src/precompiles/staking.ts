@@ -300,24 +300,42 @@ fn('withdrawUnbonded()', async (c) => {
 });
 
 /**
- * When a redelegation away from `src` matures (the Cosmos SDK's getBeginInfo): a bonded validator
- * (in the set handed to consensus) at block time + unbonding_time; one that left the set at the end
- * of its own unbonding; one that is unbonded (its unbonding over, or never in the set) at once, with
- * no entry: its stake signs nothing a slash could still reach. A validator that left the set before
- * the unbonding end was recorded (a pool written by an earlier version) is treated as bonded.
+ * The Cosmos SDK's bond status of a validator at block time `now`: bonded while in the set handed
+ * to consensus; unbonding from the end of the block that took it out (of time T) until
+ * T + unbonding_time (`end`); unbonded after that, or when it never was in the set. A validator
+ * that left the set before the unbonding end was recorded (a pool written by an earlier version)
+ * and that signed blocks is unbonding with an unknown end (0).
+ */
+async function bondStatus(
+  store: StakingStore,
+  op: Uint8Array,
+  now: bigint,
+): Promise<{ status: 'bonded' | 'unbonding' | 'unbonded'; end: bigint }> {
+  if ((await store.lastPower(op)) > 0n) return { status: 'bonded', end: 0n };
+  const end = await store.unbondingEnd(op);
+  if (end > now) return { status: 'unbonding', end };
+  if (end === 0n && (await store.signingInfo(op)).seen) return { status: 'unbonding', end: 0n };
+  return { status: 'unbonded', end };
+}
+
+/** The SDK's BondStatus numbers (validatorStatus). */
+const BOND_STATUS = { unbonded: 1n, unbonding: 2n, bonded: 3n } as const;
+
+/**
+ * When a redelegation away from `src` matures (the Cosmos SDK's getBeginInfo): from a bonded
+ * validator at block time + unbonding_time; from an unbonding one at the end of its own unbonding
+ * (block time + unbonding_time when that end is unknown); from an unbonded one at once, with no
+ * entry: its stake signs nothing a slash could still reach.
  */
 async function redelegationBegin(
   c: Ctx,
   src: Uint8Array,
   now: bigint,
 ): Promise<{ completion: bigint; now: boolean }> {
-  const p = await c.store.params();
-  const bonded = { completion: now + p.unbondingTime, now: false };
-  if ((await c.store.lastPower(src)) > 0n) return bonded;
-  const end = await c.store.unbondingEnd(src);
-  if (end > now) return { completion: end, now: false };
-  if (end === 0n && (await c.store.signingInfo(src)).seen) return bonded;
-  return { completion: now, now: true };
+  const s = await bondStatus(c.store, src, now);
+  if (s.status === 'unbonded') return { completion: now, now: true };
+  if (s.status === 'unbonding' && s.end > 0n) return { completion: s.end, now: false };
+  return { completion: now + (await c.store.params()).unbondingTime, now: false };
 }
 
 fn('redelegate(address,address,uint256)', async (c) => {
@@ -582,6 +600,19 @@ fn('validator(address)', async (c) => {
 fn('delegation(address,address)', async (c) => {
   const v = await c.store.delegation(c.args.address(0), c.args.address(1));
   return { out: word(v), gas: GAS.view };
+});
+
+fn('validatorStatus(address)', async (c) => {
+  const op = c.args.address(0);
+  if (!(await c.store.exists(op))) throw new Refusal(`no validator is operated by ${addrHex(op)}`);
+  const s = await bondStatus(c.store, op, c.now());
+  return {
+    out: encodeAbi([
+      { t: 'uint', v: BOND_STATUS[s.status] },
+      { t: 'uint', v: s.end },
+    ]),
+    gas: GAS.view,
+  };
 });
 
 fn('validatorShares(address)', async (c) => {

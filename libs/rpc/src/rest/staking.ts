@@ -23,6 +23,7 @@ const SEL = {
   signingInfo: selector('signingInfo(address)'),
   redelegations: selector('redelegations(address)'),
   unbondingEntries: selector('unbondingEntries(address)'),
+  validatorStatus: selector('validatorStatus(address)'),
 };
 /** The pool's jail end of a tombstoned validator (2^64 − 1 s), shown as the Cosmos SDK's. */
 const JAILED_FOREVER = 2n ** 64n - 1n;
@@ -40,6 +41,9 @@ interface PoolValidator {
   commissionBps: bigint;
   /** Total delegator shares (one per base unit until a slash lowers the rate). */
   shares: bigint;
+  /** The SDK's BondStatus number (3 bonded, 2 unbonding, 1 unbonded) and the unbonding end (s). */
+  status: bigint;
+  unbondingEnd: bigint;
 }
 
 /** The 32-byte word at byte `at` of the pool's answer; a shorter answer than that is a 500. */
@@ -108,7 +112,18 @@ async function poolValidator(ctx: RestContext, height: bigint, operator: Hex): P
     jailed: word(out, 4) !== 0n,
     commissionBps: word(out, 5),
     shares: word(await callPool(ctx, height, SEL.validatorShares + addrArg(operator)), 1),
+    ...(await bondStatusOf(ctx, height, operator)),
   };
+}
+
+/** The pool's validatorStatus: the SDK's bond status and the unbonding end. */
+async function bondStatusOf(
+  ctx: RestContext,
+  height: bigint,
+  operator: Hex,
+): Promise<{ status: bigint; unbondingEnd: bigint }> {
+  const out = await callPool(ctx, height, SEL.validatorStatus + addrArg(operator));
+  return { status: word(out, 0), unbondingEnd: word(out, 1) };
 }
 
 interface SigningInfo {
@@ -174,12 +189,17 @@ function validatorJson(v: PoolValidator, minSelfBond: bigint, display: (a: Hex) 
     operator_address: display(v.operator),
     consensus_pubkey: { '@type': '/cosmos.crypto.ed25519.PubKey', key: v.pubKey.toString('base64') },
     jailed: v.jailed,
-    status: v.power > 0n ? 'BOND_STATUS_BONDED' : 'BOND_STATUS_UNBONDED',
+    status:
+      v.status === 3n
+        ? 'BOND_STATUS_BONDED'
+        : v.status === 2n
+          ? 'BOND_STATUS_UNBONDING'
+          : 'BOND_STATUS_UNBONDED',
     tokens: v.bonded.toString(),
     delegator_shares: dec(v.shares * DEC_ONE),
     description: { moniker: v.moniker, identity: '', website: '', security_contact: '', details: '' },
     unbonding_height: '0',
-    unbonding_time: ZERO_TIME,
+    unbonding_time: v.unbondingEnd > 0n ? secondsJson(v.unbondingEnd) : ZERO_TIME,
     commission: {
       commission_rates: { rate, max_rate: dec(DEC_ONE), max_change_rate: dec(DEC_ONE) },
       update_time: ZERO_TIME,
