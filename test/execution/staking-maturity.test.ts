@@ -8,6 +8,9 @@
 //   entries were made (the unbonding entries once withdrawn), at most 64 queue elements a block.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { fromHex } from '../../libs/execution/src/bytes.js';
+import { namedSlots } from '../../libs/execution/src/precompiles/slots.js';
+import { SlotMap, StakingStore } from '../../libs/execution/src/precompiles/staking-state.js';
 import { addr, ETH, key, produceBlock } from './helpers.js';
 import {
   blockSeconds as blockTime,
@@ -275,6 +278,37 @@ describe('validator pool: matured entries are pruned', () => {
       await block(n, [tx(n, alice, 'withdrawUnbonded')]);
     } finally {
       await stop(n);
+    }
+  });
+});
+
+describe('validator pool: the per-validator lists of delegators', () => {
+  const slot = namedSlots('noded.staking/');
+  const op = fromHex(addr(ops[0]!));
+  const [d1, d2, d3] = delegators.map((k) => fromHex(addr(k)));
+
+  it('a removal moves the last member into the gap and clears its slots; lists written before the index was kept are searched', async () => {
+    for (const legacy of [false, true]) {
+      const m = new SlotMap();
+      const store = new StakingStore(m);
+      for (const d of [d1!, d2!, d3!]) await store.noteUnbondingDelegator(op, d);
+      await store.noteUnbondingDelegator(op, d2!); // already listed: nothing changes
+      assert.equal(m.slots.size, 7, 'three members, their three indexes and the length');
+      // An earlier version wrote 1 into every member's `.has` slot.
+      if (legacy) for (const d of [d1!, d2!, d3!]) m.writeSlot('', slot('ubdd.has', op, d), Uint8Array.of(1));
+      await store.dropUnbondingDelegator(op, d1!);
+      assert.deepEqual(
+        await store.unbondingDelegators(op),
+        [d3!, d2!],
+        `${legacy ? 'legacy: ' : ''}last moved first`,
+      );
+      await store.dropUnbondingDelegator(op, d1!); // not listed: nothing changes
+      await store.dropUnbondingDelegator(op, d2!);
+      assert.deepEqual(await store.unbondingDelegators(op), [d3!]);
+      await store.dropUnbondingDelegator(op, d3!);
+      assert.deepEqual(await store.unbondingDelegators(op), []);
+      const left = [...m.slots.values()].filter((v) => v.length > 0);
+      assert.equal(left.length, 0, 'every slot of the list is cleared');
     }
   });
 });
