@@ -104,6 +104,13 @@ describe('state-store reads with min_height (read-your-writes)', () => {
       ),
     );
     assert.ok(waited >= 390 && waited < 5_000, `refused after ${waited} ms, the bound is 400 ms`);
+    // Far ahead (the replica is catching up): refused at once, without the wait.
+    const t1 = Date.now();
+    await assert.rejects(
+      client.head(8n + 65n),
+      /header not found: height 73 is not applied on this state-store yet \(it is at 8 after waiting \d+ ms: more than 64 heights behind, not waited for\)/,
+    );
+    assert.ok(Date.now() - t1 < 300, `refused after ${Date.now() - t1} ms`);
     // Nothing changed: it still serves, and reads at its height answer.
     assert.equal(await client.read('getBalance', [ADDRESS, 8n], undefined, 8n), 80n);
   });

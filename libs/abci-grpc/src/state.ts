@@ -194,6 +194,12 @@ export interface StateSource {
 
 /** How long a replica waits for a request's min_height unless told otherwise (ms). */
 export const DEFAULT_READ_WAIT_MS = 1_000;
+/**
+ * How far ahead of the replica a min_height may be and still be waited for: further, the replica is
+ * catching up (a restart, a new replica) and would not get there within the wait, so it says so at
+ * once and the edge asks another state-store without stalling.
+ */
+export const MAX_WAIT_LEAD = 64n;
 /** Trailer of a min_height refusal: the height the replica is at (decimal). */
 export const STATE_HEIGHT_TRAILER = 'noded-state-height';
 
@@ -260,13 +266,15 @@ export async function serveStateReader(
   const reach = async (minHeight: bigint): Promise<Behind | undefined> => {
     if (src.chain.latestHeight() >= minHeight) return undefined;
     const started = Date.now();
-    if (src.waitFor !== undefined && waitMs > 0 && (await src.waitFor(minHeight, waitMs))) return undefined;
+    const near = minHeight - src.chain.latestHeight() <= MAX_WAIT_LEAD;
+    if (near && src.waitFor !== undefined && waitMs > 0 && (await src.waitFor(minHeight, waitMs)))
+      return undefined;
     const at = src.chain.latestHeight();
     const metadata = new grpc.Metadata();
     metadata.set(STATE_HEIGHT_TRAILER, String(at));
     return new Behind({
       code: grpc.status.UNAVAILABLE,
-      details: `header not found: height ${minHeight} is not applied on this state-store yet (it is at ${at} after waiting ${Date.now() - started} ms)`,
+      details: `header not found: height ${minHeight} is not applied on this state-store yet (it is at ${at} after waiting ${Date.now() - started} ms${near ? '' : `: more than ${MAX_WAIT_LEAD} heights behind, not waited for`})`,
       metadata,
     });
   };
