@@ -16,6 +16,7 @@ import {
   serveStateReader,
 } from '../../libs/abci-grpc/index.js';
 import type { EthChain } from '../../libs/types/index.js';
+import { clusterSettingsOf } from '../../services/shared/src/settings.js';
 import { AppliedHeights } from '../../services/state-store/src/applied.js';
 import { closedPort } from './helpers.js';
 
@@ -200,5 +201,42 @@ describe('StateReaderFailover', () => {
         `^StateStoreUnavailableError: state-store at ${serverB.address} serves chain chain-local, not chain-other: never read from$`,
       ),
     );
+  });
+});
+
+describe('the settings of read-your-writes and failover', () => {
+  const of = (service: 'rpc-edge' | 'state-store', env: Record<string, string>) => {
+    const problems: string[] = [];
+    return { s: clusterSettingsOf(env, problems, '.', service), problems };
+  };
+
+  it('an rpc-edge takes a list of state-stores, a state-store one address; each bad value is named', () => {
+    const edge = of('rpc-edge', { NODED_STATE_STORE_GRPC_ADDRESS: '10.0.0.1:26671, ss-b:26671' });
+    assert.deepEqual(edge.problems, []);
+    assert.deepEqual(edge.s.stateStoreGrpcAddresses, ['10.0.0.1:26671', 'ss-b:26671']);
+    assert.equal(edge.s.stateStoreReadWaitMs, 1_000);
+    assert.equal(edge.s.edgeReadYourWrites, true);
+    assert.deepEqual(of('rpc-edge', { NODED_STATE_STORE_GRPC_ADDRESS: 'a:1,a:1' }).problems, [
+      '$NODED_STATE_STORE_GRPC_ADDRESS: names "a:1" twice',
+    ]);
+    assert.deepEqual(of('rpc-edge', { NODED_STATE_STORE_GRPC_ADDRESS: 'a:1,' }).problems, [
+      '$NODED_STATE_STORE_GRPC_ADDRESS: must be host:port (e.g. 127.0.0.1:26670), got ""',
+    ]);
+    assert.deepEqual(of('state-store', { NODED_STATE_STORE_GRPC_ADDRESS: 'a:1,b:2' }).problems, [
+      '$NODED_STATE_STORE_GRPC_ADDRESS: a state-store listens on one host:port (a comma-separated list is an rpc-edge\'s), got "a:1,b:2"',
+    ]);
+    const store = of('state-store', { NODED_STATE_STORE_READ_WAIT: '250ms' });
+    assert.deepEqual(store.problems, []);
+    assert.equal(store.s.stateStoreReadWaitMs, 250);
+    assert.deepEqual(of('state-store', { NODED_STATE_STORE_READ_WAIT: '2m' }).problems, [
+      '$NODED_STATE_STORE_READ_WAIT: must be a duration like 1s or 500ms, got "2m"',
+    ]);
+    assert.deepEqual(of('state-store', { NODED_STATE_STORE_READ_WAIT: '61s' }).problems, [
+      '$NODED_STATE_STORE_READ_WAIT: must be between 0ms and 60s, got "61s"',
+    ]);
+    assert.equal(of('rpc-edge', { NODED_EDGE_READ_YOUR_WRITES: 'false' }).s.edgeReadYourWrites, false);
+    assert.deepEqual(of('rpc-edge', { NODED_EDGE_READ_YOUR_WRITES: 'no' }).problems, [
+      '$NODED_EDGE_READ_YOUR_WRITES: must be true or false, got "no"',
+    ]);
   });
 });

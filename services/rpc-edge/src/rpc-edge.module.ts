@@ -191,7 +191,7 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
                 log.warn({ chainId: h.chainId }, 'new head of another chain ignored');
                 continue;
               }
-              edge.announce(BigInt(h.height));
+              if (s.cluster.edgeReadYourWrites) edge.announce(BigInt(h.height));
             } catch (e) {
               log.warn({ err: (e as Error).message }, 'new head message refused');
               continue;
@@ -243,6 +243,7 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
             endpoints,
             stateStore: reader.address,
             stateStores: stores,
+            readYourWrites: s.cluster.edgeReadYourWrites,
             executor: s.cluster.executorGrpcAddress,
             consensusRpc,
             height: head.latestHeight.toString(),

@@ -108,6 +108,11 @@ export interface ClusterSettings {
   /** NODED_STATE_STORE_READ_WAIT: how long a state-store waits for a height a read needs (ms). */
   stateStoreReadWaitMs: number;
   /**
+   * NODED_EDGE_READ_YOUR_WRITES: an rpc-edge's `latest` follows the executor's announced heads
+   * (true, the default) or only its state-store's position (false: no read waits for a height).
+   */
+  edgeReadYourWrites: boolean;
+  /**
    * NODED_CONSENSUS_RPC_ADDRESS: the consensus service's CometBFT RPC an rpc-edge's REST reads blocks,
    * validator sets and node info from (host:port); unset: the home's `[rpc] laddr` on its dialable host.
    */
@@ -395,6 +400,10 @@ export function clusterSettingsOf(
         );
     }
   }
+  const ryw = env.NODED_EDGE_READ_YOUR_WRITES;
+  if (ryw !== undefined && ryw !== 'true' && ryw !== 'false')
+    problems.push(`$NODED_EDGE_READ_YOUR_WRITES: must be true or false, got ${JSON.stringify(ryw)}`);
+  const edgeReadYourWrites = ryw !== 'false';
   const consensusRpcAddress = env.NODED_CONSENSUS_RPC_ADDRESS;
   if (consensusRpcAddress !== undefined)
     checkHostPort('NODED_CONSENSUS_RPC_ADDRESS', consensusRpcAddress, problems);
@@ -432,6 +441,7 @@ export function clusterSettingsOf(
     stateStoreGrpcAddress,
     stateStoreGrpcAddresses,
     stateStoreReadWaitMs,
+    edgeReadYourWrites,
     ...(consensusRpcAddress !== undefined ? { consensusRpcAddress } : {}),
     p2pGatewayAddress,
     serviceMetricsAddress,
