@@ -51,7 +51,7 @@ async function storeInUse(metricsAt: string): Promise<string> {
 }
 
 describe('read-your-writes across rpc-edges, and edge failover', () => {
-  it('a receipt through one edge is followed by the new balance through another, whose state-store lags or dies', async () => {
+  it('a receipt through one edge is followed by the new balance through another, whose state-store lags or dies', async (t) => {
     const { home, ports } = await initLocalHome({ timeoutCommit: '300ms' });
     cleanups.push(() => rmSync(home, { recursive: true, force: true }));
     const nats = await startNatsServer();
@@ -80,6 +80,9 @@ describe('read-your-writes across rpc-edges, and edge failover', () => {
     const store2Env = {
       NODED_STATE_STORE_GRPC_ADDRESS: store2At,
       NODED_STATE_STORE_DB: join(home, 'data', 'state-store-2.db'),
+      // Room for a loaded machine: store 2 must catch up within its wait after SIGCONT, or edge B
+      // would (rightly) read from store 1 and the check that store 2 answered would not hold.
+      NODED_STATE_STORE_READ_WAIT: '5s',
     };
     await start('executor');
     await start('consensus');
@@ -128,10 +131,14 @@ describe('read-your-writes across rpc-edges, and edge failover', () => {
       `edge B's eth_blockNumber ${latestB} < the receipt's block ${receipt!.blockNumber}`,
     );
     // Asked while store 2 still sleeps; it answers once resumed, after applying that height.
+    const asked = Date.now();
     const balance = providerB.getBalance(to, 'latest');
     await new Promise((r) => setTimeout(r, 300));
     store2.proc.kill('SIGCONT');
     assert.equal(await balance, 424_242n);
+    t.diagnostic(
+      `paused store's read answered ${Date.now() - asked} ms after it was sent (resumed at 300 ms)`,
+    );
     assert.equal(await storeInUse(edgeBMetrics), store2At);
 
     // 2. Back to back, both stores running: no read through B misses the write seen through A.
@@ -181,6 +188,9 @@ describe('read-your-writes across rpc-edges, and edge failover', () => {
     assert.equal(await providerB.getBalance(during), 7n);
     reading = false;
     await reader;
+    t.diagnostic(
+      `reads through edge B: ${readsWhileDown} until store 2 was restarted, ${reads} in all, ${failures.length} failed`,
+    );
     assert.deepEqual(failures, [], 'no read through edge B failed');
     assert.ok(readsWhileDown > 5 && reads > readsWhileDown, `reads went on: ${readsWhileDown} then ${reads}`);
     assert.match(

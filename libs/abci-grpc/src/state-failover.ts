@@ -100,8 +100,8 @@ export class StateReaderFailover implements StateReader {
   }
 
   read<T>(read: StateRead, args: unknown[], onHead?: (h: StateHead) => void, minHeight = 0n): Promise<T> {
-    let seen: StateHead | undefined;
     return this.attempt(minHeight, async (c, check) => {
+      let seen: StateHead | undefined;
       const v = await c.read<T>(
         read,
         args,
