@@ -8,6 +8,11 @@
 // and the server keeps serving. A ChainError of the read (a revert, a pruned height) is an answer:
 // FAILED_PRECONDITION with its JSON-RPC code and data in trailers, rebuilt as the same ChainError on
 // the client, so the edge answers exactly what the node would.
+//
+// Read-your-writes: a request's min_height that the replica has not applied is waited for (its
+// StateSource.waitFor, up to readWaitMs, when at most MAX_WAIT_LEAD ahead); past that it is
+// UNAVAILABLE "header not found: ..." with the replica's height in the noded-state-height trailer,
+// which the client raises as StateStoreBehindError.
 import * as grpc from '@grpc/grpc-js';
 import { inSpan, type TraceBook, tracingEnabled } from '../../telemetry/index.js';
 import { ChainError, type EthChain, type Logger, silentLogger } from '../../types/index.js';
