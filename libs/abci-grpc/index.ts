@@ -53,19 +53,25 @@ export {
   CHAIN_ERROR_CODE_TRAILER,
   CHAIN_ERROR_DATA_TRAILER,
   checkReadRequest,
+  DEFAULT_READ_WAIT_MS,
   decodeTagged,
   encodeTagged,
   READS,
+  STATE_HEIGHT_TRAILER,
   STATE_READER_SERVICE_NAME,
   type StateHead,
   type StateRead,
+  type StateReader,
   StateReaderClient,
   type StateReaderServer,
   StateRequestError,
   type StateSource,
+  StateStoreBehindError,
   StateStoreUnavailableError,
   serveStateReader,
 } from './src/state.js';
+// An edge's reads over several state-stores: the first one up answers, the next when it cannot.
+export { StateReaderFailover, type StateReaderFailoverOptions } from './src/state-failover.js';
 // Mutual TLS credentials for both ends of every link above (PEM bytes in, grpc-js credentials out).
 export {
   type GrpcTlsMaterial,

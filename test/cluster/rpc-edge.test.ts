@@ -385,6 +385,7 @@ describe('noded service rpc-edge', () => {
         stateProto.ReadRequest.encode({
           method: stateProto.Method.METHOD_GET_BALANCE,
           argsJson: JSON.stringify([DEV_ADDRESSES[0], 'latest']),
+          minHeight: 0n,
         }).finish(),
       ),
     );
@@ -397,7 +398,11 @@ describe('noded service rpc-edge', () => {
       store1At,
       '/noded.state.v1.StateReader/Read',
       Buffer.from(
-        stateProto.ReadRequest.encode({ method: 99 as stateProto.Method, argsJson: '[]' }).finish(),
+        stateProto.ReadRequest.encode({
+          method: 99 as stateProto.Method,
+          argsJson: '[]',
+          minHeight: 0n,
+        }).finish(),
       ),
     );
     assert.equal(notJson?.code, grpc.status.INVALID_ARGUMENT);
@@ -406,7 +411,11 @@ describe('noded service rpc-edge', () => {
       store1At,
       '/noded.state.v1.StateReader/Read',
       Buffer.from(
-        stateProto.ReadRequest.encode({ method: stateProto.Method.METHOD_CALL, argsJson: '[{}]' }).finish(),
+        stateProto.ReadRequest.encode({
+          method: stateProto.Method.METHOD_CALL,
+          argsJson: '[{}]',
+          minHeight: 0n,
+        }).finish(),
       ),
     );
     assert.match(tooFew!.details, /ReadRequest\.args_json: call takes 4 argument\(s\), got 1/);
@@ -426,7 +435,7 @@ describe('noded service rpc-edge', () => {
       await rawCall(
         store1At,
         '/noded.state.v1.StateReader/Head',
-        Buffer.from(stateProto.HeadRequest.encode({}).finish()),
+        Buffer.from(stateProto.HeadRequest.encode({ minHeight: 0n }).finish()),
       ),
       null,
     );

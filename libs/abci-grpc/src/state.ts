@@ -8,12 +8,18 @@
 // and the server keeps serving. A ChainError of the read (a revert, a pruned height) is an answer:
 // FAILED_PRECONDITION with its JSON-RPC code and data in trailers, rebuilt as the same ChainError on
 // the client, so the edge answers exactly what the node would.
+//
+// Read-your-writes: a request's min_height that the replica has not applied is waited for (its
+// StateSource.waitFor, up to readWaitMs, when at most MAX_WAIT_LEAD ahead); past that it is
+// UNAVAILABLE "header not found: ..." with the replica's height in the noded-state-height trailer,
+// which the client raises as StateStoreBehindError.
 import * as grpc from '@grpc/grpc-js';
 import { inSpan, type TraceBook, tracingEnabled } from '../../telemetry/index.js';
 import { ChainError, type EthChain, type Logger, silentLogger } from '../../types/index.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, ERROR_CODE_TRAILER } from './constants.js';
 import {
   type ChainHead,
+  type HeadRequest,
   Method,
   type ReadRequest,
   type ReadResponse,
@@ -184,7 +190,23 @@ export interface StateSource {
   chainId: string;
   /** Runs a read (the replica holds its writes back while reads run); default: runs it. */
   gate?: <T>(read: () => Promise<T>) => Promise<T>;
+  /**
+   * Read-your-writes: resolves true once `chain.latestHeight()` is at `height` or above, false
+   * after `ms` without it. None: a request for a height not applied yet is refused at once.
+   */
+  waitFor?: (height: bigint, ms: number) => Promise<boolean>;
 }
+
+/** How long a replica waits for a request's min_height unless told otherwise (ms). */
+export const DEFAULT_READ_WAIT_MS = 1_000;
+/**
+ * How far ahead of the replica a min_height may be and still be waited for: further, the replica is
+ * catching up (a restart, a new replica) and would not get there within the wait, so it says so at
+ * once and the edge asks another state-store without stalling.
+ */
+export const MAX_WAIT_LEAD = 64n;
+/** Trailer of a min_height refusal: the height the replica is at (decimal). */
+export const STATE_HEIGHT_TRAILER = 'noded-state-height';
 
 export interface StateReaderServer {
   readonly address: string;
@@ -214,6 +236,13 @@ function blockNumberOf(v: unknown): number | undefined {
   return undefined;
 }
 
+/** A request's min_height the replica did not reach in time: its UNAVAILABLE answer. */
+class Behind extends Error {
+  constructor(readonly answer: Partial<grpc.StatusObject>) {
+    super(answer.details);
+  }
+}
+
 /** Serves `src` as noded.state.v1.StateReader on `address` ("host:port"; port 0 picks one). */
 export async function serveStateReader(
   src: StateSource,
@@ -227,11 +256,33 @@ export async function serveStateReader(
      * answer is in a block (a receipt, a transaction) links its span to that block's apply.
      */
     appliedTraces?: TraceBook;
+    /** How long a request waits for its min_height (ms; default DEFAULT_READ_WAIT_MS). */
+    readWaitMs?: number;
   } = {},
 ): Promise<StateReaderServer> {
   const logger = opts.logger ?? silentLogger;
   const max = opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
   const gate = src.gate ?? (<T>(read: () => Promise<T>) => read());
+  const waitMs = opts.readWaitMs ?? DEFAULT_READ_WAIT_MS;
+  /**
+   * Read-your-writes: undefined once the replica holds `minHeight` (at once, or after waiting up to
+   * waitMs for its follower); otherwise the UNAVAILABLE answer naming the height it is at.
+   */
+  const reach = async (minHeight: bigint): Promise<Behind | undefined> => {
+    if (src.chain.latestHeight() >= minHeight) return undefined;
+    const started = Date.now();
+    const near = minHeight - src.chain.latestHeight() <= MAX_WAIT_LEAD;
+    if (near && src.waitFor !== undefined && waitMs > 0 && (await src.waitFor(minHeight, waitMs)))
+      return undefined;
+    const at = src.chain.latestHeight();
+    const metadata = new grpc.Metadata();
+    metadata.set(STATE_HEIGHT_TRAILER, String(at));
+    return new Behind({
+      code: grpc.status.UNAVAILABLE,
+      details: `header not found: height ${minHeight} is not applied on this state-store yet (it is at ${at} after waiting ${Date.now() - started} ms${near ? '' : `: more than ${MAX_WAIT_LEAD} heights behind, not waited for`})`,
+      metadata,
+    });
+  };
   const server = new grpc.Server({
     'grpc.max_receive_message_length': max,
     'grpc.max_send_message_length': max,
@@ -247,7 +298,9 @@ export async function serveStateReader(
           'Head',
           `the request is not a valid noded.state.v1.HeadRequest: ${call.request.reason}`,
         );
-      cb(null, headOf(src));
+      reach((call.request as HeadRequest).minHeight ?? 0n).then((behind) =>
+        behind ? cb(behind.answer) : cb(null, headOf(src)),
+      );
     },
     read: (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
       if (call.request instanceof UndecodableRequest)
@@ -273,6 +326,8 @@ export async function serveStateReader(
           attributes: { 'rpc.system': 'grpc', 'rpc.method': 'Read', 'noded.read': checked.read },
         },
         async (span) => {
+          const behind = await reach((call.request as ReadRequest).minHeight ?? 0n);
+          if (behind) throw behind;
           const v = await gate(() => fn.apply(src.chain, checked.args));
           const height = tracingEnabled() ? blockNumberOf(v) : undefined;
           if (height !== undefined) {
@@ -297,6 +352,10 @@ export async function serveStateReader(
           cb(null, res);
         },
         (err: unknown) => {
+          if (err instanceof Behind) {
+            cb(err.answer);
+            return;
+          }
           const metadata = new grpc.Metadata();
           if (err instanceof ChainError) {
             metadata.set(CHAIN_ERROR_CODE_TRAILER, String(err.code));
@@ -374,7 +433,34 @@ export class StateStoreUnavailableError extends ChainError {
   }
 }
 
-export class StateReaderClient {
+/**
+ * The state-store answered that it has not applied the height asked for (a request's min_height)
+ * within its wait: still the JSON-RPC's -32000 "header not found", the REST API's 503.
+ */
+export class StateStoreBehindError extends StateStoreUnavailableError {
+  constructor(
+    message: string,
+    /** The height the state-store is at. */
+    readonly at: bigint,
+  ) {
+    super(message);
+    this.name = 'StateStoreBehindError';
+  }
+}
+
+/** What an edge reads the chain through: one state-store (StateReaderClient) or several (StateReaderFailover). */
+export interface StateReader {
+  /** The address of the state-store answering (the one in use). */
+  readonly address: string;
+  /** The replica's position; with minHeight, not before it has applied that height. */
+  head(minHeight?: bigint): Promise<StateHead>;
+  /** One read, run once the replica has applied minHeight; `onHead` sees the position that came with the answer. */
+  read<T>(read: StateRead, args: unknown[], onHead?: (h: StateHead) => void, minHeight?: bigint): Promise<T>;
+  waitReady(timeoutMs: number): Promise<void>;
+  close(): void;
+}
+
+export class StateReaderClient implements StateReader {
   private readonly client: grpc.Client;
   private closed = false;
 
@@ -390,6 +476,9 @@ export class StateReaderClient {
     this.client = new grpc.Client(address, opts.credentials ?? grpc.credentials.createInsecure(), {
       'grpc.max_receive_message_length': max,
       'grpc.max_send_message_length': max,
+      // A restarted state-store is dialled again within 2 s (grpc-js backs off up to 120 s): an
+      // edge's failover returns to it that soon.
+      'grpc.max_reconnect_backoff_ms': 2_000,
     });
   }
 
@@ -438,6 +527,12 @@ export class StateReaderClient {
               ),
             );
           }
+          const at = err.metadata?.get(STATE_HEIGHT_TRAILER)[0];
+          if (err.code === grpc.status.UNAVAILABLE && typeof at === 'string' && /^\d+$/.test(at)) {
+            return reject(
+              new StateStoreBehindError(`${err.details} (state-store ${this.address})`, BigInt(at)),
+            );
+          }
           if (err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.DEADLINE_EXCEEDED) {
             return reject(
               new StateStoreUnavailableError(`state-store at ${this.address} is unavailable: ${err.details}`),
@@ -449,15 +544,23 @@ export class StateReaderClient {
     });
   }
 
-  async head(): Promise<StateHead> {
-    return headFrom(await this.unary(StateReaderService.head, {}));
+  async head(minHeight = 0n): Promise<StateHead> {
+    return headFrom(
+      await this.unary(StateReaderService.head, { minHeight: minHeight < 0n ? 0n : minHeight }),
+    );
   }
 
   /** One read; `onHead` sees the replica's position that came with the answer. */
-  async read<T>(read: StateRead, args: unknown[], onHead?: (h: StateHead) => void): Promise<T> {
+  async read<T>(
+    read: StateRead,
+    args: unknown[],
+    onHead?: (h: StateHead) => void,
+    minHeight = 0n,
+  ): Promise<T> {
     const res = await this.unary(StateReaderService.read, {
       method: READS[read].method,
       argsJson: encodeTagged(args),
+      minHeight: minHeight < 0n ? 0n : minHeight,
     });
     if (res.head !== undefined) onHead?.(headFrom(res.head));
     return decodeTagged(res.resultJson) as T;

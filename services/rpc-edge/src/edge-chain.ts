@@ -1,11 +1,18 @@
 // The EthChain an rpc-edge serves the Ethereum JSON-RPC from (docs/cluster.md "rpc-edge"): reads go
-// to one state-store over noded.state.v1.StateReader; transactions and what only the mempool knows
-// (the 'pending' nonce, txpool_*, a transaction not yet in a block) to the executor's
-// noded.mempool.v1.Mempool, whose SendRawTransaction is CheckTx's admission plus the JSON-RPC's own
-// checks (allow_unprotected_txs, rpc_tx_fee_cap), as `noded start` applies them. The edge keeps no
-// chain state: its synchronous getters (eth_blockNumber, eth_gasPrice...) answer from the
-// state-store's position as last reported, which every read's answer and every Head call move
-// forward.
+// to a state-store over noded.state.v1.StateReader (the first one up of its list, StateReaderFailover);
+// transactions and what only the mempool knows (the 'pending' nonce, txpool_*, a transaction not yet
+// in a block) to the executor's noded.mempool.v1.Mempool, whose SendRawTransaction is CheckTx's
+// admission plus the JSON-RPC's own checks (allow_unprotected_txs, rpc_tx_fee_cap), as `noded start`
+// applies them. The edge keeps no chain state.
+//
+// Read-your-writes (docs/cluster.md "Read-your-writes"): `latest` (eth_blockNumber, and every read at
+// 'latest') is the higher of the state-store's position as last reported and the newest head the
+// executor announced on NATS that this edge heard of (announce()). Every read carries that height as
+// its min_height, so a state-store that has not applied it yet waits for its follower (bounded,
+// NODED_STATE_STORE_READ_WAIT) before it answers: a client that saw a receipt through another edge
+// reads the state after it here. The other synchronous getters (eth_gasPrice, eth_chainId, the oldest
+// state kept) answer from the state-store's last reported position, which the HeadFeed moves to the
+// announced height as soon as the state-store reaches it (its Head waits for it as reads do).
 //
 // HeadFeed turns the executor's new heads (core NATS `noded.<chain_id>.heads`) into the EthNewHead
 // events the server's newHeads/logs subscriptions and filters consume: on each head (and once a
@@ -16,7 +23,7 @@ import {
   type GrpcMempool,
   type StateHead,
   type StateRead,
-  type StateReaderClient,
+  type StateReader,
   StateStoreUnavailableError,
 } from '../../../libs/abci-grpc/index.js';
 import { renderPendingTx } from '../../../libs/execution/index.js';
@@ -40,17 +47,27 @@ const TX_LOOKUP_WAIT_MS = 300;
 
 export class EdgeChain {
   private head: StateHead;
+  /** The newest head the executor announced that this edge heard of (-1: none yet). */
+  private announced = -1n;
 
   constructor(
-    private readonly reader: StateReaderClient,
+    private readonly reader: StateReader,
     private readonly mempool: GrpcMempool,
     initial: StateHead,
   ) {
     this.head = initial;
   }
 
+  /** The state-store's position as last reported. */
   get position(): StateHead {
     return this.head;
+  }
+
+  /** The edge's `latest`: the state-store's position or the announced head, whichever is higher. */
+  get latest(): bigint {
+    const stored = this.head.latestHeight;
+    if (this.announced > stored) return this.announced;
+    return stored;
   }
 
   /** Takes a position reported by the state-store; never moves back (a lagging answer is older). */
@@ -58,13 +75,19 @@ export class EdgeChain {
     if (h.latestHeight >= this.head.latestHeight) this.head = h;
   }
 
+  /** Takes a head the executor announced (core NATS); never moves back. */
+  announce(height: bigint): void {
+    if (height > this.announced) this.announced = height;
+  }
+
+  /** The state-store's position, once it holds the edge's `latest` (bounded by its wait). */
   async refresh(): Promise<StateHead> {
-    this.observe(await this.reader.head());
+    this.observe(await this.reader.head(this.latest));
     return this.head;
   }
 
   private read<T>(m: StateRead, ...args: unknown[]): Promise<T> {
-    return this.reader.read<T>(m, args, (h) => this.observe(h));
+    return this.reader.read<T>(m, args, (h) => this.observe(h), this.latest);
   }
 
   /** The EthChain the JSON-RPC server is built on. */
@@ -72,7 +95,7 @@ export class EdgeChain {
     const r = <T>(m: StateRead, ...a: unknown[]) => this.read<T>(m, ...a);
     return {
       chainId: () => this.head.evmChainId,
-      latestHeight: () => this.head.latestHeight,
+      latestHeight: () => this.latest,
       oldestStateHeight: () => this.head.oldestStateHeight,
       nextBaseFee: () => this.head.nextBaseFee,
       suggestedTip: () => this.head.suggestedTip,
@@ -113,7 +136,7 @@ export class EdgeChain {
    * (waiting up to TX_LOOKUP_WAIT_MS for it), rather than answering null for a known transaction.
    */
   private async transaction(hash: Hex): Promise<EthTx | undefined> {
-    const before = this.head.latestHeight;
+    const before = this.latest;
     const mined = await this.read<EthTx | undefined>('getTransaction', hash);
     if (mined !== undefined) return mined;
     const waiting = await this.pendingTx(hash);

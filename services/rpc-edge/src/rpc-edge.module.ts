@@ -1,6 +1,7 @@
 // The rpc-edge service (docs/cluster.md "rpc-edge"): the Ethereum JSON-RPC (HTTP on [evm] rpc_address,
 // WebSocket on [evm] ws_address, every [evm]/[evm.rpc] limit of app.toml, as `noded start` applies
-// them) over an EdgeChain: reads from the state-store at NODED_STATE_STORE_GRPC_ADDRESS, transactions
+// them) over an EdgeChain: reads from the first state-store up of NODED_STATE_STORE_GRPC_ADDRESS (a
+// comma-separated list: the next one when it is unavailable, back when it returns), transactions
 // and the mempool's answers from the executor's noded.mempool.v1.Mempool at
 // NODED_EXECUTOR_GRPC_ADDRESS, new heads and admitted transactions from NATS. And the REST API on
 // [api] address with every [api] limit: its state routes over the same EdgeChain, its CometBFT-shaped
@@ -10,14 +11,21 @@
 import { arch, platform } from 'node:os';
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { connect, type NatsConnection } from 'nats';
+import { Gauge } from 'prom-client';
 import {
   GrpcMempool,
   mutualTlsChannelCredentials,
-  StateReaderClient,
+  StateReaderFailover,
 } from '../../../libs/abci-grpc/index.js';
-import { homePaths, toApiOptions, toEthRpcOptions, toExecutorSettings } from '../../../libs/config/index.js';
+import {
+  homePaths,
+  toApiOptions,
+  toEthRpcOptions,
+  toExecutorSettings,
+  toInstrumentationOptions,
+} from '../../../libs/config/index.js';
 import { CometRpcConsensus, DevAccounts, EthRpcServer, RestServer } from '../../../libs/rpc/index.js';
-import { decodePendingTxs, headsSubject, pendingTxsSubject } from '../../../libs/stream/index.js';
+import { decodeHead, decodePendingTxs, headsSubject, pendingTxsSubject } from '../../../libs/stream/index.js';
 import { EventBus, type Logger } from '../../../libs/types/index.js';
 import { devAccountKeys } from '../../noded/src/dev-keys.js';
 import { dialHost, hostPort } from '../../noded/src/lifecycle.js';
@@ -72,18 +80,50 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
         });
         // Mutual TLS on both links when NODED_GRPC_TLS_* name the files; plaintext otherwise.
         const tls = s.cluster.grpcTls ? { credentials: mutualTlsChannelCredentials(s.cluster.grpcTls) } : {};
-        const reader = new StateReaderClient(s.cluster.stateStoreGrpcAddress, tls);
+        const stores = s.cluster.stateStoreGrpcAddresses;
+        const inUse = new Gauge({
+          name: `${toInstrumentationOptions(s.loaded.config).namespace}_rpc_edge_state_store_in_use`,
+          help: 'The state-store this rpc-edge reads from (1) among those of its list (0).',
+          labelNames: ['address'] as const,
+          registers: [metrics.registry],
+        });
+        const up = new Gauge({
+          name: `${toInstrumentationOptions(s.loaded.config).namespace}_rpc_edge_state_store_up`,
+          help: 'Whether each state-store of this rpc-edge list answers (1) or is marked down (0).',
+          labelNames: ['address'] as const,
+          registers: [metrics.registry],
+        });
+        for (const a of stores) {
+          inUse.set({ address: a }, a === stores[0] ? 1 : 0);
+          up.set({ address: a }, 1);
+        }
+        const reader = new StateReaderFailover(stores, {
+          ...tls,
+          chainId: s.genesis.runtime.chainId,
+          events: {
+            health: (address, isUp, reason) => {
+              up.set({ address }, isUp ? 1 : 0);
+              if (isUp) log.info({ stateStore: address }, 'state-store answers again');
+              else
+                log.warn(
+                  { stateStore: address, reason },
+                  'state-store unavailable; reading from the next one',
+                );
+            },
+            switched: (to, from) => {
+              inUse.set({ address: from }, 0);
+              inUse.set({ address: to }, 1);
+              log.info({ stateStore: to, was: from }, 'reading from another state-store');
+            },
+          },
+        });
         closers.add('state-store client', () => reader.close());
         const mempool = new GrpcMempool(s.cluster.executorGrpcAddress, tls);
         closers.add('mempool client', () => mempool.close());
-        log.info({ stateStore: s.cluster.stateStoreGrpcAddress }, 'waiting for the state-store');
+        log.info({ stateStores: stores }, 'waiting for a state-store');
         await reader.waitReady(STATE_STORE_WAIT_MS);
+        // The first answer: a store of another chain is refused by the reader (never read from).
         const head = await reader.head();
-        if (head.chainId !== s.genesis.runtime.chainId) {
-          throw new Error(
-            `the state-store at ${s.cluster.stateStoreGrpcAddress} serves chain ${head.chainId}, this home is ${s.genesis.runtime.chainId}`,
-          );
-        }
         const edge = new EdgeChain(reader, mempool, head);
         const chain = edge.chain();
         const bus = new EventBus();
@@ -142,8 +182,22 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
               }
             },
           });
+          // Each head: the edge's `latest` moves to it at once (read-your-writes), then the feed.
           const sub = nc.subscribe(headsSubject(chainId));
-          for await (const _m of sub) feed.poke();
+          for await (const m of sub) {
+            try {
+              const h = decodeHead(m.data);
+              if (h.chainId !== chainId) {
+                log.warn({ chainId: h.chainId }, 'new head of another chain ignored');
+                continue;
+              }
+              if (s.cluster.edgeReadYourWrites) edge.announce(BigInt(h.height));
+            } catch (e) {
+              log.warn({ err: (e as Error).message }, 'new head message refused');
+              continue;
+            }
+            feed.poke();
+          }
         };
         const natsLoop = subscribe();
         closers.add('nats', async () => {
@@ -187,7 +241,9 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
         log.info(
           {
             endpoints,
-            stateStore: s.cluster.stateStoreGrpcAddress,
+            stateStore: reader.address,
+            stateStores: stores,
+            readYourWrites: s.cluster.edgeReadYourWrites,
             executor: s.cluster.executorGrpcAddress,
             consensusRpc,
             height: head.latestHeight.toString(),

@@ -98,8 +98,20 @@ export interface ClusterSettings {
   executorWaitMs: number;
   /** NODED_STATE_STORE_DB: the state-store's own RocksDB directory (default <home>/data/state-store.db). */
   stateStoreDb: string;
-  /** NODED_STATE_STORE_GRPC_ADDRESS: where a state-store listens and an rpc-edge dials (host:port). */
+  /** NODED_STATE_STORE_GRPC_ADDRESS: where a state-store listens (host:port); an rpc-edge's first store. */
   stateStoreGrpcAddress: string;
+  /**
+   * NODED_STATE_STORE_GRPC_ADDRESS as an rpc-edge reads it: one or more comma-separated host:port,
+   * in order of preference (the edge reads from the first one up).
+   */
+  stateStoreGrpcAddresses: string[];
+  /** NODED_STATE_STORE_READ_WAIT: how long a state-store waits for a height a read needs (ms). */
+  stateStoreReadWaitMs: number;
+  /**
+   * NODED_EDGE_READ_YOUR_WRITES: an rpc-edge's `latest` follows the executor's announced heads
+   * (true, the default) or only its state-store's position (false: no read waits for a height).
+   */
+  edgeReadYourWrites: boolean;
   /**
    * NODED_CONSENSUS_RPC_ADDRESS: the consensus service's CometBFT RPC an rpc-edge's REST reads blocks,
    * validator sets and node info from (host:port); unset: the home's `[rpc] laddr` on its dialable host.
@@ -360,8 +372,38 @@ export function clusterSettingsOf(
       problems.push(`$NODED_STATE_STORE_DB: must not be the node's own ${own}, got ${JSON.stringify(db)}`);
     }
   }
-  const stateStoreGrpcAddress = env.NODED_STATE_STORE_GRPC_ADDRESS ?? DEFAULT_STATE_STORE_GRPC_ADDRESS;
-  checkHostPort('NODED_STATE_STORE_GRPC_ADDRESS', stateStoreGrpcAddress, problems);
+  const stateStoreGrpcAddresses = (env.NODED_STATE_STORE_GRPC_ADDRESS ?? DEFAULT_STATE_STORE_GRPC_ADDRESS)
+    .split(',')
+    .map((a) => a.trim());
+  for (const a of stateStoreGrpcAddresses) checkHostPort('NODED_STATE_STORE_GRPC_ADDRESS', a, problems);
+  const twice = stateStoreGrpcAddresses.find((a, i) => stateStoreGrpcAddresses.indexOf(a) !== i);
+  if (twice !== undefined)
+    problems.push(`$NODED_STATE_STORE_GRPC_ADDRESS: names ${JSON.stringify(twice)} twice`);
+  if (service === 'state-store' && stateStoreGrpcAddresses.length > 1)
+    problems.push(
+      `$NODED_STATE_STORE_GRPC_ADDRESS: a state-store listens on one host:port (a comma-separated list is an rpc-edge's), got ${JSON.stringify(env.NODED_STATE_STORE_GRPC_ADDRESS)}`,
+    );
+  const stateStoreGrpcAddress = stateStoreGrpcAddresses[0]!;
+  let stateStoreReadWaitMs = 1_000;
+  const readWait = env.NODED_STATE_STORE_READ_WAIT;
+  if (readWait !== undefined) {
+    const m = /^(\d+)(ms|s)$/.exec(readWait);
+    if (!m)
+      problems.push(
+        `$NODED_STATE_STORE_READ_WAIT: must be a duration like 1s or 500ms, got ${JSON.stringify(readWait)}`,
+      );
+    else {
+      stateStoreReadWaitMs = Number(m[1]) * (m[2] === 's' ? 1000 : 1);
+      if (stateStoreReadWaitMs > 60_000)
+        problems.push(
+          `$NODED_STATE_STORE_READ_WAIT: must be between 0ms and 60s, got ${JSON.stringify(readWait)}`,
+        );
+    }
+  }
+  const ryw = env.NODED_EDGE_READ_YOUR_WRITES;
+  if (ryw !== undefined && ryw !== 'true' && ryw !== 'false')
+    problems.push(`$NODED_EDGE_READ_YOUR_WRITES: must be true or false, got ${JSON.stringify(ryw)}`);
+  const edgeReadYourWrites = ryw !== 'false';
   const consensusRpcAddress = env.NODED_CONSENSUS_RPC_ADDRESS;
   if (consensusRpcAddress !== undefined)
     checkHostPort('NODED_CONSENSUS_RPC_ADDRESS', consensusRpcAddress, problems);
@@ -397,6 +439,9 @@ export function clusterSettingsOf(
     executorWaitMs,
     stateStoreDb,
     stateStoreGrpcAddress,
+    stateStoreGrpcAddresses,
+    stateStoreReadWaitMs,
+    edgeReadYourWrites,
     ...(consensusRpcAddress !== undefined ? { consensusRpcAddress } : {}),
     p2pGatewayAddress,
     serviceMetricsAddress,

@@ -3,7 +3,8 @@
 // height being the executor's own write batch, so the database is a copy of application.db. An
 // Executor opened on it (no mempool use, no commits) answers noded.state.v1.StateReader on
 // NODED_STATE_STORE_GRPC_ADDRESS with the node's own read code; after each applied height it
-// reloads its committed position.
+// reloads its committed position. A read whose min_height (read-your-writes) is ahead of it waits for
+// that height up to NODED_STATE_STORE_READ_WAIT (AppliedHeights).
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Gauge } from 'prom-client';
 import {
@@ -32,6 +33,7 @@ import {
 import { checkNatsLogin, natsConnectOptions } from '../../shared/src/nats.js';
 import { serveServiceMetrics } from '../../shared/src/service-metrics.js';
 import type { ServiceSettings } from '../../shared/src/settings.js';
+import { AppliedHeights } from './applied.js';
 import { StreamFollower } from './follower.js';
 import { ReadWriteGate } from './gate.js';
 
@@ -74,6 +76,15 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
     },
     { provide: ReadWriteGate, useValue: new ReadWriteGate() },
     {
+      provide: AppliedHeights,
+      inject: [Executor, Closers],
+      useFactory: (view: Executor, closers: Closers) => {
+        const applied = new AppliedHeights(() => view.latestHeight());
+        closers.add('read waits', () => applied.close());
+        return applied;
+      },
+    },
+    {
       provide: Executor,
       inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, REPLICA_DB],
       useFactory: async (s: ServiceSettings, logger: Logger, closers: Closers, kv: KVStore) => {
@@ -100,7 +111,15 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
     },
     {
       provide: STATE_READER_SERVER,
-      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, Executor, ReadWriteGate, APPLIED_TRACES],
+      inject: [
+        SERVICE_SETTINGS,
+        SERVICE_LOGGER,
+        Closers,
+        Executor,
+        ReadWriteGate,
+        APPLIED_TRACES,
+        AppliedHeights,
+      ],
       useFactory: async (
         s: ServiceSettings,
         logger: Logger,
@@ -108,13 +127,20 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
         view: Executor,
         gate: ReadWriteGate,
         appliedTraces: TraceBook,
+        applied: AppliedHeights,
       ): Promise<StateReaderServer> => {
         const server = await serveStateReader(
-          { chain: view, chainId: s.genesis.runtime.chainId, gate: (read) => gate.read(read) },
+          {
+            chain: view,
+            chainId: s.genesis.runtime.chainId,
+            gate: (read) => gate.read(read),
+            waitFor: (height, ms) => applied.waitFor(height, ms),
+          },
           s.cluster.stateStoreGrpcAddress,
           {
             logger: logger.child({ module: 'state-grpc' }),
             appliedTraces,
+            readWaitMs: s.cluster.stateStoreReadWaitMs,
             ...(s.cluster.grpcTls ? { credentials: mutualTlsServerCredentials(s.cluster.grpcTls) } : {}),
           },
         );
@@ -140,6 +166,7 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
         ReadWriteGate,
         STATE_READER_SERVER,
         APPLIED_TRACES,
+        AppliedHeights,
       ],
       useFactory: async (
         s: ServiceSettings,
@@ -151,6 +178,7 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
         gate: ReadWriteGate,
         _server: StateReaderServer,
         appliedTraces: TraceBook,
+        waits: AppliedHeights,
       ) => {
         // A refused login stops the start here, naming the user; an unreachable server does not.
         await checkNatsLogin(s.cluster, 'state-store', logger.child({ module: 'follower' }));
@@ -162,11 +190,17 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
           onFatal: fatal,
           appliedTraces,
           applyGate: (apply) =>
-            gate.write(async () => {
-              const applied = await apply();
-              if (applied) await view.reloadCommitted();
-              return applied;
-            }),
+            gate
+              .write(async () => {
+                const applied = await apply();
+                if (applied) await view.reloadCommitted();
+                return applied;
+              })
+              .then((applied) => {
+                // After the gate: the reads woken here run on the refreshed view.
+                if (applied) waits.applied();
+                return applied;
+              }),
         });
         closers.add('follower', () => follower.close());
         follower.start();

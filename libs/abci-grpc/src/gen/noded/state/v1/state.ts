@@ -60,6 +60,13 @@ export enum Method {
 }
 
 export interface HeadRequest {
+  /**
+   * Read-your-writes (docs/cluster.md "Read-your-writes"): the lowest height the answer may report.
+   * A replica that has not applied it yet waits for its follower, up to its bound
+   * (NODED_STATE_STORE_READ_WAIT), then answers UNAVAILABLE with the height it is at in the
+   * noded-state-height trailer. 0: no wait.
+   */
+  minHeight: bigint;
 }
 
 export interface ChainHead {
@@ -85,6 +92,11 @@ export interface ReadRequest {
    * argument. Every argument is checked against the method's signature before the read runs.
    */
   argsJson: string;
+  /**
+   * Read-your-writes: the lowest height the replica must have applied before the read runs (the
+   * newest head the edge knows of), waited for as HeadRequest.min_height. 0: no wait.
+   */
+  minHeight: bigint;
 }
 
 export interface ReadResponse {
@@ -100,11 +112,17 @@ export interface ReadResponse {
 }
 
 function createBaseHeadRequest(): HeadRequest {
-  return {};
+  return { minHeight: 0n };
 }
 
 export const HeadRequest: MessageFns<HeadRequest> = {
-  encode(_: HeadRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+  encode(message: HeadRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.minHeight !== 0n) {
+      if (BigInt.asUintN(64, message.minHeight) !== message.minHeight) {
+        throw new globalThis.Error("value provided for field message.minHeight of type uint64 too large");
+      }
+      writer.uint32(8).uint64(message.minHeight);
+    }
     return writer;
   },
 
@@ -121,6 +139,14 @@ export const HeadRequest: MessageFns<HeadRequest> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.minHeight = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -136,8 +162,9 @@ export const HeadRequest: MessageFns<HeadRequest> = {
   create<I extends Exact<DeepPartial<HeadRequest>, I>>(base?: I): HeadRequest {
     return HeadRequest.fromPartial(base ?? ({} as any));
   },
-  fromPartial<I extends Exact<DeepPartial<HeadRequest>, I>>(_: I): HeadRequest {
+  fromPartial<I extends Exact<DeepPartial<HeadRequest>, I>>(object: I): HeadRequest {
     const message = createBaseHeadRequest();
+    message.minHeight = (object.minHeight !== undefined && object.minHeight !== null) ? BigInt(object.minHeight) : 0n;
     return message;
   },
 };
@@ -273,7 +300,7 @@ export const ChainHead: MessageFns<ChainHead> = {
 };
 
 function createBaseReadRequest(): ReadRequest {
-  return { method: 0, argsJson: "" };
+  return { method: 0, argsJson: "", minHeight: 0n };
 }
 
 export const ReadRequest: MessageFns<ReadRequest> = {
@@ -283,6 +310,12 @@ export const ReadRequest: MessageFns<ReadRequest> = {
     }
     if (message.argsJson !== "") {
       writer.uint32(18).string(message.argsJson);
+    }
+    if (message.minHeight !== 0n) {
+      if (BigInt.asUintN(64, message.minHeight) !== message.minHeight) {
+        throw new globalThis.Error("value provided for field message.minHeight of type uint64 too large");
+      }
+      writer.uint32(24).uint64(message.minHeight);
     }
     return writer;
   },
@@ -316,6 +349,14 @@ export const ReadRequest: MessageFns<ReadRequest> = {
             message.argsJson = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.minHeight = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -335,6 +376,7 @@ export const ReadRequest: MessageFns<ReadRequest> = {
     const message = createBaseReadRequest();
     message.method = object.method ?? 0;
     message.argsJson = object.argsJson ?? "";
+    message.minHeight = (object.minHeight !== undefined && object.minHeight !== null) ? BigInt(object.minHeight) : 0n;
     return message;
   },
 };
