@@ -305,6 +305,34 @@ describe('the executor mempool over gRPC in the cluster', { timeout: 400_000 }, 
       'the reading consumer got the large transactions',
     );
 
+    // ---- a pool larger than the bound is sent as the consumer acknowledges, never all at once ------
+    for (let n = 1; n <= 12; n++) await mempool.sendRawTransaction(await signed(DEV_KEYS[3]!, n, big));
+    const poolTotal = Number((await comet<{ total: string }>(rpc, 'num_unconfirmed_txs')).total);
+    assert.ok(poolTotal >= 13, `pool of ${poolTotal}`);
+    const slow = open();
+    const slowGot: Array<{ seq: bigint; pool: boolean; txs: unknown[] }> = [];
+    slow.on('data', (m: { seq: bigint; pool: boolean; txs: unknown[] }) => slowGot.push(m));
+    slow.on('error', () => {});
+    slow.write({ includePool: true, ack: 0n });
+    await until('the first part of the pool', 10_000, async () => (slowGot.length > 0 ? true : undefined));
+    await new Promise((r) => setTimeout(r, 1_500));
+    // One message (up to 1 MiB) is past the 256 KiB bound: nothing more until it is acknowledged.
+    assert.equal(slowGot.length, 1, 'one message in flight without an acknowledgement');
+    assert.equal(slowGot[0]!.pool, true);
+    let got = slowGot[0]!.txs.length;
+    while (got < poolTotal) {
+      const last = slowGot[slowGot.length - 1]!;
+      slow.write({ includePool: false, ack: last.seq });
+      const before = slowGot.length;
+      await until('the next part of the pool', 10_000, async () =>
+        slowGot.length > before ? true : undefined,
+      );
+      got += slowGot[slowGot.length - 1]!.txs.length;
+    }
+    assert.equal(got, poolTotal, 'the whole pool, part by part');
+    assert.ok(slowGot.every((m) => m.pool));
+    slow.cancel();
+
     // ---- the same unconfirmed_txs JSON as `noded start` on this home with the same pool ---------
     stream.stop();
     for (const s of running.reverse()) await s.stop();

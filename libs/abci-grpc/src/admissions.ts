@@ -3,8 +3,8 @@
 //
 // Server side (admissionHandler): each stream subscribes to the mempool's admissions, then (with
 // include_pool) sends what the pool holds, then what is admitted, batched per turn of the event loop
-// (up to BATCH_BYTES a message, each numbered by `seq`). Memory is bounded per stream by the
-// consumer's acknowledgements, not by the transport: grpc-js and node:http2 accept every write at
+// (up to BATCH_BYTES a message, each numbered by `seq`), never more than the bound unacknowledged
+// in flight. Memory is bounded per stream by the consumer's acknowledgements, not by the transport: grpc-js and node:http2 accept every write at
 // once and buffer it without limit (measured: 270 MB queued for a paused client within 3 s, every
 // write's callback already called), so the server counts the bytes of the responses not yet
 // acknowledged, and a consumer more than `maxBufferedBytes` behind is cut off with
@@ -75,6 +75,8 @@ export function admissionHandler(
     let opened = false;
     let ended = false;
     let off = () => {};
+    /** The pool's transactions still to send (include_pool), then the admissions waiting. */
+    let snapshot: AdmittedTx[] = [];
     let queue: AdmittedTx[] = [];
     let queuedBytes = 0;
     let scheduled = false;
@@ -83,13 +85,16 @@ export function admissionHandler(
     const unacked: Array<{ seq: bigint; bytes: number }> = [];
     let unackedBytes = 0;
 
-    const end = (status?: { code: grpc.status; details: string }) => {
+    /** Ends the stream: with `status`, or OK; `gone`: the call is over already (cancelled, failed). */
+    const end = (status?: { code: grpc.status; details: string }, gone = false) => {
       if (ended) return;
       ended = true;
       off();
       open.delete(stop);
       if (opened) stats.open--;
       queue = [];
+      snapshot = [];
+      if (gone) return;
       if (status) call.emit('error', status);
       else call.end();
     };
@@ -103,33 +108,40 @@ export function admissionHandler(
       unackedBytes += bytes;
       call.write({ txs, pool, seq });
     };
-    /** Writes `txs` in messages of up to BATCH_BYTES. */
-    const writeBatches = (txs: AdmittedTx[], pool: boolean) => {
-      let batch: AdmittedTx[] = [];
+    /** Takes the next message's worth (up to BATCH_BYTES) off the front of `from`. */
+    const take = (from: AdmittedTx[]): { txs: AdmittedTx[]; bytes: number } => {
+      let n = 0;
       let bytes = 0;
-      for (const t of txs) {
-        const size = t.raw.length + TX_OVERHEAD;
-        if (batch.length > 0 && bytes + size > BATCH_BYTES) {
-          write(batch, pool, bytes);
-          batch = [];
-          bytes = 0;
-        }
-        batch.push(t);
+      while (n < from.length) {
+        const size = from[n]!.raw.length + TX_OVERHEAD;
+        if (n > 0 && bytes + size > BATCH_BYTES) break;
         bytes += size;
+        n++;
       }
-      if (batch.length > 0) write(batch, pool, bytes);
+      return { txs: from.splice(0, n), bytes };
     };
-    const flush = () => {
+    /**
+     * Sends what waits (the pool first, then admissions) while less than the bound is unacknowledged:
+     * what is in flight stays under `max` (plus one message), whatever the pool's size.
+     */
+    const pump = () => {
       scheduled = false;
-      if (ended || queue.length === 0) return;
-      const txs = queue;
-      queue = [];
-      queuedBytes = 0;
-      writeBatches(txs, false);
+      while (!ended && unackedBytes < max && (snapshot.length > 0 || queue.length > 0)) {
+        if (snapshot.length > 0) {
+          const b = take(snapshot);
+          write(b.txs, true, b.bytes);
+        } else {
+          const b = take(queue);
+          queuedBytes -= b.bytes;
+          write(b.txs, false, b.bytes);
+        }
+      }
     };
     const admitted = (raw: Uint8Array, hash: string) => {
       if (ended) return;
       const size = raw.length + TX_OVERHEAD;
+      // Behind: admissions sent and not acknowledged, and those waiting to be sent (the pool's own
+      // transactions still to send are the pool's buffers, not copies, and are not counted).
       if (unackedBytes + queuedBytes + size > max) {
         stats.cutoffs++;
         logger.warn(
@@ -146,7 +158,7 @@ export function admissionHandler(
       queuedBytes += size;
       if (!scheduled) {
         scheduled = true;
-        setImmediate(flush);
+        setImmediate(pump);
       }
     };
 
@@ -160,10 +172,10 @@ export function admissionHandler(
       call.sendMetadata(new grpc.Metadata());
       if (!includePool) return;
       const { pending, queued } = src.pendingPool();
-      const txs = [...pending, ...queued].map((t) => ({ raw: t.raw, hash: t.hash }));
+      snapshot = [...pending, ...queued].map((t) => ({ raw: t.raw, hash: t.hash }));
       // An empty pool still gets one message: the consumer learns that the snapshot is complete.
-      if (txs.length === 0) write([], true, TX_OVERHEAD);
-      else writeBatches(txs, true);
+      if (snapshot.length === 0) write([], true, TX_OVERHEAD);
+      else pump();
     };
     const acknowledge = (ack: bigint) => {
       if (ack > seq) {
@@ -171,6 +183,7 @@ export function admissionHandler(
         return;
       }
       while (unacked.length > 0 && unacked[0]!.seq <= ack) unackedBytes -= unacked.shift()!.bytes;
+      pump();
     };
 
     call.on('data', (req: unknown) => {
@@ -191,8 +204,8 @@ export function admissionHandler(
       acknowledge(r.ack ?? 0n);
     });
     call.on('end', () => end());
-    call.on('cancelled', () => end());
-    call.on('error', () => end());
+    call.on('cancelled', () => end(undefined, true));
+    call.on('error', () => end(undefined, true));
   };
 
   return {
@@ -275,6 +288,7 @@ export class AdmissionStream {
     this.call = call;
     call.write({ includePool: true, ack: 0n });
     let got = false;
+    let done = false;
     call.on('data', (m: StreamAdmittedResponse) => {
       if (!got) {
         got = true;
@@ -293,9 +307,8 @@ export class AdmissionStream {
       };
       for (const l of this.listeners) l(batch);
       // Handled: the server may forget it (its bound counts what is not acknowledged).
-      call.write({ includePool: false, ack: m.seq });
+      if (!done && this.call === call) call.write({ includePool: false, ack: m.seq });
     });
-    let done = false;
     const ended = (reason: string) => {
       if (done) return;
       done = true;
