@@ -324,7 +324,13 @@ export class AdmissionStream {
       this.timer.unref();
       this.backoffMs = Math.min(this.backoffMs * 2, this.opts.maxBackoffMs ?? 5_000);
     };
-    call.on('error', (err: grpc.ServiceError) => ended(err.details || err.message));
+    call.on('error', (err: grpc.ServiceError) =>
+      ended(
+        err.code === grpc.status.UNIMPLEMENTED
+          ? `the executor does not serve StreamAdmitted (a version before it): no mempool gossip or blocks on demand until it is upgraded (${err.details})`
+          : err.details || err.message,
+      ),
+    );
     call.on('end', () => ended('the executor ended the stream'));
   }
 }
