@@ -1,5 +1,14 @@
 // libs/abci-grpc: the consensus <-> executor contract (proto/noded/abci/v1/abci.proto) over gRPC.
 
+// The mempool's admissions as a stream (StreamAdmitted): the executor's bounded server side and
+// consensus' reconnecting consumer, for mempool gossip and blocks on demand.
+export {
+  type AdmissionServerOptions,
+  AdmissionStream,
+  type AdmissionStreamStats,
+  type AdmittedBatch,
+  DEFAULT_ADMISSION_STREAM_MAX_BYTES,
+} from './src/admissions.js';
 // The consensus side: the Application port backed by a remote executor.
 export {
   AbciClientError,

@@ -8,6 +8,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { inSpan, type TraceBook, type TraceSpan, tracingEnabled } from '../../telemetry/index.js';
 import { ChainError, type Hex, type Logger } from '../../types/index.js';
+import { type AdmissionServerOptions, admissionHandler } from './admissions.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from './constants.js';
 import { MempoolService, type PoolTx } from './gen/noded/mempool/v1/mempool.js';
 import { lenientDefinition, UndecodableRequest } from './lenient.js';
@@ -31,7 +32,14 @@ export interface MempoolSource {
   getNonce(address: Hex, height: 'pending'): Promise<bigint>;
   pendingPool(): { pending: PoolTxRecord[]; queued: PoolTxRecord[] };
   pendingTx(hash: Hex): PoolTxRecord | undefined;
+  /** unconfirmed_txs: up to `limit` raw transactions, pending first, and the pool's totals. */
+  unconfirmedTxs(limit: number): { txs: Uint8Array[]; total: number; totalBytes: number; pending: number };
+  /** Every admission as it happens (StreamAdmitted); returns the unsubscriber. */
+  onTxAdmitted(listener: (raw: Uint8Array, hash: Hex) => void): () => void;
 }
+
+/** The largest `limit` UnconfirmedTxs answers with (CometBFT's RPC pages by 100 at most). */
+const MAX_UNCONFIRMED_LIMIT = 10_000;
 
 const hex = (b: Uint8Array): Hex => `0x${Buffer.from(b).toString('hex')}`;
 
@@ -43,14 +51,17 @@ function checkLength(field: string, b: Uint8Array | undefined, n: number): strin
 /**
  * Adds the Mempool service, answered from `src`, to `server`. With tracing on, each call is a span
  * (SendRawTransaction's is "CheckTx") and an admitted transaction's CheckTx context is kept in
- * `txTraces` by hash, for the spans of the block that includes it to link to.
+ * `txTraces` by hash, for the spans of the block that includes it to link to. Returns the closer of
+ * the admission streams (each ended with UNAVAILABLE), for the server's shutdown.
  */
 export function addMempoolService(
   server: grpc.Server,
   src: MempoolSource,
   logger: Logger,
   txTraces?: TraceBook,
-): void {
+  admissions: AdmissionServerOptions = {},
+): () => void {
+  const streams = admissionHandler(src, logger, admissions);
   const def = lenientDefinition(MempoolService);
   const handler =
     <Req>(
@@ -126,7 +137,26 @@ export function addMempoolService(
       (r) => ({ tx: src.pendingTx(hex(r.hash)) }),
       (r) => checkLength('PendingTransactionRequest.hash', r.hash, 32),
     ),
+    unconfirmedTxs: handler<{ limit: number }>(
+      'UnconfirmedTxs',
+      'noded.mempool.v1.UnconfirmedTxsRequest',
+      (r) => {
+        const u = src.unconfirmedTxs(r.limit);
+        return {
+          txs: u.txs,
+          total: BigInt(u.total),
+          totalBytes: BigInt(u.totalBytes),
+          pending: BigInt(u.pending),
+        };
+      },
+      (r) =>
+        r.limit > MAX_UNCONFIRMED_LIMIT
+          ? `UnconfirmedTxsRequest.limit: must be at most ${MAX_UNCONFIRMED_LIMIT}, got ${r.limit}`
+          : undefined,
+    ),
+    streamAdmitted: streams.handle,
   });
+  return streams.closeAll;
 }
 
 /** The edge's client of the executor's Mempool service. */
@@ -196,6 +226,24 @@ export class GrpcMempool {
   async pendingTransactions(): Promise<{ pending: PoolTxRecord[]; queued: PoolTxRecord[] }> {
     const r = await this.unary(MempoolService.pendingTransactions, {});
     return { pending: r.pending.map(checked), queued: r.queued.map(checked) };
+  }
+
+  /** unconfirmed_txs on consensus' RPC: up to `limit` transactions and the pool's totals. */
+  async unconfirmedTxs(
+    limit: number,
+  ): Promise<{ txs: Uint8Array[]; total: number; totalBytes: number; pending: number }> {
+    const r = await this.unary(MempoolService.unconfirmedTxs, { limit });
+    if (r.txs.length > limit || r.txs.some((t) => t.length === 0))
+      throw new ChainError(
+        -32000,
+        `executor mempool: invalid response: UnconfirmedTxsResponse.txs: ${r.txs.length} transactions for a limit of ${limit}, or an empty one`,
+      );
+    return {
+      txs: r.txs,
+      total: Number(r.total),
+      totalBytes: Number(r.totalBytes),
+      pending: Number(r.pending),
+    };
   }
 
   async pendingTransaction(hash: Uint8Array): Promise<PoolTxRecord | undefined> {

@@ -13,6 +13,7 @@ import {
   tracingEnabled,
 } from '../../telemetry/index.js';
 import { type Application, type Logger, silentLogger } from '../../types/index.js';
+import type { AdmissionServerOptions } from './admissions.js';
 import {
   ABCI_SERVICE_NAME,
   type AbciMethod,
@@ -38,6 +39,8 @@ export interface AbciServerOptions {
    * for the publisher of that height to parent its span on.
    */
   blockTraces?: TraceBook;
+  /** The mempool's admission streams (StreamAdmitted): their bound and counters. */
+  admissions?: AdmissionServerOptions;
 }
 
 export interface AbciServer {
@@ -239,7 +242,9 @@ export async function serveApplication(
     ),
   };
   server.addService(lenientDefinition(ApplicationService), handlers);
-  if (opts.mempool) addMempoolService(server, opts.mempool, logger, txTraces);
+  const closeAdmissions = opts.mempool
+    ? addMempoolService(server, opts.mempool, logger, txTraces, opts.admissions)
+    : () => {};
   const health = new HealthStatus();
   health.addTo(server);
 
@@ -263,6 +268,8 @@ export async function serveApplication(
     port,
     health,
     close(graceMs = 5_000) {
+      // Admission streams never end on their own: end them, or the shutdown waits the whole grace.
+      if (closing === null) closeAdmissions();
       closing ??= shutdownGracefully(
         server,
         health,

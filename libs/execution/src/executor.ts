@@ -1637,10 +1637,15 @@ export class Executor implements Application, EthChain {
 
   // =================================================================== mempool extras (NodeReader)
 
-  /** Transactions in the mempool, pending first (unconfirmed_txs). */
-  unconfirmedTxs(limit: number): { txs: Uint8Array[]; total: number; totalBytes: number } {
+  /**
+   * Transactions in the mempool, pending first (unconfirmed_txs), and its totals; `pending` counts
+   * the executable ones (not waiting behind a nonce gap).
+   */
+  unconfirmedTxs(limit: number): { txs: Uint8Array[]; total: number; totalBytes: number; pending: number } {
     const { pending, queued } = this.pool.summary();
     const out: Uint8Array[] = [];
+    let executable = 0;
+    for (const list of pending.values()) executable += list.length;
     for (const m of [pending, queued]) {
       for (const list of m.values()) {
         for (const e of list) {
@@ -1649,7 +1654,7 @@ export class Executor implements Application, EthChain {
         }
       }
     }
-    return { txs: out, total: this.pool.count, totalBytes: this.pool.totalBytes };
+    return { txs: out, total: this.pool.count, totalBytes: this.pool.totalBytes, pending: executable };
   }
 
   /** Every transaction in the mempool, pending first, each sender's in nonce order (for a new peer). */

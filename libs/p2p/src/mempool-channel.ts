@@ -20,8 +20,11 @@ export interface GossipPool {
   checkTx(tx: Uint8Array, kind: 'new'): Promise<{ code: number; log: string }>;
   /** Calls `listener` for every transaction the pool admits; returns the unsubscriber. */
   onTxAdmitted(listener: (raw: Uint8Array, hash: string) => void): () => void;
-  /** What the pool holds now, each sender's in nonce order (sent to a peer when it connects). */
-  pendingTxs?(): Uint8Array[];
+  /**
+   * What the pool holds now, each sender's in nonce order (sent to a peer when it connects); a pool
+   * in another process answers asynchronously.
+   */
+  pendingTxs?(): Uint8Array[] | Promise<Uint8Array[]>;
 }
 
 const hexOf = (b: Uint8Array) => `0x${Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex')}`;
@@ -122,7 +125,20 @@ export class MempoolChannel {
 
   /** A new peer gets the transactions the pool already holds (CometBFT walks its whole list too). */
   private greet(peer: string): void {
-    const txs = this.pool.pendingTxs?.() ?? [];
+    const got = this.pool.pendingTxs?.() ?? [];
+    if (Array.isArray(got)) {
+      this.greetWith(peer, got);
+      return;
+    }
+    got.then(
+      (txs) => {
+        if (this.host.peerIds().includes(peer)) this.greetWith(peer, txs);
+      },
+      (err: Error) => this.log.warn({ peer, err: err.message }, 'reading the pool for a new peer failed'),
+    );
+  }
+
+  private greetWith(peer: string, txs: Uint8Array[]): void {
     if (txs.length === 0) return;
     this.sendTo(
       peer,

@@ -112,7 +112,12 @@ export interface NodeReader {
   checkTx(tx: Uint8Array): Promise<CheckTxResult>;
   /** Adds to the mempool after checkTx; returns the result (code != 0 when rejected). */
   broadcastTx(tx: Uint8Array): Promise<CheckTxResult>;
-  unconfirmedTxs(limit: number): { txs: Uint8Array[]; total: number; totalBytes: number };
+  /** The mempool's first `limit` transactions and totals (a pool in another process answers async). */
+  unconfirmedTxs(
+    limit: number,
+  ):
+    | { txs: Uint8Array[]; total: number; totalBytes: number }
+    | Promise<{ txs: Uint8Array[]; total: number; totalBytes: number }>;
   flushMempool(): void;
   submitEvidence(evidence: Evidence): Promise<Uint8Array>;
   abciQuery(

@@ -13,6 +13,7 @@ import {
 } from '@nestjs/common';
 import {
   AbciClientError,
+  AdmissionStream,
   GatewayHost,
   GrpcApplication,
   GrpcMempool,
@@ -57,6 +58,16 @@ export const BLOCKSTORE_DB = Symbol('blockstore.db');
 export const STATE_DB = Symbol('state.db');
 export const CONSENSUS_BUS = Symbol('EventBus');
 export const PEER_NETWORK = Symbol('PeerNetwork');
+export const EXECUTOR_MEMPOOL = Symbol('ExecutorMempool');
+
+/**
+ * The executor's mempool as consensus reaches it: unary calls (unconfirmed_txs, the pool for a new
+ * peer) and the stream of admissions (gossip, blocks on demand).
+ */
+export interface ExecutorMempool {
+  mempool: GrpcMempool;
+  admissions: AdmissionStream;
+}
 
 /**
  * Peers through the p2p-gateway (NODED_P2P_GATEWAY_ADDRESS), or none: the channels of `noded start`
@@ -100,8 +111,41 @@ export class ConsensusHost implements OnApplicationBootstrap, OnApplicationShutd
     @Inject(STATE_DB) private readonly stateStore: KVStore,
     @Inject(CONSENSUS_BUS) private readonly bus: EventBus,
     @Inject(PEER_NETWORK) private readonly peers: PeerNetwork,
+    @Inject(EXECUTOR_MEMPOOL) private readonly pool: ExecutorMempool,
   ) {
     this.log = logger.child({ module: 'service' });
+  }
+
+  /**
+   * Blocks on demand, as `noded start` wires them (services/noded/src/node.ts): the runtime is told
+   * that transactions wait on every admission the executor streams (from an rpc-edge, this RPC or a
+   * peer) and, with create_empty_blocks = false, an empty-blocks interval or on chain-local, after a
+   * block that left executable ones in the pool (a transaction behind a nonce gap does not keep
+   * making blocks). The runtime decides what that means for its pacing.
+   */
+  private wakeOnAdmissions(): void {
+    const off = this.pool.admissions.onBatch((b) => {
+      if (b.txs.length > 0 && this.runtime && !this.lost) this.runtime.txsAvailable();
+    });
+    this.closers.add('txs-available', off);
+    const t = toConsensusTimeouts(this.settings.loaded.config);
+    if (
+      t.createEmptyBlocks &&
+      t.createEmptyBlocksIntervalMs === 0 &&
+      this.settings.genesis.runtime.chainId !== 'chain-local'
+    )
+      return;
+    const unsubscribe = this.bus.subscribe((ev) => {
+      if (ev.kind !== 'NewBlock') return;
+      this.pool.mempool.unconfirmedTxs(0).then(
+        (u) => {
+          if (u.pending > 0 && this.runtime && !this.lost) this.runtime.txsAvailable();
+        },
+        // The executor is unreachable: the stream's reconnection sends the pool when it is back.
+        () => {},
+      );
+    });
+    this.closers.add('txs-available after a block', unsubscribe);
   }
 
   /** A runtime is running and the executor is not lost. */
@@ -120,6 +164,8 @@ export class ConsensusHost implements OnApplicationBootstrap, OnApplicationShutd
     this.runtime = await this.create();
     this.peers.runtime.current = this.runtime;
     await this.runtime.start();
+    this.wakeOnAdmissions();
+    this.pool.admissions.start();
     this.peers.gateway?.start();
     this.started();
     this.log.info(
@@ -236,6 +282,7 @@ export class CometRpcHost implements OnApplicationBootstrap {
     @Inject(CONSENSUS_BUS) private readonly bus: EventBus,
     @Inject(ConsensusHost) private readonly consensus: ConsensusHost,
     @Inject(PEER_NETWORK) private readonly peers: PeerNetwork,
+    @Inject(EXECUTOR_MEMPOOL) private readonly pool: ExecutorMempool,
   ) {
     this.log = logger.child({ module: 'service' });
   }
@@ -259,6 +306,7 @@ export class CometRpcHost implements OnApplicationBootstrap {
     const reader = new ClusterNodeReader({
       consensus: () => this.consensus.current,
       app: this.app,
+      mempool: this.pool.mempool,
       nodeId: loadNodeKey(paths.nodeKey).nodeId,
       moniker: config.moniker,
       chainId: s.genesis.runtime.chainId,
@@ -315,6 +363,7 @@ function checkSingleValidator(s: ServiceSettings): void {
 function peerNetworkOf(
   s: ServiceSettings,
   app: GrpcApplication,
+  executorMempool: ExecutorMempool,
   logger: Logger,
   closers: Closers,
 ): PeerNetwork {
@@ -334,18 +383,16 @@ function peerNetworkOf(
   const consensus = new ConsensusChannel(gateway, maxBlockBytes);
   // /noded/blocksync/1, as `noded start` runs it: peers behind catch up from this node and it from them.
   const blockSync = new BlockSyncChannel(gateway, maxBlockBytes);
-  const mempool = new GrpcMempool(s.cluster.executorGrpcAddress, credentials ? { credentials } : {});
-  closers.add('executor mempool client', () => mempool.close());
-  const pool = new ExecutorGossipPool(app, mempool, logger.child({ module: 'mempool' }));
+  // The executor's admissions, streamed, go to the peers (StreamAdmitted; no polling).
+  const pool = new ExecutorGossipPool(app, executorMempool.mempool, executorMempool.admissions);
   const gossip = new MempoolChannel(
     gateway,
     pool,
     s.loaded.config.mempool.maxTxBytes,
     logger.child({ module: 'mempool' }),
   );
-  pool.start();
   closers.add('mempool gossip', () => {
-    pool.stop();
+    pool.close();
     gossip.close();
   });
   // Light nodes ask for signed headers from the runtime in use (a new one after an executor loss).
@@ -405,10 +452,25 @@ export const consensusModule: ServiceModuleFactory = (settings, shared) => {
         },
       },
       {
+        provide: EXECUTOR_MEMPOOL,
+        inject: [SERVICE_SETTINGS, Closers],
+        useFactory: (s: ServiceSettings, closers: Closers): ExecutorMempool => {
+          const credentials = s.cluster.grpcTls ? mutualTlsChannelCredentials(s.cluster.grpcTls) : undefined;
+          const mempool = new GrpcMempool(s.cluster.executorGrpcAddress, credentials ? { credentials } : {});
+          closers.add('executor mempool client', () => mempool.close());
+          const admissions = new AdmissionStream(s.cluster.executorGrpcAddress, {
+            logger: shared.logger.child({ module: 'mempool' }),
+            ...(credentials ? { credentials } : {}),
+          });
+          closers.add('executor admission stream', () => admissions.stop());
+          return { mempool, admissions };
+        },
+      },
+      {
         provide: PEER_NETWORK,
-        inject: [SERVICE_SETTINGS, GrpcApplication, Closers],
-        useFactory: (s: ServiceSettings, app: GrpcApplication, closers: Closers) =>
-          peerNetworkOf(s, app, shared.logger, closers),
+        inject: [SERVICE_SETTINGS, GrpcApplication, EXECUTOR_MEMPOOL, Closers],
+        useFactory: (s: ServiceSettings, app: GrpcApplication, pool: ExecutorMempool, closers: Closers) =>
+          peerNetworkOf(s, app, pool, shared.logger, closers),
       },
       ConsensusHost,
       CometRpcHost,

@@ -1,30 +1,30 @@
-// The executor's mempool as MempoolChannel's GossipPool in the consensus service: a transaction from a
-// peer goes to the executor's CheckTx (the ABCI contract consensus already holds), and what the
-// executor admits (from an rpc-edge, the consensus RPC or a peer) is found by reading its pool
-// (noded.mempool.v1.Mempool PendingTransactions) every `intervalMs` and announced once per transaction
-// while it waits. Polling keeps the executor's contract unchanged; it costs one pool read per interval
-// and adds at most that interval to the gossip delay.
-import type { GrpcApplication, GrpcMempool } from '../../../libs/abci-grpc/index.js';
+// The executor's mempool as the consensus service sees it: what the executor admits (from an
+// rpc-edge, consensus' own RPC or a peer) arrives on noded.mempool.v1.Mempool/StreamAdmitted, and
+// each admission is (1) announced to MempoolChannel for gossip when a p2p-gateway is configured and
+// (2) a wake-up of the runtime for blocks on demand (`txsAvailable`). A transaction from a peer goes
+// to the executor's CheckTx (the ABCI contract consensus already holds). The stream reconnects with
+// backoff (AdmissionStream) and, on each (re)connect, first gets the pool, so a restarted executor or
+// a cut-off consumer loses nothing it needs: those transactions are announced once more and
+// MempoolChannel drops the ones a peer is known to have.
+//
+// Why no polling fallback: the stream is on the same gRPC port and contract as every other mempool
+// call, so an executor that cannot stream cannot answer a poll either.
+import type { AdmissionStream, GrpcApplication, GrpcMempool } from '../../../libs/abci-grpc/index.js';
 import type { GossipPool } from '../../../libs/p2p/index.js';
-import type { Logger } from '../../../libs/types/index.js';
-
-export const DEFAULT_POOL_POLL_MS = 200;
 
 export class ExecutorGossipPool implements GossipPool {
   private readonly listeners = new Set<(raw: Uint8Array, hash: string) => void>();
-  /** Hashes in the pool at the last read: a transaction is announced when it first appears. */
-  private seen = new Set<string>();
-  private latest: Uint8Array[] = [];
-  private timer: NodeJS.Timeout | undefined;
-  private running = false;
-  private failures = 0;
+  private readonly off: () => void;
 
   constructor(
     private readonly app: GrpcApplication,
     private readonly mempool: GrpcMempool,
-    private readonly log: Logger,
-    private readonly intervalMs = DEFAULT_POOL_POLL_MS,
-  ) {}
+    admissions: AdmissionStream,
+  ) {
+    this.off = admissions.onBatch((b) => {
+      for (const t of b.txs) for (const l of this.listeners) l(t.raw, t.hash);
+    });
+  }
 
   async checkTx(tx: Uint8Array, kind: 'new'): Promise<{ code: number; log: string }> {
     const r = await this.app.checkTx(tx, kind);
@@ -36,53 +36,14 @@ export class ExecutorGossipPool implements GossipPool {
     return () => this.listeners.delete(listener);
   }
 
-  /** The pool at the last read (a peer that connects gets it). */
-  pendingTxs(): Uint8Array[] {
-    return this.latest;
+  /** The pool now, read from the executor (a peer that connects gets it). */
+  async pendingTxs(): Promise<Uint8Array[]> {
+    const { pending, queued } = await this.mempool.pendingTransactions();
+    return [...pending, ...queued].map((t) => t.raw);
   }
 
-  start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.schedule(0);
-  }
-
-  stop(): void {
-    this.running = false;
-    if (this.timer) clearTimeout(this.timer);
-  }
-
-  private schedule(ms: number): void {
-    if (!this.running) return;
-    this.timer = setTimeout(() => void this.poll(), ms);
-    this.timer.unref();
-  }
-
-  private async poll(): Promise<void> {
-    try {
-      const { pending, queued } = await this.mempool.pendingTransactions();
-      const now = new Set<string>();
-      const raws: Uint8Array[] = [];
-      const fresh: Array<{ raw: Uint8Array; hash: string }> = [];
-      for (const t of [...pending, ...queued]) {
-        const hash = `0x${Buffer.from(t.hash).toString('hex')}`;
-        now.add(hash);
-        raws.push(t.raw);
-        if (!this.seen.has(hash)) fresh.push({ raw: t.raw, hash });
-      }
-      this.seen = now;
-      this.latest = raws;
-      for (const f of fresh) for (const l of this.listeners) l(f.raw, f.hash);
-      if (this.failures > 0) this.log.info('executor mempool readable again; gossip resumed');
-      this.failures = 0;
-    } catch (err) {
-      this.failures++;
-      if (this.failures === 1 || this.failures % 50 === 0)
-        this.log.warn(
-          { err: (err as Error).message, attempt: this.failures },
-          'reading the executor mempool failed',
-        );
-    }
-    this.schedule(this.intervalMs);
+  close(): void {
+    this.off();
+    this.listeners.clear();
   }
 }

@@ -1,8 +1,9 @@
 // NodeReader of the consensus service: the CometBFT RPC on :26657 reads the block store and round
 // state of the (current) consensus runtime, and reaches the remote executor only through the ABCI
-// contract: check_tx and broadcast_tx_* are CheckTx over gRPC, abci_info is Info. What the contract
-// does not carry yet (the mempool's contents, abci_query) answers with the reason.
-import type { GatewayHost, GrpcApplication } from '../../../libs/abci-grpc/index.js';
+// contract: check_tx and broadcast_tx_* are CheckTx over gRPC, abci_info is Info, and
+// unconfirmed_txs / num_unconfirmed_txs read the executor's mempool (noded.mempool.v1.Mempool).
+// What the contracts do not carry (flushing the mempool, abci_query) answers with the reason.
+import type { GatewayHost, GrpcApplication, GrpcMempool } from '../../../libs/abci-grpc/index.js';
 import type { ConsensusRuntime } from '../../../libs/consensus/index.js';
 import type {
   AppInfo,
@@ -27,6 +28,8 @@ export interface ClusterNodeReaderDeps {
   /** The runtime now running (a new one after the executor was lost and came back). */
   consensus: () => ConsensusRuntime;
   app: GrpcApplication;
+  /** The executor's mempool service (unconfirmed_txs). */
+  mempool: GrpcMempool;
   nodeId: string;
   moniker: string;
   chainId: string;
@@ -138,9 +141,9 @@ export class ClusterNodeReader implements NodeReader {
     return res;
   }
 
-  /** The executor's mempool is not on the ABCI contract: unconfirmed_txs sees none (docs/cluster.md). */
-  unconfirmedTxs(_limit: number): { txs: Uint8Array[]; total: number; totalBytes: number } {
-    return { txs: [], total: 0, totalBytes: 0 };
+  /** unconfirmed_txs: the executor's pool over noded.mempool.v1.Mempool/UnconfirmedTxs. */
+  unconfirmedTxs(limit: number): Promise<{ txs: Uint8Array[]; total: number; totalBytes: number }> {
+    return this.deps.mempool.unconfirmedTxs(limit);
   }
 
   flushMempool(): void {

@@ -2,12 +2,19 @@
 // consensus as noded.abci.v1.Application over gRPC with grpc.health.v1 on the same port. It is the
 // only writer of committed data.
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { Counter, Gauge } from 'prom-client';
 import {
   type AbciServer,
+  type AdmissionStreamStats,
   mutualTlsServerCredentials,
   serveApplication,
 } from '../../../libs/abci-grpc/index.js';
-import { executorOpenOptions, homePaths, toExecutorSettings } from '../../../libs/config/index.js';
+import {
+  executorOpenOptions,
+  homePaths,
+  toExecutorSettings,
+  toInstrumentationOptions,
+} from '../../../libs/config/index.js';
 import { DepositWatcher, Executor, kvWatcherProgress } from '../../../libs/execution/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { encodeCommitted } from '../../../libs/stream/index.js';
@@ -48,6 +55,9 @@ export class ExecutorLifecycle implements OnApplicationShutdown {
     await this.closers.closeAll();
   }
 }
+
+/** The admission streams' counters, kept by the gRPC server and read by the metrics. */
+const ADMISSION_STATS = Symbol('AdmissionStreamStats');
 
 export const executorModule: ServiceModuleFactory = (settings, shared) => ({
   module: ExecutorModule,
@@ -153,7 +163,15 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
     {
       provide: ABCI_SERVER,
       // After the publisher: it is listening for commits before the first FinalizeBlock arrives.
-      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, Executor, BlockPublisher, BLOCK_TRACES],
+      inject: [
+        SERVICE_SETTINGS,
+        SERVICE_LOGGER,
+        Closers,
+        Executor,
+        BlockPublisher,
+        BLOCK_TRACES,
+        ADMISSION_STATS,
+      ],
       useFactory: async (
         s: ServiceSettings,
         logger: Logger,
@@ -161,11 +179,14 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
         executor: Executor,
         _publisher: BlockPublisher,
         blockTraces: TraceBook,
+        admissionStats: AdmissionStreamStats,
       ): Promise<AbciServer> => {
         const server = await serveApplication(executor, s.cluster.executorGrpcAddress, {
           logger: logger.child({ module: 'abci-grpc' }),
-          // rpc-edges' 'pending' nonces, txpool_* and waiting transactions by hash.
+          // rpc-edges' 'pending' nonces, txpool_* and waiting transactions by hash; consensus'
+          // unconfirmed_txs and its stream of admissions (gossip, blocks on demand).
           mempool: executor,
+          admissions: { maxBufferedBytes: s.cluster.mempoolStreamMaxBytes, stats: admissionStats },
           blockTraces,
           // Mutual TLS when NODED_GRPC_TLS_* name the files; plaintext otherwise.
           ...(s.cluster.grpcTls ? { credentials: mutualTlsServerCredentials(s.cluster.grpcTls) } : {}),
@@ -183,6 +204,7 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
         return server;
       },
     },
+    { provide: ADMISSION_STATS, useValue: { open: 0, cutoffs: 0 } satisfies AdmissionStreamStats },
     {
       provide: EXECUTOR_METRICS,
       // The EVM gauges from the executor's EthNewHead events; the mempool, FinalizeBlock time and
@@ -195,6 +217,7 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
         EXECUTOR_BUS,
         ABCI_SERVER,
         BRIDGE_WATCHER,
+        ADMISSION_STATS,
       ],
       useFactory: async (
         s: ServiceSettings,
@@ -204,6 +227,7 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
         bus: EventBus,
         server: AbciServer,
         slot: BridgeWatcherSlot,
+        admissionStats: AdmissionStreamStats,
       ) => {
         let open = true;
         closers.add('readiness', () => {
@@ -212,6 +236,27 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
         const metrics = await serveServiceMetrics(s, logger.child({ module: 'metrics' }), closers, {
           bus,
           readiness: () => ({ serving: open && server.address !== '', catchingUp: false }),
+        });
+        const ns = toInstrumentationOptions(s.loaded.config).namespace;
+        const chainId = s.genesis.runtime.chainId;
+        new Gauge({
+          name: `${ns}_mempool_admission_streams`,
+          help: 'StreamAdmitted consumers (consensus services) connected now.',
+          labelNames: ['chain_id'] as const,
+          registers: [metrics.registry],
+          collect() {
+            this.set({ chain_id: chainId }, admissionStats.open);
+          },
+        });
+        new Counter({
+          name: `${ns}_mempool_admission_stream_cutoffs_total`,
+          help: 'StreamAdmitted consumers cut off for being more than NODED_MEMPOOL_STREAM_MAX_BYTES behind.',
+          labelNames: ['chain_id'] as const,
+          registers: [metrics.registry],
+          collect() {
+            this.reset();
+            this.inc({ chain_id: chainId }, admissionStats.cutoffs);
+          },
         });
         let seen = executor.executionStats();
         const sample = () => {

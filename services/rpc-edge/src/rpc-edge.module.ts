@@ -53,6 +53,10 @@ export class RpcEdgeLifecycle implements OnApplicationShutdown {
   }
 }
 
+/** After the method's name when the edge refuses a dev-chain method (anvil_*, evm_*, hardhat_*). */
+export const CLUSTER_DEV_REFUSAL =
+  'is not served by the cluster: its services have no dev controls (they run in `noded start` on chain-local); the cluster makes blocks on demand as config.toml paces them ([consensus] create_empty_blocks_interval, docs/cluster.md)';
+
 export const RPC_EDGE = Symbol('rpc-edge');
 
 export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
@@ -138,6 +142,8 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
           options,
           clientVersion: `noded/v${NODED_VERSION}/${platform()}-${arch()}/node${process.versions.node}`,
           devAccounts: devKeys.length > 0 ? new DevAccounts(devKeys) : null,
+          // anvil_*, evm_*, hardhat_*: the cluster has no dev controls, whatever its chain.
+          devRefusal: CLUSTER_DEV_REFUSAL,
           peerCount: () => 0,
           syncing: () => false,
           onRequest: (method, ms, ok) => metrics.observeRpc(method, ms, ok),

@@ -96,6 +96,11 @@ export interface ClusterSettings {
   natsUrls: string[];
   /** NODED_EXECUTOR_WAIT: how long consensus waits for the executor at start and after a loss (ms). */
   executorWaitMs: number;
+  /**
+   * NODED_MEMPOOL_STREAM_MAX_BYTES: the executor's bound on bytes an admission stream's consumer may
+   * be behind before it is cut off (default 64 MiB).
+   */
+  mempoolStreamMaxBytes: number;
   /** NODED_STATE_STORE_DB: the state-store's own RocksDB directory (default <home>/data/state-store.db). */
   stateStoreDb: string;
   /** NODED_STATE_STORE_GRPC_ADDRESS: where a state-store listens (host:port); an rpc-edge's first store. */
@@ -362,6 +367,15 @@ export function clusterSettingsOf(
         problems.push(`$NODED_EXECUTOR_WAIT: must be between 100ms and 3600s, got ${JSON.stringify(wait)}`);
     }
   }
+  let mempoolStreamMaxBytes = 64 * 1024 * 1024;
+  const streamMax = env.NODED_MEMPOOL_STREAM_MAX_BYTES;
+  if (streamMax !== undefined) {
+    mempoolStreamMaxBytes = /^\d{1,12}$/.test(streamMax) ? Number(streamMax) : -1;
+    if (mempoolStreamMaxBytes < 1024 || mempoolStreamMaxBytes > 4 * 1024 ** 3)
+      problems.push(
+        `$NODED_MEMPOOL_STREAM_MAX_BYTES: must be a number of bytes from 1024 to 4294967296, got ${JSON.stringify(streamMax)}`,
+      );
+  }
   const db = env.NODED_STATE_STORE_DB;
   if (db !== undefined && db.trim() === '')
     problems.push('$NODED_STATE_STORE_DB: must be a directory path, got ""');
@@ -437,6 +451,7 @@ export function clusterSettingsOf(
     natsLogin,
     grpcTls,
     executorWaitMs,
+    mempoolStreamMaxBytes,
     stateStoreDb,
     stateStoreGrpcAddress,
     stateStoreGrpcAddresses,

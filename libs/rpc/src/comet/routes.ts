@@ -623,7 +623,7 @@ export const ROUTES: Record<string, RouteDef> = {
   unconfirmed_txs: {
     params: [{ name: 'limit', kind: 'intptr' }],
     handler: async (env, _ctx, [limitArg]) => {
-      const r = env.node.unconfirmedTxs(perPageOf(limitArg));
+      const r = await env.node.unconfirmedTxs(perPageOf(limitArg));
       return {
         n_txs: str(r.txs.length),
         total: str(r.total),
@@ -636,7 +636,7 @@ export const ROUTES: Record<string, RouteDef> = {
   num_unconfirmed_txs: {
     params: [],
     handler: async (env) => {
-      const r = env.node.unconfirmedTxs(0);
+      const r = await env.node.unconfirmedTxs(0);
       return { n_txs: str(r.total), total: str(r.total), total_bytes: str(r.totalBytes), txs: null };
     },
   },

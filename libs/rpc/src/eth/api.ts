@@ -95,6 +95,8 @@ export interface EthApiDeps {
   devChain?: DevChainInfo | undefined;
   /** Mining and time controls (single-validator chain-local); null answers them with a refusal. */
   devControl?: EthDevControl | null;
+  /** The refusal of dev methods after the method's name (EthRpcServerDeps.devRefusal). */
+  devRefusal?: string;
   filters: FilterManager;
   clientVersion: string;
   peerCount: () => number;
@@ -188,6 +190,7 @@ export class EthApi {
       chain: deps.chain,
       devChain: deps.devChain,
       clientVersion: deps.clientVersion,
+      ...(deps.devRefusal !== undefined ? { refusal: deps.devRefusal } : {}),
     });
     this.registerEth();
     this.registerSigning();
@@ -196,7 +199,11 @@ export class EthApi {
     this.registerOthers();
     this.registerBridge();
     this.devState.register(this.methods);
-    registerDevMining((name, specs, fn) => this.def(name, specs, fn), deps.devControl ?? null);
+    registerDevMining(
+      (name, specs, fn) => this.def(name, specs, fn),
+      deps.devControl ?? null,
+      deps.devRefusal,
+    );
   }
 
   /** The dev chain reverted (evm_revert): cached eth_call results of the removed heights go. */

@@ -4,6 +4,7 @@
 // through the EthDevControl port. Only a single-validator chain-local node has them; every block
 // they make still goes through consensus (docs/json-rpc.md, "Dev chain: mining and time").
 import type { EthDevControl } from '../../../types/index.js';
+import { DEV_ONLY } from './dev-state.js';
 import { invalidParams, serverError } from './errors.js';
 import { quantity } from './hex.js';
 import { type ArgSpec, type ArgsOf, bool, type Decoder, hexOrDecimal64, opt, raw, req } from './params.js';
@@ -38,8 +39,8 @@ const mineOptions: Decoder<{ timestamp?: bigint; blocks?: bigint }> = (v) => {
   return { timestamp: hexOrDecimal64(v) };
 };
 
-function refusedHere(method: string): Error {
-  return serverError(`${method} is only available on a single-validator chain-local node`);
+function refusedHere(method: string, refusal = DEV_ONLY): Error {
+  return serverError(`${method} ${refusal}`);
 }
 
 /** Maps the port's typed failures to JSON-RPC errors naming the method. */
@@ -79,9 +80,9 @@ function seconds(method: string, what: string, v: bigint): bigint {
   return v;
 }
 
-export function registerDevMining(def: DefineMethod, dev: EthDevControl | null): void {
+export function registerDevMining(def: DefineMethod, dev: EthDevControl | null, refusal?: string): void {
   const port = (method: string): EthDevControl => {
-    if (dev === null) throw refusedHere(method);
+    if (dev === null) throw refusedHere(method, refusal);
     return dev;
   };
 

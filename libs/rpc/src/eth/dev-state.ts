@@ -24,11 +24,16 @@ export interface DevStateDeps {
   /** Set only on the single validator of chain-local (the node decides; see node.ts). */
   devChain: DevChainInfo | undefined;
   clientVersion: string;
+  /** What follows the method's name in a refusal (default DEV_ONLY). */
+  refusal?: string;
 }
 
+/** Why a node without dev controls refuses their methods. */
+export const DEV_ONLY = 'is only available on a single-validator chain-local node';
+
 /** The answer every node without dev controls gives (code -32000). */
-export function devOnly(method: string) {
-  return serverError(`${method} is only available on a single-validator chain-local node`);
+export function devOnly(method: string, refusal = DEV_ONLY) {
+  return serverError(`${method} ${refusal}`);
 }
 
 /** A hex quantity of at most `bits` bits; unlike geth's hexutil, leading zeros are accepted (anvil's U256). */
@@ -85,7 +90,8 @@ export class DevState {
   /** Queues the transaction of an impersonated sender; resolves with its hash. */
   sendImpersonated(from: Hex, tx: UnsignedTx): Promise<Hex> {
     const send = this.deps.chain.devSendImpersonated;
-    if (send === undefined) throw devOnly('eth_sendTransaction from an impersonated account');
+    if (send === undefined)
+      throw devOnly('eth_sendTransaction from an impersonated account', this.deps.refusal);
     const { raw } = impersonatedTransaction(tx, from.toLowerCase() as Hex);
     return send.call(this.deps.chain, from.toLowerCase() as Hex, raw);
   }
@@ -98,7 +104,7 @@ export class DevState {
       fn: (args: ArgsOf<S>) => unknown,
     ): void => {
       methods.set(name, async (params) => {
-        if (!this.enabled) throw devOnly(name);
+        if (!this.enabled) throw devOnly(name, this.deps.refusal);
         return fn(decodeArgs(params, specs));
       });
     };

@@ -39,6 +39,11 @@ export interface EthRpcServerDeps {
   devChain?: DevChainInfo | undefined;
   /** Mining and time controls (single-validator chain-local); absent or null elsewhere. */
   devControl?: EthDevControl | null;
+  /**
+   * Why this node has no dev controls, after the method name in the refusal (default: "is only
+   * available on a single-validator chain-local node"); the cluster's rpc-edge says why it has none.
+   */
+  devRefusal?: string;
   peerCount: () => number;
   syncing: () => SyncStatus;
   /** Metrics hook, called once per call; unknown method names are reported as "unknown". */
@@ -118,6 +123,7 @@ export class EthRpcServer {
       devAccounts: deps.devAccounts,
       devChain: deps.devChain,
       devControl: deps.devControl ?? null,
+      ...(deps.devRefusal !== undefined ? { devRefusal: deps.devRefusal } : {}),
       filters: this.filters,
       clientVersion: deps.clientVersion,
       peerCount: deps.peerCount,

@@ -119,9 +119,13 @@ async function runService(name: string, opts: ServiceOpts): Promise<void> {
     if (err instanceof ServiceSettingsError) throw new CliError(err.message, err.problems);
     throw err;
   }
-  // data/services/<name>.<pid>: `unsafe-reset-all` and `noded start` refuse while it is there.
-  const release = markHomeService(home, service);
-  process.on('exit', release);
+  // data/services/<name>.<pid>.<nonce>: `unsafe-reset-all` and `noded start` refuse while it is there.
+  const mark = markHomeService(home, service);
+  process.on('exit', mark.release);
+  if (mark.file === null)
+    say(
+      `${homePaths(home).servicesDir}: the home is read-only here; this ${service} is not marked on it (it writes nothing there)`,
+    );
   const seeLog = settings.logFile === null ? 'see its output above' : `see ${settings.logFile}`;
   const moduleOf = await MODULES[service]();
   let running: Awaited<ReturnType<typeof bootstrapService>>;

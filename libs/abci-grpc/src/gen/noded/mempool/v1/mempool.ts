@@ -10,8 +10,10 @@ import {
   type CallOptions,
   type ChannelCredentials,
   Client,
+  type ClientDuplexStream,
   type ClientOptions,
   type ClientUnaryCall,
+  type handleBidiStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
@@ -34,6 +36,52 @@ export const protobufFileName = "noded/mempool/v1/mempool.proto";
  *
  * Versioning: as proto/noded/abci/v1 (docs/cluster.md "Versioning rule").
  */
+
+export interface StreamAdmittedRequest {
+  /** First message: true = send the transactions already in the pool first (pool = true on those). */
+  includePool: boolean;
+  /**
+   * Later messages: the seq of the last response the consumer has handled (never above the last
+   * seq sent). The first message's ack must be 0.
+   */
+  ack: bigint;
+}
+
+/** A transaction admitted to the mempool. */
+export interface AdmittedTx {
+  /** The EIP-2718 bytes as sent. */
+  raw: Uint8Array;
+  /** keccak256 of raw (32 bytes). */
+  hash: Uint8Array;
+}
+
+export interface StreamAdmittedResponse {
+  /** In admission order (the server batches what was admitted since its last write). */
+  txs: AdmittedTx[];
+  /** true: these were in the pool when the stream started (include_pool), not new admissions. */
+  pool: boolean;
+  /** 1 for the stream's first response, then +1 each: what the consumer acknowledges. */
+  seq: bigint;
+}
+
+export interface UnconfirmedTxsRequest {
+  /** At most this many transactions in the answer (0: only the totals). */
+  limit: number;
+}
+
+export interface UnconfirmedTxsResponse {
+  /** Pending first, then queued; each sender's in nonce order. */
+  txs: Uint8Array[];
+  /** Transactions in the pool. */
+  total: bigint;
+  /** Their bytes. */
+  totalBytes: bigint;
+  /**
+   * Of total, the executable ones (not waiting behind a nonce gap): consensus makes a block on
+   * demand only for these.
+   */
+  pending: bigint;
+}
 
 export interface SendRawTransactionRequest {
   /** The EIP-2718 bytes as the client signed them. */
@@ -85,6 +133,382 @@ export interface PendingTransactionResponse {
   /** Absent when no transaction of that hash waits. */
   tx?: PoolTx | undefined;
 }
+
+function createBaseStreamAdmittedRequest(): StreamAdmittedRequest {
+  return { includePool: false, ack: 0n };
+}
+
+export const StreamAdmittedRequest: MessageFns<StreamAdmittedRequest> = {
+  encode(message: StreamAdmittedRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.includePool !== false) {
+      writer.uint32(8).bool(message.includePool);
+    }
+    if (message.ack !== 0n) {
+      if (BigInt.asUintN(64, message.ack) !== message.ack) {
+        throw new globalThis.Error("value provided for field message.ack of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.ack);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StreamAdmittedRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStreamAdmittedRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.includePool = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.ack = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<StreamAdmittedRequest>, I>>(base?: I): StreamAdmittedRequest {
+    return StreamAdmittedRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StreamAdmittedRequest>, I>>(object: I): StreamAdmittedRequest {
+    const message = createBaseStreamAdmittedRequest();
+    message.includePool = object.includePool ?? false;
+    message.ack = (object.ack !== undefined && object.ack !== null) ? BigInt(object.ack) : 0n;
+    return message;
+  },
+};
+
+function createBaseAdmittedTx(): AdmittedTx {
+  return { raw: new Uint8Array(0), hash: new Uint8Array(0) };
+}
+
+export const AdmittedTx: MessageFns<AdmittedTx> = {
+  encode(message: AdmittedTx, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.raw.length !== 0) {
+      writer.uint32(10).bytes(message.raw);
+    }
+    if (message.hash.length !== 0) {
+      writer.uint32(18).bytes(message.hash);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AdmittedTx {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAdmittedTx();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.raw = reader.bytes();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.hash = reader.bytes();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<AdmittedTx>, I>>(base?: I): AdmittedTx {
+    return AdmittedTx.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AdmittedTx>, I>>(object: I): AdmittedTx {
+    const message = createBaseAdmittedTx();
+    message.raw = object.raw ?? new Uint8Array(0);
+    message.hash = object.hash ?? new Uint8Array(0);
+    return message;
+  },
+};
+
+function createBaseStreamAdmittedResponse(): StreamAdmittedResponse {
+  return { txs: [], pool: false, seq: 0n };
+}
+
+export const StreamAdmittedResponse: MessageFns<StreamAdmittedResponse> = {
+  encode(message: StreamAdmittedResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.txs) {
+      AdmittedTx.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.pool !== false) {
+      writer.uint32(16).bool(message.pool);
+    }
+    if (message.seq !== 0n) {
+      if (BigInt.asUintN(64, message.seq) !== message.seq) {
+        throw new globalThis.Error("value provided for field message.seq of type uint64 too large");
+      }
+      writer.uint32(24).uint64(message.seq);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StreamAdmittedResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStreamAdmittedResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.txs.push(AdmittedTx.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.pool = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.seq = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<StreamAdmittedResponse>, I>>(base?: I): StreamAdmittedResponse {
+    return StreamAdmittedResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StreamAdmittedResponse>, I>>(object: I): StreamAdmittedResponse {
+    const message = createBaseStreamAdmittedResponse();
+    message.txs = object.txs?.map((e) => AdmittedTx.fromPartial(e)) || [];
+    message.pool = object.pool ?? false;
+    message.seq = (object.seq !== undefined && object.seq !== null) ? BigInt(object.seq) : 0n;
+    return message;
+  },
+};
+
+function createBaseUnconfirmedTxsRequest(): UnconfirmedTxsRequest {
+  return { limit: 0 };
+}
+
+export const UnconfirmedTxsRequest: MessageFns<UnconfirmedTxsRequest> = {
+  encode(message: UnconfirmedTxsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.limit !== 0) {
+      writer.uint32(8).uint32(message.limit);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnconfirmedTxsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnconfirmedTxsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.limit = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<UnconfirmedTxsRequest>, I>>(base?: I): UnconfirmedTxsRequest {
+    return UnconfirmedTxsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UnconfirmedTxsRequest>, I>>(object: I): UnconfirmedTxsRequest {
+    const message = createBaseUnconfirmedTxsRequest();
+    message.limit = object.limit ?? 0;
+    return message;
+  },
+};
+
+function createBaseUnconfirmedTxsResponse(): UnconfirmedTxsResponse {
+  return { txs: [], total: 0n, totalBytes: 0n, pending: 0n };
+}
+
+export const UnconfirmedTxsResponse: MessageFns<UnconfirmedTxsResponse> = {
+  encode(message: UnconfirmedTxsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.txs) {
+      writer.uint32(10).bytes(v!);
+    }
+    if (message.total !== 0n) {
+      if (BigInt.asUintN(64, message.total) !== message.total) {
+        throw new globalThis.Error("value provided for field message.total of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.total);
+    }
+    if (message.totalBytes !== 0n) {
+      if (BigInt.asUintN(64, message.totalBytes) !== message.totalBytes) {
+        throw new globalThis.Error("value provided for field message.totalBytes of type uint64 too large");
+      }
+      writer.uint32(24).uint64(message.totalBytes);
+    }
+    if (message.pending !== 0n) {
+      if (BigInt.asUintN(64, message.pending) !== message.pending) {
+        throw new globalThis.Error("value provided for field message.pending of type uint64 too large");
+      }
+      writer.uint32(32).uint64(message.pending);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnconfirmedTxsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnconfirmedTxsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.txs.push(reader.bytes());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.total = reader.uint64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.totalBytes = reader.uint64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.pending = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<UnconfirmedTxsResponse>, I>>(base?: I): UnconfirmedTxsResponse {
+    return UnconfirmedTxsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UnconfirmedTxsResponse>, I>>(object: I): UnconfirmedTxsResponse {
+    const message = createBaseUnconfirmedTxsResponse();
+    message.txs = object.txs?.map((e) => e) || [];
+    message.total = (object.total !== undefined && object.total !== null) ? BigInt(object.total) : 0n;
+    message.totalBytes = (object.totalBytes !== undefined && object.totalBytes !== null)
+      ? BigInt(object.totalBytes)
+      : 0n;
+    message.pending = (object.pending !== undefined && object.pending !== null) ? BigInt(object.pending) : 0n;
+    return message;
+  },
+};
 
 function createBaseSendRawTransactionRequest(): SendRawTransactionRequest {
   return { raw: new Uint8Array(0) };
@@ -672,6 +1096,41 @@ export const MempoolService = {
       Buffer.from(SendRawTransactionResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SendRawTransactionResponse => SendRawTransactionResponse.decode(value),
   },
+  /**
+   * The transactions the mempool admits, as it admits them (from any source: an rpc-edge, CheckTx
+   * of consensus' RPC or a peer), for mempool gossip and blocks on demand. The consumer's first
+   * message opens it (include_pool: the stream first sends what the pool holds); each later message
+   * acknowledges the responses handled so far (ack = the last seq handled). At least once: a
+   * transaction admitted while the pool is read may come twice. The server keeps what is not yet
+   * acknowledged; a consumer more than its bound behind (NODED_MEMPOOL_STREAM_MAX_BYTES, see
+   * docs/cluster.md) is cut off with RESOURCE_EXHAUSTED, and reconnects with include_pool.
+   */
+  streamAdmitted: {
+    path: "/noded.mempool.v1.Mempool/StreamAdmitted" as const,
+    requestStream: true as const,
+    responseStream: true as const,
+    requestSerialize: (value: StreamAdmittedRequest): Buffer =>
+      Buffer.from(StreamAdmittedRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): StreamAdmittedRequest => StreamAdmittedRequest.decode(value),
+    responseSerialize: (value: StreamAdmittedResponse): Buffer =>
+      Buffer.from(StreamAdmittedResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): StreamAdmittedResponse => StreamAdmittedResponse.decode(value),
+  },
+  /**
+   * unconfirmed_txs / num_unconfirmed_txs of the CometBFT RPC: up to `limit` transactions, pending
+   * first, and the pool's totals.
+   */
+  unconfirmedTxs: {
+    path: "/noded.mempool.v1.Mempool/UnconfirmedTxs" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UnconfirmedTxsRequest): Buffer =>
+      Buffer.from(UnconfirmedTxsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UnconfirmedTxsRequest => UnconfirmedTxsRequest.decode(value),
+    responseSerialize: (value: UnconfirmedTxsResponse): Buffer =>
+      Buffer.from(UnconfirmedTxsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UnconfirmedTxsResponse => UnconfirmedTxsResponse.decode(value),
+  },
 } as const;
 
 export interface MempoolServer extends UntypedServiceImplementation {
@@ -683,6 +1142,21 @@ export interface MempoolServer extends UntypedServiceImplementation {
    * JSON-RPC error code in the noded-chain-error-code trailer and the reason as the status message.
    */
   sendRawTransaction: handleUnaryCall<SendRawTransactionRequest, SendRawTransactionResponse>;
+  /**
+   * The transactions the mempool admits, as it admits them (from any source: an rpc-edge, CheckTx
+   * of consensus' RPC or a peer), for mempool gossip and blocks on demand. The consumer's first
+   * message opens it (include_pool: the stream first sends what the pool holds); each later message
+   * acknowledges the responses handled so far (ack = the last seq handled). At least once: a
+   * transaction admitted while the pool is read may come twice. The server keeps what is not yet
+   * acknowledged; a consumer more than its bound behind (NODED_MEMPOOL_STREAM_MAX_BYTES, see
+   * docs/cluster.md) is cut off with RESOURCE_EXHAUSTED, and reconnects with include_pool.
+   */
+  streamAdmitted: handleBidiStreamingCall<StreamAdmittedRequest, StreamAdmittedResponse>;
+  /**
+   * unconfirmed_txs / num_unconfirmed_txs of the CometBFT RPC: up to `limit` transactions, pending
+   * first, and the pool's totals.
+   */
+  unconfirmedTxs: handleUnaryCall<UnconfirmedTxsRequest, UnconfirmedTxsResponse>;
 }
 
 export interface MempoolClient extends Client {
@@ -749,6 +1223,40 @@ export interface MempoolClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SendRawTransactionResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The transactions the mempool admits, as it admits them (from any source: an rpc-edge, CheckTx
+   * of consensus' RPC or a peer), for mempool gossip and blocks on demand. The consumer's first
+   * message opens it (include_pool: the stream first sends what the pool holds); each later message
+   * acknowledges the responses handled so far (ack = the last seq handled). At least once: a
+   * transaction admitted while the pool is read may come twice. The server keeps what is not yet
+   * acknowledged; a consumer more than its bound behind (NODED_MEMPOOL_STREAM_MAX_BYTES, see
+   * docs/cluster.md) is cut off with RESOURCE_EXHAUSTED, and reconnects with include_pool.
+   */
+  streamAdmitted(): ClientDuplexStream<StreamAdmittedRequest, StreamAdmittedResponse>;
+  streamAdmitted(options: Partial<CallOptions>): ClientDuplexStream<StreamAdmittedRequest, StreamAdmittedResponse>;
+  streamAdmitted(
+    metadata: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientDuplexStream<StreamAdmittedRequest, StreamAdmittedResponse>;
+  /**
+   * unconfirmed_txs / num_unconfirmed_txs of the CometBFT RPC: up to `limit` transactions, pending
+   * first, and the pool's totals.
+   */
+  unconfirmedTxs(
+    request: UnconfirmedTxsRequest,
+    callback: (error: ServiceError | null, response: UnconfirmedTxsResponse) => void,
+  ): ClientUnaryCall;
+  unconfirmedTxs(
+    request: UnconfirmedTxsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UnconfirmedTxsResponse) => void,
+  ): ClientUnaryCall;
+  unconfirmedTxs(
+    request: UnconfirmedTxsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UnconfirmedTxsResponse) => void,
   ): ClientUnaryCall;
 }
 
