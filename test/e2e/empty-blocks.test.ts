@@ -32,8 +32,23 @@ describe('create_empty_blocks = false', { timeout: 120_000 }, () => {
     rmSync(home, { recursive: true, force: true });
   });
 
+  /**
+   * The height once no block came for 1.5 s (at most 15 s): the first heights, and the block after one
+   * that changed the state (CometBFT's proof block for the new app hash), come without a transaction.
+   */
+  const settled = async (): Promise<number> => {
+    let h = await provider.getBlockNumber();
+    for (const deadline = Date.now() + 15_000; Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 1500));
+      const next = await provider.getBlockNumber();
+      if (next === h) return h;
+      h = next;
+    }
+    throw new Error(`blocks kept coming while idle (height ${h} after 15 s)`);
+  };
+
   it('makes no block while idle and includes a submitted transaction promptly', async () => {
-    const start = await provider.getBlockNumber();
+    const start = await settled();
     await new Promise((r) => setTimeout(r, 2500));
     const idle = await provider.getBlockNumber();
     assert.ok(
@@ -47,5 +62,29 @@ describe('create_empty_blocks = false', { timeout: 120_000 }, () => {
     assert.equal(receipt?.status, 1);
     assert.ok(Date.now() - sent < 10_000, 'included within 10 s');
     assert.ok(receipt!.blockNumber > idle);
+  });
+
+  it('makes no block for a transaction queued behind a nonce gap', async () => {
+    const wallet = new Wallet(DEV_KEYS[2], provider);
+    await settled();
+    const nonce = await provider.getTransactionCount(wallet.address, 'pending');
+    // Nonce + 3: admitted to the pool as queued, not executable until the gap is filled.
+    const raw = await wallet.signTransaction({
+      to: Wallet.createRandom().address,
+      value: 1n,
+      nonce: nonce + 3,
+      gasLimit: 21_000n,
+      maxFeePerGas: 10_000_000_000n,
+      maxPriorityFeePerGas: 1_000_000_000n,
+      chainId: (await provider.getNetwork()).chainId,
+    });
+    const start = await provider.getBlockNumber();
+    await provider.send('eth_sendRawTransaction', [raw]);
+    await new Promise((r) => setTimeout(r, 2500));
+    const later = await provider.getBlockNumber();
+    assert.ok(
+      later - start <= 1,
+      `a gapped transaction made blocks ${start} -> ${later} (timeout_commit 300ms)`,
+    );
   });
 });

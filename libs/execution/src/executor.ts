@@ -1657,6 +1657,11 @@ export class Executor implements Application, EthChain {
     return { txs: out, total: this.pool.count, totalBytes: this.pool.totalBytes, pending: executable };
   }
 
+  /** Whether the pool holds a transaction the next block could include (not only ones queued behind a nonce gap). */
+  hasExecutableTxs(): boolean {
+    return this.pool.hasExecutable();
+  }
+
   /** Every transaction in the mempool, pending first, each sender's in nonce order (for a new peer). */
   pendingTxs(): Uint8Array[] {
     return this.unconfirmedTxs(Number.MAX_SAFE_INTEGER).txs;

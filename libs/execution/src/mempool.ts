@@ -310,6 +310,12 @@ export class Mempool {
     return out;
   }
 
+  /** Whether some sender's next transaction (at its state nonce) waits: a block would include something. */
+  hasExecutable(): boolean {
+    for (const own of this.bySender.values()) if (own.byNonce.has(own.stateNonce)) return true;
+    return false;
+  }
+
   /** Next nonce counting pending transactions (eth_getTransactionCount "pending"). */
   pendingNonce(sender: string, stateNonce: bigint): bigint {
     const own = this.bySender.get(sender);

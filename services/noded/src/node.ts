@@ -260,9 +260,10 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     ) {
       // Blocks on demand (create_empty_blocks = false, an empty-blocks interval, or evm_setAutomine
       // on chain-local): consensus is told that transactions wait, on admission
-      // (eth_sendRawTransaction and broadcast_tx_*) and after a block that left some behind.
+      // (eth_sendRawTransaction and broadcast_tx_*) and after a block that left executable ones behind
+      // (a transaction queued behind a nonce gap makes no block until the gap is filled).
       const wake = bus.subscribe((ev) => {
-        if (ev.kind === 'EthPendingTx' || (ev.kind === 'NewBlock' && reader.mempoolSize() > 0)) {
+        if (ev.kind === 'EthPendingTx' || (ev.kind === 'NewBlock' && executor.hasExecutableTxs())) {
           consensus.txsAvailable();
         }
       });
