@@ -3,13 +3,15 @@
 // cleanly. A validator runtime and a fresh non-validator runtime talk over an in-memory network; the
 // syncing node's stores record which writes were synced, and a "power failure" keeps only those.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { validatorKeyJson } from '../../libs/config/index.js';
 import {
   BlockStore,
+  type BlockSyncMessage,
+  type BlockSyncNetwork,
   type ConsensusMessage,
   type ConsensusNetwork,
   ConsensusRuntime,
@@ -309,19 +311,25 @@ describe('block sync with vote extensions', () => {
   }
 
   /** A again, no longer signing (so the chain stays at its height), serving B over `net`. */
-  async function serveA(dir: string, chain: Awaited<ReturnType<typeof chainOfA>>, net: ConsensusNetwork) {
+  async function serveA(
+    dir: string,
+    chain: Awaited<ReturnType<typeof chainOfA>>,
+    net: ConsensusNetwork,
+    extra: Partial<ConsensusRuntimeOptions> = {},
+  ) {
     const rt = await ConsensusRuntime.create(
       opts(join(dir, 'a2'), chain.app, {
         blockStore: chain.blockKV,
         stateStore: chain.stateKV,
         network: net,
+        ...extra,
       }),
     );
     await rt.start();
     return rt;
   }
 
-  function nodeB(dir: string, net: ConsensusNetwork) {
+  function nodeB(dir: string, net: ConsensusNetwork, extra: Partial<ConsensusRuntimeOptions> = {}) {
     const keyFile = join(dir, 'b_key.json');
     writeFileSync(keyFile, validatorKeyJson({ seed: b.seed, publicKey: b.publicKey }));
     const app = new TestApp({ extensionTag: 'B' });
@@ -333,8 +341,30 @@ describe('block sync with vote extensions', () => {
         privValidator: { keyFile, stateFile: join(dir, 'b_state.json') },
         blockStore: blockKV,
         network: net,
+        ...extra,
       }),
     };
+  }
+
+  /** Two endpoints of an in-memory block sync protocol; B's reports are recorded. */
+  function syncLink(): { a: BlockSyncNetwork; b: BlockSyncNetwork; reports: string[] } {
+    const handlers = new Map<string, (peer: string, m: BlockSyncMessage) => void>();
+    const reports: string[] = [];
+    const end = (self: string, other: string): BlockSyncNetwork => {
+      const deliver = (m: BlockSyncMessage) => setImmediate(() => handlers.get(other)?.(self, m));
+      return {
+        broadcast: deliver,
+        send: (_peer, m) => deliver(m),
+        subscribe: (h) => {
+          handlers.set(self, h);
+          return () => handlers.delete(self);
+        },
+        report: (_peer, reason) => {
+          if (self === 'b') reports.push(reason);
+        },
+      };
+    };
+    return { a: end('a', 'b'), b: end('b', 'a'), reports };
   }
 
   /** Passes A's messages to B through `tamper` (which may change or drop them); B's reports are recorded. */
@@ -486,36 +516,51 @@ describe('block sync with vote extensions', () => {
     assert.equal(dropped.length, TOP - 1, 'extended commits of 1..TOP-1 dropped');
     await chain.blockKV.write(dropped.map((key) => ({ type: 'del' as const, key })));
 
-    const net = tamperedLink((m) => m);
-    const server = await serveA(dir, chain, net.a);
-    const node = nodeB(dir, net.b);
-    const rt = await ConsensusRuntime.create(node.opts);
-    await rt.start();
-    await rt.waitForHeight(TOP, 30_000);
-    const deadline = Date.now() + 20_000;
-    while (!node.app.localLastCommits.some((c) => c.height === TOP + 1) && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 20));
-    await rt.stop();
-    await server.stop();
-    assert.deepEqual(net.reports, [], 'no block was refused');
+    // Over the consensus channel (the simulator's way), then over the block sync protocol (the
+    // node's way: a NoBlock before), each time a fresh B from nothing.
+    for (const leg of ['consensus channel', 'block sync protocol'] as const) {
+      const legDir = join(dir, leg.replaceAll(' ', '-'));
+      mkdirSync(legDir);
+      const net = tamperedLink((m) => m);
+      const sync = leg === 'block sync protocol' ? syncLink() : undefined;
+      const server = await serveA(legDir, chain, net.a, sync ? { blockSync: sync.a } : {});
+      const node = nodeB(legDir, net.b, sync ? { blockSync: sync.b } : {});
+      const rt = await ConsensusRuntime.create(node.opts);
+      await rt.start();
+      await rt.waitForHeight(TOP, 30_000);
+      const deadline = Date.now() + 20_000;
+      while (!node.app.localLastCommits.some((c) => c.height === TOP + 1) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
+      await rt.stop();
+      await server.stop();
+      assert.deepEqual([...net.reports, ...(sync?.reports ?? [])], [], `${leg}: no block was refused`);
 
-    const store = await BlockStore.open(node.blockKV);
-    for (let h = 1; h < TOP; h++) {
-      assert.ok(await store.loadBlock(h), `block ${h} synced`);
-      assert.equal(await store.loadExtendedCommit(h), undefined, `no extended commit kept for ${h}`);
+      const store = await BlockStore.open(node.blockKV);
+      for (let h = 1; h < TOP; h++) {
+        assert.ok(await store.loadBlock(h), `${leg}: block ${h} synced`);
+        assert.equal(
+          await store.loadExtendedCommit(h),
+          undefined,
+          `${leg}: no extended commit kept for ${h}`,
+        );
+      }
+      const top = (await rt.loadBlockMeta(TOP))!;
+      const sig = (await store.loadExtendedCommit(TOP))?.signatures.find((s) => s.extension);
+      assert.deepEqual(
+        sig?.extension,
+        testVoteExtension(TOP, top.blockId.hash, 'A'),
+        `${leg}: the top one is kept`,
+      );
+      // B's first proposal still gets A's extension of the last height.
+      const proposal = node.app.localLastCommits.find((c) => c.height === TOP + 1);
+      assert.ok(proposal, `${leg}: B proposed at height ${TOP + 1}`);
+      const attested = proposal.commit.votes.filter((v) =>
+        Buffer.from(v.voteExtension).equals(Buffer.from(testVoteExtension(TOP, top.blockId.hash, 'A'))),
+      );
+      assert.equal(
+        attested.reduce((s, v) => s + v.validator.power, 0n),
+        5n,
+      );
     }
-    const top = (await rt.loadBlockMeta(TOP))!;
-    const sig = (await store.loadExtendedCommit(TOP))?.signatures.find((s) => s.extension);
-    assert.deepEqual(sig?.extension, testVoteExtension(TOP, top.blockId.hash, 'A'), 'the top one is kept');
-    // B's first proposal still gets A's extension of the last height.
-    const proposal = node.app.localLastCommits.find((c) => c.height === TOP + 1);
-    assert.ok(proposal, `B proposed at height ${TOP + 1}`);
-    const attested = proposal.commit.votes.filter((v) =>
-      Buffer.from(v.voteExtension).equals(Buffer.from(testVoteExtension(TOP, top.blockId.hash, 'A'))),
-    );
-    assert.equal(
-      attested.reduce((s, v) => s + v.validator.power, 0n),
-      5n,
-    );
   });
 });
