@@ -87,7 +87,7 @@ export const BRIDGE_OUT_GAS = {
   /** Plus 2,200 per entry returned. */
   outboundByRecipient: 4_400n,
   outbound: 20_000n,
-  inbound: 9_900n,
+  inbound: 6_600n,
   unknown: 1_000n,
 } as const;
 
