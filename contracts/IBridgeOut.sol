@@ -52,6 +52,25 @@ interface IBridgeOut {
             uint256 windowOutflow,
             uint256 totalBridgedOut
         );
+
+    /// Bridge in (deposits minted from the source chain): the last processed deposit sequence number,
+    /// the BTC minted in total, the mapped source token, the inflow limit per window (0 = none) with
+    /// the current window's start and inflow, the per-deposit cap (0 = none), and the deposits
+    /// processed without a mint for being above it, with their amount.
+    function inbound()
+        external
+        view
+        returns (
+            uint256 lastSequence,
+            uint256 totalBridgedIn,
+            address btcToken,
+            uint256 maxInflowPerWindow,
+            uint256 windowStart,
+            uint256 windowInflow,
+            uint256 maxDepositAmount,
+            uint256 overCapDeposits,
+            uint256 overCapAmount
+        );
 }
 
 /// @dev The precompile's fixed address.

@@ -93,6 +93,7 @@ describe('cluster executor service: bridge in and its metrics', { timeout: 240_0
     assert.equal(value(text, 'cometbft_bridge_errors_total'), 0);
     assert.equal(value(text, 'cometbft_bridge_paused'), 0);
     assert.equal(value(text, 'cometbft_bridge_inflow_limit_btc'), 50);
+    assert.equal(value(text, 'cometbft_bridge_over_cap_deposits'), 0);
     await until('the inflow gauge', 10_000, async () =>
       value(await scrape(), 'cometbft_bridge_window_inflow_btc') === 2 ? true : undefined,
     );

@@ -243,6 +243,26 @@ describe('genesis', () => {
         [`genesis.json: app_state.bridge.max_inflow_per_window: ${why}`],
       );
     }
+    // The per-deposit cap: a positive integer string, and no larger than the inflow window (a
+    // deposit the cap lets through but no window can hold would block every later one).
+    assert.deepEqual(
+      edit((g) => {
+        g.app_state.bridge = { ...bridge, max_inflow_per_window: '10', max_deposit_amount: '10' } as never;
+      }),
+      [],
+    );
+    assert.deepEqual(
+      edit((g) => {
+        g.app_state.bridge = { ...bridge, max_deposit_amount: '0' } as never;
+      }),
+      ['genesis.json: app_state.bridge.max_deposit_amount: must be > 0, got "0"'],
+    );
+    assert.deepEqual(
+      edit((g) => {
+        g.app_state.bridge = { ...bridge, max_inflow_per_window: '10', max_deposit_amount: '11' } as never;
+      }),
+      ['genesis.json: app_state.bridge.max_deposit_amount: must be <= max_inflow_per_window (10), got "11"'],
+    );
     assert.deepEqual(
       edit((g) => {
         g.app_state.evm.accounts.push({

@@ -3,13 +3,15 @@
 // cleanly. A validator runtime and a fresh non-validator runtime talk over an in-memory network; the
 // syncing node's stores record which writes were synced, and a "power failure" keeps only those.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { validatorKeyJson } from '../../libs/config/index.js';
 import {
   BlockStore,
+  type BlockSyncMessage,
+  type BlockSyncNetwork,
   type ConsensusMessage,
   type ConsensusNetwork,
   ConsensusRuntime,
@@ -248,7 +250,10 @@ describe('block sync: fewer fsyncs while catching up, and a power failure during
 
 // Vote extensions and block sync (issue 24): a node that catches up by block sync gets each block's
 // extended commit, checks its extension signatures, and hands the last height's extensions to its
-// next proposal. A has 5 of 7 voting power and makes blocks alone; B (power 2) syncs from A.
+// next proposal. A block may come without its extended commit only when the next height is known
+// committed (the node will not propose it), so a store written before extended commits were kept
+// per height still serves its old heights. A has 5 of 7 voting power and makes blocks alone; B
+// (power 2) syncs from A.
 describe('block sync with vote extensions', () => {
   const a = testKey(0);
   const b = testKey(1);
@@ -306,19 +311,25 @@ describe('block sync with vote extensions', () => {
   }
 
   /** A again, no longer signing (so the chain stays at its height), serving B over `net`. */
-  async function serveA(dir: string, chain: Awaited<ReturnType<typeof chainOfA>>, net: ConsensusNetwork) {
+  async function serveA(
+    dir: string,
+    chain: Awaited<ReturnType<typeof chainOfA>>,
+    net: ConsensusNetwork,
+    extra: Partial<ConsensusRuntimeOptions> = {},
+  ) {
     const rt = await ConsensusRuntime.create(
       opts(join(dir, 'a2'), chain.app, {
         blockStore: chain.blockKV,
         stateStore: chain.stateKV,
         network: net,
+        ...extra,
       }),
     );
     await rt.start();
     return rt;
   }
 
-  function nodeB(dir: string, net: ConsensusNetwork) {
+  function nodeB(dir: string, net: ConsensusNetwork, extra: Partial<ConsensusRuntimeOptions> = {}) {
     const keyFile = join(dir, 'b_key.json');
     writeFileSync(keyFile, validatorKeyJson({ seed: b.seed, publicKey: b.publicKey }));
     const app = new TestApp({ extensionTag: 'B' });
@@ -330,8 +341,30 @@ describe('block sync with vote extensions', () => {
         privValidator: { keyFile, stateFile: join(dir, 'b_state.json') },
         blockStore: blockKV,
         network: net,
+        ...extra,
       }),
     };
+  }
+
+  /** Two endpoints of an in-memory block sync protocol; B's reports are recorded. */
+  function syncLink(): { a: BlockSyncNetwork; b: BlockSyncNetwork; reports: string[] } {
+    const handlers = new Map<string, (peer: string, m: BlockSyncMessage) => void>();
+    const reports: string[] = [];
+    const end = (self: string, other: string): BlockSyncNetwork => {
+      const deliver = (m: BlockSyncMessage) => setImmediate(() => handlers.get(other)?.(self, m));
+      return {
+        broadcast: deliver,
+        send: (_peer, m) => deliver(m),
+        subscribe: (h) => {
+          handlers.set(self, h);
+          return () => handlers.delete(self);
+        },
+        report: (_peer, reason) => {
+          if (self === 'b') reports.push(reason);
+        },
+      };
+    };
+    return { a: end('a', 'b'), b: end('b', 'a'), reports };
   }
 
   /** Passes A's messages to B through `tamper` (which may change or drop them); B's reports are recorded. */
@@ -400,14 +433,18 @@ describe('block sync with vote extensions', () => {
     }
   });
 
-  it('refuses a block whose extended commit is forged or missing, and reports the peer', async () => {
+  it('refuses a block whose extended commit is forged, or missing where the next height is not known committed, and reports the peer', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'noded-bsync-ext-'));
     dirs.push(dir);
     const chain = await chainOfA(dir);
+    const top = chain.top;
     let mode: 'forge' | 'strip' | 'honest' = 'forge';
     const net = tamperedLink((m) => {
-      if (m.kind !== 'commit' || m.commit.height !== 5 || !m.extendedCommit || mode === 'honest') return m;
-      if (mode === 'strip') return { kind: 'commit', block: m.block, commit: m.commit };
+      if (m.kind !== 'commit' || !m.extendedCommit || mode === 'honest') return m;
+      // Block 5 is forged; A's top block (no peer stores the height after it) and block 6 are stripped.
+      if (mode === 'strip' && (m.commit.height === top || m.commit.height === 6))
+        return { kind: 'commit', block: m.block, commit: m.commit };
+      if (m.commit.height !== 5 || mode === 'strip') return m;
       // Another extension under A's real extension signature (the precommit signatures stay valid).
       const signatures = m.extendedCommit.signatures.map((s) =>
         s.extension ? { ...s, extension: new TextEncoder().encode('mint 1000 BTC to the forger') } : s,
@@ -432,21 +469,98 @@ describe('block sync with vote extensions', () => {
       /^commit 5: extended commit for height 5: signature \d \(validator [0-9a-f]+\): invalid vote extension signature$/,
     );
     assert.equal(rt.blockStoreHeight(), 4, 'the forged block 5 was not stored');
+    // Stripped: block 6 is taken on its commit (A works above it, so B will not propose height 7),
+    // but the top block is refused: B, at the tip, would need its extensions for its next proposal.
     mode = 'strip';
-    await waitReport(
-      /^commit 5: vote extensions are enabled at height 5, but the block came without its extended commit$/,
+    const re = new RegExp(
+      `^commit ${top}: vote extensions are enabled at height ${top}, but the block came without its extended commit$`,
     );
-    assert.equal(rt.blockStoreHeight(), 4, 'block 5 without its extended commit was not stored');
+    await waitReport(re);
+    assert.equal(rt.blockStoreHeight(), top - 1, `block ${top} without its extended commit was not stored`);
+    assert.equal(
+      net.reports.filter((r) => /without its extended commit/.test(r)).every((r) => re.test(r)),
+      true,
+      `only block ${top} was refused for a missing extended commit: ${JSON.stringify(net.reports)}`,
+    );
     mode = 'honest';
-    await rt.waitForHeight(TOP, 30_000);
+    await rt.waitForHeight(top, 30_000);
     await rt.stop();
     await server.stop();
-    const ec = await (await BlockStore.open(node.blockKV)).loadExtendedCommit(5);
-    const meta = (await rt.loadBlockMeta(5))!;
-    assert.deepEqual(
-      ec?.signatures.find((s) => s.extension)?.extension,
-      testVoteExtension(5, meta.blockId.hash, 'A'),
-      "block 5 is stored with A's real extension",
-    );
+    const store = await BlockStore.open(node.blockKV);
+    for (const h of [5, top]) {
+      const ec = await store.loadExtendedCommit(h);
+      const meta = (await rt.loadBlockMeta(h))!;
+      assert.deepEqual(
+        ec?.signatures.find((s) => s.extension)?.extension,
+        testVoteExtension(h, meta.blockId.hash, 'A'),
+        `block ${h} is stored with A's real extension`,
+      );
+    }
+    assert.equal(await store.loadExtendedCommit(6), undefined, 'block 6 came without one and keeps none');
+    assert.ok(await store.loadBlock(6), 'block 6 is stored');
+  });
+
+  it('a store without the extended commits below its top still serves those blocks; the synced node proposes with the top one', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'noded-bsync-ext-'));
+    dirs.push(dir);
+    const chain = await chainOfA(dir, true);
+    const TOP = chain.top;
+    // What a block store written before extended commits were kept per height holds: the top one only.
+    const dropped: Uint8Array[] = [];
+    const prefix = Buffer.from('bs:ec:');
+    for await (const [k] of chain.blockKV.iterate({})) {
+      const b = Buffer.from(k);
+      if (b.subarray(0, prefix.length).equals(prefix) && Number(b.readBigUInt64BE(prefix.length)) < TOP)
+        dropped.push(k.slice());
+    }
+    assert.equal(dropped.length, TOP - 1, 'extended commits of 1..TOP-1 dropped');
+    await chain.blockKV.write(dropped.map((key) => ({ type: 'del' as const, key })));
+
+    // Over the consensus channel (the simulator's way), then over the block sync protocol (the
+    // node's way: a NoBlock before), each time a fresh B from nothing.
+    for (const leg of ['consensus channel', 'block sync protocol'] as const) {
+      const legDir = join(dir, leg.replaceAll(' ', '-'));
+      mkdirSync(legDir);
+      const net = tamperedLink((m) => m);
+      const sync = leg === 'block sync protocol' ? syncLink() : undefined;
+      const server = await serveA(legDir, chain, net.a, sync ? { blockSync: sync.a } : {});
+      const node = nodeB(legDir, net.b, sync ? { blockSync: sync.b } : {});
+      const rt = await ConsensusRuntime.create(node.opts);
+      await rt.start();
+      await rt.waitForHeight(TOP, 30_000);
+      const deadline = Date.now() + 20_000;
+      while (!node.app.localLastCommits.some((c) => c.height === TOP + 1) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
+      await rt.stop();
+      await server.stop();
+      assert.deepEqual([...net.reports, ...(sync?.reports ?? [])], [], `${leg}: no block was refused`);
+
+      const store = await BlockStore.open(node.blockKV);
+      for (let h = 1; h < TOP; h++) {
+        assert.ok(await store.loadBlock(h), `${leg}: block ${h} synced`);
+        assert.equal(
+          await store.loadExtendedCommit(h),
+          undefined,
+          `${leg}: no extended commit kept for ${h}`,
+        );
+      }
+      const top = (await rt.loadBlockMeta(TOP))!;
+      const sig = (await store.loadExtendedCommit(TOP))?.signatures.find((s) => s.extension);
+      assert.deepEqual(
+        sig?.extension,
+        testVoteExtension(TOP, top.blockId.hash, 'A'),
+        `${leg}: the top one is kept`,
+      );
+      // B's first proposal still gets A's extension of the last height.
+      const proposal = node.app.localLastCommits.find((c) => c.height === TOP + 1);
+      assert.ok(proposal, `${leg}: B proposed at height ${TOP + 1}`);
+      const attested = proposal.commit.votes.filter((v) =>
+        Buffer.from(v.voteExtension).equals(Buffer.from(testVoteExtension(TOP, top.blockId.hash, 'A'))),
+      );
+      assert.equal(
+        attested.reduce((s, v) => s + v.validator.power, 0n),
+        5n,
+      );
+    }
   });
 });

@@ -2,7 +2,8 @@
 // and a wrapped-BTC TestToken) and a noded validator with [bridge] enable = true and vote extensions
 // on from height 1. A lock on the source chain becomes native BTC of the recipient on noded once
 // `confirmations` blocks bury it; several deposits of one source block; a restart of noded in the
-// middle mints each deposit exactly once; a source chain that stops is logged while blocks go on.
+// middle mints each deposit exactly once; a deposit above genesis max_deposit_amount is skipped,
+// logged and counted while the next is minted; a source chain that stops is logged while blocks go on.
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -25,6 +26,8 @@ const rpc = (node: RunningNode, method: string, params: unknown[] = []) =>
 const BTC = 10n ** 18n;
 const BTC_TOKEN = '0x7b7c000000000000000000000000000000000000';
 const CONFIRMATIONS = 2;
+/** genesis app_state.bridge.max_deposit_amount: a larger deposit is processed without a mint. */
+const CAP = 100n * BTC;
 
 const balance = async (node: RunningNode, a: string) =>
   BigInt((await rpc(node, 'eth_getBalance', [a, 'latest'])) as string);
@@ -66,6 +69,7 @@ describe('bridge in: Hardhat source chain -> noded', { timeout: 300_000 }, () =>
       max_outflow_per_window: (1000n * BTC).toString(),
       chains: [1],
       btc_token_address: src.tokenAddress,
+      max_deposit_amount: CAP.toString(),
     };
     writeFileSync(file, JSON.stringify(genesis, null, 2));
     node = await startNode(home, ports);
@@ -153,6 +157,30 @@ describe('bridge in: Hardhat source chain -> noded', { timeout: 300_000 }, () =>
     minted += 18n;
     const params = (await rpc(node, 'bridge_params')) as Record<string, string>;
     assert.equal(params.total_bridged_in, minted.toString());
+  });
+
+  it('a deposit above max_deposit_amount mints nothing, is logged and counted, and the next deposit is minted', async () => {
+    const [big, small] = [fresh(5), fresh(6)];
+    await src.lock(CAP + 1n, big);
+    await src.lock(2n, small);
+    await src.mine(CONFIRMATIONS);
+    await until('sequence 8', async () => {
+      const p = (await rpc(node, 'bridge_params')) as Record<string, string>;
+      return p.inbound_last_sequence === '8' ? true : undefined;
+    });
+    assert.equal(await balance(node, big), 0n, 'the over-cap deposit is never minted');
+    assert.equal(await balance(node, small), 2n, 'the deposit after it is not held up');
+    minted += 2n;
+    const params = (await rpc(node, 'bridge_params')) as Record<string, string | null>;
+    assert.equal(params.total_bridged_in, minted.toString());
+    assert.equal(params.max_deposit_amount, CAP.toString());
+    assert.equal(params.over_cap_deposits, '1');
+    assert.equal(params.over_cap_amount, (CAP + 1n).toString());
+    assert.match(node.output(), /bridge: deposit above max_deposit_amount; skipped, nothing minted/);
+    await until('the over-cap gauge', async () => {
+      const text = await (await fetch(`${node.metricsUrl}/metrics`)).text();
+      return /_bridge_over_cap_deposits\{chain_id="chain-local"\} 1$/m.test(text) ? true : undefined;
+    });
   });
 
   it('a source chain that stops is logged; noded keeps making blocks and mints nothing new', async () => {

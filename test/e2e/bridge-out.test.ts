@@ -187,6 +187,9 @@ describe('bridge-out precompile against noded chain-local', { timeout: 240_000 }
         max_inflow_per_window: null,
         inbound_window_start: undefined,
         inbound_window_inflow: '0',
+        max_deposit_amount: null,
+        over_cap_deposits: '0',
+        over_cap_amount: '0',
       },
     );
     assert.equal(params.inbound_window_start, params.window_start, 'the same windows both ways');

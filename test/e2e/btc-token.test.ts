@@ -390,5 +390,134 @@ describe('BTC token precompile against noded chain-local', { timeout: 240_000 },
       }>;
       assert.deepEqual(approval.args, { owner: account.address, spender, value: 777n });
     });
+
+    it('edge cases: to oneself, zero, more than the balance, short and infinite allowances, expired and replayed permits', async () => {
+      const pub = createPublicClient({
+        chain: chain(),
+        transport: http(env.node.ethUrl),
+        pollingInterval: 100,
+      });
+      const owner = privateKeyToAccount(DEV_KEYS[2]);
+      const wallet = createWalletClient({ account: owner, chain: chain(), transport: http(env.node.ethUrl) });
+      const spender = privateKeyToAccount(`0x${'33'.repeat(32)}`);
+      const spenderWallet = createWalletClient({
+        account: spender,
+        chain: chain(),
+        transport: http(env.node.ethUrl),
+      });
+      const to = privateKeyToAccount(`0x${'44'.repeat(32)}`).address;
+      const read = (functionName: string, args: unknown[] = []) =>
+        pub.readContract({ address: BTC, abi, functionName, args } as never) as Promise<unknown>;
+      const send = async (w: typeof wallet, functionName: string, args: unknown[]) => {
+        const hash = await w.writeContract({ address: BTC, abi, functionName, args } as never);
+        const rc = await pub.waitForTransactionReceipt({ hash, timeout: 30_000 });
+        assert.equal(rc.status, 'success', `${functionName} mined`);
+        return rc;
+      };
+      /** The revert reason viem reports for a simulated call. */
+      const reason = async (account: typeof owner, functionName: string, args: unknown[]) => {
+        try {
+          await pub.simulateContract({ account, address: BTC, abi, functionName, args } as never);
+        } catch (err) {
+          const revert = (err as ViemBaseError).walk(
+            (e) => e instanceof ContractFunctionRevertedError,
+          ) as ContractFunctionRevertedError | null;
+          assert.ok(revert, String(err));
+          return revert.reason;
+        }
+        assert.fail(`${functionName} must revert`);
+      };
+      const ownerLc = owner.address.toLowerCase();
+
+      // To oneself: only gas is spent; the Transfer event names the owner twice.
+      const before = await pub.getBalance({ address: owner.address });
+      const self = await send(wallet, 'transfer', [owner.address, 10n ** 18n]);
+      assert.equal(
+        await pub.getBalance({ address: owner.address }),
+        before - self.gasUsed * self.effectiveGasPrice,
+      );
+      const [selfEv] = parseEventLogs({
+        abi: IBTC_ABI as never,
+        logs: self.logs,
+        eventName: 'Transfer',
+      }) as unknown as Array<{
+        args: { from: string; to: string; value: bigint };
+      }>;
+      assert.deepEqual(selfEv.args, { from: owner.address, to: owner.address, value: 10n ** 18n });
+
+      // Zero: succeeds, logs a zero Transfer, moves nothing.
+      const toBefore = await pub.getBalance({ address: to });
+      const zero = await send(wallet, 'transfer', [to, 0n]);
+      const [zeroEv] = parseEventLogs({
+        abi: IBTC_ABI as never,
+        logs: zero.logs,
+        eventName: 'Transfer',
+      }) as unknown as Array<{
+        args: { value: bigint };
+      }>;
+      assert.equal(zeroEv.args.value, 0n);
+      assert.equal(await pub.getBalance({ address: to }), toBefore);
+
+      // More than the balance.
+      const bal = await pub.getBalance({ address: owner.address });
+      assert.equal(
+        await reason(owner, 'transfer', [to, bal + 1n]),
+        `BTC: transfer amount ${bal + 1n} exceeds the balance ${bal} of ${ownerLc}`,
+      );
+
+      // The spender needs gas of its own: native BTC, which the token sees as its balance.
+      const fund = await wallet.sendTransaction({ to: spender.address, value: 10n ** 17n });
+      await pub.waitForTransactionReceipt({ hash: fund, timeout: 30_000 });
+      assert.equal(await read('balanceOf', [spender.address]), 10n ** 17n);
+
+      // A short allowance reverts; an infinite one is never spent down.
+      await send(wallet, 'approve', [spender.address, 3n]);
+      assert.equal(
+        await reason(spender, 'transferFrom', [owner.address, to, 4n]),
+        `BTC: transfer amount 4 exceeds the allowance 3 of ${spender.address.toLowerCase()} from ${ownerLc}`,
+      );
+      await send(wallet, 'approve', [spender.address, MAX]);
+      await send(spenderWallet, 'transferFrom', [owner.address, to, 5n]);
+      await send(spenderWallet, 'transferFrom', [owner.address, to, 6n]);
+      assert.equal(await read('allowance', [owner.address, spender.address]), MAX);
+      assert.equal(await pub.getBalance({ address: to }), toBefore + 11n);
+
+      // Permits: an expired one is refused; a valid one works once, and replayed it is refused.
+      const permit = async (value: bigint, deadline: bigint) => {
+        const nonce = (await read('nonces', [owner.address])) as bigint;
+        const signature = await owner.signTypedData({
+          domain: { name: 'Bitcoin', version: '1', chainId: 31337, verifyingContract: BTC },
+          types: {
+            Permit: [
+              { name: 'owner', type: 'address' },
+              { name: 'spender', type: 'address' },
+              { name: 'value', type: 'uint256' },
+              { name: 'nonce', type: 'uint256' },
+              { name: 'deadline', type: 'uint256' },
+            ],
+          },
+          primaryType: 'Permit',
+          message: { owner: owner.address, spender: spender.address, value, nonce, deadline },
+        });
+        const sig = Signature.from(signature);
+        return { nonce, args: [owner.address, spender.address, value, deadline, sig.v, sig.r, sig.s] };
+      };
+      const now = (await pub.getBlock()).timestamp;
+      const expired = await permit(9n, now - 1n);
+      assert.match(
+        (await reason(spender, 'permit', expired.args)) ?? '',
+        new RegExp(`^BTC: permit expired: deadline ${now - 1n} is before the block time \\d+$`),
+      );
+      const valid = await permit(9n, now + 600n);
+      await send(spenderWallet, 'permit', valid.args);
+      assert.equal(await read('allowance', [owner.address, spender.address]), 9n);
+      assert.equal(await read('nonces', [owner.address]), valid.nonce + 1n);
+      assert.equal(
+        await reason(spender, 'permit', valid.args),
+        `BTC: invalid permit signature: it is not ${ownerLc}'s signature of this permit with nonce ${valid.nonce + 1n}`,
+        'a replayed permit is refused (the nonce moved on)',
+      );
+      assert.equal(await read('allowance', [owner.address, spender.address]), 9n, 'refusals changed nothing');
+    });
   });
 });

@@ -38,8 +38,11 @@ export interface SourceChain {
   stop(): Promise<void>;
 }
 
-/** Starts Hardhat (on `port`, else a free one) and deploys the token and the bridge. */
-export async function startSourceChain(port?: number): Promise<SourceChain> {
+/**
+ * Starts Hardhat (on `port`, else a free one) and deploys the token and the bridge (with
+ * `maxLock`, default 0: no per-lock cap).
+ */
+export async function startSourceChain(port?: number, opts: { maxLock?: bigint } = {}): Promise<SourceChain> {
   const root = repoRoot();
   mkdirSync(join(root, '.tmp'), { recursive: true });
   const project = mkdtempSync(join(root, '.tmp', 'bridge-source-'));
@@ -109,7 +112,7 @@ export async function startSourceChain(port?: number): Promise<SourceChain> {
       deployer,
     );
     const bridge = (await (
-      await bridgeF.deploy(await token.getAddress(), await deployer.getAddress())
+      await bridgeF.deploy(await token.getAddress(), await deployer.getAddress(), opts.maxLock ?? 0n)
     ).waitForDeployment()) as Contract;
     const bridgeAddress = (await bridge.getAddress()).toLowerCase();
     await (await (token.connect(deployer) as Contract).approve(bridgeAddress, 2n ** 255n)).wait();

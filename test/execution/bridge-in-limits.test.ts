@@ -2,7 +2,8 @@
 // (genesis app_state.bridge.max_inflow_per_window) and the admin's pause switch apply to minting.
 // Deposits over the limit wait, in order, for the next window (never skipped, never minted twice);
 // a block that carries more than the window allows, or a mint while paused, is refused by
-// ProcessProposal and mints nothing in FinalizeBlock; the state survives a restart.
+// ProcessProposal and mints nothing in FinalizeBlock; the state survives a restart. A deposit above
+// the per-deposit cap (max_deposit_amount) is processed without a mint and never holds up the next.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -53,7 +54,7 @@ const bob = '0x0000000000000000000000000000000000000b0b';
 const BRIDGE = '0x7b7c000000000000000000000000000000000012' as Hex;
 const abi = new Interface([
   'function setPaused(bool)',
-  'function inbound() view returns (uint256,uint256,address,uint256,uint256,uint256)',
+  'function inbound() view returns (uint256,uint256,address,uint256,uint256,uint256,uint256,uint256,uint256)',
 ]);
 // GENESIS_TIME is 1,700,000,000 s; 60-second windows start at multiples of 60: the next one at +40 s.
 const T0 = GENESIS_TIME / 1_000_000_000n;
@@ -194,6 +195,22 @@ function extended(height: number, deposits: Deposit[], who = [0, 1, 2]): Extende
   };
 }
 
+/** A Logger that keeps `level message {fields}` lines. */
+function recordingLogger(lines: string[]): Logger {
+  const rec = (level: string) => (o: unknown, m?: string) => {
+    lines.push(`${level} ${m ?? ''} ${JSON.stringify(o)}`);
+  };
+  const logger: Logger = {
+    trace: () => {},
+    debug: () => {},
+    info: rec('info') as Logger['info'],
+    warn: rec('warn') as Logger['warn'],
+    error: rec('error') as Logger['error'],
+    child: () => logger,
+  };
+  return logger;
+}
+
 const sequences = (txs: Uint8Array[]) =>
   txs[0] && isBridgeTx(txs[0]) ? decodeBridgeTx(txs[0]).deposits.map((d) => d.sequence) : [];
 
@@ -233,7 +250,12 @@ describe('executor: bridge-in inflow limit and pause', () => {
     assert.equal((await n.block(first)).txResults[0]!.log, 'bridge: processed deposits 1..2, minted 9');
     assert.equal(await n.balance(alice), 4n);
     assert.equal(await n.balance(bob), 5n);
-    assert.deepEqual(n.ex.inboundLimits(n.time), { paused: false, windowInflow: 9n, maxInflow: 10n });
+    assert.deepEqual(n.ex.inboundLimits(n.time), {
+      paused: false,
+      windowInflow: 9n,
+      maxInflow: 10n,
+      overCapDeposits: 0n,
+    });
     const [last, total, , max, windowStart, inflow] = await n.inbound();
     assert.deepEqual([last, total, max, windowStart, inflow], [2n, 9n, 10n, 1_699_999_980n, 9n]);
 
@@ -251,7 +273,12 @@ describe('executor: bridge-in inflow limit and pause', () => {
     assert.equal(await n.balance(alice), 4n + 3n + 1n);
     assert.equal(await n.balance(bob), 5n, 'the other token is skipped, never minted');
     assert.equal(n.ex.totalSupply(), supply0 + 13n);
-    assert.deepEqual(n.ex.inboundLimits(NEXT_WINDOW), { paused: false, windowInflow: 4n, maxInflow: 10n });
+    assert.deepEqual(n.ex.inboundLimits(NEXT_WINDOW), {
+      paused: false,
+      windowInflow: 4n,
+      maxInflow: 10n,
+      overCapDeposits: 0n,
+    });
     assert.equal((await n.inbound())[5], 4n, 'the new window counts from zero');
     // Minted once: the same block again is refused and mints nothing.
     assert.equal(await n.process(second), false);
@@ -262,7 +289,12 @@ describe('executor: bridge-in inflow limit and pause', () => {
     // Everything survives a restart on the same RocksDB.
     await n.restart();
     assert.equal(n.ex.lastInboundSequence(), 5n);
-    assert.deepEqual(n.ex.inboundLimits(NEXT_WINDOW), { paused: false, windowInflow: 4n, maxInflow: 10n });
+    assert.deepEqual(n.ex.inboundLimits(NEXT_WINDOW), {
+      paused: false,
+      windowInflow: 4n,
+      maxInflow: 10n,
+      overCapDeposits: 0n,
+    });
     await n.close();
     await unlimited.close();
   });
@@ -307,6 +339,93 @@ describe('executor: bridge-in inflow limit and pause', () => {
     await other.close();
   });
 
+  it('a deposit above max_deposit_amount is processed without a mint, logged and counted; the next ones are minted', async () => {
+    const n = await open({ max_inflow_per_window: '10', max_deposit_amount: '5' });
+    const lines: string[] = [];
+    await n.restart(recordingLogger(lines));
+    await n.block([]);
+    const supply0 = n.ex.totalSupply();
+    // 50 is above the cap (and above the whole window's limit: without the cap it would block 3 and 4).
+    const ds = [dep(1n, alice, 4n), dep(2n, bob, 50n), dep(3n, alice, 5n), dep(4n, bob, 1n)];
+
+    // The over-cap deposit mints nothing, so it takes no inflow: 4 + 5 + 1 = 10 fits the window.
+    const txs = await n.prepare(extended(1, ds));
+    assert.deepEqual(sequences(txs), [1n, 2n, 3n, 4n]);
+    assert.equal(await n.process(txs), true);
+    const res = await n.block(txs);
+    const r0 = res.txResults[0]!;
+    assert.equal(r0.code, 0);
+    assert.equal(r0.log, 'bridge: processed deposits 1..4, minted 10');
+    const skip = r0.events.find((e) => e.type === 'bridge_skip');
+    assert.ok(skip, JSON.stringify(r0.events.map((e) => e.type)));
+    const attrs = Object.fromEntries(
+      skip.attributes.map((a) => [Buffer.from(a.key).toString(), Buffer.from(a.value).toString()]),
+    );
+    assert.deepEqual(attrs, {
+      sequence: '2',
+      token: MAPPED,
+      reason: 'amount above max_deposit_amount',
+      recipient: bob,
+      amount: '50',
+    });
+    assert.deepEqual(
+      r0.events.filter((e) => e.type === 'bridge_mint').length,
+      3,
+      'deposits 1, 3 and 4 are minted',
+    );
+    assert.equal(await n.balance(alice), 9n);
+    assert.equal(await n.balance(bob), 1n, 'only deposit 4 reached bob');
+    assert.equal(n.ex.totalSupply(), supply0 + 10n, 'the supply counts the minted deposits only');
+    assert.equal(n.ex.lastInboundSequence(), 4n, 'the skipped deposit is processed: nothing waits behind it');
+    const warn = lines.find((l) => l.startsWith('warn bridge: deposit above max_deposit_amount'));
+    assert.ok(warn, lines.join('\n'));
+    assert.match(warn, /"sequence":"2"/);
+    assert.match(warn, /"amount":"50","cap":"5"/);
+    assert.deepEqual(n.ex.inboundLimits(n.time), {
+      paused: false,
+      windowInflow: 10n,
+      maxInflow: 10n,
+      overCapDeposits: 1n,
+    });
+    const [last, total, , , , inflow, cap, overCount, overAmount] = await n.inbound();
+    assert.deepEqual([last, total, inflow, cap, overCount, overAmount], [4n, 10n, 10n, 5n, 1n, 50n]);
+
+    // Never minted later either: the same bridge transaction is refused (2 is processed), and a
+    // second over-cap deposit adds to the count; the counts survive a restart.
+    assert.equal(await n.process(txs), false);
+    const more = await n.prepare(extended(2, [dep(5n, alice, 6n)]), NEXT_WINDOW);
+    assert.deepEqual(sequences(more), [5n]);
+    await n.block(more, NEXT_WINDOW);
+    assert.equal(await n.balance(alice), 9n);
+    await n.restart();
+    assert.equal(n.ex.lastInboundSequence(), 5n);
+    assert.equal(n.ex.inboundLimits(NEXT_WINDOW).overCapDeposits, 2n);
+    const after = await n.inbound();
+    assert.deepEqual([after[7], after[8], after[5]], [2n, 56n, 0n], 'the window took nothing from them');
+    await n.close();
+  });
+
+  it('genesis app_state.bridge.max_deposit_amount must be a positive integer string, at most max_inflow_per_window', async () => {
+    for (const [over, why] of [
+      [{ max_deposit_amount: '0' }, /app_state\.bridge\.max_deposit_amount: must be >= 1, got "0"/],
+      [
+        { max_inflow_per_window: '10', max_deposit_amount: '11' },
+        /app_state\.bridge\.max_deposit_amount: must be <= max_inflow_per_window \(10\), got "11"/,
+      ],
+    ] as const) {
+      const dir = mkdtempSync(join(tmpdir(), 'bridge-limits-'));
+      dirs.push(dir);
+      const kv = await RocksKV.open(dir);
+      const ex = await Executor.open(executorOptions(kv, new EventBus()));
+      await assert.rejects(
+        initLocalChain(ex, validators, { ...genesisState([]), bridge: bridgeGenesis(over) }),
+        why,
+      );
+      await ex.close();
+      await kv.close();
+    }
+  });
+
   it('genesis app_state.bridge.max_inflow_per_window must be a positive integer string', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'bridge-limits-'));
     dirs.push(dir);
@@ -338,18 +457,7 @@ describe('executor: an application.db without recorded validator sets', () => {
     assert.ok(old.length >= 3, `${old.length} sets recorded`);
     await n.kv.write(old.map((key) => ({ type: 'del' as const, key })));
     const lines: string[] = [];
-    const rec = (level: string) => (o: unknown, m?: string) => {
-      lines.push(`${level} ${m ?? ''} ${JSON.stringify(o)}`);
-    };
-    const logger: Logger = {
-      trace: () => {},
-      debug: () => {},
-      info: rec('info') as Logger['info'],
-      warn: rec('warn') as Logger['warn'],
-      error: rec('error') as Logger['error'],
-      child: () => logger,
-    };
-    await n.restart(logger);
+    await n.restart(recordingLogger(lines));
 
     const ds = [dep(1n, alice, 5n)];
     assert.deepEqual(await n.prepare(extended(2, ds)), [], 'no set for height 2: nothing proposed');

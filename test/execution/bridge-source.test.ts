@@ -49,12 +49,12 @@ describe('contracts/BTCBridgeSource.sol', () => {
       null,
       c.BTCBridgeSource.bytecode +
         AbiCoder.defaultAbiCoder()
-          .encode(['address', 'address'], [wbtc, addr(relayer)])
+          .encode(['address', 'address', 'uint256'], [wbtc, addr(relayer), 40n])
           .slice(2),
     );
     await produceBlock(n, [deployBridge]);
     const src = (await n.ex.getReceipt(hash(deployBridge)))!.contractAddress!;
-    await produceBlock(n, [tx(wbtc, token.encodeFunctionData('approve', [src, 100n]))]);
+    await produceBlock(n, [tx(wbtc, token.encodeFunctionData('approve', [src, 80n]))]);
 
     // Two deposits in one block, then a third.
     const l1 = tx(src, bridge.encodeFunctionData('lock', [30n, alice]));
@@ -110,7 +110,12 @@ describe('contracts/BTCBridgeSource.sol', () => {
       'bridge: recipient is the zero address',
     );
     assert.equal(
-      reason(await call(src, bridge.encodeFunctionData('lock', [46n, alice]), addr(user))),
+      reason(await call(src, bridge.encodeFunctionData('lock', [41n, alice]), addr(user))),
+      'bridge: amount is above maxLock',
+    );
+    assert.equal(BigInt((await call(src, bridge.encodeFunctionData('maxLock'))).returnData), 40n);
+    assert.equal(
+      reason(await call(src, bridge.encodeFunctionData('lock', [40n, alice]), addr(user))),
       'insufficient allowance',
     );
 

@@ -256,6 +256,49 @@ describe('DepositWatcher against a Hardhat source chain', () => {
   });
 });
 
+describe('DepositWatcher and a source-chain reorg of blocks not yet `confirmations` deep', () => {
+  let src: SourceChain;
+  before(async () => {
+    src = await startSourceChain();
+  });
+  after(async () => {
+    await src?.stop();
+  });
+
+  it('never keeps a deposit the reorg removed; the deposit that replaces its sequence number is kept once deep', async () => {
+    const w = new DepositWatcher({
+      rpcUrl: src.url,
+      bridgeAddress: src.bridgeAddress,
+      confirmations: 3,
+      pollIntervalMs: 100,
+      lastProcessed: () => 0n,
+    });
+    const snapshot = (await src.provider.send('evm_snapshot', [])) as string;
+    const base = await src.head();
+    await src.lock(5n * BTC, alice);
+    await src.mine(2);
+    await w.poll();
+    assert.deepEqual(w.next(10), [], 'two blocks on top: not deep enough to keep');
+    // The reorg: the source chain drops the lock's block and the two on top of it.
+    assert.equal(await src.provider.send('evm_revert', [snapshot]), true);
+    assert.equal(await src.head(), base);
+    await w.poll();
+    assert.deepEqual(w.next(10), []);
+    // The new branch: another deposit under sequence number 1, then enough blocks to bury it.
+    await src.lock(7n * BTC, bob);
+    await src.mine(3);
+    await w.poll();
+    const kept = w.next(10);
+    assert.deepEqual(
+      kept.map((d) => [d.sequence, d.recipient, d.amount]),
+      [[1n, bob, 7n * BTC]],
+      "only the new branch's deposit; alice's never",
+    );
+    assert.equal(w.stats().lastObserved, 1n);
+    assert.equal(w.stats().errors, 0);
+  });
+});
+
 describe('DepositWatcher against a source chain answering garbage', () => {
   let server: Server;
   let answer: (body: { id: number; method: string }) => string;

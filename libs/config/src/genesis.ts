@@ -84,6 +84,12 @@ export interface BridgeGenesisJson {
    * string). Deposits beyond it wait, in order, for the next window. Absent: no limit.
    */
   max_inflow_per_window?: string;
+  /**
+   * Bridge in: the largest single deposit minted, base units (decimal string). A deposit of the
+   * mapped token above it is processed without a mint (logged, counted) and the next ones go on.
+   * At most max_inflow_per_window. Absent: no cap.
+   */
+  max_deposit_amount?: string;
 }
 
 /** Addresses of the chain's own precompiles, which genesis may not allocate (docs/btc-token.md, docs/bridge.md). */
@@ -476,6 +482,7 @@ export function validateGenesis(json: unknown, label = 'genesis.json'): ConfigPr
         'chains',
         'btc_token_address',
         'max_inflow_per_window',
+        'max_deposit_amount',
       ]);
       if (b.btc_token_address !== undefined) {
         const bad =
@@ -490,8 +497,20 @@ export function validateGenesis(json: unknown, label = 'genesis.json'): ConfigPr
       const min = intString(`${key}.min_amount`, b.min_amount, positive);
       intString(`${key}.window_seconds`, b.window_seconds, positive);
       const max = intString(`${key}.max_outflow_per_window`, b.max_outflow_per_window, positive);
-      if (b.max_inflow_per_window !== undefined)
-        intString(`${key}.max_inflow_per_window`, b.max_inflow_per_window, positive);
+      const maxIn =
+        b.max_inflow_per_window !== undefined
+          ? intString(`${key}.max_inflow_per_window`, b.max_inflow_per_window, positive)
+          : undefined;
+      const cap =
+        b.max_deposit_amount !== undefined
+          ? intString(`${key}.max_deposit_amount`, b.max_deposit_amount, positive)
+          : undefined;
+      // A deposit the cap lets through but the window never could would block every later one.
+      if (cap !== undefined && maxIn !== undefined && cap > maxIn)
+        p(
+          `${key}.max_deposit_amount`,
+          `must be <= max_inflow_per_window (${maxIn}), ${got(b.max_deposit_amount)}`,
+        );
       if (min !== undefined && max !== undefined && max < min) {
         p(
           `${key}.max_outflow_per_window`,

@@ -381,6 +381,9 @@ export class Executor implements Application, EthChain {
     maxInflow: 0n,
     windowIndex: 0n,
     windowInflow: 0n,
+    maxDeposit: 0n,
+    overCapCount: 0n,
+    overCapAmount: 0n,
   };
 
   private constructor(private readonly opts: ExecutorOptions) {
@@ -899,13 +902,20 @@ export class Executor implements Application, EthChain {
 
   /**
    * Bridge-in limits for the metrics, from the latest committed state: the admin's pause, the BTC
-   * minted in the inflow window holding `timestamp` (seconds), and the limit (0 = none).
+   * minted in the inflow window holding `timestamp` (seconds), the limit (0 = none), and the
+   * deposits processed without a mint for being above the per-deposit cap.
    */
-  inboundLimits(timestamp: bigint): { paused: boolean; windowInflow: bigint; maxInflow: bigint } {
+  inboundLimits(timestamp: bigint): {
+    paused: boolean;
+    windowInflow: bigint;
+    maxInflow: bigint;
+    overCapDeposits: bigint;
+  } {
     return {
       paused: this.inbound.paused,
       windowInflow: inflowRoom(this.inbound, timestamp).used,
       maxInflow: this.inbound.maxInflow,
+      overCapDeposits: this.inbound.overCapCount,
     };
   }
 

@@ -42,6 +42,11 @@ export interface BridgeParamsJson {
   /** Bridge in: the start (block time, seconds) of the window of the queried block, and the BTC minted in it. */
   inbound_window_start: string;
   inbound_window_inflow: string;
+  /** Bridge in: the largest deposit minted (genesis max_deposit_amount); null when no cap. */
+  max_deposit_amount: string | null;
+  /** Bridge in: deposits processed without a mint for being above max_deposit_amount, and their amount. */
+  over_cap_deposits: string;
+  over_cap_amount: string;
 }
 
 const sel = (signature: string) =>
@@ -144,7 +149,7 @@ export class BridgeReader {
     return out;
   }
 
-  /** The bridge-in state: last processed deposit, BTC minted, the mapped source token, the inflow window. */
+  /** The bridge-in state: last processed deposit, BTC minted, the mapped source token, the inflow window, the per-deposit cap. */
   async inbound(
     height: bigint,
   ): Promise<
@@ -156,11 +161,15 @@ export class BridgeReader {
       | 'max_inflow_per_window'
       | 'inbound_window_start'
       | 'inbound_window_inflow'
+      | 'max_deposit_amount'
+      | 'over_cap_deposits'
+      | 'over_cap_amount'
     >
   > {
     const b = await this.view(SEL.inbound, height);
     const token = uintAt(b, 64);
     const max = uintAt(b, 96);
+    const cap = uintAt(b, 192);
     return {
       inbound_last_sequence: uintAt(b, 0).toString(),
       total_bridged_in: uintAt(b, 32).toString(),
@@ -168,6 +177,9 @@ export class BridgeReader {
       max_inflow_per_window: max === 0n ? null : max.toString(),
       inbound_window_start: uintAt(b, 128).toString(),
       inbound_window_inflow: uintAt(b, 160).toString(),
+      max_deposit_amount: cap === 0n ? null : cap.toString(),
+      over_cap_deposits: uintAt(b, 224).toString(),
+      over_cap_amount: uintAt(b, 256).toString(),
     };
   }
 

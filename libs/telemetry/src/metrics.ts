@@ -82,6 +82,7 @@ export class NodeMetrics {
   private readonly bridgePaused: Gauge<'chain_id'>;
   private readonly bridgeWindowInflow: Gauge<'chain_id'>;
   private readonly bridgeInflowLimit: Gauge<'chain_id'>;
+  private readonly bridgeOverCap: Gauge<'chain_id'>;
   private bridgeErrorsSeen = 0;
   /** The node's execution counters when last read (metrics count the increase). */
   private seen = { refusedTxs: 0, ranAheadTxs: 0, lastFinalizeHeight: 0, heldBackJails: 0 };
@@ -223,6 +224,10 @@ export class NodeMetrics {
       'bridge_inflow_limit_btc',
       'Most BTC bridge-in mints per window (genesis max_inflow_per_window; 0 = no limit).',
     );
+    this.bridgeOverCap = gauge(
+      'bridge_over_cap_deposits',
+      'Deposits processed without a mint for being above genesis max_deposit_amount (committed state).',
+    );
     this.bridgeErrors = new Counter({
       name: `${ns}_bridge_errors_total`,
       help: 'Failed reads of the source chain (down, timing out, or answering garbage).',
@@ -243,6 +248,7 @@ export class NodeMetrics {
     paused?: boolean;
     windowInflow?: bigint;
     maxInflow?: bigint;
+    overCapDeposits?: bigint;
   }): void {
     this.bridgeObserved.set(this.label, Number(s.lastObserved));
     this.bridgeAttested.set(this.label, Number(s.lastAttested));
@@ -251,6 +257,7 @@ export class NodeMetrics {
     if (s.paused !== undefined) this.bridgePaused.set(this.label, s.paused ? 1 : 0);
     if (s.windowInflow !== undefined) this.bridgeWindowInflow.set(this.label, btc(s.windowInflow));
     if (s.maxInflow !== undefined) this.bridgeInflowLimit.set(this.label, btc(s.maxInflow));
+    if (s.overCapDeposits !== undefined) this.bridgeOverCap.set(this.label, Number(s.overCapDeposits));
     // An increase of 0 still creates the series, so a healthy watcher shows errors_total 0.
     this.bridgeErrors.inc(this.label, Math.max(0, s.errors - this.bridgeErrorsSeen));
     this.bridgeErrorsSeen = s.errors;

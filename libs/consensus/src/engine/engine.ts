@@ -464,10 +464,15 @@ function onVote(ctx: Ctx, ev: { vote: Vote; now: TimeNs; kind: 'vote' | 'ownVote
 function onCommitCert(ctx: Ctx, ev: Extract<EngineEvent, { kind: 'commitCert' }>): void {
   const s = ctx.s;
   if (ev.commit.height !== s.height || s.decided) return;
-  const extensions = voteExtensionsEnabled(s.chain.consensusParams, s.height);
+  const enabled = voteExtensionsEnabled(s.chain.consensusParams, s.height);
   // With vote extensions on, the extended commit is the commit that decides (it is one: the same
   // precommits with their extensions) and is required, as CometBFT's block sync requires it: without
   // it this node, once at the tip, could not hand the last height's extensions to its next proposal.
+  // The one exception: when height + 1 is known committed, this node never proposes it, so the
+  // extensions of this height are not needed and the plain commit decides (a peer whose store
+  // predates per-height extended commits can then still serve its old heights).
+  const withoutExtensions = enabled && !ev.extendedCommit && ev.nextHeightCommitted === true;
+  const extensions = enabled && !withoutExtensions;
   const c = extensions ? ev.extendedCommit : ev.commit;
   if (!c) {
     ctx.emit({
@@ -501,6 +506,7 @@ function onCommitCert(ctx: Ctx, ev: Extract<EngineEvent, { kind: 'commitCert' }>
   setStep(ctx, 'Commit');
   s.decided = true;
   s.decidedCommit = c;
+  s.decidedWithoutExtensions = withoutExtensions;
   s.commitTime = ctx.now;
   ctx.emit({
     kind: 'decide',
@@ -580,6 +586,7 @@ function onCommitted(ctx: Ctx, ev: Extract<EngineEvent, { kind: 'committed' }>):
   s.commitRound = -1;
   s.decided = false;
   s.decidedCommit = null;
+  s.decidedWithoutExtensions = false;
   s.commitTime = null;
   s.pendingVotes = [];
   s.pendingProposal = null;
@@ -614,13 +621,14 @@ function lastCommitVotes(s: EngineState): VoteSet {
 }
 
 /**
- * The decided commit with the extensions this node holds (null where extensions are off). A height
- * decided from a peer's commit certificate (block sync) holds the extensions of that peer's extended
- * commit, which onCommitCert checked.
+ * The decided commit with the extensions this node holds (null where extensions are off, or where
+ * the height was decided on a plain commit: then it holds none to keep or serve). A height decided
+ * from a peer's extended commit (block sync) holds that peer's extensions, which onCommitCert checked.
  */
 function extendedCommitOf(s: EngineState): Commit | null {
   const c = s.decidedCommit;
-  if (!c || !voteExtensionsEnabled(s.chain.consensusParams, s.height)) return null;
+  if (!c || !voteExtensionsEnabled(s.chain.consensusParams, s.height) || s.decidedWithoutExtensions)
+    return null;
   return lastCommitVotes(s).makeExtendedCommit(c.blockId);
 }
 

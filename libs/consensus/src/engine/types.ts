@@ -92,7 +92,19 @@ export type EngineEvent =
   | { kind: 'timeout'; height: number; round: number; step: TimeoutStep; now: TimeNs }
   | { kind: 'proposal'; proposal: Proposal; block: Block; now: TimeNs }
   | { kind: 'vote'; vote: Vote; now: TimeNs }
-  | { kind: 'commitCert'; block: Block; commit: Commit; extendedCommit?: Commit; now: TimeNs }
+  | {
+      kind: 'commitCert';
+      block: Block;
+      commit: Commit;
+      extendedCommit?: Commit;
+      /**
+       * The driver knows height + 1 is committed (a peer stores it): this node will not propose
+       * height + 1, so where extensions are on the block may come without its extended commit (a
+       * store written before extended commits were kept per height has none to send).
+       */
+      nextHeightCommitted?: boolean;
+      now: TimeNs;
+    }
   | { kind: 'txsAvailable'; now: TimeNs }
   /** Answer to requestProposal. */
   | {
@@ -209,6 +221,11 @@ export interface EngineState {
   decided: boolean;
   /** The commit the decision was taken on (own tally or a received commit certificate). */
   decidedCommit: Commit | null;
+  /**
+   * Decided on a plain commit certificate although extensions are on at this height (the next
+   * height was known committed): the height's precommits are kept without extensions.
+   */
+  decidedWithoutExtensions?: boolean;
   /**
    * When the height was decided (CometBFT's CommitTime): timeout_commit counts from here, so the
    * time spent executing and storing the block is part of the wait, not added to it.

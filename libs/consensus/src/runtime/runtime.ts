@@ -1084,14 +1084,16 @@ export class ConsensusRuntime {
           const block = await this.blockStore.loadBlock(h);
           const c = await this.blockStore.loadCommit(h);
           if (!block || !c) return;
-          // Where extensions are on, the block goes with its extended commit or not at all: the
-          // peer refuses it without one (a store written before extended commits were kept per
-          // height has only the top one).
+          // Where extensions are on, the block goes with its extended commit when this store has it.
+          // A store written before extended commits were kept per height has only the top one; the
+          // others go with their plain commit, which the peer accepts since this node stores a
+          // later block (it will not propose the next height: docs/consensus.md 7b).
           const ext = await this.blockStore.loadExtendedCommit(h);
-          if (!ext && voteExtensionsEnabled(this.chain.consensusParams, h)) {
-            this.logger.debug({ peer, height: h }, 'block sync: no extended commit stored for this height');
-            return;
-          }
+          if (!ext && voteExtensionsEnabled(this.chain.consensusParams, h))
+            this.logger.debug(
+              { peer, height: h },
+              'block sync: no extended commit stored; sending the commit',
+            );
           this.network?.send(peer, {
             kind: 'commit',
             block,
@@ -1116,12 +1118,18 @@ export class ConsensusRuntime {
     const before = this.engine.height;
     const t0 = performance.now();
     this.syncing = true;
+    // A peer that stores (or works above) block h + 1 shows it is committed: then this node will not
+    // propose h + 1 and may take block h without its extended commit.
+    const h = block.header.height;
+    let nextHeightCommitted = false;
+    for (const p of this.peerHeights.values()) if (p.height >= h + 2) nextHeightCommitted = true;
     try {
       await this.process({
         kind: 'commitCert',
         block,
         commit,
         ...(extendedCommit ? { extendedCommit } : {}),
+        nextHeightCommitted,
         now: this.now(),
       });
     } finally {
@@ -1207,11 +1215,16 @@ export class ConsensusRuntime {
           h <= top && h >= this.blockStore.base && h > 0 ? await this.blockStore.loadBlock(h) : undefined;
         const c = block ? await this.blockStore.loadCommit(h) : undefined;
         const ext = c ? await this.blockStore.loadExtendedCommit(h) : undefined;
-        // Where extensions are on, a block goes with its extended commit or not at all (docs/consensus.md 7b).
-        if (!block || !c || (!ext && voteExtensionsEnabled(this.chain.consensusParams, h))) {
+        if (!block || !c) {
           net.send(peer, { kind: 'noBlock', height: h });
           return;
         }
+        // Where extensions are on, a block goes with its extended commit, or with its plain commit
+        // where this store has none (written before they were kept per height): h is below this
+        // node's top, so the peer knows h + 1 is committed and needs no extensions of h
+        // (docs/consensus.md 7b).
+        if (!ext && voteExtensionsEnabled(this.chain.consensusParams, h))
+          this.logger.debug({ peer, height: h }, 'block sync: no extended commit stored; sending the commit');
         net.send(peer, { kind: 'block', block, commit: c.commit, ...(ext ? { extendedCommit: ext } : {}) });
         return;
       }

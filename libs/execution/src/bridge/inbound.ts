@@ -13,7 +13,13 @@ import type {
 } from '../../../types/index.js';
 import { attr } from '../blockrun.js';
 import { toKey } from '../bytes.js';
-import { type InboundState, inflowRoom, readInbound, writeInbound } from '../precompiles/bridge-out.js';
+import {
+  type InboundState,
+  inflowRoom,
+  mintsDeposit,
+  readInbound,
+  writeInbound,
+} from '../precompiles/bridge-out.js';
 import type { JournaledState } from '../state/journaled.js';
 import { metaKey } from '../store/keys.js';
 import { type Deposit, decodeAttestation, encodeAttestation, MAX_ATTESTED_DEPOSITS } from './deposits.js';
@@ -41,8 +47,9 @@ const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
 /**
  * How many of `deposits` (in order) a block at `timestamp` may process under the inflow limit:
- * the mapped token's amounts of the leading ones must fit in what the window has left. Another
- * token's deposit mints nothing and always fits. The rest wait, in order, for a later window.
+ * the minted amounts of the leading ones must fit in what the window has left. A deposit that mints
+ * nothing (another token's, or one above the per-deposit cap) always fits. The rest wait, in order,
+ * for a later window.
  */
 export function depositsWithinLimit(
   deposits: readonly Deposit[],
@@ -53,7 +60,7 @@ export function depositsWithinLimit(
   if (room === undefined) return deposits.length;
   let sum = 0n;
   for (const [i, d] of deposits.entries()) {
-    if (d.token !== inbound.token) continue;
+    if (!mintsDeposit(inbound, d)) continue;
     sum += d.amount;
     if (sum > room) return i;
   }
@@ -295,16 +302,17 @@ export class BridgeIn {
   private overLimit(deposits: readonly Deposit[], inbound: InboundState, timestamp: bigint): string | null {
     if (depositsWithinLimit(deposits, inbound, timestamp) === deposits.length) return null;
     const { window, used } = inflowRoom(inbound, timestamp);
-    const sum = deposits.reduce((a, d) => (d.token === inbound.token ? a + d.amount : a), 0n);
+    const sum = deposits.reduce((a, d) => (mintsDeposit(inbound, d) ? a + d.amount : a), 0n);
     return `minting ${sum} would bring the inflow of this ${inbound.windowSeconds}-second window (from ${window * inbound.windowSeconds}) to ${used + sum}, above the limit ${inbound.maxInflow}`;
   }
 
   /**
    * FinalizeBlock: mints each deposit of the (committed, hence checked) bridge transaction in order
-   * to its recipient when its token is the genesis-mapped one; any other token is skipped with a log
-   * and never minted. Either way its sequence number is processed, once. Returns the BTC minted.
-   */
-  async apply(
+   * to its recipient when its token is the genesis-mapped one and its amount is within the
+   * per-deposit cap; any other token, or an amount above the cap, is skipped with a log and never
+   * minted (the over-cap ones are counted in the state). Either way its sequence number is
+   * processed, once, so a skipped deposit never holds up the next. Returns the BTC minted.
+   */ async apply(
     state: JournaledState,
     raw: Uint8Array,
     height: number,
@@ -343,15 +351,42 @@ export class BridgeIn {
     const over = this.overLimit(tx.deposits, inbound, timestamp);
     if (over) return fail(`bridge: ${over}`);
     let minted = 0n;
+    let overCap: { count: bigint; amount: bigint } | undefined;
     const events: ExecTxResult['events'] = [];
     for (const d of tx.deposits) {
-      if (inbound.token !== '' && d.token === inbound.token) {
+      if (mintsDeposit(inbound, d)) {
         await state.addBalance(toKey(Buffer.from(d.recipient.slice(2), 'hex')), d.amount);
         minted += d.amount;
         events.push({
           type: 'bridge_mint',
           attributes: [
             attr('sequence', d.sequence.toString()),
+            attr('recipient', d.recipient),
+            attr('amount', d.amount.toString()),
+          ],
+        });
+      } else if (d.token === inbound.token) {
+        // Above the cap: processed without a mint (the source contract still holds what was locked).
+        overCap = {
+          count: (overCap?.count ?? inbound.overCapCount) + 1n,
+          amount: (overCap?.amount ?? inbound.overCapAmount) + d.amount,
+        };
+        this.logger.warn(
+          {
+            height,
+            sequence: String(d.sequence),
+            recipient: d.recipient,
+            amount: String(d.amount),
+            cap: String(inbound.maxDeposit),
+          },
+          'bridge: deposit above max_deposit_amount; skipped, nothing minted',
+        );
+        events.push({
+          type: 'bridge_skip',
+          attributes: [
+            attr('sequence', d.sequence.toString()),
+            attr('token', d.token),
+            attr('reason', 'amount above max_deposit_amount'),
             attr('recipient', d.recipient),
             attr('amount', d.amount.toString()),
           ],
@@ -378,6 +413,7 @@ export class BridgeIn {
       totalIn: inbound.totalIn + minted,
       window,
       windowInflow: used + minted,
+      ...(overCap ? { overCap } : {}),
     });
     this.logger.info(
       { height, from: String(tx.deposits[0]!.sequence), to: String(last), minted: minted.toString() },

@@ -57,6 +57,11 @@ const S = {
   /** Bridge in: the window of the last mint, and the BTC minted in it. */
   inWindowIndex: slot(16),
   inWindowInflow: slot(17),
+  /** Bridge in: the largest deposit minted (genesis max_deposit_amount; 0 = no cap). */
+  maxDeposit: slot(18),
+  /** Bridge in: deposits of the mapped token processed without a mint for being above the cap, and their amount. */
+  overCapCount: slot(19),
+  overCapAmount: slot(20),
 };
 const ENTRIES_SLOT = uintWord(10n);
 const BY_RECIPIENT_SLOT = uintWord(11n);
@@ -101,6 +106,8 @@ export interface BridgeParams {
   btcTokenAddress?: Uint8Array;
   /** Bridge in: the most BTC minted per window (the outflow's windows); absent: no limit. */
   maxInflowPerWindow?: bigint;
+  /** Bridge in: the largest single deposit minted; a larger one is processed without a mint. Absent: no cap. */
+  maxDepositAmount?: bigint;
 }
 
 /** Parses app_state.bridge (undefined when absent: bridgeOut then refuses every call). */
@@ -143,11 +150,14 @@ export function parseBridgeParams(appState: unknown): BridgeParams | undefined {
       `.btc_token_address: must be a 0x-prefixed 20-byte hex address, got ${JSON.stringify(b.btc_token_address)}`,
     );
   }
+  const maxInflow = b.max_inflow_per_window !== undefined ? int('max_inflow_per_window', 1n) : undefined;
+  const cap = b.max_deposit_amount !== undefined ? int('max_deposit_amount', 1n) : undefined;
+  if (cap !== undefined && maxInflow !== undefined && cap > maxInflow)
+    fail(`.max_deposit_amount: must be <= max_inflow_per_window (${maxInflow}), got "${cap}"`);
   return {
     ...(typeof b.btc_token_address === 'string' ? { btcTokenAddress: fromHex(b.btc_token_address) } : {}),
-    ...(b.max_inflow_per_window !== undefined
-      ? { maxInflowPerWindow: int('max_inflow_per_window', 1n) }
-      : {}),
+    ...(maxInflow !== undefined ? { maxInflowPerWindow: maxInflow } : {}),
+    ...(cap !== undefined ? { maxDepositAmount: cap } : {}),
     admin: fromHex(b.admin as string),
     paused: b.paused === true,
     minAmount: int('min_amount', 1n),
@@ -175,6 +185,7 @@ export function bridgeOutGenesisStorage(p: BridgeParams | undefined): Map<string
   );
   if (p.btcTokenAddress) put(S.inboundToken, bytesToBigInt(p.btcTokenAddress));
   if (p.maxInflowPerWindow !== undefined) put(S.maxInflow, p.maxInflowPerWindow);
+  if (p.maxDepositAmount !== undefined) put(S.maxDeposit, p.maxDepositAmount);
   return m;
 }
 
@@ -192,6 +203,20 @@ export interface InboundState {
   /** The window of the last mint and the BTC minted in it. */
   windowIndex: bigint;
   windowInflow: bigint;
+  /** The largest deposit minted; 0 = no cap. */
+  maxDeposit: bigint;
+  /** Deposits processed without a mint for being above maxDeposit, and their amount (base units). */
+  overCapCount: bigint;
+  overCapAmount: bigint;
+}
+
+/** Whether `d` is a deposit of the mapped token that is minted (not above the per-deposit cap). */
+export function mintsDeposit(inbound: InboundState, d: { token: string; amount: bigint }): boolean {
+  return (
+    inbound.token !== '' &&
+    d.token === inbound.token &&
+    (inbound.maxDeposit === 0n || d.amount <= inbound.maxDeposit)
+  );
 }
 
 /** What a block at `timestamp` (seconds) may still mint: Infinity-like `room` undefined = no limit. */
@@ -222,14 +247,28 @@ export async function readInbound(state: SlotState): Promise<InboundState> {
     maxInflow: await r(S.maxInflow),
     windowIndex: await r(S.inWindowIndex),
     windowInflow: await r(S.inWindowInflow),
+    maxDeposit: await r(S.maxDeposit),
+    overCapCount: await r(S.overCapCount),
+    overCapAmount: await r(S.overCapAmount),
   };
 }
 
-/** After a mint: the last processed sequence, the total, and the window's inflow so far. */
+/** After a mint: the last processed sequence, the totals, and the window's inflow so far. */
 export function writeInbound(
   state: SlotState,
-  w: { lastSequence: bigint; totalIn: bigint; window: bigint; windowInflow: bigint },
+  w: {
+    lastSequence: bigint;
+    totalIn: bigint;
+    window: bigint;
+    windowInflow: bigint;
+    /** Only when the block processed a deposit above the cap (the slots are untouched otherwise). */
+    overCap?: { count: bigint; amount: bigint };
+  },
 ): void {
+  if (w.overCap) {
+    state.writeSlot(SELF, S.overCapCount, uintWord(w.overCap.count));
+    state.writeSlot(SELF, S.overCapAmount, uintWord(w.overCap.amount));
+  }
   state.writeSlot(SELF, S.inboundSequence, uintWord(w.lastSequence));
   state.writeSlot(SELF, S.totalIn, uintWord(w.totalIn));
   state.writeSlot(SELF, S.inWindowIndex, uintWord(w.window));
@@ -424,8 +463,9 @@ const METHODS: Method[] = [
     gas: BRIDGE_OUT_GAS.inbound,
     words: 0,
     writes: false,
-    // (lastSequence, totalBridgedIn, btcTokenAddress, maxInflowPerWindow, windowStart, windowInflow):
-    // the bridge-in state; the window is the one of the current block.
+    // (lastSequence, totalBridgedIn, btcTokenAddress, maxInflowPerWindow, windowStart, windowInflow,
+    // maxDepositAmount, overCapDeposits, overCapAmount): the bridge-in state; the window is the one
+    // of the current block.
     run: async (c) => {
       const windowSeconds = await read(c, S.windowSeconds);
       const now = block(c.evm).timestamp;
@@ -438,6 +478,9 @@ const METHODS: Method[] = [
         uintWord(await read(c, S.maxInflow)),
         uintWord(current * windowSeconds),
         uintWord(used),
+        uintWord(await read(c, S.maxDeposit)),
+        uintWord(await read(c, S.overCapCount)),
+        uintWord(await read(c, S.overCapAmount)),
       );
     },
   },
