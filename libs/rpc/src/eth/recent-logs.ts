@@ -6,7 +6,10 @@
 // otherwise it goes to the chain as before.
 import type { EthLog, LogFilter } from '../../../types/index.js';
 
-/** What the cache keeps (a count of logs, each about 1.5 kB as objects and its rendered text). */
+/**
+ * What the cache keeps. Measured: about 0.9 kB a log as objects, 2.1 kB once its JSON text and the
+ * index are built (50,000 logs: 45 MB, 105 MB).
+ */
 export interface RecentLogsLimits {
   /** Heights kept below the newest (a query of "the last 1,000 blocks" fits). */
   blocks: number;
