@@ -15,7 +15,7 @@ export interface LoadOptions {
   url: string;
   /** eth_sendRawTransaction requests in flight per sender (its connections). */
   inflight: number;
-  /** Accepted transactions per sender without a receipt in hand, at most. */
+  /** Transactions per sender sent (on the wire or accepted) without a receipt in hand, at most. */
   maxPending: number;
   /** Pause between two receipt polls that brought nothing, ms. */
   pollMs: number;
@@ -34,6 +34,9 @@ export interface LoadResult {
   /** Submitted (eth_sendRawTransaction called). */
   sent: number;
   refused: number;
+  /** Senders that stopped on a refusal (their later nonces could not be mined), and when the first did (ms after the first submit). */
+  sendersStopped?: number;
+  firstRefusalMs?: number;
   confirmed: number;
   reverted: number;
   /** Accepted without a receipt in hand at the end. */
@@ -78,6 +81,8 @@ export function summarizeLoad(
   let planned = 0;
   let sent = 0;
   let refused = 0;
+  let sendersStopped = 0;
+  let firstRefusal = Number.POSITIVE_INFINITY;
   let confirmed = 0;
   let reverted = 0;
   let missing = 0;
@@ -97,6 +102,7 @@ export function summarizeLoad(
   };
   for (const r of reports) {
     planned += r.submitAt.length;
+    let stopped = false;
     for (let i = 0; i < r.submitAt.length; i++) {
       const s = r.submitAt[i];
       if (Number.isNaN(s)) continue;
@@ -105,6 +111,8 @@ export function summarizeLoad(
       const o = r.outcome[i];
       if (o === 3) {
         refused++;
+        stopped = true;
+        firstRefusal = Math.min(firstRefusal, s);
         continue;
       }
       if (o === 0) {
@@ -123,6 +131,7 @@ export function summarizeLoad(
         lastIncluded = Math.max(lastIncluded, at);
       }
     }
+    if (stopped) sendersStopped++;
   }
   const timedOut = reports.some((r) => r.timedOut);
   const elapsedMs =
@@ -143,6 +152,8 @@ export function summarizeLoad(
     planned,
     sent,
     refused,
+    sendersStopped,
+    firstRefusalMs: Number.isFinite(firstRefusal) ? firstRefusal - firstSubmit : undefined,
     confirmed,
     reverted,
     missing,

@@ -389,6 +389,8 @@ describe('generator loads', () => {
     assert.equal(s.sent, 5);
     assert.equal(s.confirmed, 3);
     assert.equal(s.refused, 1);
+    assert.equal(s.sendersStopped, 1, 'sender B');
+    assert.equal(s.firstRefusalMs, 60, "B's refused transaction was sent 60 ms after the first submit");
     assert.equal(s.missing, 1);
     assert.equal(s.timedOut, true);
     assert.equal(s.firstError, 'nonce too low');
