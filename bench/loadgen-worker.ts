@@ -36,6 +36,9 @@ export interface SenderReport {
   outcome: Uint8Array;
   firstError?: string;
   timedOut: boolean;
+  /** eth_getTransactionReceipt calls made (each item of a batch counts), and how many came back null. */
+  receiptCalls?: number;
+  receiptMisses?: number;
 }
 
 const now = () => performance.timeOrigin + performance.now();
@@ -50,6 +53,8 @@ async function run(job: SenderJob, startAt: number): Promise<SenderReport> {
     block: new Int32Array(n).fill(-1),
     outcome: new Uint8Array(n),
     timedOut: false,
+    receiptCalls: 0,
+    receiptMisses: 0,
   };
   const bodies = job.raws.map(
     (raw, i) => `{"jsonrpc":"2.0","id":${i},"method":"eth_sendRawTransaction","params":["${raw}"]}`,
@@ -172,6 +177,7 @@ async function run(job: SenderJob, startAt: number): Promise<SenderReport> {
       }
       const at = now();
       let got = 0;
+      rep.receiptCalls = (rep.receiptCalls ?? 0) + chunk.length;
       for (const r of Array.isArray(replies) ? replies : []) {
         if (r.error) note(`eth_getTransactionReceipt: ${JSON.stringify(r.error).slice(0, 200)}`);
         const res = r.result;
@@ -181,6 +187,7 @@ async function run(job: SenderJob, startAt: number): Promise<SenderReport> {
         rep.outcome[r.id] = res.status === '0x1' ? 1 : 2;
         got++;
       }
+      rep.receiptMisses = (rep.receiptMisses ?? 0) + chunk.length - got;
       if (got > 0) {
         deadline = Math.max(deadline, at + job.timeoutMs);
         for (let k = outstanding.length - 1; k >= 0; k--) {

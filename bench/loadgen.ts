@@ -37,6 +37,9 @@ export interface LoadResult {
   /** Senders that stopped on a refusal (their later nonces could not be mined), and when the first did (ms after the first submit). */
   sendersStopped?: number;
   firstRefusalMs?: number;
+  /** eth_getTransactionReceipt calls per receipt in hand, and the share of them that found none yet. */
+  receiptCallsPerTx?: number;
+  receiptMissShare?: number;
   confirmed: number;
   reverted: number;
   /** Accepted without a receipt in hand at the end. */
@@ -134,6 +137,8 @@ export function summarizeLoad(
     if (stopped) sendersStopped++;
   }
   const timedOut = reports.some((r) => r.timedOut);
+  const receiptCalls = reports.reduce((a, r) => a + (r.receiptCalls ?? 0), 0);
+  const receiptMisses = reports.reduce((a, r) => a + (r.receiptMisses ?? 0), 0);
   const elapsedMs =
     Number.isFinite(firstSubmit) && Number.isFinite(lastReceipt) ? lastReceipt - firstSubmit : 0;
   let windowTxPerSec: number | undefined;
@@ -154,6 +159,8 @@ export function summarizeLoad(
     refused,
     sendersStopped,
     firstRefusalMs: Number.isFinite(firstRefusal) ? firstRefusal - firstSubmit : undefined,
+    receiptCallsPerTx: confirmed + reverted > 0 ? receiptCalls / (confirmed + reverted) : undefined,
+    receiptMissShare: receiptCalls > 0 ? receiptMisses / receiptCalls : undefined,
     confirmed,
     reverted,
     missing,

@@ -374,6 +374,7 @@ export function describeLoad(l: LoadResult): string {
     `${l.windowTxPerSec !== undefined ? ` (${f(l.windowTxPerSec)} tx/s while sending)` : ''}` +
     `; to inclusion ${f(l.includedTxPerSec)} tx/s; send->receipt p50 ${f(l.receiptMs.p50, 1)} p99 ${f(l.receiptMs.p99, 1)} ms` +
     `${l.inclusionMs ? `; send->inclusion p50 ${f(l.inclusionMs.p50, 1)} ms` : ''}; ${l.blocks} blocks (max ${l.maxTxPerBlock})` +
+    `${l.receiptCallsPerTx !== undefined ? `; ${f(l.receiptCallsPerTx, 1)} receipt lookups a transaction (${f((l.receiptMissShare ?? 0) * 100)}% found none)` : ''}` +
     `${l.cpu ? `; CPU node ${f(l.cpu.nodeCores, 2)} cores, generator ${f(l.cpu.clientCores, 2)} cores` : ''}` +
     `${l.timedOut ? '; TIMED OUT' : ''}${l.firstError ? `; first error: ${l.firstError}` : ''}`
   );
