@@ -1,11 +1,15 @@
 // Senders of the load generator (bench/loadgen.ts), several per thread: each sender's pre-signed transactions go
 // out in nonce order over `inflight` raw keep-alive connections (each connection sends the next one when
-// the node answered its previous one), at most `maxPending` accepted but without a receipt; one more
+// the node answered its previous one), at most `maxPending` sent but without a receipt (19 senders x
+// 250 fit the node's default pool of 5,000, so a full pool never refuses a sender); one more
 // connection polls the receipts of the accepted ones (a JSON-RPC batch of the oldest, at most 100,
 // every `pollMs` while none comes back). A transaction is done when its receipt is in our hands.
 // Times are absolute (performance.timeOrigin + performance.now()), comparable across threads.
 import { parentPort, workerData } from 'node:worker_threads';
-import { WireConnection } from './httpwire.js';
+import { WireConnection, WireError } from './httpwire.js';
+
+/** What WireConnection says when the server closed the connection under a request. */
+const CLOSED = 'connection closed by the server';
 
 export interface SenderJob {
   host: string;
@@ -32,6 +36,9 @@ export interface SenderReport {
   outcome: Uint8Array;
   firstError?: string;
   timedOut: boolean;
+  /** eth_getTransactionReceipt calls made (each item of a batch counts), and how many came back null. */
+  receiptCalls?: number;
+  receiptMisses?: number;
 }
 
 const now = () => performance.timeOrigin + performance.now();
@@ -46,6 +53,8 @@ async function run(job: SenderJob, startAt: number): Promise<SenderReport> {
     block: new Int32Array(n).fill(-1),
     outcome: new Uint8Array(n),
     timedOut: false,
+    receiptCalls: 0,
+    receiptMisses: 0,
   };
   const bodies = job.raws.map(
     (raw, i) => `{"jsonrpc":"2.0","id":${i},"method":"eth_sendRawTransaction","params":["${raw}"]}`,
@@ -77,10 +86,12 @@ async function run(job: SenderJob, startAt: number): Promise<SenderReport> {
     rep.firstError ??= msg;
   };
 
+  /** Sends on the wire, not yet answered: they count in the window with the accepted ones. */
+  let sending = 0;
   const sendLoop = async (c: WireConnection) => {
     while (!stopped && next < n) {
       if (now() > sendUntil || now() > deadline) break;
-      if (outstanding.length >= job.maxPending) {
+      if (outstanding.length + sending >= job.maxPending) {
         await new Promise<void>((r) => {
           pendingSlot.push(r);
         });
@@ -89,12 +100,15 @@ async function run(job: SenderJob, startAt: number): Promise<SenderReport> {
       const i = next++;
       rep.submitAt[i] = now();
       let reply: string;
+      sending++;
       try {
-        reply = await c.post(bodies[i]);
+        reply = await sendOnce(c, i);
       } catch (err) {
         note(`eth_sendRawTransaction: ${(err as Error).message}`);
         stopped = true;
         break;
+      } finally {
+        sending--;
       }
       if (reply.includes('"error"')) {
         rep.outcome[i] = 3;
@@ -110,9 +124,27 @@ async function run(job: SenderJob, startAt: number): Promise<SenderReport> {
     sendersLeft--;
     poke();
   };
+  /**
+   * One send. A keep-alive connection the server closed while it was idle (the node's HTTP server
+   * closes them after 5 s, which a sender waiting for a free slot in a slow node's window reaches)
+   * may take the request with it: it is sent once more on a new connection. The first may have
+   * reached the node, so the second's "already known" (still waiting) or "nonce too low" (since
+   * mined: the sender's nonces are this thread's alone) counts as accepted.
+   */
+  const sendOnce = async (c: WireConnection, i: number): Promise<string> => {
+    try {
+      return await c.post(bodies[i]);
+    } catch (err) {
+      if (!(err instanceof WireError) || err.message !== CLOSED) throw err;
+      const again = await c.post(bodies[i]);
+      return /already known|nonce too low/.test(again)
+        ? `{"jsonrpc":"2.0","id":${i},"result":"${job.hashes[i]}"}`
+        : again;
+    }
+  };
   const pendingSlot: Array<() => void> = [];
   const freeSlots = () => {
-    while (pendingSlot.length > 0 && outstanding.length < job.maxPending) pendingSlot.shift()?.();
+    while (pendingSlot.length > 0 && outstanding.length + sending < job.maxPending) pendingSlot.shift()?.();
   };
 
   const pollLoop = async () => {
@@ -145,6 +177,7 @@ async function run(job: SenderJob, startAt: number): Promise<SenderReport> {
       }
       const at = now();
       let got = 0;
+      rep.receiptCalls = (rep.receiptCalls ?? 0) + chunk.length;
       for (const r of Array.isArray(replies) ? replies : []) {
         if (r.error) note(`eth_getTransactionReceipt: ${JSON.stringify(r.error).slice(0, 200)}`);
         const res = r.result;
@@ -154,6 +187,7 @@ async function run(job: SenderJob, startAt: number): Promise<SenderReport> {
         rep.outcome[r.id] = res.status === '0x1' ? 1 : 2;
         got++;
       }
+      rep.receiptMisses = (rep.receiptMisses ?? 0) + chunk.length - got;
       if (got > 0) {
         deadline = Math.max(deadline, at + job.timeoutMs);
         for (let k = outstanding.length - 1; k >= 0; k--) {

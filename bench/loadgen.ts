@@ -15,7 +15,7 @@ export interface LoadOptions {
   url: string;
   /** eth_sendRawTransaction requests in flight per sender (its connections). */
   inflight: number;
-  /** Accepted transactions per sender without a receipt in hand, at most. */
+  /** Transactions per sender sent (on the wire or accepted) without a receipt in hand, at most. */
   maxPending: number;
   /** Pause between two receipt polls that brought nothing, ms. */
   pollMs: number;
@@ -34,6 +34,12 @@ export interface LoadResult {
   /** Submitted (eth_sendRawTransaction called). */
   sent: number;
   refused: number;
+  /** Senders that stopped on a refusal (their later nonces could not be mined), and when the first did (ms after the first submit). */
+  sendersStopped?: number;
+  firstRefusalMs?: number;
+  /** eth_getTransactionReceipt calls per receipt in hand, and the share of them that found none yet. */
+  receiptCallsPerTx?: number;
+  receiptMissShare?: number;
   confirmed: number;
   reverted: number;
   /** Accepted without a receipt in hand at the end. */
@@ -78,6 +84,8 @@ export function summarizeLoad(
   let planned = 0;
   let sent = 0;
   let refused = 0;
+  let sendersStopped = 0;
+  let firstRefusal = Number.POSITIVE_INFINITY;
   let confirmed = 0;
   let reverted = 0;
   let missing = 0;
@@ -97,6 +105,7 @@ export function summarizeLoad(
   };
   for (const r of reports) {
     planned += r.submitAt.length;
+    let stopped = false;
     for (let i = 0; i < r.submitAt.length; i++) {
       const s = r.submitAt[i];
       if (Number.isNaN(s)) continue;
@@ -105,6 +114,8 @@ export function summarizeLoad(
       const o = r.outcome[i];
       if (o === 3) {
         refused++;
+        stopped = true;
+        firstRefusal = Math.min(firstRefusal, s);
         continue;
       }
       if (o === 0) {
@@ -123,8 +134,11 @@ export function summarizeLoad(
         lastIncluded = Math.max(lastIncluded, at);
       }
     }
+    if (stopped) sendersStopped++;
   }
   const timedOut = reports.some((r) => r.timedOut);
+  const receiptCalls = reports.reduce((a, r) => a + (r.receiptCalls ?? 0), 0);
+  const receiptMisses = reports.reduce((a, r) => a + (r.receiptMisses ?? 0), 0);
   const elapsedMs =
     Number.isFinite(firstSubmit) && Number.isFinite(lastReceipt) ? lastReceipt - firstSubmit : 0;
   let windowTxPerSec: number | undefined;
@@ -143,6 +157,10 @@ export function summarizeLoad(
     planned,
     sent,
     refused,
+    sendersStopped,
+    firstRefusalMs: Number.isFinite(firstRefusal) ? firstRefusal - firstSubmit : undefined,
+    receiptCallsPerTx: confirmed + reverted > 0 ? receiptCalls / (confirmed + reverted) : undefined,
+    receiptMissShare: receiptCalls > 0 ? receiptMisses / receiptCalls : undefined,
     confirmed,
     reverted,
     missing,

@@ -370,10 +370,11 @@ export function tableLines(report: BenchReport): TableLine[] {
 export function describeLoad(l: LoadResult): string {
   const f = (x: number | undefined, d = 0) => fmt(x, d);
   return (
-    `${l.confirmed}/${l.planned} receipts (${l.sent} sent${l.refused ? `, ${l.refused} refused` : ''}${l.reverted ? `, ${l.reverted} reverted` : ''}${l.missing ? `, ${l.missing} missing` : ''}) in ${f(l.elapsedMs / 1000, 2)} s = ${f(l.txPerSec)} tx/s` +
+    `${l.confirmed}/${l.planned} receipts (${l.sent} sent${l.refused ? `, ${l.refused} refused${l.sendersStopped ? ` (${l.sendersStopped} senders stopped, the first ${f((l.firstRefusalMs ?? 0) / 1000, 1)} s in)` : ''}` : ''}${l.reverted ? `, ${l.reverted} reverted` : ''}${l.missing ? `, ${l.missing} missing` : ''}) in ${f(l.elapsedMs / 1000, 2)} s = ${f(l.txPerSec)} tx/s` +
     `${l.windowTxPerSec !== undefined ? ` (${f(l.windowTxPerSec)} tx/s while sending)` : ''}` +
     `; to inclusion ${f(l.includedTxPerSec)} tx/s; send->receipt p50 ${f(l.receiptMs.p50, 1)} p99 ${f(l.receiptMs.p99, 1)} ms` +
     `${l.inclusionMs ? `; send->inclusion p50 ${f(l.inclusionMs.p50, 1)} ms` : ''}; ${l.blocks} blocks (max ${l.maxTxPerBlock})` +
+    `${l.receiptCallsPerTx !== undefined ? `; ${f(l.receiptCallsPerTx, 1)} receipt lookups a transaction (${f((l.receiptMissShare ?? 0) * 100)}% found none)` : ''}` +
     `${l.cpu ? `; CPU node ${f(l.cpu.nodeCores, 2)} cores, generator ${f(l.cpu.clientCores, 2)} cores` : ''}` +
     `${l.timedOut ? '; TIMED OUT' : ''}${l.firstError ? `; first error: ${l.firstError}` : ''}`
   );

@@ -368,6 +368,8 @@ describe('generator loads', () => {
       outcome: Uint8Array.from([1, 1, 0]),
       timedOut: true,
     };
+    a.receiptCalls = 5;
+    a.receiptMisses = 3;
     // Sender B: one confirmed (block 6, receipt at +400), one refused, one never sent.
     const b: SenderReport = {
       submitAt: Float64Array.from([t0 + 50, t0 + 60, Number.NaN]),
@@ -389,7 +391,11 @@ describe('generator loads', () => {
     assert.equal(s.sent, 5);
     assert.equal(s.confirmed, 3);
     assert.equal(s.refused, 1);
+    assert.equal(s.sendersStopped, 1, 'sender B');
+    assert.equal(s.firstRefusalMs, 60, "B's refused transaction was sent 60 ms after the first submit");
     assert.equal(s.missing, 1);
+    assert.equal(s.receiptCallsPerTx, 5 / 3, 'lookups per receipt in hand (B made none)');
+    assert.equal(s.receiptMissShare, 3 / 5);
     assert.equal(s.timedOut, true);
     assert.equal(s.firstError, 'nonce too low');
     assert.equal(s.elapsedMs, 400);

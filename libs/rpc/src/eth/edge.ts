@@ -34,6 +34,7 @@ import type {
   TracerConfig,
 } from '../../../types/index.js';
 import { ChainError, EventBus } from '../../../types/index.js';
+import { RecentLogs, type RecentLogsLimits } from './recent-logs.js';
 
 /** A worker thread, its parentPort, or a MessagePort. */
 export interface EdgeChannel {
@@ -55,6 +56,11 @@ export interface EdgeInit {
   snapshot: ChainSnapshot;
   /** Whether the chain has the dev-chain calls (EthChain.devSetState, devSendImpersonated). */
   dev: boolean;
+  /**
+   * Whether every block's head carries all of its logs (EthEdgeHostDeps.headLogs): the edge then
+   * keeps recent blocks' logs and answers eth_getLogs over them itself.
+   */
+  headLogs?: boolean;
 }
 
 /** The commands the host sends the edge; the edge side implements them with its server. */
@@ -138,6 +144,9 @@ const CHAIN_CALL_SET: ReadonlySet<string> = new Set(CHAIN_CALLS);
 const RECEIPTS_WANTED_MS = 30_000;
 /** Blocks (the newest, empty ones counted) whose receipts the edge keeps; older ones are asked of the host. */
 const RECENT_RECEIPT_BLOCKS = 32;
+
+/** Heights of recent logs the edge asks the host for at once (see EthEdgeClient.fillLogs). */
+const LOG_FILL_HEIGHTS = 64;
 
 /** Chain calls the host starts per turn of its event loop (an eth_call is about 0.1 ms). */
 const CALLS_PER_TURN = 16;
@@ -242,6 +251,11 @@ export interface EthEdgeHostDeps {
   dev?: EthDevControl;
   /** The metrics hook of the server, called on the host for every request the edge served. */
   onRequest?: (method: string, ms: number, ok: boolean) => void;
+  /**
+   * The bus's EthNewHead events carry every log of their block (as the executor's do; a light
+   * node's carry none), so the edge may answer eth_getLogs from the logs it was sent. Default false.
+   */
+  headLogs?: boolean;
 }
 
 /**
@@ -326,6 +340,7 @@ export class EthEdgeHost {
       chainId: this.deps.chain.chainId(),
       snapshot: snapshotOf(this.deps.chain),
       dev: this.deps.chain.devSetState !== undefined && this.deps.chain.devSendImpersonated !== undefined,
+      headLogs: this.deps.headLogs === true,
     };
   }
 
@@ -549,6 +564,8 @@ export interface EthEdgeClientOptions {
    * EthChain.sendRawTransaction); undefined leaves recovery to the chain.
    */
   recoverSender?: (raw: Uint8Array) => Uint8Array | undefined;
+  /** What the edge keeps of recent blocks' logs (when the host sends them with each head). */
+  recentLogs?: RecentLogsLimits;
 }
 
 /**
@@ -615,9 +632,15 @@ export class EthEdgeClient {
   private readonly out: Outbox<EdgeToHost>;
   /** Receipts of the newest blocks, sent ahead by the host: transaction hash -> receipt. */
   private readonly recent = new RecentReceipts(RECENT_RECEIPT_BLOCKS);
+  /** Logs of the newest blocks, when the host's heads carry them all; see getLogs(). */
+  private readonly recentLogs: RecentLogs | undefined;
+  /** Counts rewinds, so that logs asked for before one are not kept after it. */
+  private logsGeneration = 0;
+  private logsFilling = false;
 
   constructor(channel: EdgeChannel, init: EdgeInit, opts: EthEdgeClientOptions = {}) {
     this.snapshot = init.snapshot;
+    this.recentLogs = init.headLogs === true ? new RecentLogs(opts.recentLogs) : undefined;
     this.out = new Outbox<EdgeToHost>(channel, (m, err) => {
       if (m.t === 'log') return { ...m, o: { record: safeText(m.o) } };
       if (m.t === 'call') this.calls.reject(m.id, err);
@@ -631,6 +654,7 @@ export class EthEdgeClient {
       (m, a) => this.call(m, a),
       opts.recoverSender,
       (hash) => this.recent.get(hash, this.snapshot.latestHeight),
+      (filter) => this.getLogs(filter),
     );
     const d = <T>(m: DevCall, ...a: unknown[]) =>
       this.calls.request((id) => this.out.push({ t: 'dev', id, m, a })) as Promise<T>;
@@ -690,6 +714,53 @@ export class EthEdgeClient {
     );
   }
 
+  /**
+   * eth_getLogs: answered from the recent blocks' logs when every height of the range (up to the
+   * latest height this edge shows) is held; otherwise asked of the host, and the newest heights of
+   * the range that are missing are filled in the background, so that the next such query is
+   * answered here.
+   */
+  private getLogs(filter: LogFilter): Promise<EthLog[]> {
+    const cache = this.recentLogs;
+    const asked = () => this.call('getLogs', [filter]) as Promise<EthLog[]>;
+    if (cache === undefined) return asked();
+    const latest = this.snapshot.latestHeight;
+    const from = filter.fromBlock < 0n ? 0n : filter.fromBlock;
+    let to = filter.toBlock;
+    if (to > latest) to = latest;
+    if (from > to) return asked();
+    const hit = cache.query({ ...filter, fromBlock: from, toBlock: to });
+    if (hit !== undefined) return Promise.resolve(hit);
+    const reply = asked();
+    this.fillLogs(cache, from, to);
+    return reply;
+  }
+
+  /** Asks the host for every log of up to LOG_FILL_HEIGHTS missing heights of [from, to], one fill at a time. */
+  private fillLogs(cache: RecentLogs, from: bigint, to: bigint): void {
+    if (this.logsFilling) return;
+    const missing = cache.missing(from, to, LOG_FILL_HEIGHTS).filter((h) => cache.canHold(h));
+    if (missing.length === 0) return;
+    const last = missing[missing.length - 1]!;
+    const first =
+      missing[0]! > last - BigInt(LOG_FILL_HEIGHTS) + 1n ? missing[0]! : last - BigInt(LOG_FILL_HEIGHTS) + 1n;
+    const generation = this.logsGeneration;
+    const limit = cache.limits.logs;
+    this.logsFilling = true;
+    const ask = { fromBlock: first, toBlock: last, addresses: [], topics: [], limit };
+    (this.call('getLogs', [ask]) as Promise<EthLog[]>)
+      .then((logs) => {
+        if (generation !== this.logsGeneration) return;
+        // At the limit the last block may be cut: keep the heights before it only.
+        const upTo = logs.length >= limit ? logs[logs.length - 1]!.blockNumber - 1n : last;
+        if (upTo >= first) cache.fill(first, upTo, logs);
+      })
+      .catch((err: Error) => this.logger.debug({ err: err.message }, 'recent logs not filled'))
+      .finally(() => {
+        this.logsFilling = false;
+      });
+  }
+
   private onMessage(m: HostToEdge): void {
     switch (m.t) {
       case 'ret':
@@ -704,6 +775,7 @@ export class EthEdgeClient {
       case 'head':
         // Every block (empty ones too) ages the receipts kept, so they are let go after a load.
         this.recent.dropBelow(m.block.number - BigInt(RECENT_RECEIPT_BLOCKS) + 1n);
+        this.recentLogs?.add(m.block.number, m.logs);
         this.bus.publish({ kind: 'EthNewHead', block: m.block, logs: m.logs });
         return;
       case 'pending':
@@ -711,6 +783,8 @@ export class EthEdgeClient {
         return;
       case 'rewound':
         this.recent.dropAbove(BigInt(m.height));
+        this.recentLogs?.dropAbove(BigInt(m.height));
+        this.logsGeneration++;
         this.bus.publish({ kind: 'ChainRewound', height: m.height });
         return;
       case 'receipts':
@@ -742,6 +816,7 @@ function remoteChain(
   call: (m: ChainCall, a: unknown[]) => Promise<unknown>,
   recoverSender: ((raw: Uint8Array) => Uint8Array | undefined) | undefined,
   recentReceipt: (hash: Hex) => EthReceipt | undefined,
+  getLogs: (filter: LogFilter) => Promise<EthLog[]>,
 ): EthChain {
   const c = <T>(m: ChainCall, ...a: unknown[]) => call(m, a) as Promise<T>;
   const devCalls: Pick<EthChain, 'devSetState' | 'devSendImpersonated'> = dev
@@ -766,7 +841,7 @@ function remoteChain(
       const r = recentReceipt(hash);
       return r !== undefined ? Promise.resolve(r) : c<EthReceipt | undefined>('getReceipt', hash);
     },
-    getLogs: (filter: LogFilter) => c<EthLog[]>('getLogs', filter),
+    getLogs,
     getBalance: (address: Hex, height: bigint) => c<bigint>('getBalance', address, height),
     getNonce: (address: Hex, height: bigint | 'pending') => c<bigint>('getNonce', address, height),
     getCode: (address: Hex, height: bigint) => c<Hex>('getCode', address, height),

@@ -120,6 +120,27 @@ export function formatLog(l: EthLog): JsonObject {
   return out;
 }
 
+/**
+ * A result already rendered as JSON text: the envelope is written around it as it is (eth_getLogs
+ * replies of hundreds of logs are joined from each log's text, not built as objects and stringified).
+ */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
+/** Each log's JSON text, kept while the log object lives (the edge's recent logs keep theirs). */
+const logTexts = new WeakMap<EthLog, string>();
+
+/** JSON.stringify(formatLog(l)), rendered once per log object. */
+export function logText(l: EthLog): string {
+  let t = logTexts.get(l);
+  if (t === undefined) {
+    t = JSON.stringify(formatLog(l));
+    logTexts.set(l, t);
+  }
+  return t;
+}
+
 /** geth's MarshalReceipt. */
 export function formatReceipt(r: EthReceipt): JsonObject {
   return {

@@ -22,7 +22,7 @@ import type { DevAccounts } from './dev-accounts.js';
 import type { DevChainInfo } from './dev-state.js';
 import { invalidRequest, methodNotFound, parseError, RpcError, RpcErrorCode } from './errors.js';
 import { FilterManager, logMatches } from './filters.js';
-import { formatHeader, formatLog, formatTx } from './format.js';
+import { formatHeader, formatTx, JsonText, logText } from './format.js';
 import type { EthRpcOptions } from './options.js';
 import { WsSession } from './subscriptions.js';
 
@@ -93,6 +93,8 @@ function errorText(id: unknown, err: RpcError): string {
 }
 
 function resultText(id: unknown, result: unknown): string {
+  if (result instanceof JsonText)
+    return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result.text}}`;
   return JSON.stringify({ jsonrpc: '2.0', id, result: result === undefined ? null : result });
 }
 
@@ -601,7 +603,6 @@ export class EthRpcServer {
     if (this.sessions.size === 0) return;
     let head: string | undefined;
     let sync: string | undefined;
-    const logTexts: Array<string | undefined> = [];
     for (const s of this.sessions) {
       for (const sub of s.subs.values()) {
         if (s.closed) break;
@@ -612,8 +613,7 @@ export class EthRpcServer {
         } else if (sub.kind === 'logs') {
           for (let i = 0; i < logs.length && !s.closed; i++) {
             if (!logMatches(logs[i]!, sub.match!)) continue;
-            logTexts[i] ??= JSON.stringify(formatLog(logs[i]!));
-            s.notify(sub, logTexts[i]!);
+            s.notify(sub, logText(logs[i]!));
           }
         } else if (sub.kind === 'syncing') {
           sync ??= this.api.syncingNotification();

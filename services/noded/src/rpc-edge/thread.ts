@@ -55,6 +55,8 @@ export class EthRpcThread {
       bus: deps.bus,
       logger: deps.logger,
       onRequest: deps.onRequest,
+      // The executor publishes every committed block's logs with its head (EthNewHead).
+      headLogs: true,
     });
     const data: RpcThreadData = {
       init: host.init(),
