@@ -17,7 +17,8 @@ export interface RecentLogsLimits {
   logs: number;
 }
 
-export const DEFAULT_RECENT_LOGS: RecentLogsLimits = { blocks: 1024, logs: 50_000 };
+// 20,000 logs: about 42 MB at most, held after a load until newer blocks push them out (docs/reliability.md memory).
+export const DEFAULT_RECENT_LOGS: RecentLogsLimits = { blocks: 1024, logs: 20_000 };
 
 /** One block's logs, with an index of each address and topic value (any position) to its logs. */
 interface BlockLogs {
