@@ -119,6 +119,12 @@ export interface ConsensusRuntimeOptions {
   blockSyncWindow?: number;
   /** Block sync: how long a requested block may take before it is asked of another peer (ms, default 10000). */
   blockSyncTimeoutMs?: number;
+  /**
+   * Block sync: while catching up, the most blocks applied between two sync points, at which the
+   * block store and the state store are fsynced (default 100; a sync point also comes 250 ms after
+   * the first block not yet synced). 1 syncs every block.
+   */
+  catchupSyncBlocks?: number;
   now?: () => TimeNs;
 
   // Advanced: the simulator and tests replace these.
