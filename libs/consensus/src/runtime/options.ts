@@ -32,8 +32,10 @@ export interface ConsensusNetwork {
  */
 export type BlockSyncMessage =
   | { kind: 'statusRequest' }
-  | { kind: 'status'; base: number; height: number }
-  | { kind: 'blockRequest'; height: number }
+  /** `maxRange`: the most heights the sender answers in one block request (absent: 1, a peer without ranges). */
+  | { kind: 'status'; base: number; height: number; maxRange?: number }
+  /** `count`: consecutive heights from `height` (absent: 1); each is answered by a block or a "no block". */
+  | { kind: 'blockRequest'; height: number; count?: number }
   | { kind: 'noBlock'; height: number }
   | { kind: 'block'; block: Block; commit: Commit; extendedCommit?: Commit };
 

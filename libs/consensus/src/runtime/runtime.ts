@@ -26,6 +26,7 @@ import type {
 } from '../../../types/index.js';
 import { evidenceBytes, lastCommitInfo, maxDataBytes, proposerPicksTime } from '../block.js';
 import { type ChainState, genesisChainState, nextChainState } from '../chainstate.js';
+import { MAX_BLOCK_RANGE } from '../codec/blocksync.js';
 import {
   createEngine,
   step as engineStep,
@@ -1193,7 +1194,12 @@ export class ConsensusRuntime {
   /** This node's stored range, as block sync statuses carry it. */
   private blockSyncStatus(): BlockSyncMessage {
     const top = Math.min(this.blockStore.height, this.chain.lastBlockHeight);
-    return { kind: 'status', base: top > 0 ? this.blockStore.base : 0, height: top };
+    return {
+      kind: 'status',
+      base: top > 0 ? this.blockStore.base : 0,
+      height: top,
+      maxRange: MAX_BLOCK_RANGE,
+    };
   }
 
   private blockSyncTick(): void {
@@ -1216,8 +1222,12 @@ export class ConsensusRuntime {
     const net = this.opts.blockSync;
     if (!pool || !net) return;
     pool.advance(this.engine.height);
-    for (const r of pool.schedule(this.wallMs()))
-      net.send(r.peer, { kind: 'blockRequest', height: r.height });
+    for (const r of pool.scheduleRanges(this.wallMs()))
+      net.send(r.peer, {
+        kind: 'blockRequest',
+        height: r.height,
+        ...(r.count > 1 ? { count: r.count } : {}),
+      });
   }
 
   private async onBlockSyncMessage(peer: string, m: BlockSyncMessage): Promise<void> {
@@ -1228,24 +1238,27 @@ export class ConsensusRuntime {
         net.send(peer, this.blockSyncStatus());
         return;
       case 'status':
-        pool.setStatus(peer, m.base, m.height);
+        pool.setStatus(peer, m.base, m.height, m.maxRange ?? 1);
         // A peer storing block h works on h + 1 (catchingUp() compares consensus heights).
         this.peerHeights.set(peer, { height: m.height + 1, at: this.nowMs() });
         this.requestBlocks();
         return;
       case 'blockRequest': {
-        const top = Math.min(this.blockStore.height, this.chain.lastBlockHeight);
-        const h = m.height;
-        const block =
-          h <= top && h >= this.blockStore.base && h > 0 ? await this.blockStore.loadBlock(h) : undefined;
-        const c = block ? await this.blockStore.loadCommit(h) : undefined;
-        const ext = c ? await this.blockStore.loadExtendedCommit(h) : undefined;
-        // Where extensions are on, a block goes with its extended commit or not at all (docs/consensus.md 7b).
-        if (!block || !c || (!ext && voteExtensionsEnabled(this.chain.consensusParams, h))) {
-          net.send(peer, { kind: 'noBlock', height: h });
-          return;
+        // Each height of the range (one without `count`) gets its block or a "no block", in order.
+        const end = m.height + (m.count ?? 1);
+        for (let h = m.height; h < end && !this.stopped; h++) {
+          const top = Math.min(this.blockStore.height, this.chain.lastBlockHeight);
+          const block =
+            h <= top && h >= this.blockStore.base && h > 0 ? await this.blockStore.loadBlock(h) : undefined;
+          const c = block ? await this.blockStore.loadCommit(h) : undefined;
+          const ext = c ? await this.blockStore.loadExtendedCommit(h) : undefined;
+          // Where extensions are on, a block goes with its extended commit or not at all (docs/consensus.md 7b).
+          if (!block || !c || (!ext && voteExtensionsEnabled(this.chain.consensusParams, h))) {
+            net.send(peer, { kind: 'noBlock', height: h });
+            continue;
+          }
+          net.send(peer, { kind: 'block', block, commit: c.commit, ...(ext ? { extendedCommit: ext } : {}) });
         }
-        net.send(peer, { kind: 'block', block, commit: c.commit, ...(ext ? { extendedCommit: ext } : {}) });
         return;
       }
       case 'noBlock':
