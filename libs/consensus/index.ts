@@ -20,7 +20,7 @@ export {
   nextChainState,
 } from './src/chainstate.js';
 // The block sync protocol's wire envelope (/noded/blocksync/1), same rules.
-export { decodeBlockSyncMessage, encodeBlockSyncMessage } from './src/codec/blocksync.js';
+export { decodeBlockSyncMessage, encodeBlockSyncMessage, MAX_BLOCK_RANGE } from './src/codec/blocksync.js';
 // Tagged JSON (bigint/bytes-safe) for consensus messages and stored records that are never hashed.
 export { decodeTagged, encodeTagged } from './src/codec/json.js';
 // Canonical encodings: sign bytes, protobuf block/commit/vote encodings (CometBFT v0.38 wire format).
@@ -125,7 +125,7 @@ export {
 // Double-sign guard with CometBFT's priv_validator_state.json.
 export { FilePV, type LastSignState, lastSignStateJson, parseLastSignState } from './src/privval.js';
 // Block sync's request scheduler (which height of which peer), for the runtime and its tests.
-export { BlockPool, MAX_AHEAD } from './src/runtime/blockpool.js';
+export { BlockPool, type BlockRange, MAX_AHEAD, ranges } from './src/runtime/blockpool.js';
 // Runtime options and the ports it drives (network, scheduler).
 export {
   type BlockSyncMessage,

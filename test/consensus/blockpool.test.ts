@@ -2,7 +2,14 @@
 // and what happens to a peer's heights when it is dropped.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BlockPool, MAX_AHEAD } from '../../libs/consensus/index.js';
+import {
+  BlockPool,
+  decodeBlockSyncMessage,
+  encodeBlockSyncMessage,
+  MAX_AHEAD,
+  MAX_BLOCK_RANGE,
+  ranges,
+} from '../../libs/consensus/index.js';
 import type { Block, Commit } from '../../libs/types/index.js';
 
 const commit = {} as Commit;
@@ -93,5 +100,113 @@ describe('BlockPool', () => {
       { peer: 'a', height: 3 },
       { peer: 'a', height: 4 },
     ]);
+  });
+
+  it('gives a peer that answers ranges runs of consecutive heights, half its window each, and a new run only when half is free', () => {
+    const pool = new BlockPool(1, 16, 10_000);
+    pool.setStatus('a', 1, 1000, 64);
+    pool.setStatus('b', 1, 1000, 64);
+    const first = pool.schedule(0);
+    assert.deepEqual(
+      ranges(first, () => 64),
+      [
+        { peer: 'a', height: 1, count: 8 },
+        { peer: 'b', height: 9, count: 8 },
+        { peer: 'a', height: 17, count: 8 },
+        { peer: 'b', height: 25, count: 8 },
+      ],
+    );
+    // One block back from a: one slot free, not a whole run; nothing is asked.
+    assert.ok(pool.addBlock({ peer: 'a', block: block(1), commit }));
+    assert.deepEqual(pool.schedule(0), []);
+    for (let h = 2; h <= 8; h++) assert.ok(pool.addBlock({ peer: 'a', block: block(h), commit }));
+    assert.deepEqual(pool.scheduleRanges(0), [{ peer: 'a', height: 33, count: 8 }]);
+  });
+
+  it('keeps runs within the range a peer answers, and one height a request for a peer without ranges', () => {
+    const pool = new BlockPool(1, 16, 10_000);
+    pool.setStatus('small', 1, 1000, 3);
+    assert.deepEqual(pool.scheduleRanges(0), [
+      { peer: 'small', height: 1, count: 3 },
+      { peer: 'small', height: 4, count: 3 },
+      { peer: 'small', height: 7, count: 3 },
+      { peer: 'small', height: 10, count: 3 },
+      { peer: 'small', height: 13, count: 3 },
+    ]);
+    const old = new BlockPool(1, 4, 10_000);
+    old.setStatus('old', 1, 1000);
+    assert.deepEqual(
+      old.scheduleRanges(0).map((r) => r.count),
+      [1, 1, 1, 1],
+    );
+  });
+
+  it('groups requests into ranges of consecutive heights per peer, at most the maximum long', () => {
+    const rs = [1, 2, 3, 4, 5].map((height) => ({ peer: 'a', height }));
+    rs.splice(2, 0, { peer: 'b', height: 9 });
+    assert.deepEqual(
+      ranges(rs, () => 4),
+      [
+        { peer: 'a', height: 1, count: 4 },
+        { peer: 'b', height: 9, count: 1 },
+        { peer: 'a', height: 5, count: 1 },
+      ],
+    );
+    assert.deepEqual(
+      ranges(
+        [
+          { peer: 'a', height: 1 },
+          { peer: 'a', height: 3 },
+        ],
+        () => 4,
+      ),
+      [
+        { peer: 'a', height: 1, count: 1 },
+        { peer: 'a', height: 3, count: 1 },
+      ],
+    );
+  });
+});
+
+describe('block sync codec: ranges', () => {
+  it('carries a request count and a status max_range, and reads bytes without them as one height', () => {
+    const req = decodeBlockSyncMessage(encodeBlockSyncMessage({ kind: 'blockRequest', height: 7, count: 8 }));
+    assert.deepEqual(req, { kind: 'blockRequest', height: 7, count: 8 });
+    assert.deepEqual(decodeBlockSyncMessage(encodeBlockSyncMessage({ kind: 'blockRequest', height: 7 })), {
+      kind: 'blockRequest',
+      height: 7,
+    });
+    const st = { kind: 'status', base: 1, height: 99, maxRange: 64 } as const;
+    assert.deepEqual(decodeBlockSyncMessage(encodeBlockSyncMessage(st)), st);
+    assert.deepEqual(
+      decodeBlockSyncMessage(encodeBlockSyncMessage({ kind: 'status', base: 1, height: 99 })),
+      {
+        kind: 'status',
+        base: 1,
+        height: 99,
+      },
+    );
+    // A peer that says it answers more is taken at this node's maximum.
+    const big = encodeBlockSyncMessage({ kind: 'status', base: 1, height: 99, maxRange: 1000 });
+    assert.deepEqual(decodeBlockSyncMessage(big), {
+      kind: 'status',
+      base: 1,
+      height: 99,
+      maxRange: MAX_BLOCK_RANGE,
+    });
+  });
+
+  it('refuses a request count of 0 or above the maximum, naming it', () => {
+    // Hand-built: envelope field 3 (BlockRequest) { height 5, count N }.
+    const request = (count: number) => new Uint8Array([0x1a, 4, 0x08, 5, 0x10, count]);
+    assert.throws(
+      () => decodeBlockSyncMessage(request(0)),
+      /block sync message: request count 0 is not 1\.\.64/,
+    );
+    assert.throws(
+      () => decodeBlockSyncMessage(request(65)),
+      /block sync message: request count 65 is not 1\.\.64/,
+    );
+    assert.deepEqual(decodeBlockSyncMessage(request(64)), { kind: 'blockRequest', height: 5, count: 64 });
   });
 });

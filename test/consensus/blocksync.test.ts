@@ -1,7 +1,9 @@
-// Block sync's fast path (docs/p2p.md, "Block sync"): while catching up, a node fsyncs only the block
-// store and the block results, and a power failure that loses everything else must still restart
-// cleanly. A validator runtime and a fresh non-validator runtime talk over an in-memory network; the
-// syncing node's stores record which writes were synced, and a "power failure" keeps only those.
+// Block sync's batched durability (docs/p2p.md, "Block sync"): while catching up, a node writes each
+// block's block store, results, application commit and state without fsync, and fsyncs the block
+// store, then the state store, at a sync point every few blocks. A kill -9 (every write issued is in
+// the operating system) and a power failure (only what was synced) in the middle of a batch must
+// restart cleanly. A validator runtime and a fresh non-validator runtime talk over an in-memory
+// network; the syncing node's stores record which writes were synced.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +19,7 @@ import {
   ConsensusRuntime,
   type ConsensusRuntimeOptions,
   type EngineState,
+  HandshakeError,
   proposerOf,
   StateStore,
   TestApp,
@@ -31,21 +34,32 @@ after(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-/** A MemoryKV that remembers its writes, to rebuild what a power failure would leave: the synced ones and all before them. */
+/**
+ * A MemoryKV that remembers its writes, to rebuild what a crash would leave: after a kill -9 every
+ * write (they are in the operating system), after a power failure the synced ones and all before
+ * them (RocksDB's WAL fsync covers every write before it).
+ */
 class PowerKV extends MemoryKV {
   readonly log: Array<{ ops: BatchOp[]; sync: boolean }> = [];
   override async write(ops: BatchOp[], options?: { sync?: boolean }): Promise<void> {
     this.log.push({ ops, sync: options?.sync === true });
     await super.write(ops);
   }
-  /** The store after a power failure now: up to and including the last synced write (RocksDB's WAL fsync covers all before it). */
+  /** The store after a power failure now. */
   async durable(): Promise<PowerKV> {
     let last = -1;
     this.log.forEach((w, i) => {
       if (w.sync) last = i;
     });
+    return this.replay(last + 1);
+  }
+  /** The store after a kill -9 now: every write. */
+  async killed(): Promise<PowerKV> {
+    return this.replay(this.log.length);
+  }
+  private async replay(n: number): Promise<PowerKV> {
     const copy = new PowerKV();
-    for (const w of this.log.slice(0, last + 1)) await copy.write(w.ops, { sync: w.sync });
+    for (const w of this.log.slice(0, n)) await copy.write(w.ops, { sync: w.sync });
     return copy;
   }
 }
@@ -102,29 +116,63 @@ interface Synced {
   app: TestApp;
   blockKV: PowerKV;
   stateKV: PowerKV;
-  /** Each application commit: its height, whether it asked for durability, and what a power failure at that moment would keep. */
-  commits: Array<{ height: number; durable: boolean; blockOnDisk: number; resultsOnDisk: boolean }>;
+  /**
+   * Each application commit: its height, whether it asked for durability, the block store's height
+   * after a power failure at that moment, and whether its block and results were written at all.
+   */
+  commits: Array<{ height: number; durable: boolean; blockOnDisk: number; written: boolean }>;
 }
 
-/** Wraps the app's commit to check, at each commit, what is on disk already. */
+/** Wraps the app's commit to check, at each commit, what is written and what is on disk already. */
 function recordCommits(s: Synced): void {
   const real = s.app.commit.bind(s.app);
   s.app.commit = async (o?: CommitOptions) => {
     const height = s.app.height + 1;
-    const blocks = await BlockStore.open(await s.blockKV.durable());
-    const results = await new StateStore(await s.stateKV.durable()).loadResults(height);
+    const onDisk = await BlockStore.open(await s.blockKV.durable());
+    const written = await BlockStore.open(await s.blockKV.killed());
+    const results = await new StateStore(await s.stateKV.killed()).loadResults(height);
     s.commits.push({
       height,
       durable: o?.durable !== false,
-      blockOnDisk: blocks.height,
-      resultsOnDisk: results !== undefined,
+      blockOnDisk: onDisk.height,
+      written: written.height >= height && results !== undefined,
     });
     return real();
   };
 }
 
-describe('block sync: fewer fsyncs while catching up, and a power failure during it', () => {
-  it('fsyncs only the block and its results before each commit, and restarts cleanly from what was synced', async () => {
+/** Sync points in these tests: every 5 blocks. */
+const SYNC_EVERY = 5;
+
+/** The application of `key`'s chain, brought to `height` with the validator's blocks. */
+async function appAt(v: ConsensusRuntime, height: number): Promise<TestApp> {
+  const app = new TestApp();
+  await app.initChain({
+    chainId: CHAIN_ID,
+    time: GENESIS_TIME,
+    initialHeight: 1,
+    validators: validatorsOf([key]),
+    consensusParams: PARAMS,
+    appState: { test: true },
+  });
+  for (let h = 1; h <= height; h++) {
+    const b = (await v.loadBlock(h))!;
+    await app.finalizeBlock({
+      height: h,
+      time: b.header.time,
+      proposerAddress: b.header.proposerAddress,
+      hash: new Uint8Array(32),
+      txs: b.data.txs,
+      misbehavior: [],
+      decidedLastCommit: { round: 0, votes: [] },
+    });
+    await app.commit();
+  }
+  return app;
+}
+
+describe('block sync: batched durability while catching up, and a kill -9 or a power failure during it', () => {
+  it('fsyncs the block store and the state every few blocks, and restarts cleanly from what a crash leaves', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'noded-bsync-'));
     dirs.push(dir);
     const keyFile = join(dir, 'priv_validator_key.json');
@@ -149,74 +197,66 @@ describe('block sync: fewer fsyncs while catching up, and a power failure during
 
     const s: Synced = { app: new TestApp(), blockKV: new PowerKV(), stateKV: new PowerKV(), commits: [] };
     recordCommits(s);
-    // The power failure: while block 15 executes, its block store write already synced, the state
-    // of 14 not yet (it is synced with the results of 15).
-    let crash: { blockKV: PowerKV; stateKV: PowerKV; appHeight: number; lastDurable: number } | undefined;
+    // The crash: while a block from 12 on executes with the application ahead of the block store on
+    // disk (in the middle of a batch, after a sync point).
+    type Crash = { killed: [PowerKV, PowerKV]; lost: [PowerKV, PowerKV]; appHeight: number };
+    let crash: Crash | undefined;
     const finalize = s.app.finalizeBlock.bind(s.app);
     s.app.finalizeBlock = async (req) => {
-      if (req.height === 15 && !crash) {
+      if (req.height >= 12 && !crash) {
         await new Promise((r) => setImmediate(r));
-        crash = {
-          blockKV: await s.blockKV.durable(),
-          stateKV: await s.stateKV.durable(),
-          appHeight: s.app.height,
-          lastDurable: Math.max(0, ...s.commits.filter((c) => c.durable).map((c) => c.height)),
-        };
+        const lostBlocks = await s.blockKV.durable();
+        if ((await BlockStore.open(lostBlocks)).height < s.app.height)
+          crash = {
+            killed: [await s.blockKV.killed(), await s.stateKV.killed()],
+            lost: [lostBlocks, await s.stateKV.durable()],
+            appHeight: s.app.height,
+          };
       }
       return finalize(req);
     };
-    const sOpts = baseOpts(join(dir, 's'), s.app, { blockStore: s.blockKV, stateStore: s.stateKV });
+    const sOpts = baseOpts(join(dir, 's'), s.app, {
+      blockStore: s.blockKV,
+      stateStore: s.stateKV,
+      catchupSyncBlocks: SYNC_EVERY,
+    });
     const first = await ConsensusRuntime.create({ ...sOpts, network: net.b });
     await first.start();
-    await first.waitForHeight(20, 30_000);
+    await first.waitForHeight(25, 30_000);
     await first.stop();
 
-    // Every commit while catching up skipped its own fsync, but only after the block and its results were on disk.
-    assert.ok(s.commits.length >= 20);
+    // Every commit while catching up skipped its own fsync, its block and results written before it;
+    // the block store was synced at least every SYNC_EVERY blocks, and mostly not at each.
+    assert.ok(s.commits.length >= 25);
     const fast = s.commits.filter((c) => !c.durable);
-    assert.ok(fast.length >= 15, `${fast.length} of ${s.commits.length} commits took the fast path`);
+    assert.ok(fast.length >= 20, `${fast.length} of ${s.commits.length} commits took the fast path`);
     for (const c of s.commits) {
+      assert.ok(c.written, `block ${c.height} and its results were written before its commit`);
       assert.ok(
-        c.blockOnDisk >= c.height,
-        `block ${c.height} was on disk before its commit (${c.blockOnDisk})`,
+        c.height - c.blockOnDisk < SYNC_EVERY,
+        `block ${c.height}: the block store on disk (${c.blockOnDisk}) at most ${SYNC_EVERY - 1} blocks behind`,
       );
-      assert.ok(c.resultsOnDisk, `results of ${c.height} were on disk before its commit`);
     }
+    const batched = fast.filter((c) => c.blockOnDisk < c.height).length;
+    assert.ok(
+      batched >= fast.length / 2,
+      `${batched} of ${fast.length} commits before their block was synced`,
+    );
+    const syncedBlockWrites = s.blockKV.log.filter((w) => w.sync).length;
+    assert.ok(
+      syncedBlockWrites <= s.commits.length - batched,
+      `${syncedBlockWrites} synced block store writes for ${s.commits.length} blocks`,
+    );
 
-    // Power failure at that moment: the stores keep their synced writes; two ways the application may come back.
-    assert.ok(crash, 'block 15 was synced');
-    const { blockKV: lostBlocks, stateKV: lostState, appHeight, lastDurable } = crash;
-    for (const appCameBack of ['at its last durable commit', 'with every commit (the OS wrote them)']) {
-      const app = new TestApp();
-      // Rebuild the application's commits up to where this case leaves it, from the validator's blocks.
-      const to = appCameBack.startsWith('at') ? lastDurable : appHeight;
-      await app.initChain({
-        chainId: CHAIN_ID,
-        time: GENESIS_TIME,
-        initialHeight: 1,
-        validators: validatorsOf([key]),
-        consensusParams: PARAMS,
-        appState: { test: true },
-      });
-      for (let h = 1; h <= to; h++) {
-        const b = (await v.loadBlock(h))!;
-        await app.finalizeBlock({
-          height: h,
-          time: b.header.time,
-          proposerAddress: b.header.proposerAddress,
-          hash: new Uint8Array(32),
-          txs: b.data.txs,
-          misbehavior: [],
-          decidedLastCommit: { round: 0, votes: [] },
-        });
-        await app.commit();
-      }
-      const blockKV = await lostBlocks.durable();
-      const stateKV = await lostState.durable();
-      const stateBefore = (await new StateStore(stateKV).loadState())?.lastBlockHeight ?? 0;
+    assert.ok(crash, 'a crash point in the middle of a batch');
+    const { appHeight } = crash;
+    const restart = async (what: string, app: TestApp, [blockKV, stateKV]: [PowerKV, PowerKV]) => {
       const storeBefore = (await BlockStore.open(blockKV)).height;
-      assert.equal(storeBefore, 15, 'block 15 was on disk');
-      assert.equal(stateBefore, 13, 'the state of 14 was not (two blocks behind the block store)');
+      const stateBefore = (await new StateStore(stateKV).loadState())?.lastBlockHeight ?? 0;
+      assert.ok(
+        stateBefore <= storeBefore,
+        `${what}: the state (${stateBefore}) is not past the blocks (${storeBefore})`,
+      );
       const again = await ConsensusRuntime.create({
         ...sOpts,
         app,
@@ -226,8 +266,8 @@ describe('block sync: fewer fsyncs while catching up, and a power failure during
       });
       assert.equal(
         again.chainState().lastBlockHeight,
-        (await BlockStore.open(blockKV)).height,
-        `${appCameBack} (state on disk ${stateBefore}): the handshake brought the state to the block store`,
+        storeBefore,
+        `${what} (state on disk ${stateBefore}, application ${app.height}): the handshake brought the state to the block store`,
       );
       await again.start();
       const tip = v.blockStoreHeight();
@@ -236,14 +276,52 @@ describe('block sync: fewer fsyncs while catching up, and a power failure during
       for (let h = 1; h <= tip; h++) {
         const a = await v.loadBlockMeta(h);
         const b = await again.loadBlockMeta(h);
-        assert.deepEqual(b?.blockId.hash, a?.blockId.hash, `${appCameBack}: block ${h}`);
+        assert.deepEqual(b?.blockId.hash, a?.blockId.hash, `${what}: block ${h}`);
       }
       // The application rebuilt by the handshake and sync holds the validator's app hash at its height.
       await v.waitForHeight(app.height + 1, 10_000);
       const next = await v.loadBlockMeta(app.height + 1);
       assert.ok(next, `the validator has block ${app.height + 1}`);
-      assert.deepEqual(app.appHash, next.header.appHash, `${appCameBack}: app hash at ${app.height}`);
-    }
+      assert.deepEqual(app.appHash, next.header.appHash, `${what}: app hash at ${app.height}`);
+    };
+
+    // kill -9: every write issued is kept, the application's included.
+    await restart('kill -9', await appAt(v, appHeight), [
+      await crash.killed[0].killed(),
+      await crash.killed[1].killed(),
+    ]);
+
+    // Power failure: the stores keep their synced writes; the application keeps none of its commits
+    // while catching up, or some of them (the OS wrote them), up to the blocks on disk.
+    const lostStore = (await BlockStore.open(crash.lost[0])).height;
+    assert.ok(
+      lostStore < appHeight && appHeight - lostStore < SYNC_EVERY,
+      `blocks on disk ${lostStore}, application ${appHeight}`,
+    );
+    const lastDurable = Math.max(
+      0,
+      ...s.commits.filter((c) => c.durable && c.height <= appHeight).map((c) => c.height),
+    );
+    for (const [what, to] of [
+      ['power failure, the application at its last synced commit', lastDurable],
+      ['power failure, the application at the blocks on disk', lostStore],
+    ] as const)
+      await restart(what, await appAt(v, to), [await crash.lost[0].durable(), await crash.lost[1].durable()]);
+
+    // Power failure with the application's unsynced pages on disk past the block store's: the
+    // handshake refuses it with the heights (docs/p2p.md: reset the node's data and sync again).
+    await assert.rejects(
+      ConsensusRuntime.create({
+        ...sOpts,
+        app: await appAt(v, appHeight),
+        blockStore: await crash.lost[0].durable(),
+        stateStore: await crash.lost[1].durable(),
+        network: net.b,
+      }),
+      (e: Error) =>
+        e instanceof HandshakeError &&
+        e.message.includes(`application height ${appHeight}, block store height ${lostStore}`),
+    );
     await v.stop();
   });
 });

@@ -1,7 +1,9 @@
 // Block sync with real processes: a 1-validator chain-local network mines 1,500 empty blocks and a
 // few blocks of transfers; a fresh full node catches up, is killed with SIGKILL twice while it
-// syncs (its application's commits and states written without fsync then), restarts, and must end
-// with the validator's block at every height, its balances, and catching_up false.
+// syncs (in the middle of a batch: its block store, results, application commits and states written
+// without fsync since the last sync point), restarts at a consistent height (the handshake brings
+// the state to the block store, which holds every block applied before the kill), and must end with
+// the validator's block at every height, its balances, and catching_up false.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -95,6 +97,7 @@ describe('block sync of a fresh full node, killed twice while it syncs', { timeo
     // The full node syncs; SIGKILL at two points on the way, each followed by a restart.
     net.start(1);
     let sawCatchingUp = false;
+    const killedAt: number[] = [];
     for (const killAt of [400, 1000]) {
       await waitFor(
         `the full node past ${killAt}`,
@@ -108,6 +111,7 @@ describe('block sync of a fresh full node, killed twice while it syncs', { timeo
       const at = await heightOf(f);
       assert.ok(at < tip, `still syncing when killed (at ${at} of ${tip})`);
       await net.kill(1, 'SIGKILL');
+      killedAt.push(at);
       net.start(1);
     }
     assert.ok(sawCatchingUp, '/status said catching_up while the node was behind');
@@ -126,7 +130,29 @@ describe('block sync of a fresh full node, killed twice while it syncs', { timeo
     }
     // The restarts went through the handshake, and block sync logged where its time went.
     const log = readFileSync(join(f.home, 'logs', 'noded.log'), 'utf8');
-    assert.ok((log.match(/"handshake complete"/g) ?? []).length >= 3, 'three starts');
+    const handshakes = log
+      .split('\n')
+      .filter((l) => l.includes('"handshake complete"'))
+      .map((l) => JSON.parse(l) as { storeHeight: number; stateHeight: number; height: number });
+    assert.equal(handshakes.length, 3, 'three starts');
+    for (const [i, at] of killedAt.entries()) {
+      const hs = handshakes[i + 1]!;
+      // A block is published (/status) only after a sync point made it durable; the block store also
+      // holds the blocks applied after it, written without fsync, which the kill did not lose.
+      assert.ok(
+        hs.storeHeight > at,
+        `restart ${i + 1}: block store at ${hs.storeHeight}, past ${at}, the height published before the kill`,
+      );
+      assert.ok(
+        hs.stateHeight <= hs.storeHeight,
+        `restart ${i + 1}: state ${hs.stateHeight} not past the blocks`,
+      );
+      assert.equal(
+        hs.height,
+        hs.storeHeight + 1,
+        `restart ${i + 1}: the handshake brought the state to the blocks`,
+      );
+    }
     assert.match(log, /"block sync progress"/);
   });
 });

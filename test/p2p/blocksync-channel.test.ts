@@ -87,12 +87,20 @@ function recordingLogger(lines: Array<{ msg: string; obj: Record<string, unknown
 /** A serving peer's channel that counts the blocks it sends and, with `corrupt`, breaks their commit signature. */
 class ServingChannel extends BlockSyncChannel {
   served = 0;
+  /** Heights asked by each block request received (a range asks several). */
+  readonly requests: number[] = [];
   constructor(
     private readonly h: P2PHost,
     maxBlockBytes: number,
     private readonly corrupt: boolean,
   ) {
     super(h, maxBlockBytes);
+    this.subscribe(
+      (_peer, m) => {
+        if (m.kind === 'blockRequest') this.requests.push(m.count ?? 1);
+      },
+      () => {},
+    );
   }
   override send(peer: string, m: BlockSyncMessage): void {
     if (m.kind === 'block') this.served++;
@@ -194,6 +202,12 @@ describe('block sync protocol, three serving peers', () => {
     const served = servers.map((x) => x.channel.served);
     assert.ok(served[0]! > 0 && served[1]! > 0 && served[2]! > 0, `blocks served per peer: ${served}`);
     assert.ok(served[2]! < top, `the corrupt peer served ${served[2]} of ${top}`);
+    // The peers answer ranges (their statuses say so): requests ask several heights, never more than the window (4).
+    for (const x of servers.slice(0, 2)) {
+      const rs = x.channel.requests;
+      assert.ok(Math.max(...rs) > 1 && Math.max(...rs) <= 4, `request sizes ${rs}`);
+      assert.ok(rs.length < x.channel.served, `${rs.length} requests for ${x.channel.served} blocks`);
+    }
     assert.equal(syncer.syncInfo().catchingUp, false, 'caught up');
   });
 });

@@ -16,6 +16,13 @@ import {
 
 const FIELD = { statusRequest: 1, status: 2, blockRequest: 3, noBlock: 4, block: 5 } as const;
 
+/**
+ * The most heights one block request may ask (`BlockRequest.count`, field 2, added beside CometBFT's
+ * height; a peer that does not know it reads the first height only, which is why a node asks ranges
+ * only of peers whose `Status.max_range`, field 3, says they answer them).
+ */
+export const MAX_BLOCK_RANGE = 64;
+
 const fail = (why: string): never => {
   throw new ConsensusError('INVALID_ENCODING', `block sync message: ${why}`);
 };
@@ -36,10 +43,12 @@ export function encodeBlockSyncMessage(m: BlockSyncMessage): Uint8Array {
     case 'status':
       inner.varint(1, m.height);
       inner.varint(2, m.base);
+      if (m.maxRange !== undefined && m.maxRange > 1) inner.varint(3, m.maxRange);
       w.message(FIELD.status, inner.finish());
       break;
     case 'blockRequest':
       inner.varint(1, m.height);
+      if (m.count !== undefined && m.count > 1) inner.varint(2, m.count);
       w.message(FIELD.blockRequest, inner.finish());
       break;
     case 'noBlock':
@@ -68,10 +77,21 @@ export function decodeBlockSyncMessage(bytes: Uint8Array): BlockSyncMessage {
       const h = height('status height', numberOf(g, 1));
       const base = height('status base', numberOf(g, 2));
       if (base > h) fail(`status base ${base} is above its height ${h}`);
-      return { kind: 'status', base, height: h };
+      if (!g.has(3)) return { kind: 'status', base, height: h };
+      // A peer may answer larger ranges than this node asks: it is taken at most at MAX_BLOCK_RANGE.
+      const maxRange = height('status max_range', numberOf(g, 3));
+      return { kind: 'status', base, height: h, maxRange: Math.max(1, Math.min(maxRange, MAX_BLOCK_RANGE)) };
     }
-    case FIELD.blockRequest:
-      return { kind: 'blockRequest', height: height('request height', numberOf(g, 1)) };
+    case FIELD.blockRequest: {
+      const from = height('request height', numberOf(g, 1));
+      if (!g.has(2)) return { kind: 'blockRequest', height: from };
+      const count = numberOf(g, 2);
+      if (!Number.isSafeInteger(count) || count < 1 || count > MAX_BLOCK_RANGE)
+        fail(`request count ${count} is not 1..${MAX_BLOCK_RANGE}`);
+      return count === 1
+        ? { kind: 'blockRequest', height: from }
+        : { kind: 'blockRequest', height: from, count };
+    }
     case FIELD.noBlock:
       return { kind: 'noBlock', height: height('no-block height', numberOf(g, 1)) };
     case FIELD.block: {

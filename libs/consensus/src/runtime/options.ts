@@ -32,8 +32,10 @@ export interface ConsensusNetwork {
  */
 export type BlockSyncMessage =
   | { kind: 'statusRequest' }
-  | { kind: 'status'; base: number; height: number }
-  | { kind: 'blockRequest'; height: number }
+  /** `maxRange`: the most heights the sender answers in one block request (absent: 1, a peer without ranges). */
+  | { kind: 'status'; base: number; height: number; maxRange?: number }
+  /** `count`: consecutive heights from `height` (absent: 1); each is answered by a block or a "no block". */
+  | { kind: 'blockRequest'; height: number; count?: number }
   | { kind: 'noBlock'; height: number }
   | { kind: 'block'; block: Block; commit: Commit; extendedCommit?: Commit };
 
@@ -119,6 +121,13 @@ export interface ConsensusRuntimeOptions {
   blockSyncWindow?: number;
   /** Block sync: how long a requested block may take before it is asked of another peer (ms, default 10000). */
   blockSyncTimeoutMs?: number;
+  /**
+   * Block sync: while catching up, the most blocks applied between two sync points, at which the
+   * block store and the state store are fsynced (default 1: every block, so a power failure leaves
+   * the application behind the block store, never ahead; more batches the fsyncs, and a power
+   * failure mid-batch can then need a reset, docs/p2p.md "Block sync").
+   */
+  catchupSyncBlocks?: number;
   now?: () => TimeNs;
 
   // Advanced: the simulator and tests replace these.

@@ -26,6 +26,7 @@ import type {
 } from '../../../types/index.js';
 import { evidenceBytes, lastCommitInfo, maxDataBytes, proposerPicksTime } from '../block.js';
 import { type ChainState, genesisChainState, nextChainState } from '../chainstate.js';
+import { MAX_BLOCK_RANGE } from '../codec/blocksync.js';
 import {
   createEngine,
   step as engineStep,
@@ -84,8 +85,14 @@ const CATCHUP_WINDOW_BYTES = 4 * 1024 * 1024;
 /** Block sync protocol: how often requests are checked for timeouts and refilled, and statuses asked (ms). */
 const BLOCK_SYNC_TICK_MS = 100;
 const BLOCK_SYNC_STATUS_MS = 1000;
-/** How long the events of a block applied without fsync wait for the next block before its state is synced. */
+/**
+ * Block sync's batched durability while catching up: the longest a block applied without fsync
+ * waits for a sync point (ms; the timer's sync point), and the most blocks, or transaction bytes,
+ * applied between two sync points (the count's sync point, inline).
+ */
 const UNPUBLISHED_FLUSH_MS = 250;
+const CATCHUP_SYNC_BLOCKS = 1;
+const CATCHUP_SYNC_TX_BYTES = 8 * 1024 * 1024;
 
 interface SyncStats {
   since: number;
@@ -163,12 +170,15 @@ export class ConsensusRuntime {
   private applyingFromBlockSync = false;
   private lastBlockSyncStatus = 0;
   /**
-   * Block sync's fast path: the last block applied whose state is not on disk yet. Its events
-   * (NewBlock, Tx, waiters, the latest height) wait until it is, so that no height is published
-   * twice, even when a power failure sends the handshake back to replay it (see applyBlock).
+   * Block sync's fast path: the blocks applied since the last sync point, whose block store,
+   * results and state writes are not on disk yet, in height order. Their events (NewBlock, Tx,
+   * waiters, the latest height) wait until they are, so that no height is published twice, even
+   * when a power failure sends the handshake back to replay it (see commitDecided).
    */
-  private unpublished: { block: Block; blockId: BlockId; res: FinalizeBlockResponse } | null = null;
-  /** The timer that publishes `unpublished` if no block follows it (one at a time). */
+  private unpublished: Array<{ block: Block; blockId: BlockId; res: FinalizeBlockResponse }> = [];
+  /** Transaction bytes of the unpublished blocks (a sync point comes at CATCHUP_SYNC_TX_BYTES). */
+  private unpublishedTxBytes = 0;
+  /** The timer that makes the unpublished blocks durable if no sync point comes first (one at a time). */
   private flushTimer: unknown = null;
   private latest: BlockRef | null = null;
   private earliest: BlockRef | null = null;
@@ -833,23 +843,33 @@ export class ConsensusRuntime {
   ): Promise<void> {
     const h = block.header.height;
     const t = performance.now();
-    // While catching up (a block from a peer's commit, peers two or more heights ahead), only the
-    // block store and the block results are fsynced: the WAL marker, the application's commit and
-    // the state are written without, and a power failure that loses some of them is repaired by the
-    // handshake (it rebuilds the state from the results and replays the application from the block
-    // store). Five fsyncs per block become two. The block at the tip gets all five.
+    // While catching up (a block from a peer's commit, peers two or more heights ahead), a block's
+    // writes are not fsynced one by one: the block store, the WAL marker, the results, the
+    // application's commit and the state are written without fsync, and at a sync point (every
+    // CATCHUP_SYNC_BLOCKS blocks, or the flush timer's UNPUBLISHED_FLUSH_MS) the block store and
+    // then the state store are synced (one synced write each; RocksDB's WAL fsync covers every write
+    // before it). A kill -9 loses nothing (unsynced writes are in the operating system already); what
+    // a power failure can leave is in docs/p2p.md. The blocks applied since the last sync point are
+    // published after it. The block at the tip gets all five fsyncs, so a node that switches to
+    // consensus has everything on disk.
     const durable = !(this.syncing && this.catchingUp());
-    if (this.blockStore.height < h) await this.blockStore.saveBlock(block, blockId, commit, extendedCommit);
+    const syncPoint =
+      durable ||
+      this.unpublished.length + 1 >= (this.opts.catchupSyncBlocks ?? CATCHUP_SYNC_BLOCKS) ||
+      this.unpublishedTxBytes >= CATCHUP_SYNC_TX_BYTES;
+    if (this.blockStore.height < h)
+      await this.blockStore.saveBlock(block, blockId, commit, extendedCommit, syncPoint);
+    else if (syncPoint) await this.blockStore.sync();
     await this.wal!.writeEndHeight(h, durable);
     if (this.syncing) this.sync.storeMs += performance.now() - t;
-    await this.applyBlock(block, blockId, durable);
+    await this.applyBlock(block, blockId, durable, syncPoint);
     this.logger.info(
       { height: h, round: commit.round, hash: hexUpper(blockId.hash), txs: block.data.txs.length },
       'committed block',
     );
   }
 
-  private async finalize(block: Block, blockId: BlockId): Promise<FinalizeBlockResponse> {
+  private async finalize(block: Block, blockId: BlockId, syncResults = true): Promise<FinalizeBlockResponse> {
     const h = block.header;
     // The set that signed block.lastCommit: the state's last set, except when the handshake replays
     // a block the saved state is already past (the application is one block behind).
@@ -884,7 +904,7 @@ export class ConsensusRuntime {
       );
     }
     const t = performance.now();
-    await this.stateStore.saveResults(h.height, res);
+    await this.stateStore.saveResults(h.height, res, syncResults);
     if (this.syncing) {
       const ms = performance.now() - t;
       this.sync.storeMs += ms;
@@ -896,15 +916,22 @@ export class ConsensusRuntime {
   /**
    * finalizeBlock, save results, commit, save the next state, update evidence, publish. Not
    * `durable`: block sync's fast path (see commitDecided): the commit and the state are not
-   * fsynced, and the events wait until the state is on disk.
+   * fsynced, and the events wait until the state is on disk. `syncPoint` (always when durable):
+   * the results are fsynced, and with them the states saved before them.
    */
-  private async applyBlock(block: Block, blockId: BlockId, durable = true): Promise<FinalizeBlockResponse> {
+  private async applyBlock(
+    block: Block,
+    blockId: BlockId,
+    durable = true,
+    syncPoint = true,
+  ): Promise<FinalizeBlockResponse> {
     const t0 = performance.now();
-    const res = await this.finalize(block, blockId);
+    const res = await this.finalize(block, blockId, durable || syncPoint);
     const t1 = performance.now();
-    // The results were just written synced, and with them the state saved before them: the
-    // previous block's events can go out.
-    await this.publishPending();
+    // A sync point: the block store was synced up to this block (commitDecided), the results were
+    // just written synced, and with them the states saved before them: the events of the blocks
+    // applied before this one can go out.
+    if (durable || syncPoint) await this.publishPending();
     if (this.syncing) this.sync.publishMs += performance.now() - t1;
     const tc = performance.now();
     const next = nextChainState(this.chain, block, blockId, res);
@@ -916,8 +943,9 @@ export class ConsensusRuntime {
     if (durable) {
       await this.afterCommit(block, blockId, res);
     } else {
-      this.unpublished = { block, blockId, res };
-      // Normally the next synced block publishes it; if none comes, the state is synced here.
+      this.unpublished.push({ block, blockId, res });
+      for (const tx of block.data.txs) this.unpublishedTxBytes += tx.length;
+      // Normally a later sync point publishes it; if none comes in time, the stores are synced here.
       if (this.flushTimer === null) {
         const t = this.scheduler.setTimer(UNPUBLISHED_FLUSH_MS, () => {
           this.timers.delete(t);
@@ -937,17 +965,23 @@ export class ConsensusRuntime {
     return res;
   }
 
-  /** Publishes the events of the block whose state was saved without fsync (the caller made it durable). */
+  /** Publishes the events of the blocks whose state was saved without fsync (the caller made them durable), in order. */
   private async publishPending(): Promise<void> {
-    const p = this.unpublished;
-    if (!p) return;
-    this.unpublished = null;
-    await this.afterCommit(p.block, p.blockId, p.res);
+    const pending = this.unpublished;
+    if (pending.length === 0) return;
+    this.unpublished = [];
+    this.unpublishedTxBytes = 0;
+    for (const p of pending) await this.afterCommit(p.block, p.blockId, p.res);
   }
 
-  /** No synced write followed the last fast-path block: sync its state, then publish it. */
+  /**
+   * The timer's sync point (or shutdown): fast-path blocks wait without one. The block store is
+   * synced first, then the state (with the results before it), as at an inline sync point, so the
+   * state on disk never passes the blocks on disk; then their events go out.
+   */
   private async flushUnpublished(): Promise<void> {
-    if (!this.unpublished) return;
+    if (this.unpublished.length === 0) return;
+    await this.blockStore.sync();
     await this.stateStore.saveState(this.chain);
     await this.publishPending();
   }
@@ -1168,7 +1202,12 @@ export class ConsensusRuntime {
   /** This node's stored range, as block sync statuses carry it. */
   private blockSyncStatus(): BlockSyncMessage {
     const top = Math.min(this.blockStore.height, this.chain.lastBlockHeight);
-    return { kind: 'status', base: top > 0 ? this.blockStore.base : 0, height: top };
+    return {
+      kind: 'status',
+      base: top > 0 ? this.blockStore.base : 0,
+      height: top,
+      maxRange: MAX_BLOCK_RANGE,
+    };
   }
 
   private blockSyncTick(): void {
@@ -1191,8 +1230,12 @@ export class ConsensusRuntime {
     const net = this.opts.blockSync;
     if (!pool || !net) return;
     pool.advance(this.engine.height);
-    for (const r of pool.schedule(this.wallMs()))
-      net.send(r.peer, { kind: 'blockRequest', height: r.height });
+    for (const r of pool.scheduleRanges(this.wallMs()))
+      net.send(r.peer, {
+        kind: 'blockRequest',
+        height: r.height,
+        ...(r.count > 1 ? { count: r.count } : {}),
+      });
   }
 
   private async onBlockSyncMessage(peer: string, m: BlockSyncMessage): Promise<void> {
@@ -1203,29 +1246,35 @@ export class ConsensusRuntime {
         net.send(peer, this.blockSyncStatus());
         return;
       case 'status':
-        pool.setStatus(peer, m.base, m.height);
+        pool.setStatus(peer, m.base, m.height, m.maxRange ?? 1);
         // A peer storing block h works on h + 1 (catchingUp() compares consensus heights).
         this.peerHeights.set(peer, { height: m.height + 1, at: this.nowMs() });
         this.requestBlocks();
         return;
       case 'blockRequest': {
-        const top = Math.min(this.blockStore.height, this.chain.lastBlockHeight);
-        const h = m.height;
-        const block =
-          h <= top && h >= this.blockStore.base && h > 0 ? await this.blockStore.loadBlock(h) : undefined;
-        const c = block ? await this.blockStore.loadCommit(h) : undefined;
-        const ext = c ? await this.blockStore.loadExtendedCommit(h) : undefined;
-        if (!block || !c) {
-          net.send(peer, { kind: 'noBlock', height: h });
-          return;
+        // Each height of the range (one without `count`) gets its block or a "no block", in order.
+        const end = m.height + (m.count ?? 1);
+        for (let h = m.height; h < end && !this.stopped; h++) {
+          const top = Math.min(this.blockStore.height, this.chain.lastBlockHeight);
+          const block =
+            h <= top && h >= this.blockStore.base && h > 0 ? await this.blockStore.loadBlock(h) : undefined;
+          const c = block ? await this.blockStore.loadCommit(h) : undefined;
+          const ext = c ? await this.blockStore.loadExtendedCommit(h) : undefined;
+          if (!block || !c) {
+            net.send(peer, { kind: 'noBlock', height: h });
+            continue;
+          }
+          // Where extensions are on, a block goes with its extended commit, or with its plain commit
+          // where this store has none (written before they were kept per height): h is below this
+          // node's top, so the peer knows h + 1 is committed and needs no extensions of h
+          // (docs/consensus.md 7b).
+          if (!ext && voteExtensionsEnabled(this.chain.consensusParams, h))
+            this.logger.debug(
+              { peer, height: h },
+              'block sync: no extended commit stored; sending the commit',
+            );
+          net.send(peer, { kind: 'block', block, commit: c.commit, ...(ext ? { extendedCommit: ext } : {}) });
         }
-        // Where extensions are on, a block goes with its extended commit, or with its plain commit
-        // where this store has none (written before they were kept per height): h is below this
-        // node's top, so the peer knows h + 1 is committed and needs no extensions of h
-        // (docs/consensus.md 7b).
-        if (!ext && voteExtensionsEnabled(this.chain.consensusParams, h))
-          this.logger.debug({ peer, height: h }, 'block sync: no extended commit stored; sending the commit');
-        net.send(peer, { kind: 'block', block, commit: c.commit, ...(ext ? { extendedCommit: ext } : {}) });
         return;
       }
       case 'noBlock':

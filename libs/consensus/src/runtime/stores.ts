@@ -63,6 +63,9 @@ function keyBytes(prefix: string, suffix: Uint8Array): Uint8Array {
 }
 
 export class BlockStore {
+  /** A block was saved without fsync since the last synced write (block sync's batched durability). */
+  private unsynced = false;
+
   private constructor(
     private readonly kv: KVStore,
     public base: number,
@@ -76,14 +79,17 @@ export class BlockStore {
   }
 
   /**
-   * Stores block, seen commit, meta and hash index in one synced batch; with `extendedCommit` also
-   * that, kept for every height (block sync serves it with the block, as CometBFT does).
+   * Stores block, seen commit, meta and hash index in one batch, synced unless `sync` is false
+   * (block sync while catching up: a later synced write, or sync(), makes it durable; RocksDB's
+   * WAL fsync covers every write before it); with `extendedCommit` also that, kept for every
+   * height (block sync serves it with the block, as CometBFT does).
    */
   async saveBlock(
     block: Block,
     blockId: BlockId,
     seenCommit: Commit,
     extendedCommit: Commit | null = null,
+    sync = true,
   ): Promise<void> {
     const h = block.header.height;
     const meta: BlockMeta = {
@@ -105,9 +111,18 @@ export class BlockStore {
     if (extendedCommit) {
       ops.push({ type: 'put', key: key('bs:ec:', h), value: encodeExtendedCommit(extendedCommit) });
     }
-    await this.kv.write(ops, { sync: true });
+    await this.kv.write(ops, { sync });
+    this.unsynced = !sync;
     this.base = base;
     this.height = Math.max(h, this.height);
+  }
+
+  /** Makes the blocks saved without fsync durable (one synced write of the meta record); a no-op when none are. */
+  async sync(): Promise<void> {
+    if (!this.unsynced) return;
+    const meta = encodeTagged({ base: this.base, height: this.height });
+    await this.kv.write([{ type: 'put', key: key('bs:meta'), value: meta }], { sync: true });
+    this.unsynced = false;
   }
 
   /**
@@ -124,6 +139,7 @@ export class BlockStore {
     const base = height < this.base || height === 0 ? 0 : this.base;
     ops.push({ type: 'put', key: key('bs:meta'), value: encodeTagged({ base, height }) });
     await this.kv.write(ops, { sync: true });
+    this.unsynced = false;
     this.base = base;
     this.height = height;
   }
@@ -238,10 +254,9 @@ export class StateStore {
     return v ? decodeTagged<ConsensusParams>(v) : undefined;
   }
 
-  async saveResults(height: number, res: FinalizeBlockResponse): Promise<void> {
-    await this.kv.write([{ type: 'put', key: key('st:r:', height), value: encodeTagged(res) }], {
-      sync: true,
-    });
+  /** Saves a block's FinalizeBlock results, synced unless `sync` is false (block sync while catching up). */
+  async saveResults(height: number, res: FinalizeBlockResponse, sync = true): Promise<void> {
+    await this.kv.write([{ type: 'put', key: key('st:r:', height), value: encodeTagged(res) }], { sync });
   }
 
   async loadResults(height: number): Promise<FinalizeBlockResponse | undefined> {
