@@ -34,11 +34,16 @@ LABEL org.opencontainers.image.title="noded" \
       org.opencontainers.image.licenses="UNLICENSED" \
       org.opencontainers.image.documentation="docs/deploy.md"
 # MALLOC_ARENA_MAX=2: glibc keeps freed native memory (RocksDB, Buffers) in up to 8 arenas per core;
-# two halved the RSS growth of a 30-minute soak (docs/reliability.md, Bounded memory).
+# two halved the RSS growth of a 30-minute soak. MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_
+# fixed at 128 KiB: blocks over it (RocksDB's memtable blocks, large Buffers) stay mappings of their
+# own, given back when freed, instead of glibc raising the threshold and keeping them in its heaps
+# (docs/reliability.md, Bounded memory; docs/configuration.md, Process environment).
 ENV NODE_ENV=production \
     NODED_HOME=/data \
     NODED_HEALTH_URL=http://127.0.0.1:26660/healthz \
-    MALLOC_ARENA_MAX=2
+    MALLOC_ARENA_MAX=2 \
+    MALLOC_MMAP_THRESHOLD_=131072 \
+    MALLOC_TRIM_THRESHOLD_=131072
 WORKDIR /opt/noded
 COPY package.json package-lock.json ./
 COPY scripts/patch-deps.mjs scripts/patch-deps.mjs

@@ -24,16 +24,20 @@ lint:
 typecheck:
 	npm run typecheck
 
+# glibc's malloc settings the Docker image runs with (docs/configuration.md, "Process environment"):
+# read when the process starts, so they go on the command line of `noded start`.
+MALLOC_ENV := MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072
+
 # Installs, builds, initialises a chain-local home if there is none, and starts the node.
 local: setup build
 	@test -f "$(HOME_DIR)/config/genesis.json" || node bin/noded.js init full --chain-id chain-local --home "$(HOME_DIR)"
-	node bin/noded.js start --home "$(HOME_DIR)"
+	$(MALLOC_ENV) node bin/noded.js start --home "$(HOME_DIR)"
 
 # Builds, writes a 4-validator testnet (127.0.0.2-5) into LOCALNET_DIR if it has no node0, then runs
 # its nodes with their output prefixed "[nodeN]"; Ctrl-C stops them all. docs/cli.md, docs/p2p.md.
 localnet: build
 	@test -d "$(LOCALNET_DIR)/node0" || node bin/noded.js testnet --validators 4 --output "$(LOCALNET_DIR)" --starting-ip 127.0.0.2 --overwrite
-	bash scripts/localnet.sh "$(LOCALNET_DIR)"
+	$(MALLOC_ENV) bash scripts/localnet.sh "$(LOCALNET_DIR)"
 
 # The chain-local cluster without Docker (docs/cluster.md): initialises HOME_DIR like `local`, then
 # runs nats-server (JetStream, store in HOME_DIR/data/nats), the executor, p2p-gateway (P2P on :26656),

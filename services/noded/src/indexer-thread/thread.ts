@@ -3,7 +3,7 @@
 // here the main thread only copies the block's transactions and results into a message, so
 // admission and the next block do not wait behind it (docs/benchmarks.md, round 9). The thread owns
 // the database; queries travel to it and back.
-import { Worker } from 'node:worker_threads';
+import { type ResourceLimits, Worker } from 'node:worker_threads';
 import {
   Awaiting,
   type IndexedBlock,
@@ -12,6 +12,7 @@ import {
   type Query,
   type TxIndexBackend,
 } from '../../../../libs/rpc/index.js';
+import { WORKER_LIMITS, workerFailure } from '../worker-limits.js';
 
 /** workerData of the indexer thread. */
 export interface IndexerThreadData {
@@ -42,6 +43,8 @@ export interface IndexerThreadDeps {
   path: string;
   /** The thread died: the index can no longer be written and the node must stop. */
   onFatal: (err: Error) => void;
+  /** The thread's heap caps; WORKER_LIMITS unless a test sets smaller ones. */
+  resourceLimits?: ResourceLimits;
 }
 
 export class IndexerThread implements TxIndexBackend {
@@ -54,9 +57,11 @@ export class IndexerThread implements TxIndexBackend {
   /** Starts the thread and waits until it has opened the database. */
   static async open(deps: IndexerThreadDeps): Promise<IndexerThread> {
     const data: IndexerThreadData = { path: deps.path };
+    const limits = deps.resourceLimits ?? WORKER_LIMITS;
     const worker = new Worker(new URL('./worker.js', import.meta.url), {
       workerData: data,
       name: 'tx-index',
+      resourceLimits: limits,
     });
     const ready = await new Promise<IndexerReady>((resolve) => {
       const onMessage = (m: IndexerReady) => done(m);
@@ -82,7 +87,7 @@ export class IndexerThread implements TxIndexBackend {
       thread.stopping = true;
       deps.onFatal(err);
     };
-    worker.on('error', (err) => fail(new Error(`the indexer thread failed: ${err.message}`)));
+    worker.on('error', (err) => fail(workerFailure('indexer', err, limits)));
     worker.on('exit', (code) => fail(new Error(`the indexer thread exited with code ${code}`)));
     return thread;
   }

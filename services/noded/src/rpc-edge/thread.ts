@@ -2,10 +2,11 @@
 // executor on this one. Parsing, JSON, signing dev transactions, sender recovery and socket writes
 // then use the second core and no longer wait for the block being executed, while state reads and
 // admission stay with the executor that owns the state (DESIGN.md: rpc-edge next to executor).
-import { Worker } from 'node:worker_threads';
+import { type ResourceLimits, Worker } from 'node:worker_threads';
 import type { DevChainInfo, EdgeChannel, EdgeInit, EthRpcOptions } from '../../../../libs/rpc/index.js';
 import { EthEdgeHost } from '../../../../libs/rpc/index.js';
 import type { EthChain, EthDevControl, Logger, NodeEvent } from '../../../../libs/types/index.js';
+import { WORKER_LIMITS, workerFailure } from '../worker-limits.js';
 
 /** workerData of the JSON-RPC thread. */
 export interface RpcThreadData {
@@ -32,6 +33,8 @@ export interface RpcThreadDeps {
   onRequest?: (method: string, ms: number, ok: boolean) => void;
   /** The thread died: the node cannot serve JSON-RPC any more and must stop. */
   onFatal: (err: Error) => void;
+  /** The thread's heap caps; WORKER_LIMITS unless a test sets smaller ones. */
+  resourceLimits?: ResourceLimits;
 }
 
 export class EthRpcThread {
@@ -65,7 +68,12 @@ export class EthRpcThread {
       devKeys: deps.devKeys,
       devChain: deps.devChain,
     };
-    worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: data, name: 'json-rpc' });
+    const limits = deps.resourceLimits ?? WORKER_LIMITS;
+    worker = new Worker(new URL('./worker.js', import.meta.url), {
+      workerData: data,
+      name: 'json-rpc',
+      resourceLimits: limits,
+    });
     worker.on('message', (m) => {
       for (const fn of listeners) fn(m);
     });
@@ -79,7 +87,7 @@ export class EthRpcThread {
     };
     worker.on('error', (err) => {
       deps.logger.error({ err: err.stack ?? err.message }, 'JSON-RPC thread failed');
-      fail(err);
+      fail(workerFailure('JSON-RPC', err, limits));
     });
     worker.on('exit', (code) => fail(new Error(`JSON-RPC thread exited with code ${code}`)));
     this.worker = worker;
