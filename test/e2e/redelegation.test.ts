@@ -89,6 +89,97 @@ describe('redelegation against noded chain-local', { timeout: 240_000 }, () => {
       ],
       pagination: { next_key: null, total: '1' },
     });
+
+    // The validator-side and delegator-side staking routes at H: the second validator has its own
+    // self-bond and the delegator's moved stake, by address as the SDK's store keys order them.
+    const at = (path: string) =>
+      fetch(`${env.node.apiUrl}${path}`, {
+        headers: { 'x-cosmos-block-height': String(h) },
+        signal: AbortSignal.timeout(10_000),
+      });
+    const one = parseEther('1').toString();
+    const dr = (who: string, op: string) => ({
+      delegation: { delegator_address: who, validator_address: op, shares: `${one}.000000000000000000` },
+      balance: { denom: 'abtc', amount: one },
+    });
+    const byAddress = [second.address, delegator.address].sort((a, b) =>
+      a.toLowerCase() < b.toLowerCase() ? -1 : 1,
+    );
+    const vd = await at(`/cosmos/staking/v1beta1/validators/${second.address}/delegations`);
+    assert.equal(vd.status, 200);
+    assert.deepEqual(await vd.json(), {
+      delegation_responses: byAddress.map((w) => dr(w, second.address)),
+      pagination: { next_key: null, total: '2' },
+    });
+    const page1 = (await (
+      await at(`/cosmos/staking/v1beta1/validators/${second.address}/delegations?pagination.limit=1`)
+    ).json()) as { delegation_responses: unknown[]; pagination: { next_key: string; total: string } };
+    assert.deepEqual(page1.delegation_responses, [dr(byAddress[0]!, second.address)]);
+    assert.equal(page1.pagination.total, '2');
+    const page2 = (await (
+      await at(
+        `/cosmos/staking/v1beta1/validators/${second.address}/delegations?pagination.key=${encodeURIComponent(page1.pagination.next_key)}`,
+      )
+    ).json()) as { delegation_responses: unknown[]; pagination: unknown };
+    assert.deepEqual(page2, {
+      delegation_responses: [dr(byAddress[1]!, second.address)],
+      pagination: { next_key: null, total: '2' },
+    });
+    const single = await at(
+      `/cosmos/staking/v1beta1/validators/${second.address}/delegations/${delegator.address}`,
+    );
+    assert.equal(single.status, 200);
+    assert.deepEqual(await single.json(), { delegation_response: dr(delegator.address, second.address) });
+    // Before the delegation (H - 1 has no redelegation yet) the delegator holds none of it: 404.
+    const none = await fetch(
+      `${env.node.apiUrl}/cosmos/staking/v1beta1/validators/${second.address}/delegations/${delegator.address}`,
+      { headers: { 'x-cosmos-block-height': String(h - 1) }, signal: AbortSignal.timeout(10_000) },
+    );
+    assert.equal(none.status, 404);
+    assert.deepEqual(await none.json(), {
+      code: 5,
+      message: `delegation with delegator ${delegator.address} not found for validator ${second.address}`,
+      details: [],
+    });
+    const dv = await at(`/cosmos/staking/v1beta1/delegators/${delegator.address}/validators`);
+    assert.equal(dv.status, 200);
+    const dvj = (await dv.json()) as {
+      validators: Array<{ operator_address: string; tokens: string; description: { moniker: string } }>;
+      pagination: unknown;
+    };
+    assert.deepEqual(
+      dvj.validators.map((v) => [v.operator_address, v.tokens]),
+      [
+        [op0, ((await pool.validator(op0, { blockTag: h }))[2] as bigint).toString()],
+        [second.address, parseEther('2').toString()],
+      ],
+    );
+    assert.deepEqual(dvj.pagination, { next_key: null, total: '2' });
+    const dvOne = await at(
+      `/cosmos/staking/v1beta1/delegators/${delegator.address}/validators/${second.address}`,
+    );
+    assert.equal(dvOne.status, 200);
+    assert.deepEqual(((await dvOne.json()) as { validator: unknown }).validator, dvj.validators[1]);
+    // Bad input: an address that is none (400, code 3), a validator nobody operates (404, code 5),
+    // a delegator with no shares of it (404), and historical info, which the node does not keep.
+    const nobody = '0x00000000000000000000000000000000000000aa';
+    const bad = await at('/cosmos/staking/v1beta1/validators/0x1234/delegations');
+    assert.equal(bad.status, 400);
+    assert.equal(((await bad.json()) as { code: number }).code, 3);
+    const unknown = await at(`/cosmos/staking/v1beta1/validators/${nobody}/unbonding_delegations`);
+    assert.equal(unknown.status, 404);
+    assert.deepEqual(await unknown.json(), {
+      code: 5,
+      message: `no validator is operated by ${nobody}`,
+      details: [],
+    });
+    const noShares = await at(
+      `/cosmos/staking/v1beta1/delegators/${DEV_ADDRESSES[2]}/validators/${second.address}`,
+    );
+    assert.equal(noShares.status, 404);
+    const hist = await at(`/cosmos/staking/v1beta1/historical_info/${h}`);
+    assert.equal(hist.status, 404);
+    assert.match(((await hist.json()) as { message: string }).message, /historical_entries is 0/);
   });
 
   it('from a validator that left the set the move matures with its unbonding; REST shows unbonding entries', async () => {
@@ -116,6 +207,32 @@ describe('redelegation against noded chain-local', { timeout: 240_000 }, () => {
     assert.equal(r.status, 200);
     const half = parseEther('0.5').toString();
     assert.deepEqual(await r.json(), {
+      unbonding_responses: [
+        {
+          delegator_address: delegator.address,
+          validator_address: operator.address,
+          entries: [
+            {
+              creation_height: String(uh),
+              completion_time: iso(ut + unbondingTime),
+              initial_balance: half,
+              balance: half,
+              unbonding_id: '0',
+              unbonding_on_hold_ref_count: '0',
+            },
+          ],
+        },
+      ],
+      pagination: { next_key: null, total: '1' },
+    });
+
+    // The validator's side: its one unbonding delegation, the same entry.
+    const vu = await fetch(
+      `${env.node.apiUrl}/cosmos/staking/v1beta1/validators/${operator.address}/unbonding_delegations`,
+      { headers: { 'x-cosmos-block-height': String(uh) }, signal: AbortSignal.timeout(10_000) },
+    );
+    assert.equal(vu.status, 200);
+    assert.deepEqual(await vu.json(), {
       unbonding_responses: [
         {
           delegator_address: delegator.address,

@@ -568,7 +568,14 @@ export const REST_ROUTES: RestRoute[] = [
     handler: async (ctx) => ({ base_fee: ctx.chain.nextBaseFee().toString() }),
   },
   // x/staking shapes over the validator pool precompile (docs/staking.md).
-  ...stakingRoutes({ parseAddress, displayAddress, consensusAddress, queryHeight, invalidArgument }),
+  ...stakingRoutes({
+    parseAddress,
+    displayAddress,
+    consensusAddress,
+    queryHeight,
+    invalidArgument,
+    pagination,
+  }),
   ...distributionRoutes({ parseAddress, displayAddress, queryHeight }),
 ];
 

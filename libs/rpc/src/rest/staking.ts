@@ -25,6 +25,14 @@ const SEL = {
   unbondingEntries: selector('unbondingEntries(address)'),
   validatorStatus: selector('validatorStatus(address)'),
 };
+const topic = (sig: string) =>
+  `0x${Buffer.from(keccak256(new TextEncoder().encode(sig))).toString('hex')}` as Hex;
+/** The pool's events whose topic 1 is a delegator of the validator in topic 2 (3 for a redelegation's destination). */
+const EVENT = {
+  delegated: topic('Delegated(address,address,uint256)'),
+  redelegated: topic('Redelegated(address,address,address,uint256,uint256)'),
+  undelegated: topic('Undelegated(address,address,uint256,uint256)'),
+};
 /** The pool's jail end of a tombstoned validator (2^64 − 1 s), shown as the Cosmos SDK's. */
 const JAILED_FOREVER = 2n ** 64n - 1n;
 const COSMOS_FOREVER = '9999-12-31T23:59:59Z';
@@ -213,6 +221,103 @@ async function params(ctx: RestContext, height: bigint): Promise<bigint[]> {
   return Array.from({ length: 9 }, (_, i) => word(out, i));
 }
 
+/**
+ * Delegators that may hold `kind` ("bonded": shares, "unbonding": entries) of validator `op` at
+ * `height`, sorted by address as the SDK's store keys are: the operator itself (its genesis
+ * self-bond has no event) and the delegator of every Delegated / Redelegated (to `op`), or
+ * Undelegated (from `op`), event of the pool up to `height`. The pool keeps no per-validator list
+ * of delegators, so the events are the index; callers keep those that hold something. Without the
+ * blocks from height 1 (a pruned or state-synced node) that index is incomplete: 501 with why.
+ */
+async function delegatorsOf(
+  ctx: RestContext,
+  height: bigint,
+  op: Hex,
+  kind: 'bonded' | 'unbonding',
+): Promise<Hex[]> {
+  if (height >= 1n && !(await ctx.chain.getBlockByNumber(1n))) {
+    throw new GatewayError(
+      12,
+      501,
+      "this node does not keep the blocks from height 1 (pruned or state-synced): the validator's delegators are found from the pool's events, ask an archive node",
+    );
+  }
+  const opTopic = `0x${addrArg(op)}` as Hex;
+  const filter = (topics: Array<Hex | null>) =>
+    ctx.chain.getLogs({ fromBlock: 0n, toBlock: height, addresses: [STAKING_POOL_ADDRESS], topics });
+  const logs =
+    kind === 'bonded'
+      ? [
+          ...(await filter([EVENT.delegated, null, opTopic])),
+          ...(await filter([EVENT.redelegated, null, null, opTopic])),
+        ]
+      : await filter([EVENT.undelegated, null, opTopic]);
+  const found = new Set<string>(kind === 'bonded' ? [op.toLowerCase()] : []);
+  for (const l of logs) {
+    const t = l.topics[1];
+    if (t) found.add(`0x${t.slice(-40)}`.toLowerCase());
+  }
+  return [...found].sort() as Hex[];
+}
+
+/** The SDK's DelegationResponse of `who`'s shares of `op`; undefined when it holds none. */
+async function delegationResponse(
+  ctx: RestContext,
+  height: bigint,
+  who: Hex,
+  op: Hex,
+  display: (a: Hex) => string,
+): Promise<JsonObject | undefined> {
+  const shares = word(await callPool(ctx, height, SEL.delegationShares + addrArg(who) + addrArg(op)), 0);
+  if (shares === 0n) return undefined;
+  const amount = word(await callPool(ctx, height, SEL.delegation + addrArg(who) + addrArg(op)), 0);
+  return {
+    delegation: {
+      delegator_address: display(who),
+      validator_address: display(op),
+      shares: dec(shares * DEC_ONE),
+    },
+    balance: { denom: 'abtc', amount: amount.toString() },
+  };
+}
+
+/** The SDK's UnbondingDelegation entries of `who` from each validator (all when `only` is unset). */
+async function unbondingResponses(
+  ctx: RestContext,
+  height: bigint,
+  who: Hex,
+  display: (a: Hex) => string,
+  only?: Hex,
+): Promise<JsonObject[]> {
+  const out = await callPool(ctx, height, SEL.unbondingEntries + addrArg(who));
+  const ops = addressArray(out, 0);
+  const [amounts, times, heights] = [1, 2, 3].map((i) => wordArray(out, i));
+  const groups = new Map<Hex, JsonObject[]>();
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i]!.toLowerCase() as Hex;
+    if (only && op !== only.toLowerCase()) continue;
+    let g = groups.get(op);
+    if (!g) {
+      g = [];
+      groups.set(op, g);
+    }
+    g.push({
+      creation_height: heights[i]!.toString(),
+      completion_time: secondsJson(times[i]!),
+      // The pool keeps what an entry pays now (a slash lowers it), not what it started with.
+      initial_balance: amounts[i]!.toString(),
+      balance: amounts[i]!.toString(),
+      unbonding_id: '0',
+      unbonding_on_hold_ref_count: '0',
+    });
+  }
+  return [...groups].map(([op, entries]) => ({
+    delegator_address: display(who),
+    validator_address: display(op),
+    entries,
+  }));
+}
+
 const STATUSES = [
   'BOND_STATUS_BONDED',
   'BOND_STATUS_UNBONDED',
@@ -230,8 +335,25 @@ export function stakingRoutes(helpers: {
   consensusAddress: (ctx: RestContext, address: Uint8Array) => string;
   queryHeight: (ctx: RestContext, req: RestRequest) => bigint;
   invalidArgument: (msg: string) => GatewayError;
+  /** pagination.offset / limit / key of the request over `total` items. */
+  pagination: (req: RestRequest, total: number) => { offset: number; limit: number; next: string | null };
 }): RestRoute[] {
-  const { parseAddress, displayAddress, consensusAddress, queryHeight, invalidArgument } = helpers;
+  const { parseAddress, displayAddress, consensusAddress, queryHeight, invalidArgument, pagination } =
+    helpers;
+  /** One page of `all` in the gateway's list shape under `key`. */
+  const paged = (req: RestRequest, key: string, all: JsonObject[]): JsonObject => {
+    const p = pagination(req, all.length);
+    return {
+      [key]: all.slice(p.offset, p.offset + p.limit),
+      pagination: { next_key: p.next, total: String(all.length) },
+    };
+  };
+  /** The validator `text` names at `height`: 404 (the pool's reason) when it operates none. */
+  const knownValidator = async (ctx: RestContext, height: bigint, text: string): Promise<Hex> => {
+    const op = parseAddress(ctx, text);
+    await callPool(ctx, height, SEL.validatorShares + addrArg(op));
+    return op;
+  };
   return [
     {
       path: '/cosmos/staking/v1beta1/validators',
@@ -272,19 +394,102 @@ export function stakingRoutes(helpers: {
         const h = queryHeight(ctx, req);
         const out: JsonObject[] = [];
         for (const op of await operators(ctx, h)) {
-          const shares = word(await callPool(ctx, h, SEL.delegationShares + addrArg(who) + addrArg(op)), 0);
-          if (shares === 0n) continue;
-          const amount = word(await callPool(ctx, h, SEL.delegation + addrArg(who) + addrArg(op)), 0);
-          out.push({
-            delegation: {
-              delegator_address: displayAddress(ctx, who),
-              validator_address: displayAddress(ctx, op),
-              shares: dec(shares * DEC_ONE),
-            },
-            balance: { denom: 'abtc', amount: amount.toString() },
-          });
+          const d = await delegationResponse(ctx, h, who, op, (a) => displayAddress(ctx, a));
+          if (d) out.push(d);
         }
         return { delegation_responses: out, pagination: { next_key: null, total: String(out.length) } };
+      },
+    },
+    {
+      path: '/cosmos/staking/v1beta1/validators/{validator_addr}/delegations',
+      summary:
+        "A validator's delegations (delegators with shares of it), by delegator address; pagination.offset / limit / key.",
+      handler: async (ctx, req) => {
+        const h = queryHeight(ctx, req);
+        const op = await knownValidator(ctx, h, req.params.validator_addr);
+        const all: JsonObject[] = [];
+        for (const who of await delegatorsOf(ctx, h, op, 'bonded')) {
+          const d = await delegationResponse(ctx, h, who, op, (a) => displayAddress(ctx, a));
+          if (d) all.push(d);
+        }
+        return paged(req, 'delegation_responses', all);
+      },
+    },
+    {
+      path: '/cosmos/staking/v1beta1/validators/{validator_addr}/delegations/{delegator_addr}',
+      summary: "One delegator's delegation to a validator; 404 when it holds no shares of it.",
+      handler: async (ctx, req) => {
+        const h = queryHeight(ctx, req);
+        const op = await knownValidator(ctx, h, req.params.validator_addr);
+        const who = parseAddress(ctx, req.params.delegator_addr);
+        const d = await delegationResponse(ctx, h, who, op, (a) => displayAddress(ctx, a));
+        if (!d)
+          throw notFound(
+            `delegation with delegator ${displayAddress(ctx, who)} not found for validator ${displayAddress(ctx, op)}`,
+          );
+        return { delegation_response: d };
+      },
+    },
+    {
+      path: '/cosmos/staking/v1beta1/validators/{validator_addr}/unbonding_delegations',
+      summary:
+        "A validator's unbonding delegations not withdrawn yet, one per delegator by address; pagination.offset / limit / key.",
+      handler: async (ctx, req) => {
+        const h = queryHeight(ctx, req);
+        const op = await knownValidator(ctx, h, req.params.validator_addr);
+        const all: JsonObject[] = [];
+        for (const who of await delegatorsOf(ctx, h, op, 'unbonding'))
+          all.push(...(await unbondingResponses(ctx, h, who, (a) => displayAddress(ctx, a), op)));
+        return paged(req, 'unbonding_responses', all);
+      },
+    },
+    {
+      path: '/cosmos/staking/v1beta1/delegators/{delegator_addr}/validators',
+      summary:
+        "The validators a delegator has shares of, in the order of the pool's validators(); pagination.offset / limit / key.",
+      handler: async (ctx, req) => {
+        const who = parseAddress(ctx, req.params.delegator_addr);
+        const h = queryHeight(ctx, req);
+        const [p, listed] = [await params(ctx, h), await operators(ctx, h)];
+        const all: JsonObject[] = [];
+        for (const op of listed) {
+          const shares = word(await callPool(ctx, h, SEL.delegationShares + addrArg(who) + addrArg(op)), 0);
+          if (shares === 0n) continue;
+          all.push(validatorJson(await poolValidator(ctx, h, op), p[0]!, (a) => displayAddress(ctx, a)));
+        }
+        return paged(req, 'validators', all);
+      },
+    },
+    {
+      path: '/cosmos/staking/v1beta1/delegators/{delegator_addr}/validators/{validator_addr}',
+      summary: 'A validator the delegator has shares of; 404 when it holds none.',
+      handler: async (ctx, req) => {
+        const who = parseAddress(ctx, req.params.delegator_addr);
+        const h = queryHeight(ctx, req);
+        const op = await knownValidator(ctx, h, req.params.validator_addr);
+        const shares = word(await callPool(ctx, h, SEL.delegationShares + addrArg(who) + addrArg(op)), 0);
+        if (shares === 0n)
+          throw notFound(
+            `no delegation for (address, validator) tuple: ${displayAddress(ctx, who)} holds no shares of ${displayAddress(ctx, op)}`,
+          );
+        const p = await params(ctx, h);
+        return {
+          validator: validatorJson(await poolValidator(ctx, h, op), p[0]!, (a) => displayAddress(ctx, a)),
+        };
+      },
+    },
+    {
+      path: '/cosmos/staking/v1beta1/historical_info/{height}',
+      summary:
+        'Not kept: historical_entries is 0 (as /params says), so every height is 404 as in the SDK with no entries.',
+      handler: async (_ctx, req) => {
+        const text = req.params.height;
+        if (!/^-?\d+$/.test(text))
+          throw invalidArgument(`invalid height ${JSON.stringify(text)}: expected an integer`);
+        if (text.startsWith('-')) throw invalidArgument(`height cannot be negative: ${text}`);
+        throw notFound(
+          `historical info for height ${text} not found: the node keeps no historical info (historical_entries is 0); read the header from /cosmos/base/tendermint/v1beta1/blocks/${text} and the validator set from /cosmos/base/tendermint/v1beta1/validatorsets/${text}`,
+        );
       },
     },
     {
@@ -350,32 +555,7 @@ export function stakingRoutes(helpers: {
       handler: async (ctx, req) => {
         const who = parseAddress(ctx, req.params.delegator_addr);
         const h = queryHeight(ctx, req);
-        const out = await callPool(ctx, h, SEL.unbondingEntries + addrArg(who));
-        const ops = addressArray(out, 0);
-        const [amounts, times, heights] = [1, 2, 3].map((i) => wordArray(out, i));
-        const groups = new Map<Hex, JsonObject[]>();
-        for (let i = 0; i < ops.length; i++) {
-          const op = ops[i]!.toLowerCase() as Hex;
-          let g = groups.get(op);
-          if (!g) {
-            g = [];
-            groups.set(op, g);
-          }
-          g.push({
-            creation_height: heights[i]!.toString(),
-            completion_time: secondsJson(times[i]!),
-            // The pool keeps what an entry pays now (a slash lowers it), not what it started with.
-            initial_balance: amounts[i]!.toString(),
-            balance: amounts[i]!.toString(),
-            unbonding_id: '0',
-            unbonding_on_hold_ref_count: '0',
-          });
-        }
-        const responses = [...groups].map(([op, entries]) => ({
-          delegator_address: displayAddress(ctx, who),
-          validator_address: displayAddress(ctx, op),
-          entries,
-        }));
+        const responses = await unbondingResponses(ctx, h, who, (a) => displayAddress(ctx, a));
         return {
           unbonding_responses: responses,
           pagination: { next_key: null, total: String(responses.length) },
