@@ -416,6 +416,22 @@ describe('REST API [api] keys', () => {
       ]) {
         assert.ok(doc.json.paths[p]?.get, p);
       }
+      // Every path parameter of every route is described (none is left null), list routes take
+      // pagination, and state reads the height header.
+      const names = (p: string) =>
+        (doc.json.paths[p].get.parameters as Array<{ name: string } | null>).map((x) => x?.name ?? null);
+      for (const p of Object.keys(doc.json.paths)) {
+        const wanted = [...p.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+        assert.deepEqual(names(p).slice(0, wanted.length), wanted, p);
+      }
+      assert.deepEqual(names('/cosmos/staking/v1beta1/validators/{validator_addr}/delegations'), [
+        'validator_addr',
+        'x-cosmos-block-height',
+        'pagination.key',
+        'pagination.offset',
+        'pagination.limit',
+      ]);
+      assert.deepEqual(names('/cosmos/staking/v1beta1/historical_info/{height}'), ['height']);
       assert.deepEqual((await http(`${rest.url}/swagger.json`)).json, doc.json);
     } finally {
       await rest.server.close();

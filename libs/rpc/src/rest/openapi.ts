@@ -3,6 +3,17 @@
 import type { JsonObject } from '../comet/encode.js';
 import type { RestRoute } from './routes.js';
 
+/** An address path parameter, in the formats parseAddress accepts. */
+function accountParam(name: string, what: string): JsonObject {
+  return {
+    name,
+    in: 'path',
+    required: true,
+    description: `${what}: 0x-prefixed 20-byte hex (EIP-55 checked when mixed case), or bech32 when a prefix is configured.`,
+    schema: { type: 'string' },
+  };
+}
+
 const PATH_PARAMS: Record<string, JsonObject> = {
   height: {
     name: 'height',
@@ -18,6 +29,25 @@ const PATH_PARAMS: Record<string, JsonObject> = {
     description:
       'Account address: 0x-prefixed 20-byte hex (EIP-55 checked when mixed case), or bech32 when a prefix is configured.',
     schema: { type: 'string' },
+  },
+  validator_addr: accountParam('validator_addr', "The validator's operator address"),
+  validator_address: accountParam('validator_address', "The validator's operator address"),
+  delegator_addr: accountParam('delegator_addr', "The delegator's address"),
+  delegator_address: accountParam('delegator_address', "The delegator's address"),
+  cons_address: {
+    name: 'cons_address',
+    in: 'path',
+    required: true,
+    description:
+      'Consensus address: 40 hex digits (0x optional), or bech32 <prefix>valcons1… when a prefix is configured.',
+    schema: { type: 'string' },
+  },
+  sequence: {
+    name: 'sequence',
+    in: 'path',
+    required: true,
+    description: 'Outbound bridge entry sequence number (1, 2, 3, …).',
+    schema: { type: 'string', pattern: '^[1-9][0-9]*$' },
   },
   hash: {
     name: 'hash',
@@ -42,6 +72,22 @@ const PAGINATION: JsonObject[] = [
   { name: 'pagination.limit', in: 'query', required: false, schema: { type: 'string' } },
 ];
 
+/** Routes that read state at x-cosmos-block-height. */
+const HEIGHT_ROUTES = [
+  '/cosmos/bank/',
+  '/cosmos/auth/',
+  '/cosmos/staking/',
+  '/cosmos/slashing/',
+  '/cosmos/distribution/',
+  '/noded/bridge/',
+];
+/** List routes beside the validator sets that take pagination.offset / limit / key. */
+const PAGED_ROUTES = [
+  '/cosmos/staking/v1beta1/validators/{validator_addr}/delegations',
+  '/cosmos/staking/v1beta1/validators/{validator_addr}/unbonding_delegations',
+  '/cosmos/staking/v1beta1/delegators/{delegator_addr}/validators',
+];
+
 const ERROR_SCHEMA: JsonObject = {
   type: 'object',
   properties: {
@@ -55,8 +101,14 @@ export function openApiDocument(routes: RestRoute[], version: string): JsonObjec
   const paths: JsonObject = {};
   for (const r of routes) {
     const parameters: JsonObject[] = [];
-    for (const m of r.path.matchAll(/\{(\w+)\}/g)) parameters.push(PATH_PARAMS[m[1]]);
-    if (r.path.includes('/bank/') || r.path.includes('/auth/')) parameters.push(HEIGHT_HEADER);
+    for (const m of r.path.matchAll(/\{(\w+)\}/g)) {
+      const param = PATH_PARAMS[m[1]!];
+      if (!param)
+        throw new Error(`openapi: route ${r.path} has the path parameter {${m[1]}} with no definition`);
+      parameters.push(param);
+    }
+    if (HEIGHT_ROUTES.some((prefix) => r.path.startsWith(prefix)) && !r.path.includes('/historical_info/'))
+      parameters.push(HEIGHT_HEADER);
     if (r.path.endsWith('/by_denom')) {
       parameters.push({
         name: 'denom',
@@ -65,7 +117,7 @@ export function openApiDocument(routes: RestRoute[], version: string): JsonObjec
         schema: { type: 'string', example: 'abtc' },
       });
     }
-    if (r.path.includes('/validatorsets/')) parameters.push(...PAGINATION);
+    if (r.path.includes('/validatorsets/') || PAGED_ROUTES.includes(r.path)) parameters.push(...PAGINATION);
     const tag = r.path.split('/').filter(Boolean).slice(0, 2).join('/');
     paths[r.path] = {
       get: {
