@@ -139,8 +139,12 @@ interface IValidatorPool {
     /// @notice The validator's bond status as the Cosmos SDK numbers it: 3 bonded (in the set handed
     /// to consensus), 2 unbonding (it left the set; until `unbondingEnd`, in seconds, 0 when unknown),
     /// 1 unbonded. A redelegation away from it matures at block time + unbonding_time, at
-    /// `unbondingEnd`, or at once.
-    function validatorStatus(address operator) external view returns (uint8 status, uint256 unbondingEnd);
+    /// `unbondingEnd`, or at once. `unbondingHeight` is the height of the block that took it out of
+    /// the set (0 while bonded, or when it left before heights were kept).
+    function validatorStatus(address operator)
+        external
+        view
+        returns (uint8 status, uint256 unbondingEnd, uint256 unbondingHeight);
 
     /// @notice The delegator's unbonding entries with the block height of each undelegate (0 for
     /// entries made before heights were kept); what REST's unbonding_delegations shows.

@@ -24,7 +24,7 @@ export const POOL_FRAGMENTS = [
   'function validatorShares(address operator) view returns (uint256 tokens, uint256 shares)',
   'function signingInfo(address operator) view returns (address consensusAddress, uint256 startHeight, uint256 indexOffset, uint256 jailedUntil, bool tombstoned, uint256 missedBlocks)',
   'function unbondings(address delegator) view returns (address[] validators, uint256[] amounts, uint256[] completionTimes)',
-  'function validatorStatus(address operator) view returns (uint8 status, uint256 unbondingEnd)',
+  'function validatorStatus(address operator) view returns (uint8 status, uint256 unbondingEnd, uint256 unbondingHeight)',
   'function unbondingEntries(address delegator) view returns (address[] validators, uint256[] amounts, uint256[] completionTimes, uint256[] heights)',
   'function redelegations(address delegator) view returns (address[] src, address[] dst, uint256[] amounts, uint256[] sharesDst, uint256[] completionTimes, uint256[] heights)',
   'function delegatorValidators(address delegator) view returns (address[])',

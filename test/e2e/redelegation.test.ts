@@ -268,8 +268,20 @@ describe('redelegation against noded chain-local', { timeout: 240_000 }, () => {
     assert.equal(vr.status, 200);
     const { validator } = (await vr.json()) as { validator: Record<string, unknown> };
     assert.deepEqual(
-      [validator.operator_address, validator.status, validator.unbonding_time, validator.tokens],
-      [operator.address, 'BOND_STATUS_UNBONDING', iso(unbondingEnd), parseEther('0.5').toString()],
+      [
+        validator.operator_address,
+        validator.status,
+        validator.unbonding_height,
+        validator.unbonding_time,
+        validator.tokens,
+      ],
+      [
+        operator.address,
+        'BOND_STATUS_UNBONDING',
+        String(left!.blockNumber),
+        iso(unbondingEnd),
+        parseEther('0.5').toString(),
+      ],
     );
     const unbondingList = await rest('/cosmos/staking/v1beta1/validators?status=BOND_STATUS_UNBONDING');
     assert.deepEqual(

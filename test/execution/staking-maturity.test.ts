@@ -91,7 +91,7 @@ describe('validator pool: redelegation from a validator outside the active set',
       assert.deepEqual(updatesOf(created), []);
       await block(n, [tx(n, alice, 'delegate', [addr(carol)], 4n * ETH)]);
       assert.equal((await read(n, 'validator', [addr(carol)])).votingPower, 0n);
-      assert.deepEqual((await read(n, 'validatorStatus', [addr(carol)])).toArray(), [1n, 0n], 'unbonded');
+      assert.deepEqual((await read(n, 'validatorStatus', [addr(carol)])).toArray(), [1n, 0n, 0n], 'unbonded');
 
       const res = await block(n, [tx(n, alice, 'redelegate', [addr(carol), a, 3n * ETH])]);
       const now = blockTime(n);
@@ -117,12 +117,18 @@ describe('validator pool: redelegation from a validator outside the active set',
     try {
       const [a, b, c] = ops.map((k) => addr(k));
       await block(n, [tx(n, alice, 'delegate', [c], 4n * ETH)]);
-      assert.deepEqual((await read(n, 'validatorStatus', [c])).toArray(), [3n, 0n], 'bonded');
+      assert.deepEqual((await read(n, 'validatorStatus', [c])).toArray(), [3n, 0n, 0n], 'bonded');
       // c's operator keeps 0.5 BTC of self-bond, below min_self_bond: c leaves the set.
       const left = await block(n, [tx(n, ops[2]!, 'undelegate', [c, (19n * ETH) / 2n])]);
       assert.deepEqual(updatesOf(left), [{ key: keyHex(2), power: 0n }]);
       const unbondingEnd = blockTime(n) + UNBONDING;
-      assert.deepEqual((await read(n, 'validatorStatus', [c])).toArray(), [2n, unbondingEnd], 'unbonding');
+      // The unbonding height is the height of the block that took c out of the set.
+      const leftAt = BigInt(n.height);
+      assert.deepEqual(
+        (await read(n, 'validatorStatus', [c])).toArray(),
+        [2n, unbondingEnd, leftAt],
+        'unbonding',
+      );
 
       const res = await block(n, [tx(n, alice, 'redelegate', [c, a, ETH])]);
       assert.equal(returned(res), unbondingEnd, "c's unbonding end, not block time + unbonding_time");
@@ -133,7 +139,11 @@ describe('validator pool: redelegation from a validator outside the active set',
       n.time += (unbondingEnd - blockTime(n)) * SECOND;
       await block(n);
       assert.deepEqual(await entries(n, alice), []);
-      assert.deepEqual((await read(n, 'validatorStatus', [c])).toArray(), [1n, unbondingEnd], 'unbonded');
+      assert.deepEqual(
+        (await read(n, 'validatorStatus', [c])).toArray(),
+        [1n, unbondingEnd, leftAt],
+        'unbonded',
+      );
       const now1 = await block(n, [tx(n, alice, 'redelegate', [c, b, ETH])]);
       assert.equal(returned(now1), blockTime(n));
       assert.deepEqual(await entries(n, alice), []);
@@ -141,7 +151,7 @@ describe('validator pool: redelegation from a validator outside the active set',
       // c's operator bonds again: c is back in the set and a move away from it waits unbonding_time.
       const back = await block(n, [tx(n, ops[2]!, 'delegate', [c], ETH)]);
       assert.deepEqual(updatesOf(back), [{ key: keyHex(2), power: 3n }]);
-      assert.deepEqual((await read(n, 'validatorStatus', [c])).toArray(), [3n, 0n], 'bonded again');
+      assert.deepEqual((await read(n, 'validatorStatus', [c])).toArray(), [3n, 0n, 0n], 'bonded again');
       const later = await block(n, [tx(n, alice, 'redelegate', [c, b, ETH / 2n])]);
       assert.equal(returned(later), blockTime(n) + UNBONDING);
       assert.equal((await entries(n, alice)).length, 1);

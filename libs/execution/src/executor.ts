@@ -1172,6 +1172,7 @@ export class Executor implements Application, EthChain {
       state,
       ctx.timestamp,
       rewardsOn ? (op, from, to) => rewards.powerChange(staking, op, from, to) : undefined,
+      ctx.number,
     );
     const tExec = performance.now();
 

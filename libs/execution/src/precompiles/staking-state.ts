@@ -487,6 +487,17 @@ export class StakingStore {
   setUnbondingEnd(operator: Uint8Array, t: bigint): void {
     this.put(slot('vub', operator), t);
   }
+  /**
+   * The height of the block that took the validator out of the active set (the Cosmos SDK's
+   * unbonding_height), kept and cleared with the unbonding end; 0 when it has not left the set since
+   * heights were kept.
+   */
+  async unbondingHeight(operator: Uint8Array): Promise<bigint> {
+    return this.num(slot('vubh', operator));
+  }
+  setUnbondingHeight(operator: Uint8Array, h: bigint): void {
+    this.put(slot('vubh', operator), h);
+  }
 
   /**
    * Queues an unbonding ('ubd') or redelegation ('red') entry of `delegator` from `operator` that
@@ -641,6 +652,8 @@ export async function endBlockValidatorUpdates(
   time: bigint,
   /** Called before a validator's recorded power changes (the fee split books its rewards). */
   beforePowerChange?: (operator: Uint8Array, from: bigint, to: bigint) => Promise<void>,
+  /** The block height: a validator that leaves the set records it as its unbonding height. */
+  height?: bigint,
 ): Promise<ValidatorUpdate[]> {
   const store = new StakingStore(state);
   if (!(await store.enabled()) || !(await store.takeDirty())) return [];
@@ -669,8 +682,13 @@ export async function endBlockValidatorUpdates(
     store.setLastPower(v.operator, next);
     // The Cosmos SDK's bonded -> unbonding -> unbonded: a redelegation away from a validator that
     // left the set matures when its unbonding does, and at once after that (staking.ts redelegate).
-    if (next === 0n) store.setUnbondingEnd(v.operator, time + p.unbondingTime);
-    else if (v.lastPower === 0n) store.setUnbondingEnd(v.operator, 0n);
+    if (next === 0n) {
+      store.setUnbondingEnd(v.operator, time + p.unbondingTime);
+      if (height !== undefined) store.setUnbondingHeight(v.operator, height);
+    } else if (v.lastPower === 0n) {
+      store.setUnbondingEnd(v.operator, 0n);
+      store.setUnbondingHeight(v.operator, 0n);
+    }
     updates.push({ pubKey: v.pubKey, power: next });
   }
   return updates;

@@ -610,6 +610,7 @@ fn('validatorStatus(address)', async (c) => {
     out: encodeAbi([
       { t: 'uint', v: BOND_STATUS[s.status] },
       { t: 'uint', v: s.end },
+      { t: 'uint', v: s.status === 'bonded' ? 0n : await c.store.unbondingHeight(op) },
     ]),
     gas: GAS.view,
   };

@@ -52,6 +52,8 @@ interface PoolValidator {
   /** The SDK's BondStatus number (3 bonded, 2 unbonding, 1 unbonded) and the unbonding end (s). */
   status: bigint;
   unbondingEnd: bigint;
+  /** The height of the block that took it out of the active set; 0 when bonded or unknown. */
+  unbondingHeight: bigint;
 }
 
 /** The 32-byte word at byte `at` of the pool's answer; a shorter answer than that is a 500. */
@@ -124,14 +126,16 @@ async function poolValidator(ctx: RestContext, height: bigint, operator: Hex): P
   };
 }
 
-/** The pool's validatorStatus: the SDK's bond status and the unbonding end. */
+/** The pool's validatorStatus: the SDK's bond status, the unbonding end and height. */
 async function bondStatusOf(
   ctx: RestContext,
   height: bigint,
   operator: Hex,
-): Promise<{ status: bigint; unbondingEnd: bigint }> {
+): Promise<{ status: bigint; unbondingEnd: bigint; unbondingHeight: bigint }> {
   const out = await callPool(ctx, height, SEL.validatorStatus + addrArg(operator));
-  return { status: word(out, 0), unbondingEnd: word(out, 1) };
+  // A pool from before the unbonding height answers two words.
+  const unbondingHeight = out.length >= 96 ? word(out, 2) : 0n;
+  return { status: word(out, 0), unbondingEnd: word(out, 1), unbondingHeight };
 }
 
 interface SigningInfo {
@@ -206,7 +210,7 @@ function validatorJson(v: PoolValidator, minSelfBond: bigint, display: (a: Hex) 
     tokens: v.bonded.toString(),
     delegator_shares: dec(v.shares * DEC_ONE),
     description: { moniker: v.moniker, identity: '', website: '', security_contact: '', details: '' },
-    unbonding_height: '0',
+    unbonding_height: v.unbondingHeight.toString(),
     unbonding_time: v.unbondingEnd > 0n ? secondsJson(v.unbondingEnd) : ZERO_TIME,
     commission: {
       commission_rates: { rate, max_rate: dec(DEC_ONE), max_change_rate: dec(DEC_ONE) },
