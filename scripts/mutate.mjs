@@ -80,6 +80,20 @@ const MODULES = {
       },
     ],
   },
+  // The pool itself: admission rules, eviction, pending/queued, proposal order. Its tests go
+  // through the executor's CheckTx and PrepareProposal (a node on a temporary RocksDB, 2-4 s).
+  mempool: {
+    mutate: ['libs/execution/src/mempool.ts'],
+    tests: ['dist/test/execution/mempool.test.js'],
+  },
+  // Decoding and stateless validation of raw transactions (decodeTx and the checks before the
+  // pool's: checkStateless, checkTxFeeCap). The TxCode table and the RPC thread's sender recovery
+  // (recoverSenderPublicKey, lines 350-413, test/execution/sender.test) are left out for time.
+  txs: {
+    mutate: ['libs/execution/src/txs.ts:88-348'],
+    tests: ['dist/test/execution/mempool.test.js', 'dist/test/fuzz/txs.test.js'],
+    extra: [{ file: 'dist/test/fuzz/regressions.test.js', names: 'transaction decoding' }],
+  },
   'comet-body-limit': {
     mutate: ['libs/rpc/src/comet/server.ts:75-104'],
     tests: [],
