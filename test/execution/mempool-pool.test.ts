@@ -170,6 +170,13 @@ describe('mempool: admission', () => {
     admit(p, d1);
     // A block ran nonce 0: the state nonce is 1 and the balance holds two more costs, but the
     // pool has not been updated yet. Nonce 0 is not the sender's to pay any more.
+    refused(
+      p,
+      d2,
+      { nonce: 1n, balance: d1.cost + d2.cost - 1n },
+      TxCode.insufficientFunds,
+      `insufficient funds for gas * price + value: balance ${d1.cost + d2.cost - 1n}, queued cost ${d1.cost}, tx cost ${d2.cost}, overshot 1`,
+    );
     admit(p, d2, { nonce: 1n, balance: d1.cost + d2.cost });
     assert.deepEqual(nonces(p.pending(senderOf(A))), [1n, 2n]);
   });
@@ -340,6 +347,58 @@ describe('mempool: a full pool', () => {
     );
   });
 
+  it("evicts another sender's tail even when the newcomer's own earlier transaction is cheaper", () => {
+    const p = pool({ size: 2 });
+    admit(p, tx(A, 0n, { tip: GWEI }));
+    const b0 = tx(B, 0n, { tip: 2n * GWEI });
+    admit(p, b0);
+    const plan = admit(p, tx(A, 1n, { tip: 3n * GWEI }));
+    assert.deepEqual(
+      plan.evict.map((e) => e.d.hashHex),
+      [b0.hashHex],
+    );
+    assert.deepEqual(nonces(p.pending(senderOf(A))), [0n, 1n]);
+  });
+
+  it("the tail is a sender's highest nonce, also after its earlier nonce was replaced", () => {
+    const p = pool({ size: 3 });
+    admit(p, tx(A, 0n, { tip: 5n * GWEI, maxFee: 50n * GWEI }));
+    admit(p, tx(A, 1n, { tip: 5n * GWEI, maxFee: 50n * GWEI }));
+    admit(p, tx(B, 0n, { tip: 9n * GWEI, maxFee: 90n * GWEI }));
+    // The replacement of nonce 0 is the newest entry of A's; its highest nonce is still 1.
+    admit(p, tx(A, 0n, { tip: 6n * GWEI, maxFee: 60n * GWEI }));
+    const plan = admit(p, tx(C, 0n, { tip: 7n * GWEI, maxFee: 70n * GWEI }));
+    assert.deepEqual(
+      plan.evict.map((e) => [e.d.sender, e.d.nonce]),
+      [[senderOf(A), 1n]],
+    );
+  });
+
+  it('a bigger replacement in a pool full by bytes evicts from others, not from its own sender', () => {
+    const a0 = tx(A, 0n, { tip: 5n * GWEI, maxFee: 50n * GWEI });
+    const a1 = tx(A, 1n, { tip: 5n * GWEI, maxFee: 50n * GWEI });
+    const b0 = tx(B, 0n, { tip: GWEI });
+    // A holds two, over a guarantee of one; B is the cheapest.
+    const p = pool({ maxTxsPerSender: 1, maxTxsBytes: a0.raw.length + a1.raw.length + b0.raw.length + 1 });
+    for (const d of [a0, a1, b0]) admit(p, d);
+    const bigger = tx(A, 0n, {
+      tip: 6n * GWEI,
+      maxFee: 60n * GWEI,
+      data: `0x${'01'.repeat(40)}`,
+      gas: 100_000n,
+    });
+    const plan = admit(p, bigger);
+    assert.equal(plan.replaces?.d.hashHex, a0.hashHex);
+    assert.deepEqual(
+      plan.evict.map((e) => e.d.hashHex),
+      [b0.hashHex],
+    );
+    assert.deepEqual(
+      p.pending(senderOf(A)).map((e) => e.d.hashHex),
+      [bigger.hashHex, a1.hashHex],
+    );
+  });
+
   it('a full pool with nobody else to evict is full', () => {
     const p = pool({ size: 1 });
     admit(p, tx(A, 0n, { tip: GWEI }));
@@ -359,13 +418,13 @@ describe('mempool: a full pool', () => {
 describe('mempool: pending, queued and blocks', () => {
   it('splits each sender into the run from its state nonce and the queue after a gap', () => {
     const p = pool();
-    for (const n of [5n, 0n, 3n, 1n]) admit(p, tx(A, n));
+    for (const n of [5n, 0n, 8n, 3n, 1n, 6n]) admit(p, tx(A, n));
     admit(p, tx(B, 2n), { nonce: 2n, balance: rich.balance });
     assert.deepEqual(nonces(p.pending(senderOf(A))), [0n, 1n]);
     assert.deepEqual(p.pending('00'.repeat(20)), []);
     const { pending, queued } = p.summary();
     assert.deepEqual(nonces(pending.get(senderOf(A))), [0n, 1n]);
-    assert.deepEqual(nonces(queued.get(senderOf(A))), [3n, 5n]);
+    assert.deepEqual(nonces(queued.get(senderOf(A))), [3n, 5n, 6n, 8n]);
     assert.deepEqual(nonces(pending.get(senderOf(B))), [2n]);
     assert.equal(queued.has(senderOf(B)), false);
     assert.equal(p.pendingNonce(senderOf(A), 0n), 2n);
@@ -375,7 +434,7 @@ describe('mempool: pending, queued and blocks', () => {
     admit(p, tx(A, 2n));
     assert.equal(p.pendingNonce(senderOf(A), 0n), 4n, 'filling the gap joins the queue to the run');
     admit(p, tx(A, 4n));
-    assert.equal(p.pendingNonce(senderOf(A), 0n), 6n);
+    assert.equal(p.pendingNonce(senderOf(A), 0n), 7n);
   });
 
   it('removing a transaction shortens its run and frees its bytes', () => {
@@ -465,6 +524,7 @@ describe('mempool: proposals', () => {
       for (const [i, t] of ts.entries()) admit(p, tx(k, BigInt(i), { tip: t * GWEI, maxFee: 100n * GWEI }));
     }
     admit(p, tx(B, 5n, { tip: 99n * GWEI, maxFee: 100n * GWEI })); // queued: never proposed
+    admit(p, tx(key(16), 3n, { tip: 99n * GWEI, maxFee: 100n * GWEI }), { nonce: 0n, balance: rich.balance });
     assert.deepEqual(names(p.select(0n, 1 << 20)), ['B0', 'E0', 'D0', 'E1', 'A0', 'A1', 'C0', 'C1', 'C2']);
   });
 

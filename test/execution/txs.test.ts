@@ -328,6 +328,8 @@ describe('transaction decoding: the decoded fields', () => {
     assert.equal(d.hash, hash);
     assert.equal(d.sender, addr(key(23)).slice(2));
     assert.deepEqual(d.tx.getSenderPublicKey(), other);
+    assert.equal(d.tx.getSenderAddress().toString(), addr(key(23)));
+    assert.equal(d.tx.hash(), hash);
   });
 
   it('an impersonated sender is taken as given and the signature is not read', () => {
