@@ -165,7 +165,7 @@ describe('mempool: admission', () => {
 
   it('does not count a transaction a newer block already included (before the pool hears of it)', () => {
     const p = pool();
-    const [d0, d1, d2] = [tx(A, 0n), tx(A, 1n), tx(A, 2n)];
+    const [d0, d1, d2] = [tx(A, 0n, { value: 1000n }), tx(A, 1n), tx(A, 2n)];
     admit(p, d0);
     admit(p, d1);
     // A block ran nonce 0: the state nonce is 1 and the balance holds two more costs, but the
@@ -327,6 +327,32 @@ describe('mempool: a full pool', () => {
     assert.deepEqual(nonces(p.pending(senderOf(C))), [0n, 1n]);
   });
 
+  it('the sender furthest over its guarantee gives up as many as it takes to stay furthest', () => {
+    // A holds four, C two, over a guarantee of one: A gives up two before C is as far over.
+    const held = [
+      ...[0n, 1n, 2n, 3n].map((n) => tx(A, n, { tip: 9n * GWEI, maxFee: 90n * GWEI })),
+      ...[0n, 1n].map((n) => tx(C, n, { tip: 9n * GWEI, maxFee: 90n * GWEI })),
+    ];
+    const p = pool({ size: 10, maxTxsPerSender: 1, maxTxsBytes: held.reduce((s, d) => s + d.raw.length, 0) });
+    for (const d of held) admit(p, d);
+    const big = tx(D, 0n, { tip: GWEI, data: `0x${'01'.repeat(80)}`, gas: 100_000n });
+    const plan = admit(p, big);
+    assert.deepEqual(
+      plan.evict.map((e) => [e.d.sender, e.d.nonce]),
+      [
+        [senderOf(A), 3n],
+        [senderOf(A), 2n],
+      ],
+    );
+  });
+
+  it('a sender at its guarantee may still take the last free place', () => {
+    const p = pool({ size: 2, maxTxsPerSender: 1 });
+    admit(p, tx(A, 0n));
+    assert.deepEqual(admit(p, tx(A, 1n)).evict, []);
+    assert.equal(p.count, 2);
+  });
+
   it('a sender at max_txs_per_sender cannot push anybody out; below it, it can', () => {
     const p = pool({ size: 3, maxTxsPerSender: 2 });
     admit(p, tx(A, 0n, { tip: GWEI }));
@@ -429,6 +455,7 @@ describe('mempool: pending, queued and blocks', () => {
     assert.equal(queued.has(senderOf(B)), false);
     assert.equal(p.pendingNonce(senderOf(A), 0n), 2n);
     assert.equal(p.pendingNonce(senderOf(A), 3n), 4n, 'from a newer state nonce, counting 3');
+    assert.equal(p.pendingNonce(senderOf(A), 5n), 7n, 'from another newer state nonce, counting 5 and 6');
     assert.equal(p.pendingNonce(senderOf(A), 0n), 2n, 'the newer nonce is not cached as the run');
     assert.equal(p.pendingNonce(senderOf(C), 7n), 7n);
     admit(p, tx(A, 2n));
@@ -526,6 +553,17 @@ describe('mempool: proposals', () => {
     admit(p, tx(B, 5n, { tip: 99n * GWEI, maxFee: 100n * GWEI })); // queued: never proposed
     admit(p, tx(key(16), 3n, { tip: 99n * GWEI, maxFee: 100n * GWEI }), { nonce: 0n, balance: rich.balance });
     assert.deepEqual(names(p.select(0n, 1 << 20)), ['B0', 'E0', 'D0', 'E1', 'A0', 'A1', 'C0', 'C1', 'C2']);
+  });
+
+  it('orders many senders by tip whatever their arrival order (the proposal heap)', () => {
+    const tips = [7, 3, 11, 1, 9, 12, 5, 2, 10, 4, 8, 6, 13, 0];
+    for (let rot = 0; rot < tips.length; rot += 3) {
+      const p = pool();
+      const order = [...tips.slice(rot), ...tips.slice(0, rot)];
+      for (const t of order) admit(p, tx(key(40 + t), 0n, { tip: BigInt(t) * GWEI, maxFee: 100n * GWEI }));
+      const got = p.select(0n, 1 << 20).map((d) => d.tipCap / GWEI);
+      assert.deepEqual(got, [...tips].sort((x, y) => y - x).map(BigInt), `arrival order ${order}`);
+    }
   });
 
   it('equal prices go in arrival order', () => {
