@@ -13,7 +13,9 @@ import { mkdirSync } from 'node:fs';
  * Each module: the files mutated, and the test files (compiled, under dist/test) that cover them.
  * `names` narrows a test file to the suites that exercise the module (node --test-name-pattern),
  * so a slow simulation elsewhere in the file does not run once per mutant; its `file` may list
- * several files, run by one node process with the same pattern.
+ * several files, run by one node process with the same pattern. `slower` lists test files run by a
+ * second node process only when `tests` passed: a fast unit suite first, and the slower suites
+ * (a node on RocksDB, fuzzing) only for the mutants the fast one lets through.
  */
 const MODULES = {
   voteset: {
@@ -80,6 +82,28 @@ const MODULES = {
       },
     ],
   },
+  // The pool itself: admission rules, eviction, pending/queued, proposal order; its own suite and
+  // the executor's CheckTx and PrepareProposal over it (a node on a temporary RocksDB, 2-4 s).
+  mempool: {
+    mutate: ['libs/execution/src/mempool.ts'],
+    tests: ['dist/test/execution/mempool-pool.test.js'],
+    slower: ['dist/test/execution/mempool.test.js'],
+  },
+  // Decoding and stateless validation of raw transactions (decodeTx and the checks before the
+  // pool's: checkStateless, checkTxFeeCap). The TxCode table (data) is left out, and the RPC
+  // thread's sender recovery is its own module, tx-sender.
+  txs: {
+    mutate: ['libs/execution/src/txs.ts:88-348'],
+    tests: ['dist/test/execution/txs.test.js'],
+    slower: ['dist/test/execution/mempool.test.js', 'dist/test/fuzz/txs.test.js'],
+    extra: [{ file: 'dist/test/fuzz/regressions.test.js', names: 'transaction decoding' }],
+  },
+  // recoverSenderPublicKey: the sender's key from raw bytes without an EthereumJS object (the
+  // JSON-RPC thread), and its agreement with decodeTx (the fuzz suite).
+  'tx-sender': {
+    mutate: ['libs/execution/src/txs.ts:350-413'],
+    tests: ['dist/test/execution/sender.test.js', 'dist/test/fuzz/txs.test.js'],
+  },
   'comet-body-limit': {
     mutate: ['libs/rpc/src/comet/server.ts:75-104'],
     tests: [],
@@ -125,6 +149,7 @@ const dirs = mod.tests.filter((t) => !t.endsWith('.js'));
 if (plain.length > 0) commands.push(`node --test --test-concurrency=1 ${plain.join(' ')}`);
 if (dirs.length > 0)
   commands.push(`node scripts/run-tests.mjs ${dirs.map((d) => d.replace(/^dist\//, '')).join(' ')}`);
+if ((mod.slower ?? []).length > 0) commands.push(`node --test --test-concurrency=1 ${mod.slower.join(' ')}`);
 for (const e of mod.extra ?? [])
   commands.push(
     `node --test --test-concurrency=1 --test-name-pattern="${e.names}" ${[e.file].flat().join(' ')}`,

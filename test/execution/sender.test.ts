@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { RLP } from '@ethereumjs/rlp';
 import { eoaCode7702SignAuthorization } from '@ethereumjs/util';
 import { secp256k1PublicKey } from '../../libs/crypto/index.js';
-import { recoverSenderPublicKey } from '../../libs/execution/src/txs.js';
+import { recoverSenderPublicKey, senderRecovery } from '../../libs/execution/src/txs.js';
 import { CHAIN_ID, GWEI, key, signTx, type TxFields } from './helpers.js';
 
 const k = key(7);
@@ -88,5 +88,43 @@ describe('sender recovery without building a transaction object (the JSON-RPC th
       const got = recovered(bad);
       assert.notEqual(got, pub, `byte ${i} flipped`);
     }
+  });
+
+  it('gives no key for shapes decodeTx refuses: an extra field, a list for v/r/s, padded r/s, legacy v', () => {
+    const good = signTx(k, { type: 2, nonce: 0n, to, tip: GWEI });
+    const fields = RLP.decode(good.subarray(1)) as Uint8Array[];
+    const reencode = (f: unknown[]) => Buffer.concat([Uint8Array.of(2), RLP.encode(f as never)]);
+    assert.equal(recovered(reencode([...fields, new Uint8Array(0)])), undefined, 'a 13th field');
+    for (const i of [9, 10, 11]) {
+      const f = [...fields] as unknown[];
+      f[i] = [fields[i]];
+      assert.equal(recovered(reencode(f)), undefined, `a list as field ${i}`);
+    }
+    for (const i of [10, 11]) {
+      const f = [...fields] as unknown[];
+      f[i] = Buffer.concat([new Uint8Array(33 - fields[i].length), fields[i]]);
+      assert.equal(recovered(reencode(f)), undefined, `field ${i} padded to 33 bytes`);
+    }
+    // Unprotected signatures with v = 27 and with v = 28 (the parity depends on the nonce signed).
+    const seen = new Set<number>();
+    for (let nonce = 0n; seen.size < 2 && nonce < 32n; nonce++) {
+      const raw = signTx(k, { type: 0, nonce, to, unprotected: true });
+      seen.add((RLP.decode(raw) as Uint8Array[])[6][0]);
+      assert.equal(recovered(raw), pub, `unprotected, nonce ${nonce}`);
+    }
+    assert.deepEqual([...seen].sort(), [27, 28]);
+    const legacy = RLP.decode(signTx(k, { type: 0, nonce: 0n, to, unprotected: true })) as Uint8Array[];
+    const v = legacy[6][0];
+    for (const bad of [v + 2, v + 4, v + 6, 0, 1]) {
+      const f = [...legacy];
+      f[6] = bad === 0 ? new Uint8Array(0) : Uint8Array.of(bad);
+      assert.equal(recovered(RLP.encode(f as never)), undefined, `legacy v ${bad}`);
+    }
+  });
+
+  it('senderRecovery is recoverSenderPublicKey bound to the chain id', () => {
+    const raw = signTx(k, { type: 2, nonce: 1n, to });
+    assert.equal(Buffer.from(senderRecovery(CHAIN_ID)(raw) ?? []).toString('hex'), pub);
+    assert.equal(senderRecovery(CHAIN_ID + 1n)(raw), undefined);
   });
 });
