@@ -179,6 +179,11 @@ describe('mempool: admission', () => {
     );
     admit(p, d2, { nonce: 1n, balance: d1.cost + d2.cost });
     assert.deepEqual(nonces(p.pending(senderOf(A))), [1n, 2n]);
+    // A second admission at that same newer state (the pool still not updated): nonce 0 is
+    // still not counted, though the pool has now seen state nonce 1 once.
+    const d3 = tx(A, 3n);
+    admit(p, d3, { nonce: 1n, balance: d1.cost + d2.cost + d3.cost });
+    assert.deepEqual(nonces(p.pending(senderOf(A))), [1n, 2n, 3n]);
   });
 
   it('a replacement needs fee cap and tip price_bump% higher, and the balance for the difference', () => {

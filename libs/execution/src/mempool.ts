@@ -73,6 +73,8 @@ interface SenderTxs {
   stateNonce: bigint;
   /** Cached end of the executable run (first nonce from stateNonce not in the pool); undefined = unknown. */
   end?: bigint;
+  /** Entries below stateNonce remain (an admission saw a newer state before the update after its block). */
+  stale?: boolean;
 }
 
 /** The sender's highest-nonce transaction not in `skip` (evicting it opens no nonce gap). */
@@ -80,6 +82,12 @@ function tailOf(own: SenderTxs, skip: Set<PoolEntry>): PoolEntry | undefined {
   let tail: PoolEntry | undefined;
   for (const e of own.byNonce.values()) if (!skip.has(e) && (!tail || e.d.nonce > tail.d.nonce)) tail = e;
   return tail;
+}
+
+/** Whether the sender holds a transaction below `nonce` (one a newer state already ran). */
+function hasBelow(own: SenderTxs, nonce: bigint): boolean {
+  for (const n of own.byNonce.keys()) if (n < nonce) return true;
+  return false;
 }
 
 export class Mempool {
@@ -217,7 +225,7 @@ export class Mempool {
     let stale = 0n;
     // Entries below the state nonce are dropped when a block lands; between that and now only
     // a newer state than the pool last saw can leave some behind.
-    if (stateNonce !== own.stateNonce) {
+    if (stateNonce !== own.stateNonce || own.stale) {
       for (const e of own.byNonce.values()) if (e.d.nonce < stateNonce) stale += e.d.cost;
     }
     return own.cost - stale;
@@ -268,6 +276,9 @@ export class Mempool {
     if (own.stateNonce !== stateNonce) {
       own.stateNonce = stateNonce;
       own.end = undefined;
+      // Entries a newer state already ran stay until the update after the block removes them;
+      // until then spent() must keep leaving them out.
+      if (hasBelow(own, stateNonce)) own.stale = true;
     }
     const e: PoolEntry = { d, size: d.raw.length, seq: this.seq++ };
     own.byNonce.set(d.nonce, e);
@@ -346,6 +357,7 @@ export class Mempool {
       if (!own) continue;
       own.stateNonce = st.nonce;
       own.end = undefined;
+      own.stale = undefined;
       for (const e of [...own.byNonce.values()]) {
         if (e.d.nonce < st.nonce || (recheck && e.d.cost > st.balance)) {
           this.remove(e.d.hashHex);
