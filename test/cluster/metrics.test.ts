@@ -11,24 +11,12 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { freePort, initLocalHome, runCli } from '../e2e/harness.js';
 import { startNatsServer } from './nats.js';
-import { type ServiceProcess, spawnService, until, waitForService } from './processes.js';
+import { rpc, type ServiceProcess, spawnService, until, waitForService } from './processes.js';
 
 const cleanups: Array<() => unknown> = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
-
-async function rpc(url: string, method: string, params: unknown[] = []): Promise<unknown> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const json = (await res.json()) as { result?: unknown; error?: { message: string } };
-  if (json.error) throw new Error(`${method}: ${json.error.message}`);
-  return json.result;
-}
 
 /** The value of the one sample whose name and labels contain all of `parts`. */
 function value(text: string, name: string, ...parts: string[]): number | undefined {

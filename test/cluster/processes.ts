@@ -79,3 +79,16 @@ export async function comet<T = Record<string, unknown>>(base: string, path: str
   if (json.error !== undefined) throw new Error(`${path}: ${JSON.stringify(json.error)}`);
   return json.result as T;
 }
+
+/** One JSON-RPC call over HTTP; an error answer throws, naming the method. */
+export async function rpc(url: string, method: string, params: unknown[] = []): Promise<unknown> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const json = (await res.json()) as { result?: unknown; error?: { message: string } };
+  if (json.error) throw new Error(`${method}: ${json.error.message}`);
+  return json.result;
+}

@@ -23,24 +23,12 @@ import {
 import { compile, TOKEN_SOURCE } from '../e2e/contracts.js';
 import { DEV_ADDRESSES, DEV_KEYS, freePort, initLocalHome } from '../e2e/harness.js';
 import { startNatsServer } from './nats.js';
-import { type ServiceProcess, spawnService, until, waitForService } from './processes.js';
+import { rpc, type ServiceProcess, spawnService, until, waitForService } from './processes.js';
 
 const cleanups: Array<() => unknown> = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
-
-async function rpc(url: string, method: string, params: unknown[] = []): Promise<unknown> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const json = (await res.json()) as { result?: unknown; error?: { message: string } };
-  if (json.error) throw new Error(`${method}: ${json.error.message}`);
-  return json.result;
-}
 
 /** A raw unary call on the state-store with `bytes` as the request; the error (or null) it got. */
 function rawCall(address: string, path: string, bytes: Buffer): Promise<grpc.ServiceError | null> {

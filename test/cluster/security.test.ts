@@ -30,7 +30,7 @@ import { natsInboxPrefix } from '../../services/shared/src/nats.js';
 import { clusterSettingsOf } from '../../services/shared/src/settings.js';
 import { DEV_KEYS, freePort, initLocalHome, runCli } from '../e2e/harness.js';
 import { startNatsServer } from './nats.js';
-import { type ServiceProcess, spawnService, until, waitForService } from './processes.js';
+import { rpc, type ServiceProcess, spawnService, until, waitForService } from './processes.js';
 
 const cleanups: Array<() => unknown> = [];
 after(async () => {
@@ -100,18 +100,6 @@ const material = (p: { ca: string; cert: string; key: string }) => ({
   cert: readFileSync(p.cert),
   key: readFileSync(p.key),
 });
-
-async function rpc(url: string, method: string, params: unknown[] = []): Promise<unknown> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const json = (await res.json()) as { result?: unknown; error?: { message: string } };
-  if (json.error) throw new Error(`${method}: ${json.error.message}`);
-  return json.result;
-}
 
 describe('security inside the cluster', () => {
   it('per-service NATS logins and permissions, gRPC mutual TLS: the cluster works, intruders are refused', async () => {
