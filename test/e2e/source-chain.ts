@@ -1,5 +1,5 @@
-// A real source chain for the bridge tests: `hardhat node` on 127.0.0.1 (from a throwaway project
-// under <repo>/.tmp, as bench/targets.ts starts it) with the wrapped-BTC TestToken and
+// A real source chain for the bridge tests: `hardhat node` (or anvil, which can keep its state across
+// a restart) on 127.0.0.1 (from a throwaway project under <repo>/.tmp, as bench/targets.ts starts it) with the wrapped-BTC TestToken and
 // contracts/BTCBridgeSource.sol deployed by its first account. Deployment is deterministic (same
 // deployer, same nonces), so a Hardhat restarted on the same port has the contracts at the same
 // addresses.
@@ -35,14 +35,90 @@ export interface SourceChain {
   /** Mines `n` empty blocks (confirmations). */
   mine(n: number): Promise<void>;
   head(): Promise<bigint>;
+  /** Stops the process and keeps its directory (anvil: its state file) for `restart()`. */
+  halt(): Promise<void>;
+  /** anvil only: starts it again on the same port from the state it wrote when halted. */
+  restart(): Promise<void>;
+  /** Stops the process and removes its directory. */
   stop(): Promise<void>;
 }
 
+/** The source-chain process: Hardhat (no state across a restart) or anvil with a state file. */
+interface SourceProcess {
+  proc: ChildProcess;
+  output(): string;
+  /** Stops the process (SIGINT for anvil, so that it writes its state file on the way out). */
+  stop(): Promise<void>;
+}
+
+/** anvil from npm's @foundry-rs/anvil, installed into .tmp/anvil by scripts/test-deps.sh. */
+export const ANVIL = join(repoRoot(), '.tmp', 'anvil', 'node_modules', '.bin', 'anvil');
+
+function spawnSource(
+  engine: 'hardhat' | 'anvil',
+  port: number,
+  dir: string,
+  stateFile: string | undefined,
+): SourceProcess {
+  let proc: ChildProcess;
+  if (engine === 'anvil') {
+    // --state loads the file when it exists and writes it when anvil exits; --preserve-historical-states
+    // keeps the state of each block, not only the head, so that calls at older blocks still answer.
+    const args = ['--host', '127.0.0.1', '--port', String(port), '--chain-id', '31337', '--silent'];
+    if (stateFile) args.push('--state', stateFile, '--preserve-historical-states');
+    proc = spawn(ANVIL, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  } else {
+    const cli = join(repoRoot(), 'node_modules', 'hardhat', 'internal', 'cli', 'cli.js');
+    proc = spawn(process.execPath, [cli, 'node', '--hostname', '127.0.0.1', '--port', String(port)], {
+      cwd: dir,
+      env: { ...process.env, HARDHAT_DISABLE_TELEMETRY_PROMPT: 'true' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  }
+  let out = '';
+  const keep = (d: Buffer) => {
+    out = (out + d.toString()).slice(-8000);
+  };
+  proc.stdout?.on('data', keep);
+  proc.stderr?.on('data', keep);
+  return {
+    proc,
+    output: () => out,
+    async stop() {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+      proc.kill(engine === 'anvil' ? 'SIGINT' : 'SIGTERM');
+      const t = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
+
+async function waitReady(provider: JsonRpcProvider, sp: SourceProcess, url: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      if ((await provider.send('eth_chainId', [])) === '0x7a69') return;
+    } catch {
+      // not listening yet
+    }
+    if (sp.proc.exitCode !== null || Date.now() > deadline)
+      throw new Error(`the source chain did not start on ${url}: ${sp.output()}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 /**
- * Starts Hardhat (on `port`, else a free one) and deploys the token and the bridge (with
- * `maxLock`, default 0: no per-lock cap).
+ * Starts the source chain (on `port`, else a free one) and deploys the token and the bridge (with
+ * `maxLock`, default 0: no per-lock cap). `engine` "anvil" runs anvil with its state in a file of a
+ * temporary directory, and the returned chain can then `restart()` from that state.
  */
-export async function startSourceChain(port?: number, opts: { maxLock?: bigint } = {}): Promise<SourceChain> {
+export async function startSourceChain(
+  port?: number,
+  opts: { maxLock?: bigint; engine?: 'hardhat' | 'anvil' } = {},
+): Promise<SourceChain> {
+  const engine = opts.engine ?? 'hardhat';
   const root = repoRoot();
   mkdirSync(join(root, '.tmp'), { recursive: true });
   const project = mkdtempSync(join(root, '.tmp', 'bridge-source-'));
@@ -51,55 +127,23 @@ export async function startSourceChain(port?: number, opts: { maxLock?: bigint }
     join(project, 'hardhat.config.cjs'),
     'module.exports = { networks: { hardhat: { chainId: 31337 } } };\n',
   );
+  const stateFile = engine === 'anvil' ? join(project, 'anvil-state.json') : undefined;
   const p = port ?? (await freePort());
-  const cli = join(root, 'node_modules', 'hardhat', 'internal', 'cli', 'cli.js');
-  const proc: ChildProcess = spawn(
-    process.execPath,
-    [cli, 'node', '--hostname', '127.0.0.1', '--port', String(p)],
-    {
-      cwd: project,
-      env: { ...process.env, HARDHAT_DISABLE_TELEMETRY_PROMPT: 'true' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  let out = '';
-  proc.stdout?.on('data', (d: Buffer) => {
-    out = (out + d.toString()).slice(-8000);
-  });
-  proc.stderr?.on('data', (d: Buffer) => {
-    out = (out + d.toString()).slice(-8000);
-  });
-  const stop = async () => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-      proc.kill('SIGTERM');
-      const t = setTimeout(() => proc.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(t);
-    }
-    rmSync(project, { recursive: true, force: true });
-  };
+  let sp = spawnSource(engine, p, project, stateFile);
   const url = `http://127.0.0.1:${p}`;
   const provider = new JsonRpcProvider(url, undefined, {
     staticNetwork: true,
     cacheTimeout: -1,
     pollingInterval: 50,
   });
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      if ((await provider.send('eth_chainId', [])) === '0x7a69') break;
-    } catch {
-      // not listening yet
-    }
-    if (proc.exitCode !== null || Date.now() > deadline) {
-      await stop();
-      throw new Error(`hardhat node did not start on ${url}: ${out}`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  // From here a failure (Hardhat overloaded, a deployment refused) must not leave Hardhat running.
+  const stop = async () => {
+    provider.destroy();
+    await sp.stop();
+    rmSync(project, { recursive: true, force: true });
+  };
+  // From here a failure (the chain overloaded, a deployment refused) must not leave it running.
   try {
+    await waitReady(provider, sp, url);
     const c = compiled();
     const deployer = await provider.getSigner(0);
     const tokenF = new ContractFactory(c.TestToken.abi as never[], c.TestToken.bytecode, deployer);
@@ -142,22 +186,29 @@ export async function startSourceChain(port?: number, opts: { maxLock?: bigint }
         return BigInt(await provider.send('eth_blockNumber', []));
       },
       async mine(n) {
-        await provider.send('hardhat_mine', [`0x${n.toString(16)}`]);
+        await provider.send(engine === 'anvil' ? 'anvil_mine' : 'hardhat_mine', [`0x${n.toString(16)}`]);
       },
       async head() {
         return BigInt(await provider.send('eth_blockNumber', []));
       },
-      async stop() {
-        provider.destroy();
-        await stop();
+      async halt() {
+        await sp.stop();
       },
+      async restart() {
+        if (engine !== 'anvil') throw new Error('only an anvil source chain restarts with its state');
+        if (sp.proc.exitCode === null && sp.proc.signalCode === null)
+          throw new Error('the source chain is running; halt() it first');
+        sp = spawnSource(engine, p, project, stateFile);
+        await waitReady(provider, sp, url);
+      },
+      stop,
     };
     return chain;
   } catch (err) {
-    provider.destroy();
+    const out = sp.output();
     await stop();
     throw new Error(
-      `deploying the bridge contracts to hardhat on ${url} failed: ${(err as Error).message}\n${out}`,
+      `deploying the bridge contracts to ${engine} on ${url} failed: ${(err as Error).message}\n${out}`,
     );
   }
 }
@@ -205,4 +256,44 @@ export async function countingProxy(target: string): Promise<{
       server.closeAllConnections();
     },
   };
+}
+
+export interface BridgeMint {
+  height: number;
+  sequence: bigint;
+  recipient: string;
+  amount: bigint;
+}
+
+/**
+ * Every `bridge_mint` event in the CometBFT block results of heights `from`..`to` of the node at
+ * `cometUrl`, in block and transaction order: what the chain actually minted, height by height.
+ */
+export async function bridgeMints(cometUrl: string, from: number, to: number): Promise<BridgeMint[]> {
+  const mints: BridgeMint[] = [];
+  for (let h = from; h <= to; h++) {
+    const res = await fetch(`${cometUrl}/block_results?height=${h}`, { signal: AbortSignal.timeout(5000) });
+    const body = (await res.json()) as {
+      result?: {
+        txs_results: Array<{
+          events?: Array<{ type: string; attributes: Array<{ key: string; value: string }> }>;
+        }> | null;
+      };
+      error?: unknown;
+    };
+    if (!body.result)
+      throw new Error(`block_results at ${h} from ${cometUrl}: ${JSON.stringify(body.error)}`);
+    for (const tx of body.result.txs_results ?? [])
+      for (const e of tx.events ?? []) {
+        if (e.type !== 'bridge_mint') continue;
+        const a = Object.fromEntries(e.attributes.map((x) => [x.key, x.value]));
+        mints.push({
+          height: h,
+          sequence: BigInt(a.sequence!),
+          recipient: String(a.recipient).toLowerCase(),
+          amount: BigInt(a.amount!),
+        });
+      }
+  }
+  return mints;
 }
