@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs Foundry's cast from npm (into .tmp/cast) and the Debian packages some tests run, when
+# Installs Foundry's cast and anvil from npm (into .tmp/cast, .tmp/anvil) and the Debian packages some tests run, when
 # missing: prometheus (promtool and the server, for test/telemetry/metrics.test.ts), openssl (certificates for the TLS tests), nats-server (the cluster
 # tests), docker-compose (v1: `docker-compose config` of docker-compose.yml) and haproxy (`haproxy -c` of
 # the compose proxy's config) for test/deploy. Installs only as root with apt-get; otherwise names what to
@@ -25,18 +25,21 @@ if ! command -v kubectl >/dev/null 2>&1; then
   echo "test-deps: WARNING: kubectl (1.27 or later, for \`kubectl kustomize\`) is not installed; the kustomize tests of test/deploy will be skipped. Install it from the Kubernetes packages to run them." >&2
 fi
 
-# Foundry's cast (test/e2e/cast.test.ts) from npm into .tmp/cast, where the bench installs it too
-# (bench/targets.ts castBinary; keep the version equal to FOUNDRY_VERSION there).
-CAST_PKG="@foundry-rs/cast-linux-amd64"
-CAST_VERSION="1.7.1"
-if [ ! -x ".tmp/cast/node_modules/$CAST_PKG/bin/cast" ]; then
-  echo "test-deps: installing $CAST_PKG@$CAST_VERSION into .tmp/cast"
-  mkdir -p .tmp/cast
-  if ! npm install --prefix .tmp/cast --no-save --no-package-lock --no-audit --no-fund "$CAST_PKG@$CAST_VERSION" >/dev/null; then
-    echo "test-deps: npm could not install $CAST_PKG@$CAST_VERSION into .tmp/cast" >&2
-    exit 1
+# Foundry's cast (test/e2e/cast.test.ts) and anvil (the source chain of test/e2e/bridge-crash and
+# bridge-source-restart) from npm into .tmp/<tool>, where the bench installs them too (bench/targets.ts
+# foundryBinary; keep the version equal to FOUNDRY_VERSION there).
+FOUNDRY_VERSION="1.7.1"
+for tool in cast anvil; do
+  pkg="@foundry-rs/$tool-linux-amd64"
+  if [ ! -x ".tmp/$tool/node_modules/$pkg/bin/$tool" ]; then
+    echo "test-deps: installing $pkg@$FOUNDRY_VERSION into .tmp/$tool"
+    mkdir -p ".tmp/$tool"
+    if ! npm install --prefix ".tmp/$tool" --no-save --no-package-lock --no-audit --no-fund "$pkg@$FOUNDRY_VERSION" >/dev/null; then
+      echo "test-deps: npm could not install $pkg@$FOUNDRY_VERSION into .tmp/$tool" >&2
+      exit 1
+    fi
   fi
-fi
+done
 
 mapfile -t need < <(missing_pkgs)
 [ ${#need[@]} -eq 0 ] && exit 0

@@ -4,7 +4,7 @@
 // deployer, same nonces), so a Hardhat restarted on the same port has the contracts at the same
 // addresses.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { Contract, ContractFactory, JsonRpcProvider, type JsonRpcSigner } from 'ethers';
@@ -52,7 +52,16 @@ interface SourceProcess {
 }
 
 /** anvil from npm's @foundry-rs/anvil, installed into .tmp/anvil by scripts/test-deps.sh. */
-export const ANVIL = join(repoRoot(), '.tmp', 'anvil', 'node_modules', '.bin', 'anvil');
+export const ANVIL = join(
+  repoRoot(),
+  '.tmp',
+  'anvil',
+  'node_modules',
+  '@foundry-rs',
+  'anvil-linux-amd64',
+  'bin',
+  'anvil',
+);
 
 function spawnSource(
   engine: 'hardhat' | 'anvil',
@@ -62,6 +71,8 @@ function spawnSource(
 ): SourceProcess {
   let proc: ChildProcess;
   if (engine === 'anvil') {
+    if (!existsSync(ANVIL))
+      throw new Error(`anvil is not installed at ${ANVIL}: run scripts/test-deps.sh (make test does)`);
     // --state loads the file when it exists and writes it when anvil exits; --preserve-historical-states
     // keeps the state of each block, not only the head, so that calls at older blocks still answer.
     const args = ['--host', '127.0.0.1', '--port', String(port), '--chain-id', '31337', '--silent'];
