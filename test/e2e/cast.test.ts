@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CAST_PACKAGE, castBinary, FOUNDRY_VERSION } from '../../bench/targets.js';
+import { ANVIL_PACKAGE, CAST_PACKAGE, castBinary, FOUNDRY_VERSION } from '../../bench/targets.js';
 import { compile, PROBE_SOURCE } from './contracts.js';
 import { DEV_ADDRESSES, DEV_KEYS, initLocalHome, type RunningNode, repoRoot, startNode } from './harness.js';
 
@@ -62,10 +62,14 @@ describe('cast against chain-local', { timeout: 300_000 }, () => {
     if (home) rmSync(home, { recursive: true, force: true });
   });
 
-  it('test-deps installs the cast the bench uses (same package and version)', () => {
+  it('test-deps installs the cast and anvil the bench uses (same packages and version)', () => {
     const script = readFileSync(join(repoRoot(), 'scripts', 'test-deps.sh'), 'utf8');
-    assert.match(script, new RegExp(`^CAST_PKG="${CAST_PACKAGE}"$`, 'm'));
-    assert.match(script, new RegExp(`^CAST_VERSION="${FOUNDRY_VERSION.replaceAll('.', '\\.')}"$`, 'm'));
+    assert.match(script, /^for tool in cast anvil; do$/m);
+    // pkg="@foundry-rs/$tool-linux-amd64" gives each package the bench installs.
+    const pkg = /^\s*pkg="([^"]+)"$/m.exec(script)?.[1];
+    assert.equal(pkg?.replace('$tool', 'cast'), CAST_PACKAGE);
+    assert.equal(pkg?.replace('$tool', 'anvil'), ANVIL_PACKAGE);
+    assert.match(script, new RegExp(`^FOUNDRY_VERSION="${FOUNDRY_VERSION.replaceAll('.', '\\.')}"$`, 'm'));
   });
 
   it('deploys with cast send --create, sends, calls and reads the receipt', async () => {
