@@ -5,20 +5,12 @@
 // middle mints each deposit exactly once; a deposit above genesis max_deposit_amount is skipped,
 // logged and counted while the next is minted; a source chain that stops is logged while blocks go on.
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { Contract, JsonRpcProvider, Wallet } from 'ethers';
 import { compileBtcContracts } from '../btc-token.js';
-import {
-  DEV_ADDRESSES,
-  initLocalHome,
-  jsonRpcResult,
-  type RunningNode,
-  startNode,
-  until,
-} from './harness.js';
-import { type SourceChain, startSourceChain } from './source-chain.js';
+import { initLocalHome, jsonRpcResult, type RunningNode, startNode, until } from './harness.js';
+import { initBridgeHome, type SourceChain, startSourceChain } from './source-chain.js';
 
 const rpc = (node: RunningNode, method: string, params: unknown[] = []) =>
   jsonRpcResult(node.ethUrl, method, params);
@@ -45,33 +37,7 @@ describe('bridge in: Hardhat source chain -> noded', { timeout: 300_000 }, () =>
 
   before(async () => {
     src = await startSourceChain();
-    ({ home, ports } = await initLocalHome({
-      timeoutCommit: '300ms',
-      extra: (_config, app) => {
-        if (!('evm' in app)) return;
-        app.bridge = {
-          enable: true,
-          ethereum_rpc_url: src.url,
-          bridge_address: src.bridgeAddress,
-          btc_token_address: src.tokenAddress,
-          confirmations: CONFIRMATIONS,
-          poll_interval: '200ms',
-        };
-      },
-    }));
-    const file = join(home, 'config', 'genesis.json');
-    const genesis = JSON.parse(readFileSync(file, 'utf8'));
-    genesis.consensus_params.abci = { vote_extensions_enable_height: '1' };
-    genesis.app_state.bridge = {
-      admin: DEV_ADDRESSES[0],
-      min_amount: '1000',
-      window_seconds: '86400',
-      max_outflow_per_window: (1000n * BTC).toString(),
-      chains: [1],
-      btc_token_address: src.tokenAddress,
-      max_deposit_amount: CAP.toString(),
-    };
-    writeFileSync(file, JSON.stringify(genesis, null, 2));
+    ({ home, ports } = await initBridgeHome(src, CONFIRMATIONS, { max_deposit_amount: CAP.toString() }));
     node = await startNode(home, ports);
   });
 

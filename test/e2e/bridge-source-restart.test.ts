@@ -6,19 +6,11 @@
 // deposit is locked, and every deposit is minted exactly once, in order (the block results' bridge_mint
 // events, the recipients' balances, total_bridged_in).
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { Wallet } from 'ethers';
-import {
-  DEV_ADDRESSES,
-  initLocalHome,
-  jsonRpcResult,
-  type RunningNode,
-  startNode,
-  until,
-} from './harness.js';
-import { bridgeMints, type SourceChain, startSourceChain } from './source-chain.js';
+import { initLocalHome, jsonRpcResult, type RunningNode, startNode, until } from './harness.js';
+import { bridgeMints, initBridgeHome, type SourceChain, startSourceChain } from './source-chain.js';
 
 const rpc = (node: RunningNode, method: string, params: unknown[] = []) =>
   jsonRpcResult(node.ethUrl, method, params);
@@ -41,32 +33,7 @@ describe('bridge in: an anvil source chain stopped and restarted from its state'
 
   before(async () => {
     src = await startSourceChain(undefined, { engine: 'anvil' });
-    ({ home, ports } = await initLocalHome({
-      timeoutCommit: '300ms',
-      extra: (_config, app) => {
-        if (!('evm' in app)) return;
-        app.bridge = {
-          enable: true,
-          ethereum_rpc_url: src.url,
-          bridge_address: src.bridgeAddress,
-          btc_token_address: src.tokenAddress,
-          confirmations: CONFIRMATIONS,
-          poll_interval: '200ms',
-        };
-      },
-    }));
-    const file = join(home, 'config', 'genesis.json');
-    const genesis = JSON.parse(readFileSync(file, 'utf8'));
-    genesis.consensus_params.abci = { vote_extensions_enable_height: '1' };
-    genesis.app_state.bridge = {
-      admin: DEV_ADDRESSES[0],
-      min_amount: '1000',
-      window_seconds: '86400',
-      max_outflow_per_window: (1000n * BTC).toString(),
-      chains: [1],
-      btc_token_address: src.tokenAddress,
-    };
-    writeFileSync(file, JSON.stringify(genesis, null, 2));
+    ({ home, ports } = await initBridgeHome(src, CONFIRMATIONS));
     node = await startNode(home, ports);
   });
 

@@ -4,14 +4,14 @@
 // deployer, same nonces), so a Hardhat restarted on the same port has the contracts at the same
 // addresses.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { Contract, ContractFactory, JsonRpcProvider, type JsonRpcSigner } from 'ethers';
 import { contractSource } from '../btc-token.js';
 import { compileSolidity } from '../solc.js';
 import { TOKEN_SOURCE } from './contracts.js';
-import { freePort, repoRoot } from './harness.js';
+import { DEV_ADDRESSES, freePort, initLocalHome, repoRoot } from './harness.js';
 
 const compiled = () =>
   compileSolidity(
@@ -307,4 +307,44 @@ export async function bridgeMints(cometUrl: string, from: number, to: number): P
       }
   }
   return mints;
+}
+
+/**
+ * A chain-local home whose bridge reads `src` (app.toml [bridge], `confirmations` deep, polled every
+ * 200 ms), with vote extensions from height 1 and genesis bridge parameters (dev account #0 the
+ * admin; `more` adds to them, e.g. max_deposit_amount).
+ */
+export async function initBridgeHome(
+  src: SourceChain,
+  confirmations: number,
+  more: Record<string, string> = {},
+): Promise<Awaited<ReturnType<typeof initLocalHome>>> {
+  const init = await initLocalHome({
+    timeoutCommit: '300ms',
+    extra: (_config, app) => {
+      if (!('evm' in app)) return;
+      app.bridge = {
+        enable: true,
+        ethereum_rpc_url: src.url,
+        bridge_address: src.bridgeAddress,
+        btc_token_address: src.tokenAddress,
+        confirmations,
+        poll_interval: '200ms',
+      };
+    },
+  });
+  const file = join(init.home, 'config', 'genesis.json');
+  const genesis = JSON.parse(readFileSync(file, 'utf8'));
+  genesis.consensus_params.abci = { vote_extensions_enable_height: '1' };
+  genesis.app_state.bridge = {
+    admin: DEV_ADDRESSES[0],
+    min_amount: '1000',
+    window_seconds: '86400',
+    max_outflow_per_window: (1000n * 10n ** 18n).toString(),
+    chains: [1],
+    btc_token_address: src.tokenAddress,
+    ...more,
+  };
+  writeFileSync(file, JSON.stringify(genesis, null, 2));
+  return init;
 }
