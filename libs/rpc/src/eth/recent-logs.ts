@@ -4,7 +4,8 @@
 // for (those before the thread started, or skipped by a state sync) are filled from the chain by a
 // query with no criteria. A query is answered here only when every height of its range is held;
 // otherwise it goes to the chain as before.
-import type { EthLog, LogFilter } from '../../../types/index.js';
+import type { EthLog, Hex, LogFilter } from '../../../types/index.js';
+import { type LogMatch, logMatches } from './filters.js';
 
 /**
  * What the cache keeps. Measured: about 0.9 kB a log as objects, 2.1 kB once its JSON text and the
@@ -27,29 +28,14 @@ interface BlockLogs {
   index?: Map<string, number[]>;
 }
 
-/** The criteria of a query, lowercased; an empty list or null position matches anything. */
-interface Criteria {
-  addresses: string[];
-  topics: Array<string[] | null>;
-}
-
-function criteriaOf(filter: LogFilter): Criteria {
+/** The criteria of a query, lowercased (the shape logMatches takes); an empty list becomes null. */
+function criteriaOf(filter: LogFilter): LogMatch {
   const topics = (filter.topics ?? []).map((t) => {
     if (t === null || t === undefined) return null;
-    const list = (Array.isArray(t) ? t : [t]).map((x) => x.toLowerCase());
+    const list = (Array.isArray(t) ? t : [t]).map((x) => x.toLowerCase() as Hex);
     return list.length === 0 ? null : list;
   });
-  return { addresses: (filter.addresses ?? []).map((a) => a.toLowerCase()), topics };
-}
-
-function matches(l: EthLog, c: Criteria): boolean {
-  if (c.addresses.length > 0 && !c.addresses.includes(l.address.toLowerCase())) return false;
-  if (c.topics.length > l.topics.length) return false;
-  for (let i = 0; i < c.topics.length; i++) {
-    const want = c.topics[i];
-    if (want !== null && want !== undefined && !want.includes(l.topics[i]!.toLowerCase())) return false;
-  }
-  return true;
+  return { addresses: (filter.addresses ?? []).map((a) => a.toLowerCase() as Hex), topics };
 }
 
 function indexOf(b: BlockLogs): Map<string, number[]> {
@@ -72,7 +58,7 @@ function indexOf(b: BlockLogs): Map<string, number[]> {
  * The positions in `b` that may match: those of the criterion (the addresses, or one topic
  * position) naming the fewest logs; every log when the query names nothing.
  */
-function candidates(b: BlockLogs, c: Criteria): number[] | undefined {
+function candidates(b: BlockLogs, c: LogMatch): number[] | undefined {
   const lists: string[][] = [];
   if (c.addresses.length > 0) lists.push(c.addresses);
   for (const t of c.topics) if (t !== null) lists.push(t);
@@ -182,14 +168,14 @@ export class RecentLogs {
       if (picked === undefined) {
         for (const l of b.logs) {
           if (out.length >= limit) break;
-          if (matches(l, c)) out.push(l);
+          if (logMatches(l, c)) out.push(l);
         }
         continue;
       }
       for (const i of picked) {
         if (out.length >= limit) break;
         const l = b.logs[i]!;
-        if (matches(l, c)) out.push(l);
+        if (logMatches(l, c)) out.push(l);
       }
     }
     return out;
