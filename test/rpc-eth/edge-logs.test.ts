@@ -21,20 +21,8 @@ import {
 import { RecentLogs } from '../../libs/rpc/src/eth/recent-logs.js';
 import { RocksKV } from '../../libs/storage/index.js';
 import { type EthLog, EventBus, type Hex, type LogFilter, silentLogger } from '../../libs/types/index.js';
-import {
-  addr,
-  compile,
-  ETH,
-  executorOptions,
-  GENESIS_TIME,
-  GWEI,
-  key,
-  produceBlock,
-  signTx,
-  TEST_CONSENSUS_PARAMS,
-  type TestNode,
-} from '../execution/helpers.js';
-import { E1, E2, EMITTER_SOL, hex, PAIR, word } from './emitter.js';
+import { addr, GWEI, key, produceBlock, signTx, type TestNode } from '../execution/helpers.js';
+import { E1, E2, hex, openEmitterChain, PAIR, word } from './emitter.js';
 import { call, rpc, sleep } from './helpers.js';
 
 const [A, B, C, D, E] = [word(0xa), word(0xb), word(0xc), word(0xd), word(0xe)];
@@ -123,28 +111,11 @@ describe('eth_getLogs answered on the JSON-RPC edge from recent blocks', { timeo
   }
 
   before(async () => {
-    const runtime = compile({ 'Emitter.sol': EMITTER_SOL }).Emitter!.deployed;
-    kv = await RocksKV.open(join(dir, 'application.db'));
-    bus = new EventBus();
-    const ex = await Executor.open(executorOptions(kv, bus));
-    await ex.initChain({
-      chainId: 'chain-local',
-      time: GENESIS_TIME,
-      initialHeight: 1,
-      validators: [],
-      consensusParams: TEST_CONSENSUS_PARAMS,
-      appState: {
-        evm: {
-          chain_id: '31337',
-          accounts: [
-            ...keys.map((k) => ({ address: addr(k), balance: (100n * ETH).toString() })),
-            { address: E1, balance: '0', code: runtime },
-            { address: E2, balance: '0', code: runtime },
-          ],
-        },
-      },
-    });
-    n = { ex, kv, bus, events: [], height: 0, time: 1_700_000_000_000_000_000n };
+    const chain = await openEmitterChain(dir, keys);
+    n = chain;
+    kv = chain.kv;
+    bus = n.bus;
+    const { ex } = n;
     // Three blocks before the edge starts: it never sees their heads.
     for (let i = 0; i < 3; i++) await randomBlock();
     const getLogs = ex.getLogs.bind(ex);

@@ -1,6 +1,18 @@
 // The Emitter contract both executor log tests deploy, and the shapes they read logs in.
+import { join } from 'node:path';
 import { id as eventTopic } from 'ethers';
-import type { Hex } from '../../libs/types/index.js';
+import { Executor } from '../../libs/execution/index.js';
+import { RocksKV } from '../../libs/storage/index.js';
+import { EventBus, type Hex } from '../../libs/types/index.js';
+import {
+  addr,
+  compile,
+  ETH,
+  executorOptions,
+  GENESIS_TIME,
+  TEST_CONSENSUS_PARAMS,
+  type TestNode,
+} from '../execution/helpers.js';
 
 export const EMITTER_SOL = `
 // SPDX-License-Identifier: MIT
@@ -34,4 +46,36 @@ export interface RpcLog {
   transactionIndex: Hex;
   logIndex: Hex;
   removed: boolean;
+}
+
+/**
+ * The real executor on a RocksDB in `dir`, at genesis: each of `senders` holds 100 ETH and the Emitter
+ * is deployed at E1 and E2. The caller closes `kv`.
+ */
+export async function openEmitterChain(
+  dir: string,
+  senders: Uint8Array[],
+): Promise<TestNode & { kv: RocksKV }> {
+  const runtime = compile({ 'Emitter.sol': EMITTER_SOL }).Emitter!.deployed;
+  const kv = await RocksKV.open(join(dir, 'application.db'));
+  const bus = new EventBus();
+  const ex = await Executor.open(executorOptions(kv, bus));
+  await ex.initChain({
+    chainId: 'chain-local',
+    time: GENESIS_TIME,
+    initialHeight: 1,
+    validators: [],
+    consensusParams: TEST_CONSENSUS_PARAMS,
+    appState: {
+      evm: {
+        chain_id: '31337',
+        accounts: [
+          ...senders.map((k) => ({ address: addr(k), balance: (100n * ETH).toString() })),
+          { address: E1, balance: '0', code: runtime },
+          { address: E2, balance: '0', code: runtime },
+        ],
+      },
+    },
+  });
+  return { ex, kv, bus, events: [], height: 0, time: 1_700_000_000_000_000_000n };
 }

@@ -11,21 +11,9 @@ import { Interface } from 'ethers';
 import { Executor } from '../../libs/execution/index.js';
 import { defaultEthRpcOptions, EthRpcServer } from '../../libs/rpc/src/eth/index.js';
 import { RocksKV } from '../../libs/storage/index.js';
-import { EventBus, type Hex, silentLogger } from '../../libs/types/index.js';
-import {
-  addr,
-  compile,
-  ETH,
-  executorOptions,
-  GENESIS_TIME,
-  GWEI,
-  key,
-  produceBlock,
-  signTx,
-  TEST_CONSENSUS_PARAMS,
-  type TestNode,
-} from '../execution/helpers.js';
-import { E1, E2, EMITTER_SOL, hex, PAIR, type RpcLog, word } from './emitter.js';
+import { type Hex, silentLogger } from '../../libs/types/index.js';
+import { executorOptions, GWEI, key, produceBlock, signTx, type TestNode } from '../execution/helpers.js';
+import { E1, E2, hex, openEmitterChain, PAIR, type RpcLog, word } from './emitter.js';
 import { call, rpc } from './helpers.js';
 
 const [A, B, C, X, Y] = [word(0xa), word(0xb), word(0xc), word(0x5e1ec7), word(0x7)];
@@ -112,28 +100,9 @@ describe('eth_getLogs over 70 blocks: the log index and the byte comparison', { 
     call<RpcLog[]>(url, 'eth_getLogs', [{ fromBlock: '0x1', toBlock: 'latest', ...filter }]);
 
   before(async () => {
-    const runtime = compile({ 'Emitter.sol': EMITTER_SOL }).Emitter!.deployed;
-    kv = await RocksKV.open(join(dir, 'application.db'));
-    const bus = new EventBus();
-    const ex = await Executor.open(executorOptions(kv, bus));
-    await ex.initChain({
-      chainId: 'chain-local',
-      time: GENESIS_TIME,
-      initialHeight: 1,
-      validators: [],
-      consensusParams: TEST_CONSENSUS_PARAMS,
-      appState: {
-        evm: {
-          chain_id: '31337',
-          accounts: [
-            { address: addr(sender), balance: (100n * ETH).toString() },
-            { address: E1, balance: '0', code: runtime },
-            { address: E2, balance: '0', code: runtime },
-          ],
-        },
-      },
-    });
-    n = { ex, kv, bus, events: [], height: 0, time: 1_700_000_000_000_000_000n };
+    const chain = await openEmitterChain(dir, [sender]);
+    n = chain;
+    kv = chain.kv;
     for (let h = 1; h <= BLOCKS; h++) {
       // E1 emits (A, Y) in every block, then (B, X) or (X, B) in some; E2 emits (C, X) in block 20
       // and (C, Y) in block 25.

@@ -8,24 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Interface } from 'ethers';
-import { Executor } from '../../libs/execution/index.js';
 import { defaultEthRpcOptions, EthRpcServer } from '../../libs/rpc/src/eth/index.js';
 import { RocksKV } from '../../libs/storage/index.js';
-import { EventBus, type Hex, silentLogger } from '../../libs/types/index.js';
-import {
-  addr,
-  compile,
-  ETH,
-  executorOptions,
-  GENESIS_TIME,
-  GWEI,
-  key,
-  produceBlock,
-  signTx,
-  TEST_CONSENSUS_PARAMS,
-  type TestNode,
-} from '../execution/helpers.js';
-import { E1, E2, EMITTER_SOL, hex, PAIR, type RpcLog, word } from './emitter.js';
+import { type Hex, silentLogger } from '../../libs/types/index.js';
+import { addr, GWEI, key, produceBlock, signTx, type TestNode } from '../execution/helpers.js';
+import { E1, E2, hex, openEmitterChain, PAIR, type RpcLog, word } from './emitter.js';
 import { call, rpc, WsClient } from './helpers.js';
 
 const [A, B, C, D, E] = [word(0xa), word(0xb), word(0xc), word(0xd), word(0xe)];
@@ -129,28 +116,10 @@ describe('logs through the real executor and the JSON-RPC', { timeout: 120_000 }
   }
 
   before(async () => {
-    const runtime = compile({ 'Emitter.sol': EMITTER_SOL }).Emitter!.deployed;
-    kv = await RocksKV.open(join(dir, 'application.db'));
-    const bus = new EventBus();
-    const ex = await Executor.open(executorOptions(kv, bus));
-    await ex.initChain({
-      chainId: 'chain-local',
-      time: GENESIS_TIME,
-      initialHeight: 1,
-      validators: [],
-      consensusParams: TEST_CONSENSUS_PARAMS,
-      appState: {
-        evm: {
-          chain_id: '31337',
-          accounts: [
-            ...keys.map((k) => ({ address: addr(k), balance: (100n * ETH).toString() })),
-            { address: E1, balance: '0', code: runtime },
-            { address: E2, balance: '0', code: runtime },
-          ],
-        },
-      },
-    });
-    n = { ex, kv, bus, events: [], height: 0, time: 1_700_000_000_000_000_000n };
+    const chain = await openEmitterChain(dir, keys);
+    n = chain;
+    kv = chain.kv;
+    const { ex, bus } = n;
     server = new EthRpcServer({
       chain: ex,
       bus,
