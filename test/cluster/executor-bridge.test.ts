@@ -4,15 +4,13 @@
 // (which `noded service metrics` scrapes, docs/cluster.md) carries the bridge_* series: the
 // observed and minted sequence numbers, the pending count, errors, the pause and the inflow window.
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
-import { DEV_ADDRESSES, freePort, initLocalHome } from '../e2e/harness.js';
-import { startSourceChain } from '../e2e/source-chain.js';
+import { freePort, initLocalHome } from '../e2e/harness.js';
+import { BTC, bridgeAppSection, startSourceChain, writeBridgeGenesis } from '../e2e/source-chain.js';
 import { startNatsServer } from './nats.js';
 import { type ServiceProcess, spawnService, until, waitForService } from './processes.js';
 
-const BTC = 10n ** 18n;
 const cleanups: Array<() => unknown> = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c();
@@ -32,30 +30,11 @@ describe('cluster executor service: bridge in and its metrics', { timeout: 240_0
       timeoutCommit: '300ms',
       extra: (_config, app) => {
         if (!('evm' in app)) return;
-        app.bridge = {
-          enable: true,
-          ethereum_rpc_url: src.url,
-          bridge_address: src.bridgeAddress,
-          btc_token_address: src.tokenAddress,
-          confirmations: 1,
-          poll_interval: '200ms',
-        };
+        app.bridge = bridgeAppSection(src, 1);
       },
     });
     cleanups.push(() => rmSync(home, { recursive: true, force: true }));
-    const file = join(home, 'config', 'genesis.json');
-    const genesis = JSON.parse(readFileSync(file, 'utf8'));
-    genesis.consensus_params.abci = { vote_extensions_enable_height: '1' };
-    genesis.app_state.bridge = {
-      admin: DEV_ADDRESSES[0],
-      min_amount: '1000',
-      window_seconds: '86400',
-      max_outflow_per_window: (1000n * BTC).toString(),
-      chains: [1],
-      btc_token_address: src.tokenAddress,
-      max_inflow_per_window: (50n * BTC).toString(),
-    };
-    writeFileSync(file, JSON.stringify(genesis, null, 2));
+    writeBridgeGenesis(home, src.tokenAddress, { max_inflow_per_window: (50n * BTC).toString() });
 
     const nats = await startNatsServer();
     cleanups.push(() => nats.stop());

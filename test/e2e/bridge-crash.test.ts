@@ -12,11 +12,16 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Wallet } from 'ethers';
 import { parse, stringify } from 'smol-toml';
-import { DEV_ADDRESSES } from './harness.js';
 import { createNetwork, heightOf, type Network, rpc, waitFor, waitHeight } from './network.js';
-import { bridgeMints, type SourceChain, startSourceChain } from './source-chain.js';
+import {
+  BTC,
+  bridgeAppSection,
+  bridgeMints,
+  type SourceChain,
+  startSourceChain,
+  writeBridgeGenesis,
+} from './source-chain.js';
 
-const BTC = 10n ** 18n;
 const ROUNDS = 3;
 
 async function eth(url: string, method: string, params: unknown[] = []): Promise<unknown> {
@@ -79,28 +84,10 @@ describe('bridge in: the proposer of the minting block is killed', { timeout: 24
       },
     });
     for (const n of net.nodes) {
-      const g = join(n.home, 'config', 'genesis.json');
-      const genesis = JSON.parse(readFileSync(g, 'utf8'));
-      genesis.consensus_params.abci = { vote_extensions_enable_height: '1' };
-      genesis.app_state.bridge = {
-        admin: DEV_ADDRESSES[0],
-        min_amount: '1000',
-        window_seconds: '86400',
-        max_outflow_per_window: (1000n * BTC).toString(),
-        chains: [1],
-        btc_token_address: src.tokenAddress,
-      };
-      writeFileSync(g, JSON.stringify(genesis, null, 2));
+      writeBridgeGenesis(n.home, src.tokenAddress);
       const a = join(n.home, 'config', 'app.toml');
       const app = parse(readFileSync(a, 'utf8')) as Record<string, unknown>;
-      app.bridge = {
-        enable: true,
-        ethereum_rpc_url: src.url,
-        bridge_address: src.bridgeAddress,
-        btc_token_address: src.tokenAddress,
-        confirmations: 1,
-        poll_interval: '100ms',
-      };
+      app.bridge = bridgeAppSection(src, 1, { poll_interval: '100ms' });
       writeFileSync(a, stringify(app));
       // Each node's metrics on its own IP (the default ":26660" is every interface).
       const c = join(n.home, 'config', 'config.toml');

@@ -10,12 +10,11 @@ import { after, before, describe, it } from 'node:test';
 import { Contract, JsonRpcProvider, Wallet } from 'ethers';
 import { compileBtcContracts } from '../btc-token.js';
 import { initLocalHome, jsonRpcResult, type RunningNode, startNode, until } from './harness.js';
-import { initBridgeHome, type SourceChain, startSourceChain } from './source-chain.js';
+import { BTC, initBridgeHome, type SourceChain, startSourceChain } from './source-chain.js';
 
 const rpc = (node: RunningNode, method: string, params: unknown[] = []) =>
   jsonRpcResult(node.ethUrl, method, params);
 
-const BTC = 10n ** 18n;
 const BTC_TOKEN = '0x7b7c000000000000000000000000000000000000';
 const CONFIRMATIONS = 2;
 /** genesis app_state.bridge.max_deposit_amount: a larger deposit is processed without a mint. */

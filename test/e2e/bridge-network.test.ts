@@ -9,11 +9,14 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Wallet } from 'ethers';
 import { parse, stringify } from 'smol-toml';
-import { DEV_ADDRESSES } from './harness.js';
 import { createNetwork, type Network, waitFor, waitHeight } from './network.js';
-import { type SourceChain, startSourceChain } from './source-chain.js';
-
-const BTC = 10n ** 18n;
+import {
+  BTC,
+  bridgeAppSection,
+  type SourceChain,
+  startSourceChain,
+  writeBridgeGenesis,
+} from './source-chain.js';
 
 async function eth(url: string, method: string, params: unknown[] = []): Promise<unknown> {
   const res = await fetch(url, {
@@ -38,28 +41,11 @@ describe('bridge in: a validator that sees a forged deposit', { timeout: 300_000
     assert.equal(forged.bridgeAddress, real.bridgeAddress, 'same deployer and nonces, same addresses');
     net = createNetwork({ validators: 4 });
     for (const n of net.nodes) {
-      const g = join(n.home, 'config', 'genesis.json');
-      const genesis = JSON.parse(readFileSync(g, 'utf8'));
-      genesis.consensus_params.abci = { vote_extensions_enable_height: '1' };
-      genesis.app_state.bridge = {
-        admin: DEV_ADDRESSES[0],
-        min_amount: '1000',
-        window_seconds: '86400',
-        max_outflow_per_window: (1000n * BTC).toString(),
-        chains: [1],
-        btc_token_address: real.tokenAddress,
-      };
-      writeFileSync(g, JSON.stringify(genesis, null, 2));
+      writeBridgeGenesis(n.home, real.tokenAddress);
       const a = join(n.home, 'config', 'app.toml');
       const app = parse(readFileSync(a, 'utf8')) as Record<string, unknown>;
-      app.bridge = {
-        enable: true,
-        ethereum_rpc_url: n.index === 3 ? forged.url : real.url,
-        bridge_address: real.bridgeAddress,
-        btc_token_address: real.tokenAddress,
-        confirmations: 1,
-        poll_interval: '200ms',
-      };
+      // Node 3 reads the forged chain, deployed at the same addresses as the real one.
+      app.bridge = bridgeAppSection(n.index === 3 ? forged : real, 1);
       writeFileSync(a, stringify(app));
     }
     // The fourth starts once the deposit is minted: it catches up by block sync, every block with

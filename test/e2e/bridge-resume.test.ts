@@ -3,23 +3,20 @@
 // all processed instead of reading the source chain again. Every eth_getLogs range noded asks of the
 // Hardhat source chain is recorded by a proxy in front of it.
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
+import { initLocalHome, jsonRpcResult, type RunningNode, startNode, until } from './harness.js';
 import {
-  DEV_ADDRESSES,
-  initLocalHome,
-  jsonRpcResult,
-  type RunningNode,
-  startNode,
-  until,
-} from './harness.js';
-import { countingProxy, type SourceChain, startSourceChain } from './source-chain.js';
+  BTC,
+  bridgeAppSection,
+  countingProxy,
+  type SourceChain,
+  startSourceChain,
+  writeBridgeGenesis,
+} from './source-chain.js';
 
 const rpc = (node: RunningNode, method: string, params: unknown[] = []) =>
   jsonRpcResult(node.ethUrl, method, params);
-
-const BTC = 10n ** 18n;
 
 const lastSequence = async (node: RunningNode) =>
   ((await rpc(node, 'bridge_params')) as Record<string, string>).inbound_last_sequence;
@@ -44,29 +41,10 @@ describe('bridge watcher start: [bridge] start_block and the saved resume point'
       timeoutCommit: '300ms',
       extra: (_config, app) => {
         if (!('evm' in app)) return;
-        app.bridge = {
-          enable: true,
-          ethereum_rpc_url: proxy.url,
-          bridge_address: src.bridgeAddress,
-          btc_token_address: src.tokenAddress,
-          confirmations: 1,
-          poll_interval: '200ms',
-          start_block: Number(startBlock),
-        };
+        app.bridge = bridgeAppSection({ ...src, url: proxy.url }, 1, { start_block: Number(startBlock) });
       },
     }));
-    const file = join(home, 'config', 'genesis.json');
-    const genesis = JSON.parse(readFileSync(file, 'utf8'));
-    genesis.consensus_params.abci = { vote_extensions_enable_height: '1' };
-    genesis.app_state.bridge = {
-      admin: DEV_ADDRESSES[0],
-      min_amount: '1000',
-      window_seconds: '86400',
-      max_outflow_per_window: (1000n * BTC).toString(),
-      chains: [1],
-      btc_token_address: src.tokenAddress,
-    };
-    writeFileSync(file, JSON.stringify(genesis, null, 2));
+    writeBridgeGenesis(home, src.tokenAddress);
   });
 
   after(async () => {

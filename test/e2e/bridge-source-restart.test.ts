@@ -10,12 +10,11 @@ import { rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { Wallet } from 'ethers';
 import { initLocalHome, jsonRpcResult, type RunningNode, startNode, until } from './harness.js';
-import { bridgeMints, initBridgeHome, type SourceChain, startSourceChain } from './source-chain.js';
+import { BTC, bridgeMints, initBridgeHome, type SourceChain, startSourceChain } from './source-chain.js';
 
 const rpc = (node: RunningNode, method: string, params: unknown[] = []) =>
   jsonRpcResult(node.ethUrl, method, params);
 
-const BTC = 10n ** 18n;
 const CONFIRMATIONS = 2;
 
 const balance = async (node: RunningNode, a: string) =>

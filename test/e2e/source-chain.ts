@@ -129,6 +129,21 @@ export async function startSourceChain(
   port?: number,
   opts: { maxLock?: bigint; engine?: 'hardhat' | 'anvil' } = {},
 ): Promise<SourceChain> {
+  // On a loaded machine a keep-alive connection to the Hardhat node can be closed by the server as the
+  // client reuses it (`socket hang up`, seen once in a run at load average 22): a connection reset
+  // while deploying starts a fresh source chain once more; any other failure is reported at once.
+  try {
+    return await startSourceChainOnce(port, opts);
+  } catch (err) {
+    if (!/socket hang up|ECONNRESET/.test((err as Error).message)) throw err;
+    return startSourceChainOnce(port, opts);
+  }
+}
+
+async function startSourceChainOnce(
+  port: number | undefined,
+  opts: { maxLock?: bigint; engine?: 'hardhat' | 'anvil' },
+): Promise<SourceChain> {
   const engine = opts.engine ?? 'hardhat';
   const root = repoRoot();
   mkdirSync(join(root, '.tmp'), { recursive: true });
@@ -309,10 +324,57 @@ export async function bridgeMints(cometUrl: string, from: number, to: number): P
   return mints;
 }
 
+/** One BTC in base units: the BTC token and native balances both have 18 decimals. */
+export const BTC = 10n ** 18n;
+
 /**
- * A chain-local home whose bridge reads `src` (app.toml [bridge], `confirmations` deep, polled every
- * 200 ms), with vote extensions from height 1 and genesis bridge parameters (dev account #0 the
- * admin; `more` adds to them, e.g. max_deposit_amount).
+ * app.toml's `[bridge]` section for a node reading `src` (`url` in place of src.url, e.g. a proxy in
+ * front of it, or another chain at the same addresses), `confirmations` deep; `more` adds keys.
+ */
+export function bridgeAppSection(
+  src: Pick<SourceChain, 'url' | 'bridgeAddress' | 'tokenAddress'>,
+  confirmations: number,
+  more: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    enable: true,
+    ethereum_rpc_url: src.url,
+    bridge_address: src.bridgeAddress,
+    btc_token_address: src.tokenAddress,
+    confirmations,
+    poll_interval: '200ms',
+    ...more,
+  };
+}
+
+/**
+ * Turns on vote extensions from height 1 in `home`'s genesis.json and writes its bridge parameters:
+ * dev account #0 the admin, source chain 1, the token at `tokenAddress`; `more` adds to them (e.g.
+ * max_deposit_amount, max_inflow_per_window).
+ */
+export function writeBridgeGenesis(
+  home: string,
+  tokenAddress: string,
+  more: Record<string, string> = {},
+): void {
+  const file = join(home, 'config', 'genesis.json');
+  const genesis = JSON.parse(readFileSync(file, 'utf8'));
+  genesis.consensus_params.abci = { vote_extensions_enable_height: '1' };
+  genesis.app_state.bridge = {
+    admin: DEV_ADDRESSES[0],
+    min_amount: '1000',
+    window_seconds: '86400',
+    max_outflow_per_window: (1000n * BTC).toString(),
+    chains: [1],
+    btc_token_address: tokenAddress,
+    ...more,
+  };
+  writeFileSync(file, JSON.stringify(genesis, null, 2));
+}
+
+/**
+ * A chain-local home whose bridge reads `src` (bridgeAppSection, polled every 200 ms) with the genesis
+ * of writeBridgeGenesis (`more` adds to its parameters).
  */
 export async function initBridgeHome(
   src: SourceChain,
@@ -322,29 +384,9 @@ export async function initBridgeHome(
   const init = await initLocalHome({
     timeoutCommit: '300ms',
     extra: (_config, app) => {
-      if (!('evm' in app)) return;
-      app.bridge = {
-        enable: true,
-        ethereum_rpc_url: src.url,
-        bridge_address: src.bridgeAddress,
-        btc_token_address: src.tokenAddress,
-        confirmations,
-        poll_interval: '200ms',
-      };
+      if ('evm' in app) app.bridge = bridgeAppSection(src, confirmations);
     },
   });
-  const file = join(init.home, 'config', 'genesis.json');
-  const genesis = JSON.parse(readFileSync(file, 'utf8'));
-  genesis.consensus_params.abci = { vote_extensions_enable_height: '1' };
-  genesis.app_state.bridge = {
-    admin: DEV_ADDRESSES[0],
-    min_amount: '1000',
-    window_seconds: '86400',
-    max_outflow_per_window: (1000n * 10n ** 18n).toString(),
-    chains: [1],
-    btc_token_address: src.tokenAddress,
-    ...more,
-  };
-  writeFileSync(file, JSON.stringify(genesis, null, 2));
+  writeBridgeGenesis(init.home, src.tokenAddress, more);
   return init;
 }
