@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { homePaths } from '../../libs/config/index.js';
-import { MAIN, removeDir, runCli, snapshot, tempDir, useFreePorts } from './helpers.js';
+import { freePorts, MAIN, removeDir, runCli, snapshot, tempDir, useFreePorts } from './helpers.js';
 
 const root = tempDir();
 const template = join(root, 'template');
@@ -126,6 +126,48 @@ describe('noded start --dry-run', () => {
       ),
       r2.stderr,
     );
+  });
+
+  it('takes NODED_<KEY> environment overrides of config.toml and app.toml, names them, and checks them as the file', async () => {
+    const { home, ports } = await freshHome();
+    const [rpc] = await freePorts(1);
+    const before = snapshot(home);
+    const env = {
+      NODED_RPC_LADDR: `tcp://127.0.0.1:${rpc}`,
+      NODED_MONIKER: 'from-env',
+      NODED_EVM_GAS_BASE_FEE: '2000000000',
+    };
+    const r = await runCli(['start', '--dry-run', '--home', home], { env });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /moniker +from-env/);
+    assert.ok(r.stdout.includes(`127.0.0.1:${rpc}  (config.toml rpc.laddr)`), r.stdout);
+    assert.ok(
+      !r.stdout.includes(`:${ports.rpc}  (config.toml rpc.laddr)`),
+      "the file's rpc.laddr is replaced",
+    );
+    assert.match(r.stdout, /set by environment variables:/);
+    assert.match(r.stdout, /NODED_RPC_LADDR +config\.toml rpc\.laddr/);
+    assert.match(r.stdout, /NODED_MONIKER +config\.toml moniker/);
+    assert.match(r.stdout, /NODED_EVM_GAS_BASE_FEE +app\.toml evm\.gas\.base_fee/);
+    assert.deepEqual(snapshot(home), before, 'an override is not written into the home');
+
+    const bad = await runCli(['start', '--dry-run', '--home', home], {
+      env: { NODED_CONSENSUS_CREATE_EMPTY_BLOCKS: 'yes', NODED_EVM_GAS_BASE_FEE: '1' },
+    });
+    assert.equal(bad.code, 1);
+    assert.ok(
+      bad.stderr.includes(
+        'config.toml: consensus.create_empty_blocks: must be true or false, got "yes" (set by $NODED_CONSENSUS_CREATE_EMPTY_BLOCKS)',
+      ),
+      bad.stderr,
+    );
+    assert.match(
+      bad.stderr,
+      /app\.toml: evm\.gas\.base_fee: must be between .*got "1" \(set by \$NODED_EVM_GAS_BASE_FEE\)/,
+    );
+    const plain = await runCli(['start', '--dry-run', '--home', home]);
+    assert.equal(plain.code, 0, plain.stderr);
+    assert.doesNotMatch(plain.stdout, /set by environment variables/);
   });
 
   it('runs a light home as a light node: no REST API, the trust root and trusting period in the plan', async () => {

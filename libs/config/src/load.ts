@@ -19,6 +19,8 @@ export interface LoadedNodeConfig {
   client: ClientToml;
   /** Every problem found in the three files; empty when they are valid. */
   problems: ConfigProblem[];
+  /** Keys set by NODED_<KEY> environment variables (`env` given), in file then key order. */
+  overrides: Array<{ file: 'config.toml' | 'app.toml'; key: string; variable: string }>;
 }
 
 interface ParsedFile<F> {
@@ -128,8 +130,8 @@ export function parseClientToml(text: string | undefined, problems: ConfigProble
 
 /**
  * The one loader the node and the CLI call: <home>/config/{config,app,client}.toml, all checked.
- * With `env` (the cluster's services pass process.env), NODED_<KEY> variables override
- * config.toml and app.toml keys; `noded start` passes none.
+ * With `env` (`noded start` and the cluster's services pass process.env), NODED_<KEY> variables
+ * override config.toml and app.toml keys.
  */
 export function loadNodeConfig(home: string, env?: Env): LoadedNodeConfig {
   const paths = homePaths(home);
@@ -143,7 +145,11 @@ export function loadNodeConfig(home: string, env?: Env): LoadedNodeConfig {
   checkPortConflicts(c.config, a.app, c.bad, a.bad, problems);
   markEnvProblems('config.toml', c.applied ?? new Map(), problems, from);
   markEnvProblems('app.toml', a.applied ?? new Map(), problems, from);
-  return { config: c.config, app: a.app, client: k.client, problems };
+  const overrides = [
+    ...[...(c.applied ?? [])].map(([key, variable]) => ({ file: 'config.toml' as const, key, variable })),
+    ...[...(a.applied ?? [])].map(([key, variable]) => ({ file: 'app.toml' as const, key, variable })),
+  ];
+  return { config: c.config, app: a.app, client: k.client, problems, overrides };
 }
 
 function checkConfigToml(label: string, config: ConfigToml, bad: Set<string>, problems: ConfigProblem[]) {

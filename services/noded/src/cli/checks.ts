@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { basename } from 'node:path';
 import {
   type ConfigProblem,
+  type Env,
   homeLockHolder,
   homePaths,
   KeyFileError,
@@ -103,11 +104,17 @@ function bindOnce(host: string, port: number): Promise<string | undefined> {
 
 /**
  * Runs every check; problems are collected, never thrown. `mode` (start --mode, else app.toml's)
- * decides which listeners are used: a light node serves no REST API.
+ * decides which listeners are used: a light node serves no REST API. NODED_<KEY> variables of `env`
+ * override config.toml and app.toml keys, as for the cluster's services (docs/configuration.md).
  */
-export async function checkStart(home: string, logFile: string, mode?: string): Promise<StartCheck> {
+export async function checkStart(
+  home: string,
+  logFile: string,
+  mode?: string,
+  env: Env = process.env,
+): Promise<StartCheck> {
   const paths = homePaths(home);
-  const loaded = loadNodeConfig(home);
+  const loaded = loadNodeConfig(home, env);
   const problems = [...loaded.problems];
   const light = (mode ?? loaded.app.mode) === 'light';
   const listeners = listenAddresses(loaded.config, loaded.app).map((l) =>

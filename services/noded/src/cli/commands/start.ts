@@ -108,6 +108,15 @@ function summary(home: string, mode: string, logFile: string, logLevel: string, 
         ],
     ['log file', `${logFile} (level ${logLevel})`],
   ]);
+  if (c.loaded.overrides.length > 0) {
+    lines.push('  set by environment variables:');
+    lines.push(
+      ...table(
+        c.loaded.overrides.map((o) => [o.variable, `${o.file} ${o.key}`]),
+        '    ',
+      ),
+    );
+  }
   lines.push('  ports:');
   lines.push(
     ...table(
