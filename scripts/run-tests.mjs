@@ -20,6 +20,7 @@ const CLUSTER_SUITES = [
   { file: 'e2e/fees.test.js' },
   { file: 'e2e/tx-index.test.js' },
   { file: 'e2e/empty-blocks.test.js' },
+  { file: 'e2e/fuzz-node.test.js' },
   {
     file: 'e2e/hardhat.test.js',
     only: ['runs `hardhat test --network noded` green'],

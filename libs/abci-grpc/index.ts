@@ -52,6 +52,7 @@ export {
   addMempoolService,
   GrpcMempool,
   MEMPOOL_SERVICE_NAME,
+  MempoolCallError,
   type MempoolSource,
   type PoolTxRecord,
 } from './src/mempool.js';

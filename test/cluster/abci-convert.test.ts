@@ -212,6 +212,35 @@ describe('ABCI gRPC conversions: round trips', () => {
       );
   });
 
+  it('Query: request and response round-trip; heights 0 and below pass as "latest", an answer below 0 is refused', () => {
+    for (const height of [0, -1, 7]) {
+      const q = { path: `/evm/balance/0x${'11'.repeat(20)}`, data: enc.encode('d'), height, prove: true };
+      assert.deepEqual(fromProto.queryRequest(wire(pb.QueryRequest, toProto.queryRequest(q))), q);
+    }
+    const r = {
+      code: 1,
+      log: 'unknown query path',
+      key: enc.encode('k'),
+      value: enc.encode('12'),
+      height: 5,
+    };
+    assert.deepEqual(fromProto.queryResponse(wire(pb.QueryResponse, toProto.queryResponse(r))), r);
+    rejects(
+      () => fromProto.queryResponse({ ...toProto.queryResponse(r), height: -1n }),
+      'QueryResponse.height',
+      /^must be at least 0, got -1$/,
+    );
+    rejects(
+      () =>
+        fromProto.queryRequest({
+          ...toProto.queryRequest({ path: '', data: new Uint8Array(), height: 0, prove: false }),
+          height: 2n ** 60n,
+        }),
+      'QueryRequest.height',
+      /^must be at most 9007199254740991/,
+    );
+  });
+
   it('vote extension field rules: size cap, flags, signature length, status', () => {
     rejects(
       () => fromProto.extendVoteResponse({ voteExtension: fill(16 * 1024 + 1, 0) }),

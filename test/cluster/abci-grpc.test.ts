@@ -11,7 +11,10 @@ import {
   type AbciMethod,
   type AbciServer,
   GrpcApplication,
+  GrpcMempool,
   healthProto,
+  MempoolCallError,
+  mempoolProto,
   abciProto as pb,
   serveApplication,
   toProto,
@@ -200,6 +203,56 @@ describe('ABCI over gRPC: vote extensions', () => {
       }),
       true,
     );
+    // Nor queries: abci_query's answer says so (code 1), at the height asked or 0 for "latest".
+    for (const height of [0, -3, 4])
+      assert.deepEqual(
+        await app.query({ path: '/evm/nonce/0x00', data: new Uint8Array(), height, prove: false }),
+        {
+          code: 1,
+          log: 'abci_query "/evm/nonce/0x00": this application serves no queries',
+          key: new Uint8Array(),
+          value: new Uint8Array(),
+          height: Math.max(height, 0),
+        },
+      );
+  });
+});
+
+describe('Mempool over gRPC: an executor from before HasExecutable', () => {
+  it('answers HasExecutable UNIMPLEMENTED; the client asks UnconfirmedTxs(0) from then on', async () => {
+    // The v1 service as an older executor served it: no HasExecutable, no FlushMempool.
+    const old = new grpc.Server();
+    const calls: string[] = [];
+    let pending = 2n;
+    const { hasExecutable: _h, flushMempool: _f, ...olderService } = mempoolProto.MempoolService;
+    old.addService(olderService as unknown as grpc.ServiceDefinition, {
+      unconfirmedTxs: (
+        call: grpc.ServerUnaryCall<{ limit: number }, unknown>,
+        cb: grpc.sendUnaryData<unknown>,
+      ) => {
+        calls.push(`unconfirmedTxs(${call.request.limit})`);
+        cb(null, { txs: [], total: 5n, totalBytes: 500n, pending });
+      },
+    });
+    const port = await new Promise<number>((resolve, reject) =>
+      old.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
+        e ? reject(e) : resolve(p),
+      ),
+    );
+    cleanups.push(() => old.forceShutdown());
+    const mempool = new GrpcMempool(`127.0.0.1:${port}`);
+    cleanups.push(() => mempool.close());
+    assert.equal(await mempool.hasExecutable(), true);
+    pending = 0n;
+    assert.equal(await mempool.hasExecutable(), false);
+    assert.deepEqual(calls, ['unconfirmedTxs(0)', 'unconfirmedTxs(0)']);
+    // FlushMempool has no fallback: the error names the executor and what it lacks.
+    await assert.rejects(mempool.flushMempool(), (err: unknown) => {
+      assert.ok(err instanceof MempoolCallError);
+      assert.equal(err.grpcStatus, grpc.status.UNIMPLEMENTED);
+      assert.match(err.message, new RegExp(`^executor mempool at 127\\.0\\.0\\.1:${port}: .*FlushMempool`));
+      return true;
+    });
   });
 });
 

@@ -38,7 +38,7 @@ describe('@cosmjs/tendermint-rpc against noded :26657', { timeout: 180_000 }, ()
     assert.ok(vals.validators[0].votingPower > 0n);
   });
 
-  it('broadcastTxSync of a signed Ethereum transaction is included and found by tx search', async () => {
+  it('broadcastTxSync of a signed Ethereum transaction is included, found by tx search, and seen by abciQuery', async () => {
     const wallet = new Wallet(DEV_KEYS[1]);
     const nonceRes = await fetch(env.node.ethUrl, {
       method: 'POST',
@@ -66,15 +66,30 @@ describe('@cosmjs/tendermint-rpc against noded :26657', { timeout: 180_000 }, ()
     const res = await client.broadcastTxSync({ tx: raw });
     assert.equal(res.code, 0, res.log);
     const deadline = Date.now() + 30_000;
-    let found = false;
-    while (!found && Date.now() < deadline) {
+    let height = 0;
+    while (height === 0 && Date.now() < deadline) {
       const search = await client.txSearch({
         query: `tx.hash='${Buffer.from(res.hash).toString('hex').toUpperCase()}'`,
       });
-      found = search.totalCount === 1;
-      if (!found) await new Promise((r) => setTimeout(r, 300));
+      if (search.totalCount === 1) height = search.txs[0]!.height;
+      else await new Promise((r) => setTimeout(r, 300));
     }
-    assert.ok(found, 'transaction indexed within 30 s');
+    assert.ok(height > 0, 'transaction indexed within 30 s');
+    // abciQuery (the application's /evm/* paths; in the cluster, the executor's Query) at the
+    // transaction's height and the one before: the 5 base units arrived and the sender's nonce moved.
+    const q = async (path: string, at: number) => {
+      const r = await client.abciQuery({ path, data: new Uint8Array(), height: at });
+      assert.equal(r.code, 0, r.log);
+      assert.equal(r.height, at);
+      assert.equal(Buffer.from(r.key).toString(), path);
+      return BigInt(Buffer.from(r.value).toString());
+    };
+    const beef = '/evm/balance/0x000000000000000000000000000000000000beef';
+    assert.equal((await q(beef, height)) - (await q(beef, height - 1)), 5n);
+    assert.equal(await q(`/evm/nonce/${wallet.address}`, height), BigInt(nonce + 1));
+    const bad = await client.abciQuery({ path: '/store/acc/key', data: new Uint8Array([1]) });
+    assert.equal(bad.code, 1);
+    assert.match(bad.log ?? '', /^unknown query path "\/store\/acc\/key": use \/evm\//);
   });
 
   it('subscribeNewBlock over /websocket delivers consecutive heights', async () => {

@@ -12,6 +12,8 @@ import { inSpan } from '../../telemetry/index.js';
 import type {
   AppInfo,
   Application,
+  AppQueryRequest,
+  AppQueryResult,
   CheckTxResult,
   ExtendVoteRequest,
   FinalizeBlockRequest,
@@ -41,6 +43,7 @@ export const DEFAULT_DEADLINES_MS: Readonly<Record<AbciMethod, number>> = {
   commit: 120_000,
   extendVote: 10_000,
   verifyVoteExtension: 10_000,
+  query: 10_000,
 };
 
 export type AbciClientErrorCode =
@@ -174,6 +177,11 @@ export class GrpcApplication implements Application {
       toProto.verifyVoteExtensionRequest(req),
       fromProto.verifyVoteExtensionResponse,
     );
+  }
+
+  /** abci_query: the executor's queries of its committed state (QueryRequest). */
+  query(req: AppQueryRequest): Promise<AppQueryResult> {
+    return this.call('query', toProto.queryRequest(req), fromProto.queryResponse);
   }
 
   private call<M extends AbciMethod, Out>(

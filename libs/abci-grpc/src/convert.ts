@@ -6,6 +6,8 @@
 import type {
   AbciEvent,
   AppInfo,
+  AppQueryRequest,
+  AppQueryResult,
   CheckTxResult,
   CommitInfo,
   ConsensusParams,
@@ -431,6 +433,12 @@ export const toProto = {
   commitResponse(r: { retainHeight: number }): pb.CommitResponse {
     return { retainHeight: BigInt(r.retainHeight) };
   },
+  queryRequest(r: AppQueryRequest): pb.QueryRequest {
+    return { data: r.data, path: r.path, height: BigInt(r.height), prove: r.prove };
+  },
+  queryResponse(r: AppQueryResult): pb.QueryResponse {
+    return { code: r.code, log: r.log, key: r.key, value: r.value, height: BigInt(r.height) };
+  },
 };
 
 /** Wire -> libs/types, checking every field's rule (AbciFieldError names the first broken one). */
@@ -578,5 +586,23 @@ export const fromProto = {
   commitRequest(_m: pb.CommitRequest): void {},
   commitResponse(m: pb.CommitResponse): { retainHeight: number } {
     return { retainHeight: safeInt(m.retainHeight, 'CommitResponse.retain_height', 0) };
+  },
+  queryRequest(m: pb.QueryRequest): AppQueryRequest {
+    // 0 or less is the latest height, as the RPC passes abci_query's `height` on unchanged.
+    return {
+      path: m.path,
+      data: bytes(m.data),
+      height: safeInt(m.height, 'QueryRequest.height', -Number.MAX_SAFE_INTEGER),
+      prove: m.prove,
+    };
+  },
+  queryResponse(m: pb.QueryResponse): AppQueryResult {
+    return {
+      code: m.code,
+      log: m.log,
+      key: bytes(m.key),
+      value: bytes(m.value),
+      height: safeInt(m.height, 'QueryResponse.height', 0),
+    };
   },
 };

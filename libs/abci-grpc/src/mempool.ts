@@ -34,6 +34,10 @@ export interface MempoolSource {
   pendingTx(hash: Hex): PoolTxRecord | undefined;
   /** unconfirmed_txs: up to `limit` raw transactions, pending first, and the pool's totals. */
   unconfirmedTxs(limit: number): { txs: Uint8Array[]; total: number; totalBytes: number; pending: number };
+  /** Whether a transaction in the pool is executable now (not only queued behind a nonce gap). */
+  hasExecutableTxs(): boolean;
+  /** unsafe_flush_mempool: drops every transaction in the pool (the node's own flush). */
+  flushMempool(): void;
   /** Every admission as it happens (StreamAdmitted); returns the unsubscriber. */
   onTxAdmitted(listener: (raw: Uint8Array, hash: Hex) => void): () => void;
 }
@@ -154,9 +158,28 @@ export function addMempoolService(
           ? `UnconfirmedTxsRequest.limit: must be at most ${MAX_UNCONFIRMED_LIMIT}, got ${r.limit}`
           : undefined,
     ),
+    hasExecutable: handler('HasExecutable', 'noded.mempool.v1.HasExecutableRequest', () => ({
+      executable: src.hasExecutableTxs(),
+    })),
+    flushMempool: handler('FlushMempool', 'noded.mempool.v1.FlushMempoolRequest', () => {
+      src.flushMempool();
+      logger.info({}, 'mempool flushed (unsafe_flush_mempool)');
+      return {};
+    }),
     streamAdmitted: streams.handle,
   });
   return streams.closeAll;
+}
+
+/** A failed call that is not a refusal of the executor (unreachable, timed out, UNIMPLEMENTED, ...). */
+export class MempoolCallError extends ChainError {
+  constructor(
+    message: string,
+    /** The gRPC status of the failed call. */
+    readonly grpcStatus: grpc.status,
+  ) {
+    super(-32000, message);
+  }
 }
 
 /** The edge's client of the executor's Mempool service. */
@@ -201,7 +224,10 @@ export class GrpcMempool {
             );
           }
           reject(
-            new ChainError(-32000, `executor mempool at ${this.address}: ${err.details || err.message}`),
+            new MempoolCallError(
+              `executor mempool at ${this.address}: ${err.details || err.message}`,
+              err.code,
+            ),
           );
         },
       ),
@@ -244,6 +270,30 @@ export class GrpcMempool {
       totalBytes: Number(r.totalBytes),
       pending: Number(r.pending),
     };
+  }
+
+  /** Set once the executor answered HasExecutable UNIMPLEMENTED (a version before it). */
+  private noHasExecutable = false;
+
+  /**
+   * Whether the executor's pool holds an executable transaction (consensus, after each block). An
+   * executor from before HasExecutable is asked UnconfirmedTxs(0) instead, from then on.
+   */
+  async hasExecutable(): Promise<boolean> {
+    if (!this.noHasExecutable) {
+      try {
+        return (await this.unary(MempoolService.hasExecutable, {})).executable;
+      } catch (err) {
+        if (!(err instanceof MempoolCallError && err.grpcStatus === grpc.status.UNIMPLEMENTED)) throw err;
+        this.noHasExecutable = true;
+      }
+    }
+    return (await this.unconfirmedTxs(0)).pending > 0;
+  }
+
+  /** unsafe_flush_mempool on consensus' RPC: the executor drops every transaction in its pool. */
+  async flushMempool(): Promise<void> {
+    await this.unary(MempoolService.flushMempool, {});
   }
 
   async pendingTransaction(hash: Uint8Array): Promise<PoolTxRecord | undefined> {

@@ -240,6 +240,23 @@ export async function serveApplication(
       (r) => (app.verifyVoteExtension ? app.verifyVoteExtension(r) : Promise.resolve(true)),
       toProto.verifyVoteExtensionResponse,
     ),
+    // An application without queries answers none, as the CometBFT RPC reports it (code 1).
+    query: unary(
+      'query',
+      logger,
+      fromProto.queryRequest,
+      (r) =>
+        app.query
+          ? app.query(r)
+          : Promise.resolve({
+              code: 1,
+              log: `abci_query ${JSON.stringify(r.path)}: this application serves no queries`,
+              key: new Uint8Array(),
+              value: new Uint8Array(),
+              height: Math.max(r.height, 0),
+            }),
+      toProto.queryResponse,
+    ),
   };
   server.addService(lenientDefinition(ApplicationService), handlers);
   const closeAdmissions = opts.mempool

@@ -23,6 +23,8 @@ import {
   type AccountProof,
   type AppInfo,
   type Application,
+  type AppQueryRequest,
+  type AppQueryResult,
   type CallOptions,
   type CallRequest,
   type CallResult,
@@ -138,6 +140,7 @@ import {
   STAKING_KEY,
   StakingStore,
 } from './precompiles/staking-state.js';
+import { abciQuery } from './query.js';
 import { type AccountData, EMPTY_CODE_HASH, newAccount } from './state/account.js';
 import { ACCOUNT_TRIE_OWNER, type BuiltState, StateDb, storageOwner } from './state/db.js';
 import { JournaledState, type StateSource } from './state/journaled.js';
@@ -1681,6 +1684,11 @@ export class Executor implements Application, EthChain {
   flushMempool(): void {
     void this.dropAhead();
     this.pool.clear();
+  }
+
+  /** abci_query (Application.query): the paths of query.ts, read from the committed state. */
+  query(req: AppQueryRequest): Promise<AppQueryResult> {
+    return abciQuery(this, req);
   }
 
   /** Native coin supply in base units (checked at the end of every block). */

@@ -196,6 +196,30 @@ export interface Application {
    * application may ignore it and always write durably.
    */
   commit(opts?: CommitOptions): Promise<{ retainHeight: number }>;
+  /**
+   * The application's queries (CometBFT's abci_query): read-only, answered from committed state.
+   * An application without this method answers none (the RPC says so).
+   */
+  query?(req: AppQueryRequest): Promise<AppQueryResult>;
+}
+
+/** abci_query's arguments (CometBFT's RequestQuery). */
+export interface AppQueryRequest {
+  path: string;
+  data: Uint8Array;
+  /** The state to read: 0 (or less) for the latest committed height. */
+  height: number;
+  prove: boolean;
+}
+
+/** abci_query's answer (CometBFT's ResponseQuery): code 0 found, otherwise `log` says why. */
+export interface AppQueryResult {
+  code: number;
+  log: string;
+  key: Uint8Array;
+  value: Uint8Array;
+  /** The height the answer was read at. */
+  height: number;
 }
 
 /** How the application's commit writes (Application.commit). */

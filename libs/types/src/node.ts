@@ -118,7 +118,8 @@ export interface NodeReader {
   ):
     | { txs: Uint8Array[]; total: number; totalBytes: number }
     | Promise<{ txs: Uint8Array[]; total: number; totalBytes: number }>;
-  flushMempool(): void;
+  /** unsafe_flush_mempool: drops every transaction in the mempool (a pool in another process answers async). */
+  flushMempool(): void | Promise<void>;
   submitEvidence(evidence: Evidence): Promise<Uint8Array>;
   abciQuery(
     path: string,

@@ -137,9 +137,11 @@ export class ConsensusHost implements OnApplicationBootstrap, OnApplicationShutd
       return;
     const unsubscribe = this.bus.subscribe((ev) => {
       if (ev.kind !== 'NewBlock') return;
-      this.pool.mempool.unconfirmedTxs(0).then(
-        (u) => {
-          if (u.pending > 0 && this.runtime && !this.lost) this.runtime.txsAvailable();
+      // HasExecutable stops at the first executable sender; UnconfirmedTxs(0) would build the
+      // pool's whole summary after every block.
+      this.pool.mempool.hasExecutable().then(
+        (executable) => {
+          if (executable && this.runtime && !this.lost) this.runtime.txsAvailable();
         },
         // The executor is unreachable: the stream's reconnection sends the pool when it is back.
         () => {},

@@ -1,8 +1,8 @@
 // NodeReader of the consensus service: the CometBFT RPC on :26657 reads the block store and round
 // state of the (current) consensus runtime, and reaches the remote executor only through the ABCI
-// contract: check_tx and broadcast_tx_* are CheckTx over gRPC, abci_info is Info, and
-// unconfirmed_txs / num_unconfirmed_txs read the executor's mempool (noded.mempool.v1.Mempool).
-// What the contracts do not carry (flushing the mempool, abci_query) answers with the reason.
+// contract: check_tx and broadcast_tx_* are CheckTx over gRPC, abci_info is Info, abci_query is
+// Query, and unconfirmed_txs / num_unconfirmed_txs / unsafe_flush_mempool are the executor's
+// mempool (noded.mempool.v1.Mempool).
 import type { GatewayHost, GrpcApplication, GrpcMempool } from '../../../libs/abci-grpc/index.js';
 import type { ConsensusRuntime } from '../../../libs/consensus/index.js';
 import type {
@@ -146,10 +146,9 @@ export class ClusterNodeReader implements NodeReader {
     return this.deps.mempool.unconfirmedTxs(limit);
   }
 
-  flushMempool(): void {
-    throw new Error(
-      'unsafe_flush_mempool: the mempool is in the executor service, which the ABCI contract cannot flush',
-    );
+  /** unsafe_flush_mempool: the executor's own flush over noded.mempool.v1.Mempool/FlushMempool. */
+  flushMempool(): Promise<void> {
+    return this.deps.mempool.flushMempool();
   }
 
   submitEvidence(evidence: Evidence): Promise<Uint8Array> {
@@ -160,18 +159,13 @@ export class ClusterNodeReader implements NodeReader {
     return this.deps.app.info();
   }
 
-  async abciQuery(
+  /** abci_query: the executor's queries over noded.abci.v1.Application/Query (the same code as `noded start`). */
+  abciQuery(
     path: string,
-    _data: Uint8Array,
+    data: Uint8Array,
     height: number,
-    _prove: boolean,
+    prove: boolean,
   ): Promise<{ code: number; log: string; key: Uint8Array; value: Uint8Array; height: number }> {
-    return {
-      code: 1,
-      log: `abci_query ${JSON.stringify(path)}: queries are not served by the cluster's consensus service yet (the executor's query contract is not built; see docs/cluster.md)`,
-      key: new Uint8Array(),
-      value: new Uint8Array(),
-      height,
-    };
+    return this.deps.app.query({ path, data, height, prove });
   }
 }

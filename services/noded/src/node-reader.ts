@@ -13,7 +13,6 @@ import type {
   ConsensusParams,
   Evidence,
   ExecutionStats,
-  Hex,
   NodeIdentity,
   NodeReader,
   PeerInfo,
@@ -50,12 +49,6 @@ export function peerAddresses(list: string[]): PeerAddress[] {
     return a;
   });
 }
-
-const encoder = new TextEncoder();
-
-/** abci_query paths served by the application (documented in docs/rpc-cometbft.md). */
-const ADDRESS_RE = /^0x[0-9a-fA-F]{40}$/;
-const SLOT_RE = /^0x[0-9a-fA-F]{1,64}$/;
 
 export class LocalNodeReader implements NodeReader {
   constructor(private readonly deps: LocalNodeReaderDeps) {}
@@ -175,53 +168,13 @@ export class LocalNodeReader implements NodeReader {
     return this.deps.executor.info();
   }
 
-  /**
-   * The application's queries: /evm/balance/<0xaddr>, /evm/nonce/<0xaddr>, /evm/code/<0xaddr> and
-   * /evm/storage/<0xaddr>/<0xslot>, answered from the state at `height` (0 = latest) as decimal or
-   * 0x-hex text. Anything else is code 1 with the reason.
-   */
-  async abciQuery(
+  /** abci_query: the executor's queries (libs/execution query.ts, the same code the cluster's executor serves). */
+  abciQuery(
     path: string,
-    _data: Uint8Array,
+    data: Uint8Array,
     height: number,
-    _prove: boolean,
+    prove: boolean,
   ): Promise<{ code: number; log: string; key: Uint8Array; value: Uint8Array; height: number }> {
-    const exec = this.deps.executor;
-    const at = height > 0 ? BigInt(height) : exec.latestHeight();
-    const fail = (log: string) => ({
-      code: 1,
-      log,
-      key: new Uint8Array(),
-      value: new Uint8Array(),
-      height: Number(at),
-    });
-    const parts = path.split('/').filter((p) => p !== '');
-    if (parts[0] !== 'evm' || parts.length < 3) {
-      return fail(
-        `unknown query path ${JSON.stringify(path)}: use /evm/{balance,nonce,code}/<0xaddress> or /evm/storage/<0xaddress>/<0xslot>`,
-      );
-    }
-    const [, what, address, slot] = parts;
-    if (!ADDRESS_RE.test(address))
-      return fail(`invalid address ${JSON.stringify(address)}: must be 0x followed by 40 hex digits`);
-    const addr = address.toLowerCase() as Hex;
-    try {
-      let value: string;
-      if (what === 'balance' && parts.length === 3) value = (await exec.getBalance(addr, at)).toString();
-      else if (what === 'nonce' && parts.length === 3) value = (await exec.getNonce(addr, at)).toString();
-      else if (what === 'code' && parts.length === 3) value = await exec.getCode(addr, at);
-      else if (what === 'storage' && parts.length === 4 && SLOT_RE.test(slot))
-        value = await exec.getStorageAt(addr, slot as Hex, at);
-      else return fail(`unknown query path ${JSON.stringify(path)}`);
-      return {
-        code: 0,
-        log: '',
-        key: encoder.encode(path),
-        value: encoder.encode(value),
-        height: Number(at),
-      };
-    } catch (err) {
-      return fail((err as Error).message);
-    }
+    return this.deps.executor.query({ path, data, height, prove });
   }
 }

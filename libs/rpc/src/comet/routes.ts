@@ -782,7 +782,7 @@ export const ROUTES: Record<string, RouteDef> = {
     unsafe: true,
     params: [],
     handler: async (env) => {
-      env.node.flushMempool();
+      await env.node.flushMempool();
       return {};
     },
   },

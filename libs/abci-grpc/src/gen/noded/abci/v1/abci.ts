@@ -32,7 +32,7 @@ export const protobufFileName = "noded/abci/v1/abci.proto";
  * call (CometBFT's RequestX/ResponseX, named XRequest/XResponse as CometBFT v1 and buf's style guide
  * do), and where a field exists in CometBFT's message it keeps CometBFT's name and number, so the
  * two read side by side. Fields CometBFT has that our Application does not carry are left out (their
- * numbers stay free for them); calls our Application does not have (Echo, Flush, Query, snapshots)
+ * numbers stay free for them); calls our Application does not have (Echo, Flush, snapshots)
  * are not part of the service. This is not CometBFT's wire package:
  * a CometBFT node cannot drive this service, nor can noded drive a CometBFT application.
  *
@@ -446,6 +446,30 @@ export interface VersionParams {
 export interface AbciParams {
   /** The height from which vote extensions are enabled; 0 never. */
   voteExtensionsEnableHeight: bigint;
+}
+
+export interface QueryRequest {
+  /** Query data (not used by the application's paths today). */
+  data: Uint8Array;
+  /** The query path, e.g. "/evm/balance/0x...". */
+  path: string;
+  /**
+   * The height whose state is read; 0 (or less, as the RPC passes it on) = the latest committed.
+   * Must fit a JavaScript safe integer either way.
+   */
+  height: bigint;
+  /** Whether a proof is asked for (the application's paths give none). */
+  prove: boolean;
+}
+
+export interface QueryResponse {
+  /** 0: found; otherwise `log` says why (an unknown path, a bad address, a height not kept). */
+  code: number;
+  log: string;
+  key: Uint8Array;
+  value: Uint8Array;
+  /** The height the answer was read at (at least 0). */
+  height: bigint;
 }
 
 function createBaseInfoRequest(): InfoRequest {
@@ -3334,6 +3358,206 @@ export const AbciParams: MessageFns<AbciParams> = {
   },
 };
 
+function createBaseQueryRequest(): QueryRequest {
+  return { data: new Uint8Array(0), path: "", height: 0n, prove: false };
+}
+
+export const QueryRequest: MessageFns<QueryRequest> = {
+  encode(message: QueryRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.data.length !== 0) {
+      writer.uint32(10).bytes(message.data);
+    }
+    if (message.path !== "") {
+      writer.uint32(18).string(message.path);
+    }
+    if (message.height !== 0n) {
+      if (BigInt.asIntN(64, message.height) !== message.height) {
+        throw new globalThis.Error("value provided for field message.height of type int64 too large");
+      }
+      writer.uint32(24).int64(message.height);
+    }
+    if (message.prove !== false) {
+      writer.uint32(32).bool(message.prove);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): QueryRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseQueryRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.data = reader.bytes();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.path = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.height = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.prove = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<QueryRequest>, I>>(base?: I): QueryRequest {
+    return QueryRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<QueryRequest>, I>>(object: I): QueryRequest {
+    const message = createBaseQueryRequest();
+    message.data = object.data ?? new Uint8Array(0);
+    message.path = object.path ?? "";
+    message.height = (object.height !== undefined && object.height !== null) ? BigInt(object.height) : 0n;
+    message.prove = object.prove ?? false;
+    return message;
+  },
+};
+
+function createBaseQueryResponse(): QueryResponse {
+  return { code: 0, log: "", key: new Uint8Array(0), value: new Uint8Array(0), height: 0n };
+}
+
+export const QueryResponse: MessageFns<QueryResponse> = {
+  encode(message: QueryResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.code !== 0) {
+      writer.uint32(8).uint32(message.code);
+    }
+    if (message.log !== "") {
+      writer.uint32(26).string(message.log);
+    }
+    if (message.key.length !== 0) {
+      writer.uint32(50).bytes(message.key);
+    }
+    if (message.value.length !== 0) {
+      writer.uint32(58).bytes(message.value);
+    }
+    if (message.height !== 0n) {
+      if (BigInt.asIntN(64, message.height) !== message.height) {
+        throw new globalThis.Error("value provided for field message.height of type int64 too large");
+      }
+      writer.uint32(72).int64(message.height);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): QueryResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseQueryResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.code = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.log = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.key = reader.bytes();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.value = reader.bytes();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.height = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<QueryResponse>, I>>(base?: I): QueryResponse {
+    return QueryResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<QueryResponse>, I>>(object: I): QueryResponse {
+    const message = createBaseQueryResponse();
+    message.code = object.code ?? 0;
+    message.log = object.log ?? "";
+    message.key = object.key ?? new Uint8Array(0);
+    message.value = object.value ?? new Uint8Array(0);
+    message.height = (object.height !== undefined && object.height !== null) ? BigInt(object.height) : 0n;
+    return message;
+  },
+};
+
 /**
  * The executor side of consensus. The consensus runtime calls these one at a time, in the order of
  * CometBFT's consensus connection (InitChain once, then per height PrepareProposal or
@@ -3444,6 +3668,20 @@ export const ApplicationService = {
       Buffer.from(VerifyVoteExtensionResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): VerifyVoteExtensionResponse => VerifyVoteExtensionResponse.decode(value),
   },
+  /**
+   * abci_query of consensus' CometBFT RPC: the application's read-only queries of its committed
+   * state (paths in docs/rpc-cometbft.md). Added after v1's first calls: an older executor answers
+   * it UNIMPLEMENTED.
+   */
+  query: {
+    path: "/noded.abci.v1.Application/Query" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: QueryRequest): Buffer => Buffer.from(QueryRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): QueryRequest => QueryRequest.decode(value),
+    responseSerialize: (value: QueryResponse): Buffer => Buffer.from(QueryResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): QueryResponse => QueryResponse.decode(value),
+  },
 } as const;
 
 export interface ApplicationServer extends UntypedServiceImplementation {
@@ -3471,6 +3709,12 @@ export interface ApplicationServer extends UntypedServiceImplementation {
   extendVote: handleUnaryCall<ExtendVoteRequest, ExtendVoteResponse>;
   /** Accepts or rejects another validator's vote extension; a rejected precommit is not counted. */
   verifyVoteExtension: handleUnaryCall<VerifyVoteExtensionRequest, VerifyVoteExtensionResponse>;
+  /**
+   * abci_query of consensus' CometBFT RPC: the application's read-only queries of its committed
+   * state (paths in docs/rpc-cometbft.md). Added after v1's first calls: an older executor answers
+   * it UNIMPLEMENTED.
+   */
+  query: handleUnaryCall<QueryRequest, QueryResponse>;
 }
 
 export interface ApplicationClient extends Client {
@@ -3620,6 +3864,26 @@ export interface ApplicationClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: VerifyVoteExtensionResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * abci_query of consensus' CometBFT RPC: the application's read-only queries of its committed
+   * state (paths in docs/rpc-cometbft.md). Added after v1's first calls: an older executor answers
+   * it UNIMPLEMENTED.
+   */
+  query(
+    request: QueryRequest,
+    callback: (error: ServiceError | null, response: QueryResponse) => void,
+  ): ClientUnaryCall;
+  query(
+    request: QueryRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: QueryResponse) => void,
+  ): ClientUnaryCall;
+  query(
+    request: QueryRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: QueryResponse) => void,
   ): ClientUnaryCall;
 }
 

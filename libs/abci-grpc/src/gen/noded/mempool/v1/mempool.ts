@@ -37,6 +37,20 @@ export const protobufFileName = "noded/mempool/v1/mempool.proto";
  * Versioning: as proto/noded/abci/v1 (docs/cluster.md "Versioning rule").
  */
 
+export interface HasExecutableRequest {
+}
+
+export interface HasExecutableResponse {
+  /** true: at least one transaction is executable now. */
+  executable: boolean;
+}
+
+export interface FlushMempoolRequest {
+}
+
+export interface FlushMempoolResponse {
+}
+
 export interface StreamAdmittedRequest {
   /** First message: true = send the transactions already in the pool first (pool = true on those). */
   includePool: boolean;
@@ -133,6 +147,190 @@ export interface PendingTransactionResponse {
   /** Absent when no transaction of that hash waits. */
   tx?: PoolTx | undefined;
 }
+
+function createBaseHasExecutableRequest(): HasExecutableRequest {
+  return {};
+}
+
+export const HasExecutableRequest: MessageFns<HasExecutableRequest> = {
+  encode(_: HasExecutableRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HasExecutableRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHasExecutableRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<HasExecutableRequest>, I>>(base?: I): HasExecutableRequest {
+    return HasExecutableRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<HasExecutableRequest>, I>>(_: I): HasExecutableRequest {
+    const message = createBaseHasExecutableRequest();
+    return message;
+  },
+};
+
+function createBaseHasExecutableResponse(): HasExecutableResponse {
+  return { executable: false };
+}
+
+export const HasExecutableResponse: MessageFns<HasExecutableResponse> = {
+  encode(message: HasExecutableResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.executable !== false) {
+      writer.uint32(8).bool(message.executable);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HasExecutableResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHasExecutableResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.executable = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<HasExecutableResponse>, I>>(base?: I): HasExecutableResponse {
+    return HasExecutableResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<HasExecutableResponse>, I>>(object: I): HasExecutableResponse {
+    const message = createBaseHasExecutableResponse();
+    message.executable = object.executable ?? false;
+    return message;
+  },
+};
+
+function createBaseFlushMempoolRequest(): FlushMempoolRequest {
+  return {};
+}
+
+export const FlushMempoolRequest: MessageFns<FlushMempoolRequest> = {
+  encode(_: FlushMempoolRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FlushMempoolRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFlushMempoolRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<FlushMempoolRequest>, I>>(base?: I): FlushMempoolRequest {
+    return FlushMempoolRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FlushMempoolRequest>, I>>(_: I): FlushMempoolRequest {
+    const message = createBaseFlushMempoolRequest();
+    return message;
+  },
+};
+
+function createBaseFlushMempoolResponse(): FlushMempoolResponse {
+  return {};
+}
+
+export const FlushMempoolResponse: MessageFns<FlushMempoolResponse> = {
+  encode(_: FlushMempoolResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FlushMempoolResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFlushMempoolResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<FlushMempoolResponse>, I>>(base?: I): FlushMempoolResponse {
+    return FlushMempoolResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FlushMempoolResponse>, I>>(_: I): FlushMempoolResponse {
+    const message = createBaseFlushMempoolResponse();
+    return message;
+  },
+};
 
 function createBaseStreamAdmittedRequest(): StreamAdmittedRequest {
   return { includePool: false, ack: 0n };
@@ -1131,6 +1329,37 @@ export const MempoolService = {
       Buffer.from(UnconfirmedTxsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): UnconfirmedTxsResponse => UnconfirmedTxsResponse.decode(value),
   },
+  /**
+   * unsafe_flush_mempool of the CometBFT RPC (consensus serves it only with [rpc] unsafe = true):
+   * drops every transaction in the pool, as `noded start` does. Added after v1's first calls: an
+   * older executor answers it UNIMPLEMENTED.
+   */
+  flushMempool: {
+    path: "/noded.mempool.v1.Mempool/FlushMempool" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: FlushMempoolRequest): Buffer => Buffer.from(FlushMempoolRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): FlushMempoolRequest => FlushMempoolRequest.decode(value),
+    responseSerialize: (value: FlushMempoolResponse): Buffer =>
+      Buffer.from(FlushMempoolResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): FlushMempoolResponse => FlushMempoolResponse.decode(value),
+  },
+  /**
+   * Whether the pool holds a transaction the next block could include (not only ones waiting
+   * behind a nonce gap): consensus asks after each block whether to wake for another one. It stops
+   * at the first such sender, where UnconfirmedTxs builds the pool's summary. Added after v1's first
+   * calls: an older executor answers it UNIMPLEMENTED (consensus then asks UnconfirmedTxs).
+   */
+  hasExecutable: {
+    path: "/noded.mempool.v1.Mempool/HasExecutable" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: HasExecutableRequest): Buffer => Buffer.from(HasExecutableRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): HasExecutableRequest => HasExecutableRequest.decode(value),
+    responseSerialize: (value: HasExecutableResponse): Buffer =>
+      Buffer.from(HasExecutableResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): HasExecutableResponse => HasExecutableResponse.decode(value),
+  },
 } as const;
 
 export interface MempoolServer extends UntypedServiceImplementation {
@@ -1157,6 +1386,19 @@ export interface MempoolServer extends UntypedServiceImplementation {
    * first, and the pool's totals.
    */
   unconfirmedTxs: handleUnaryCall<UnconfirmedTxsRequest, UnconfirmedTxsResponse>;
+  /**
+   * unsafe_flush_mempool of the CometBFT RPC (consensus serves it only with [rpc] unsafe = true):
+   * drops every transaction in the pool, as `noded start` does. Added after v1's first calls: an
+   * older executor answers it UNIMPLEMENTED.
+   */
+  flushMempool: handleUnaryCall<FlushMempoolRequest, FlushMempoolResponse>;
+  /**
+   * Whether the pool holds a transaction the next block could include (not only ones waiting
+   * behind a nonce gap): consensus asks after each block whether to wake for another one. It stops
+   * at the first such sender, where UnconfirmedTxs builds the pool's summary. Added after v1's first
+   * calls: an older executor answers it UNIMPLEMENTED (consensus then asks UnconfirmedTxs).
+   */
+  hasExecutable: handleUnaryCall<HasExecutableRequest, HasExecutableResponse>;
 }
 
 export interface MempoolClient extends Client {
@@ -1257,6 +1499,47 @@ export interface MempoolClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: UnconfirmedTxsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * unsafe_flush_mempool of the CometBFT RPC (consensus serves it only with [rpc] unsafe = true):
+   * drops every transaction in the pool, as `noded start` does. Added after v1's first calls: an
+   * older executor answers it UNIMPLEMENTED.
+   */
+  flushMempool(
+    request: FlushMempoolRequest,
+    callback: (error: ServiceError | null, response: FlushMempoolResponse) => void,
+  ): ClientUnaryCall;
+  flushMempool(
+    request: FlushMempoolRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: FlushMempoolResponse) => void,
+  ): ClientUnaryCall;
+  flushMempool(
+    request: FlushMempoolRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: FlushMempoolResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Whether the pool holds a transaction the next block could include (not only ones waiting
+   * behind a nonce gap): consensus asks after each block whether to wake for another one. It stops
+   * at the first such sender, where UnconfirmedTxs builds the pool's summary. Added after v1's first
+   * calls: an older executor answers it UNIMPLEMENTED (consensus then asks UnconfirmedTxs).
+   */
+  hasExecutable(
+    request: HasExecutableRequest,
+    callback: (error: ServiceError | null, response: HasExecutableResponse) => void,
+  ): ClientUnaryCall;
+  hasExecutable(
+    request: HasExecutableRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: HasExecutableResponse) => void,
+  ): ClientUnaryCall;
+  hasExecutable(
+    request: HasExecutableRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: HasExecutableResponse) => void,
   ): ClientUnaryCall;
 }
 
