@@ -1671,6 +1671,11 @@ export class Executor implements Application, EthChain {
     return { txs: out, total: this.pool.count, totalBytes: this.pool.totalBytes, pending: executable };
   }
 
+  /** How many transactions the mempool holds (pending and queued), without building its summary. */
+  mempoolSize(): number {
+    return this.pool.count;
+  }
+
   /** Whether the pool holds a transaction the next block could include (not only ones queued behind a nonce gap). */
   hasExecutableTxs(): boolean {
     return this.pool.hasExecutable();

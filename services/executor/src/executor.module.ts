@@ -260,7 +260,7 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
         });
         let seen = executor.executionStats();
         const sample = () => {
-          metrics.setMempoolSize(executor.unconfirmedTxs(0).total);
+          metrics.setMempoolSize(executor.mempoolSize());
           const x = executor.executionStats();
           if (x.lastFinalizeHeight !== seen.lastFinalizeHeight && x.lastFinalizeHeight > 0)
             metrics.observeBlockProcessing(x.lastFinalizeMs);

@@ -153,7 +153,7 @@ export class LocalNodeReader implements NodeReader {
   }
 
   mempoolSize(): number {
-    return this.deps.executor.unconfirmedTxs(0).total;
+    return this.deps.executor.mempoolSize();
   }
 
   flushMempool(): void {
