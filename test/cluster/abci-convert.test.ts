@@ -406,6 +406,7 @@ describe('ABCI gRPC conversions: field rules', () => {
     height: 2n,
     time,
     proposerAddress: addr(1),
+    lightBlock: new Uint8Array(),
     ...over,
   });
   const init = (over: Partial<pb.InitChainRequest>): pb.InitChainRequest => ({
