@@ -321,6 +321,12 @@ describe('ABCI gRPC conversions: round trips', () => {
       fromProto.finalizeBlockRequest(wire(pb.FinalizeBlockRequest, toProto.finalizeBlockRequest(req))),
       req,
     );
+    // noded's light_block (the cluster's consensus sends it) crosses as it is; absent stays absent.
+    const withLight: FinalizeBlockRequest = { ...req, lightBlock: fill(519, 6) };
+    assert.deepEqual(
+      fromProto.finalizeBlockRequest(wire(pb.FinalizeBlockRequest, toProto.finalizeBlockRequest(withLight))),
+      withLight,
+    );
     const res: FinalizeBlockResponse = {
       events: [
         { type: 'block', attributes: [{ key: 'height', value: '100', index: true }] },
