@@ -23,7 +23,12 @@ import {
   encodeCommitted,
   ReplicaStore,
 } from '../../libs/stream/index.js';
-import { EventBus } from '../../libs/types/index.js';
+import {
+  type Application,
+  EventBus,
+  type FinalizeBlockRequest,
+  type ValidatorUpdate,
+} from '../../libs/types/index.js';
 import { testKey, validatorsOf } from '../consensus/helpers.js';
 import {
   addr,
@@ -47,13 +52,34 @@ const sender = key(1);
 const appState = genesisState([{ address: addr(sender), balance: 10n * ETH }]);
 
 /** Runs a chain of `validator` over a fresh executor to `height`; returns its outbox records in order. */
-async function recordsOf(validator: ReturnType<typeof testKey>, height: number, transfer: boolean) {
+async function recordsOf(
+  validator: ReturnType<typeof testKey>,
+  height: number,
+  transfer: boolean,
+  /** Validator updates the application returns at a height (as staking does), on top of the executor's. */
+  updates?: { at: number; updates: ValidatorUpdate[] },
+) {
   const kv = new MemoryKV();
   const executor = await Executor.open(
     executorOptions(kv, new EventBus(), { outbox: { encode: encodeCommitted } }),
   );
   cleanups.push(() => executor.close());
-  const chain = new Chain(executor, {
+  const app: Application = !updates
+    ? executor
+    : new Proxy(executor, {
+        get(target, prop) {
+          if (prop === 'finalizeBlock')
+            return async (req: FinalizeBlockRequest) => {
+              const res = await target.finalizeBlock(req);
+              return req.height === updates.at
+                ? { ...res, validatorUpdates: [...res.validatorUpdates, ...updates.updates] }
+                : res;
+            };
+          const v = Reflect.get(target, prop);
+          return typeof v === 'function' ? v.bind(target) : v;
+        },
+      });
+  const chain = new Chain(app, {
     chainId: 'chain-local',
     lightBlocks: true,
     genesis: {
@@ -184,6 +210,34 @@ describe('state-store: the commit of every height is checked', () => {
     // The genuine height applies.
     assert.equal(await replica.apply(last), true);
     assert.equal(replica.height, top);
+  });
+
+  it('follows a validator set the application changes (as staking does) from the header that announced it', async () => {
+    // At height 2 the application adds a validator of power 1 (the runtime's own, power 10, still
+    // signs more than 2/3): consensus' set changes at height 4 (H + 2), as CometBFT's.
+    const joined = testKey(3);
+    const records = await recordsOf(VALIDATOR_KEY, 7, false, {
+      at: 2,
+      updates: [{ pubKey: joined.publicKey, power: 1n }],
+    });
+    const setAt = (h: number) => decodeLightBlock(records[h]!.lightBlock!).validators;
+    assert.equal(setAt(3).length, 1, 'one validator until height 3');
+    assert.equal(setAt(4).length, 2, 'two from height 4');
+    assert.ok(setAt(4).some((v) => Buffer.compare(v.pubKey, joined.publicKey) === 0));
+    assert.equal(decodeLightBlock(records[4]!.lightBlock!).commit.signatures.length, 2);
+
+    const replica = await ReplicaStore.open(new MemoryKV(), 'chain-local', checker());
+    for (const r of records.slice(0, 4)) assert.equal(await replica.apply(r), true);
+    // Height 4 with the set of height 3 (what a stale or forged proof would carry) is refused...
+    const lb4 = decodeLightBlock(records[4]!.lightBlock!);
+    const stale = encodeLightBlock({ ...lb4, validators: setAt(3) });
+    await assert.rejects(
+      replica.apply({ ...records[4]!, lightBlock: stale }),
+      refusedWith('INVALID_COMMIT', /VALIDATORS_HASH/),
+    );
+    // ...the real one, signed under the new set, applies, and so does every height after it.
+    for (const r of records.slice(4)) assert.equal(await replica.apply(r), true);
+    assert.equal(replica.height, records.at(-1)!.height);
   });
 
   it('refuses a chain signed by validators that are not the genesis set, and results the next header contradicts', async () => {
