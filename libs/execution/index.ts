@@ -34,6 +34,8 @@ export {
   type SavedProgress,
   type WatcherProgressStore,
 } from './src/bridge/watcher.js';
+// The Ethereum header's RLP (a read replica ties a block to the consensus block it was executed from).
+export { decodeHeader as decodeEthHeader, type EthHeader } from './src/chain/header.js';
 // The consensus chain whose blocks may carry dev operations (anvil_setBalance & co., dev.ts).
 export { DEV_CHAIN_ID } from './src/dev.js';
 // Typed errors the node reacts to at startup (archive on a pruned home) and at runtime (halt).

@@ -12,6 +12,13 @@ export {
   type Head,
   StreamFieldError,
 } from './src/codec.js';
+// A read replica's commit check: each height's light block verified and tied to its Ethereum block.
+export {
+  CommitCheckError,
+  CommitChecker,
+  type CommitCheckOptions,
+  type CommitErrorCode,
+} from './src/commit.js';
 // A read replica's store: heights applied in order, parent hash checked, idempotent by height.
 export { ReplicaError, type ReplicaErrorCode, ReplicaStore } from './src/replica.js';
 // Subjects and the JetStream stream name, per chain.

@@ -350,6 +350,12 @@ describe('ABCI gRPC conversions: round trips', () => {
       fromProto.finalizeBlockRequest(wire(pb.FinalizeBlockRequest, toProto.finalizeBlockRequest(req))),
       req,
     );
+    // noded's light_block (the cluster's consensus sends it) crosses as it is; absent stays absent.
+    const withLight: FinalizeBlockRequest = { ...req, lightBlock: fill(519, 6) };
+    assert.deepEqual(
+      fromProto.finalizeBlockRequest(wire(pb.FinalizeBlockRequest, toProto.finalizeBlockRequest(withLight))),
+      withLight,
+    );
     const res: FinalizeBlockResponse = {
       events: [
         { type: 'block', attributes: [{ key: 'height', value: '100', index: true }] },
@@ -435,6 +441,7 @@ describe('ABCI gRPC conversions: field rules', () => {
     height: 2n,
     time,
     proposerAddress: addr(1),
+    lightBlock: new Uint8Array(),
     ...over,
   });
   const init = (over: Partial<pb.InitChainRequest>): pb.InitChainRequest => ({

@@ -291,6 +291,7 @@ describe('executor outbox -> NATS JetStream', () => {
       stateChanges: [],
       codes: [],
       kvOps: [],
+      lightBlock: new Uint8Array(),
     }).finish();
     assert.equal(decodeCommitted(good).height, 5);
     const bad = (over: Partial<Parameters<typeof CommittedHeight.encode>[0]>) =>

@@ -414,6 +414,7 @@ export const toProto = {
       height: BigInt(r.height),
       time: timeToProto(r.time),
       proposerAddress: r.proposerAddress,
+      lightBlock: r.lightBlock ?? new Uint8Array(),
     };
   },
   finalizeBlockResponse(r: FinalizeBlockResponse): pb.FinalizeBlockResponse {
@@ -566,6 +567,8 @@ export const fromProto = {
       txs: txsFromProto(m.txs),
       misbehavior: m.misbehavior.map((x, i) => misbehaviorFromProto(x, `${f}.misbehavior[${i}]`)),
       decidedLastCommit: commitInfoFromProto(m.decidedLastCommit, `${f}.decided_last_commit`),
+      // Checked by the state-stores that verify it, not here: the executor only carries it.
+      ...(m.lightBlock.length > 0 ? { lightBlock: m.lightBlock } : {}),
     };
   },
   finalizeBlockResponse(m: pb.FinalizeBlockResponse): FinalizeBlockResponse {

@@ -274,6 +274,8 @@ interface PendingBlock {
   devTxs: Set<string>;
   /** The validator set of height + 2 (bridge in: attestations are checked against it). */
   valsetOps: BatchOp[];
+  /** FinalizeBlockRequest.lightBlock, for the outbox record (the state-stores verify it). */
+  lightBlock: Uint8Array | undefined;
 }
 
 /** A dev operation waiting for the next proposal of this node (the single validator of chain-local). */
@@ -1229,6 +1231,7 @@ export class Executor implements Application, EthChain {
       minTip,
       devTxs,
       valsetOps: await this.bridgeIn.nextSetOps(height, validatorUpdates),
+      lightBlock: req.lightBlock,
     };
     return {
       events: [
@@ -1397,6 +1400,7 @@ export class Executor implements Application, EthChain {
       stateChanges,
       codes: p.built.code.map(([hash, code]) => ({ codeHash: fromHex(hash), code })),
       kvOps: kvOpsOf(ops),
+      ...(p.lightBlock ? { lightBlock: p.lightBlock } : {}),
     };
   }
 

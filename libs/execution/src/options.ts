@@ -109,6 +109,12 @@ export interface CommittedRecord {
    * applies it mirrors the executor's database (docs/cluster.md). Empty from an older executor.
    */
   kvOps: Array<{ key: Uint8Array; value: Uint8Array | undefined }>;
+  /**
+   * The height's light block as consensus sent it in FinalizeBlock (FinalizeBlockRequest.lightBlock:
+   * header, commit, validator set), for the state-stores to verify; absent in the genesis record
+   * and when consensus sent none.
+   */
+  lightBlock?: Uint8Array;
 }
 
 export { defaultMempoolOptions };

@@ -55,6 +55,7 @@ export function encodeCommitted(r: CommittedRecord): Uint8Array {
       value: o.value ?? new Uint8Array(),
       delete: o.value === undefined,
     })),
+    lightBlock: r.lightBlock ?? new Uint8Array(),
   }).finish();
 }
 
@@ -148,6 +149,8 @@ export function decodeCommitted(bytes: Uint8Array): CommittedRecord {
       if (o.delete && o.value.length > 0) fail(f(`kv_ops[${i}].value`), 'must be empty when delete is set');
       return { key: o.key, value: o.delete ? undefined : o.value };
     }),
+    // Decoded and verified by the replica (commit.ts), which names what is wrong with it.
+    ...(m.lightBlock.length > 0 ? { lightBlock: m.lightBlock } : {}),
   };
 }
 

@@ -1,7 +1,8 @@
 // A read replica's store (the state-store service): applies the executor's committed heights in
 // order onto its own KVStore, idempotently by height, each in one synced write, after checking the
-// chain id, that the height is the next one and that its parent hash is the block applied last. A
-// height that does not chain is refused with the reason and changes nothing.
+// chain id, that the height is the next one, that its parent hash is the block applied last and
+// (with a CommitChecker, commit.ts) that more than 2/3 of its validator set signed it. A height that
+// does not chain is refused with the reason and changes nothing.
 //
 // The write is the executor's own write batch of the height (CommittedRecord.kvOps), so the store
 // holds the same keys as the executor's application.db (docs/execution.md "Storage layout") and an
@@ -11,6 +12,7 @@
 import type { CommittedRecord } from '../../execution/index.js';
 import type { BatchOp, KVStore } from '../../storage/index.js';
 import { decodeCommitted, encodeCommitted } from './codec.js';
+import type { CommitChecker } from './commit.js';
 
 const K = {
   meta: 0x01, // + name -> value (application.db's meta table; the replica's names below)
@@ -73,9 +75,16 @@ export class ReplicaStore {
     private readonly kv: KVStore,
     readonly chainId: string,
     private tip: { height: number; blockHash: Uint8Array } | undefined,
+    private readonly commits: CommitChecker | undefined,
+    /** The record applied last (the commit check chains each height from its light block and app hash). */
+    private last: CommittedRecord | undefined,
   ) {}
 
-  static async open(kv: KVStore, chainId: string): Promise<ReplicaStore> {
+  /**
+   * `commits`: check the commit of every height after the genesis record (the state-store always
+   * does; without it only the chain id, height and parent hash are checked).
+   */
+  static async open(kv: KVStore, chainId: string, commits?: CommitChecker): Promise<ReplicaStore> {
     const layout = await kv.get(metaKey(M.layout));
     if ((await kv.get(metaKey('blockHash'))) !== undefined || (layout && dec.decode(layout) !== LAYOUT)) {
       throw new ReplicaError(
@@ -92,11 +101,9 @@ export class ReplicaStore {
     }
     const h = await kv.get(metaKey(M.height));
     const hash = await kv.get(metaKey(M.blockHash));
-    return new ReplicaStore(
-      kv,
-      chainId,
-      h && hash ? { height: Number(dec.decode(h)), blockHash: hash } : undefined,
-    );
+    const tip = h && hash ? { height: Number(dec.decode(h)), blockHash: hash } : undefined;
+    const lastBytes = tip ? await kv.get(key(K.record, be64(tip.height))) : undefined;
+    return new ReplicaStore(kv, chainId, tip, commits, lastBytes ? decodeCommitted(lastBytes) : undefined);
   }
 
   /** The last applied height (-1 before the first; the first is the genesis height). */
@@ -137,6 +144,13 @@ export class ReplicaStore {
         `height ${r.height} names parent ${hex(r.parentHash)}, but the block applied at ${tip.height} is ${hex(tip.blockHash)}`,
       );
     }
+    // The commit: more than 2/3 of the height's validator set signed the block this record carries
+    // (a CommitCheckError names what is wrong; nothing is written).
+    if (tip && this.commits) {
+      if (!this.last)
+        throw new ReplicaError('GAP', `the record of height ${tip.height} is missing from this replica`);
+      this.commits.check(r, this.last);
+    }
     if (r.kvOps.length === 0) {
       throw new ReplicaError(
         'NO_KV_OPS',
@@ -166,6 +180,7 @@ export class ReplicaStore {
     );
     await this.kv.write(ops, { sync: true });
     this.tip = { height: r.height, blockHash: r.blockHash };
+    this.last = r;
     return true;
   }
 

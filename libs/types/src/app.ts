@@ -157,6 +157,13 @@ export interface FinalizeBlockRequest {
   misbehavior: Misbehavior[];
   /** Who signed the previous block: the application counts missed blocks from it (downtime). */
   decidedLastCommit: CommitInfo;
+  /**
+   * noded's own, not CometBFT's: this height's light block (CometBFT's LightBlock protobuf: the
+   * header, the commit that decided it with its signatures, the height's validator set), sent when
+   * the runtime's `lightBlocks` option is on (the cluster's consensus service). The cluster's
+   * executor puts it on the stream of committed heights for the state-stores to verify.
+   */
+  lightBlock?: Uint8Array;
 }
 
 export interface FinalizeBlockResponse {

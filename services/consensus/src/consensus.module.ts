@@ -223,6 +223,9 @@ export class ConsensusHost implements OnApplicationBootstrap, OnApplicationShutd
       createEmptyBlocks: timeouts.createEmptyBlocks,
       createEmptyBlocksIntervalMs: timeouts.createEmptyBlocksIntervalMs,
       skipTimeoutCommit: timeouts.skipTimeoutCommit,
+      // Each FinalizeBlock carries the height's light block, which the executor puts on the stream
+      // for the state-stores to verify (docs/cluster.md "Commit checks").
+      lightBlocks: true,
       devControls: false,
       doubleSignCheckHeight: timeouts.doubleSignCheckHeight,
       privValidator: { keyFile: paths.privValidatorKey, stateFile: paths.privValidatorState },

@@ -2,9 +2,17 @@
 // `noded.<chain_id>.blocks` with an ordered consumer from the message after its own height, and
 // applies each height to its ReplicaStore (its own RocksDB) in order. A height already applied is
 // skipped; one that does not chain (wrong chain, gap, parent hash) or does not decode stops the
-// follower with the reason (onFatal), and nothing of it is written.
+// follower with the reason (onFatal), and nothing of it is written. One whose commit does not
+// verify (no light block, signatures, validator set, another block: CommitCheckError) is refused
+// without stopping: logged, counted (onRefused), and read again every commitRetryMs, the replica
+// staying at the height before it and serving reads there.
 import { connect, DeliverPolicy, type JsMsg, type NatsConnection } from 'nats';
-import { blocksStreamName, decodeCommitted, type ReplicaStore } from '../../../libs/stream/index.js';
+import {
+  blocksStreamName,
+  CommitCheckError,
+  decodeCommitted,
+  type ReplicaStore,
+} from '../../../libs/stream/index.js';
 import {
   extractTraceContext,
   inSpan,
@@ -27,6 +35,10 @@ export interface FollowerOptions {
   applyGate?: (apply: () => Promise<boolean>) => Promise<boolean>;
   /** Wait between attempts while NATS or the stream is not there (ms). */
   retryMs?: number;
+  /** A height refused for its commit (each time it is read and refused again). */
+  onRefused?: (err: CommitCheckError) => void;
+  /** Wait before reading a height refused for its commit again (ms); default 5,000. */
+  commitRetryMs?: number;
   /** Tracing on: each applied height's span context, for the reads that link to it. */
   appliedTraces?: TraceBook;
 }
@@ -37,6 +49,7 @@ export class StreamFollower {
   private loop: Promise<void> | undefined;
   private readonly log: Logger;
   private stopIter: (() => void) | undefined;
+  private wake: (() => void) | undefined;
   private waiters: Array<{ height: number; resolve: () => void }> = [];
 
   constructor(private readonly o: FollowerOptions) {
@@ -92,6 +105,19 @@ export class StreamFollower {
           this.stopped = true;
           this.o.onFatal(err.cause);
           return;
+        }
+        if (err instanceof RefusedCommit) {
+          this.stopIter?.();
+          this.o.onRefused?.(err.cause);
+          const msg = err.message;
+          if (msg !== lastError)
+            this.log.error(
+              { err: msg, code: err.cause.code, height: this.o.replica.height, refused: err.cause.height },
+              'height refused: its commit does not verify; the replica stays at its height and reads it again',
+            );
+          lastError = msg;
+          await this.pause(this.o.commitRetryMs ?? 5_000);
+          continue;
         }
         const msg = (err as Error).message;
         if (msg !== lastError)
@@ -151,6 +177,7 @@ export class StreamFollower {
         );
       }
     } catch (err) {
+      if (err instanceof CommitCheckError) throw new RefusedCommit(err, m.seq);
       throw new FatalApply(new Error(`stream message ${m.seq}: ${(err as Error).message}`));
     }
     if (applied) {
@@ -161,12 +188,24 @@ export class StreamFollower {
     }
   }
 
-  private pause(): Promise<void> {
-    return new Promise((r) => setTimeout(r, this.o.retryMs ?? 1_000));
+  /** Waits `ms` (default retryMs), or less when close() is called meanwhile. */
+  private pause(ms = this.o.retryMs ?? 1_000): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(() => {
+        this.wake = undefined;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        clearTimeout(t);
+        this.wake = undefined;
+        resolve();
+      };
+    });
   }
 
   async close(): Promise<void> {
     this.stopped = true;
+    this.wake?.();
     this.stopIter?.();
     await this.nc?.close().catch(() => {});
     await this.loop;
@@ -177,5 +216,15 @@ export class StreamFollower {
 class FatalApply extends Error {
   constructor(override readonly cause: Error) {
     super(cause.message);
+  }
+}
+
+/** A height whose commit does not verify: refused, read again later (the follower does not stop). */
+class RefusedCommit extends Error {
+  constructor(
+    override readonly cause: CommitCheckError,
+    seq: number,
+  ) {
+    super(`stream message ${seq}: ${cause.message}`);
   }
 }

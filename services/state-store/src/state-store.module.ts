@@ -6,7 +6,7 @@
 // reloads its committed position. A read whose min_height (read-your-writes) is ahead of it waits for
 // that height up to NODED_STATE_STORE_READ_WAIT (AppliedHeights).
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
-import { Gauge } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
 import {
   mutualTlsServerCredentials,
   type StateReaderServer,
@@ -19,7 +19,7 @@ import {
 } from '../../../libs/config/index.js';
 import { Executor } from '../../../libs/execution/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
-import { ReplicaStore } from '../../../libs/stream/index.js';
+import { CommitChecker, ReplicaStore } from '../../../libs/stream/index.js';
 import { TraceBook } from '../../../libs/telemetry/index.js';
 import { EventBus, type Logger } from '../../../libs/types/index.js';
 import {
@@ -38,6 +38,8 @@ import { StreamFollower } from './follower.js';
 import { ReadWriteGate } from './gate.js';
 
 export const REPLICA_DB = Symbol('state-store.db');
+/** Heights refused for their commit, by CommitErrorCode (registered on the service's metrics). */
+export const COMMIT_REFUSALS = Symbol('CommitRefusals');
 export const STATE_READER_SERVER = Symbol('StateReaderServer');
 export const STATE_STORE_METRICS = Symbol('NodeMetrics');
 /** Each applied height's span context, from the follower to the reads that link to it (tracing on). */
@@ -72,9 +74,32 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
     {
       provide: ReplicaStore,
       inject: [SERVICE_SETTINGS, REPLICA_DB],
-      useFactory: (s: ServiceSettings, kv: KVStore) => ReplicaStore.open(kv, s.genesis.runtime.chainId),
+      useFactory: (s: ServiceSettings, kv: KVStore) => {
+        const g = s.genesis.runtime;
+        // Every height's commit is checked against the validator sets consensus has: genesis.json's
+        // for the first height, then each header's next_validators_hash (docs/cluster.md "Commit checks").
+        const commits = new CommitChecker({
+          chainId: g.chainId,
+          initialHeight: g.initialHeight,
+          genesisValidators: g.validators,
+          consensusParams: g.consensusParams,
+          genesisTime: g.time,
+        });
+        return ReplicaStore.open(kv, g.chainId, commits);
+      },
     },
     { provide: ReadWriteGate, useValue: new ReadWriteGate() },
+    {
+      provide: COMMIT_REFUSALS,
+      inject: [SERVICE_SETTINGS],
+      useFactory: (s: ServiceSettings) =>
+        new Counter({
+          name: `${toInstrumentationOptions(s.loaded.config).namespace}_state_store_commit_refusals_total`,
+          help: 'Times this replica refused a committed height because its commit does not verify, by reason (it stays at the height before and reads the height again every 5 s).',
+          labelNames: ['chain_id', 'reason'] as const,
+          registers: [],
+        }),
+    },
     {
       provide: AppliedHeights,
       inject: [Executor, Closers],
@@ -167,6 +192,7 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
         STATE_READER_SERVER,
         APPLIED_TRACES,
         AppliedHeights,
+        COMMIT_REFUSALS,
       ],
       useFactory: async (
         s: ServiceSettings,
@@ -179,11 +205,13 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
         _server: StateReaderServer,
         appliedTraces: TraceBook,
         waits: AppliedHeights,
+        refusals: Counter<'chain_id' | 'reason'>,
       ) => {
         // A refused login stops the start here, naming the user; an unreachable server does not.
         await checkNatsLogin(s.cluster, 'state-store', logger.child({ module: 'follower' }));
         const follower = new StreamFollower({
           replica,
+          onRefused: (err) => refusals.inc({ chain_id: replica.chainId, reason: err.code }),
           servers: s.cluster.natsUrls,
           login: natsConnectOptions(s.cluster, 'state-store'),
           logger,
@@ -213,9 +241,16 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
     {
       provide: STATE_STORE_METRICS,
       // Its height, which the metrics service compares with consensus' for the cluster's /readyz.
-      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, ReplicaStore, StreamFollower],
-      useFactory: async (s: ServiceSettings, logger: Logger, closers: Closers, replica: ReplicaStore) => {
+      inject: [SERVICE_SETTINGS, SERVICE_LOGGER, Closers, ReplicaStore, COMMIT_REFUSALS, StreamFollower],
+      useFactory: async (
+        s: ServiceSettings,
+        logger: Logger,
+        closers: Closers,
+        replica: ReplicaStore,
+        refusals: Counter<'chain_id' | 'reason'>,
+      ) => {
         const metrics = await serveServiceMetrics(s, logger.child({ module: 'metrics' }), closers);
+        metrics.registry.registerMetric(refusals);
         const chainId = s.genesis.runtime.chainId;
         new Gauge({
           name: `${toInstrumentationOptions(s.loaded.config).namespace}_state_store_height`,

@@ -91,6 +91,13 @@ export interface ConsensusRuntimeOptions {
    */
   createEmptyBlocksIntervalMs?: number;
   /**
+   * Send each height's light block (its header, the commit that decided it, its validator set) to
+   * the application in FinalizeBlockRequest.lightBlock: the cluster's consensus service sets it, so
+   * that the executor puts it on the stream and every state-store checks the commit of each height
+   * it applies. Off in the all-in-one node (its application has no use for it).
+   */
+  lightBlocks?: boolean;
+  /**
    * config.toml [consensus] skip_timeout_commit: once every validator's precommit for the last block
    * is in, the next height starts without waiting timeout_commit (CometBFT's rule).
    */

@@ -39,6 +39,7 @@ import type { ConsensusMessage, EngineEffect, EngineEvent, EngineState } from '.
 import { ConsensusError, DoubleSignError, HandshakeError } from '../errors.js';
 import { type DurableFs, NodeFs } from '../fs.js';
 import { blockIdKey, blockIdOf, bytesEqual, hex, hexUpper } from '../hash.js';
+import { encodeLightBlock } from '../light/codec.js';
 import { FilePV } from '../privval.js';
 import { MAX_VOTE_EXTENSION_BYTES, voteExtensionProblem, voteExtensionsEnabled } from '../voteset.js';
 import { Wal } from '../wal.js';
@@ -882,6 +883,7 @@ export class ConsensusRuntime {
         );
       lastValidators = saved;
     }
+    const lightBlock = this.opts.lightBlocks ? await this.lightBlockOf(block, blockId) : undefined;
     const res = await this.opts.app.finalizeBlock({
       height: h.height,
       time: h.time,
@@ -896,6 +898,7 @@ export class ConsensusRuntime {
         totalVotingPower: e.totalVotingPower,
       })),
       decidedLastCommit: lastCommitInfo(block, lastValidators),
+      ...(lightBlock ? { lightBlock } : {}),
     });
     if (res.txResults.length !== block.data.txs.length) {
       throw new ConsensusError(
@@ -911,6 +914,31 @@ export class ConsensusRuntime {
       this.sync.executeMs -= ms;
     }
     return res;
+  }
+
+  /**
+   * The light block of a block about to be finalized (the lightBlocks option): its header, the
+   * commit the block store holds for it (saved with the block before FinalizeBlock, also when the
+   * handshake replays it) and the validator set of its height (the state's, or the saved one when
+   * the handshake replays a block the state is already past).
+   */
+  private async lightBlockOf(block: Block, blockId: BlockId): Promise<Uint8Array> {
+    const h = block.header.height;
+    const stored = await this.blockStore.loadCommit(h);
+    if (!stored || !bytesEqual(stored.commit.blockId.hash, blockId.hash))
+      throw new ConsensusError(
+        'INVALID_BLOCK',
+        `the commit of height ${h} is missing from the block store; cannot send its light block`,
+      );
+    const validators =
+      h === this.chain.lastBlockHeight + 1 ? this.chain.validators : await this.stateStore.loadValidators(h);
+    if (!validators)
+      throw new HandshakeError(`the validator set of height ${h} is missing from the state store`);
+    return encodeLightBlock({
+      header: block.header,
+      commit: stored.commit,
+      validators: validators.validators,
+    });
   }
 
   /**

@@ -277,7 +277,20 @@ export interface FinalizeBlockRequest {
   /** The address of the validator that proposed the block, 20 bytes. */
   proposerAddress: Uint8Array;
   /** Who signed the previous block (the application counts missed blocks from it). Required. */
-  decidedLastCommit?: CommitInfo | undefined;
+  decidedLastCommit?:
+    | CommitInfo
+    | undefined;
+  /**
+   * CometBFT's next_validators_hash = 7 is not sent.
+   * noded's own (not in CometBFT's ABCI): this height's light block, CometBFT's
+   * tendermint.types.LightBlock protobuf encoding: the block's header, the commit that decided it
+   * (the precommits with their signatures) and the validator set of this height. noded's consensus
+   * service sends it so that the executor can put it on the stream of committed heights, where
+   * every state-store checks it (docs/cluster.md "Commit checks"). Empty from a consensus that
+   * predates the field or from another driver: the executor then publishes the height without one,
+   * and state-stores refuse to apply it.
+   */
+  lightBlock: Uint8Array;
 }
 
 export interface FinalizeBlockResponse {
@@ -1676,6 +1689,7 @@ function createBaseFinalizeBlockRequest(): FinalizeBlockRequest {
     time: undefined,
     proposerAddress: new Uint8Array(0),
     decidedLastCommit: undefined,
+    lightBlock: new Uint8Array(0),
   };
 }
 
@@ -1704,6 +1718,9 @@ export const FinalizeBlockRequest: MessageFns<FinalizeBlockRequest> = {
     }
     if (message.decidedLastCommit !== undefined) {
       CommitInfo.encode(message.decidedLastCommit, writer.uint32(18).fork()).join();
+    }
+    if (message.lightBlock.length !== 0) {
+      writer.uint32(74).bytes(message.lightBlock);
     }
     return writer;
   },
@@ -1777,6 +1794,14 @@ export const FinalizeBlockRequest: MessageFns<FinalizeBlockRequest> = {
             message.decidedLastCommit = CommitInfo.decode(reader, reader.uint32());
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.lightBlock = reader.bytes();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1803,6 +1828,7 @@ export const FinalizeBlockRequest: MessageFns<FinalizeBlockRequest> = {
     message.decidedLastCommit = (object.decidedLastCommit !== undefined && object.decidedLastCommit !== null)
       ? CommitInfo.fromPartial(object.decidedLastCommit)
       : undefined;
+    message.lightBlock = object.lightBlock ?? new Uint8Array(0);
     return message;
   },
 };

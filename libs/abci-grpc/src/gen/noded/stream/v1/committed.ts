@@ -59,6 +59,16 @@ export interface CommittedHeight {
    * Empty from an executor that predates the field: a state-store refuses such a height.
    */
   kvOps: KvOp[];
+  /**
+   * The light block of this height as consensus gave it to the executor in FinalizeBlock
+   * (noded.abci.v1.FinalizeBlockRequest.light_block: CometBFT's tendermint.types.LightBlock
+   * encoding): the consensus header, whose hash is this block's Ethereum mix_hash, the commit of
+   * more than 2/3 of the height's validator set signing it, and that set. A state-store applies a
+   * height only when this verifies against the set that the previous height named (the genesis
+   * validators for the first) (docs/cluster.md "Commit checks"). Empty in the genesis record, and
+   * from an executor (or consensus) that predates the field: a state-store refuses such a height.
+   */
+  lightBlock: Uint8Array;
 }
 
 /** One operation of application.db's write batch. */
@@ -163,6 +173,7 @@ function createBaseCommittedHeight(): CommittedHeight {
     stateChanges: [],
     codes: [],
     kvOps: [],
+    lightBlock: new Uint8Array(0),
   };
 }
 
@@ -209,6 +220,9 @@ export const CommittedHeight: MessageFns<CommittedHeight> = {
     }
     for (const v of message.kvOps) {
       KvOp.encode(v!, writer.uint32(98).fork()).join();
+    }
+    if (message.lightBlock.length !== 0) {
+      writer.uint32(106).bytes(message.lightBlock);
     }
     return writer;
   },
@@ -322,6 +336,14 @@ export const CommittedHeight: MessageFns<CommittedHeight> = {
             message.kvOps.push(KvOp.decode(reader, reader.uint32()));
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.lightBlock = reader.bytes();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -351,6 +373,7 @@ export const CommittedHeight: MessageFns<CommittedHeight> = {
     message.stateChanges = object.stateChanges?.map((e) => StateChange.fromPartial(e)) || [];
     message.codes = object.codes?.map((e) => Code.fromPartial(e)) || [];
     message.kvOps = object.kvOps?.map((e) => KvOp.fromPartial(e)) || [];
+    message.lightBlock = object.lightBlock ?? new Uint8Array(0);
     return message;
   },
 };
