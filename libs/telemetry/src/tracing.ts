@@ -39,12 +39,15 @@ export interface TraceSpan {
   context(): SpanContext;
   setAttribute(key: string, value: string | number | boolean): void;
   addLinks(to: SpanContext[]): void;
+  /** Marks the span failed without throwing (work that answers its error, e.g. an HTTP 500). */
+  fail(message: string): void;
 }
 
 const NO_SPAN: TraceSpan = {
   context: () => INVALID_SPAN_CONTEXT,
   setAttribute: () => {},
   addLinks: () => {},
+  fail: () => {},
 };
 
 export type TraceSpanKind = 'internal' | 'server' | 'client' | 'producer' | 'consumer';
@@ -78,6 +81,9 @@ function wrap(span: Span): TraceSpan {
     },
     addLinks: (to) => {
       if (to.length > 0) span.addLinks(to.map((c): Link => ({ context: c })));
+    },
+    fail: (message) => {
+      span.setStatus({ code: SpanStatusCode.ERROR, message });
     },
   };
 }
