@@ -65,6 +65,8 @@ export interface GatewayRelayOptions {
   logger: Logger;
   /** Peer traffic counters of the gateway (the metrics read them). */
   onRelay?(direction: 'in' | 'out', protocol: string, bytes: number): void;
+  /** Bytes a relay stream may be behind before it is ended (NODED_P2P_RELAY_MAX_BYTES; default 256 MiB). */
+  maxBufferedBytes?: number;
 }
 
 type RelayCall = grpc.ServerDuplexStream<unknown, RelayEvent>;
@@ -111,9 +113,13 @@ export class GatewayRelay {
   private readonly log: Logger;
   /** Relay streams attached since start (a re-attach after a consensus restart counts again). */
   attaches = 0;
+  /** Relay streams ended for being more than the bound behind. */
+  cutoffs = 0;
+  private readonly max: number;
 
   constructor(private readonly o: GatewayRelayOptions) {
     this.log = o.logger;
+    this.max = o.maxBufferedBytes ?? MAX_RELAY_BUFFER_BYTES;
   }
 
   /** The host, once the first Attach opened it. */
@@ -142,7 +148,8 @@ export class GatewayRelay {
   private send(call: RelayCall, event: RelayEvent): void {
     if (call !== this.current) return;
     const buffered = this.unsent.get(call) ?? 0;
-    if (buffered > MAX_RELAY_BUFFER_BYTES) {
+    if (buffered > this.max) {
+      this.cutoffs++;
       this.log.warn(
         { buffered },
         'the consensus service reads too slowly; ending its relay stream (it re-attaches)',
@@ -151,7 +158,7 @@ export class GatewayRelay {
       endWith(
         call,
         grpc.status.RESOURCE_EXHAUSTED,
-        `relay stream over ${MAX_RELAY_BUFFER_BYTES} bytes behind; attach again`,
+        `relay stream over ${this.max} bytes behind; attach again`,
       );
       return;
     }
@@ -438,6 +445,8 @@ export interface GatewayHostOptions {
   credentials?: grpc.ChannelCredentials;
   /** Longest wait between attach attempts (default 5 s). */
   maxRetryMs?: number;
+  /** Bytes written to the stream and not yet sent before it is given up (default 256 MiB). */
+  maxBufferedBytes?: number;
 }
 
 /**
@@ -463,6 +472,8 @@ export class GatewayHost implements ChannelHost {
   private attachedWaiters: Array<() => void> = [];
   /** Bytes written to the current stream and not yet handed to the transport. */
   private unsent = 0;
+  /** Streams given up because the gateway fell more than the bound behind. */
+  cutoffs = 0;
 
   constructor(private readonly o: GatewayHostOptions) {
     this.log = o.logger;
@@ -568,8 +579,9 @@ export class GatewayHost implements ChannelHost {
   private write(req: RelayRequest): void {
     const c = this.call;
     if (!c) return;
-    if (this.unsent > MAX_RELAY_BUFFER_BYTES) {
+    if (this.unsent > (this.o.maxBufferedBytes ?? MAX_RELAY_BUFFER_BYTES)) {
       this.log.warn({ buffered: this.unsent }, 'the p2p-gateway reads too slowly; re-attaching');
+      this.cutoffs++;
       c.cancel();
       return;
     }
