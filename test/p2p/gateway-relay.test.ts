@@ -130,6 +130,7 @@ describe('p2p-gateway relay', () => {
       { peer: f.peer, protocol: f.protocol, text: new TextDecoder().decode(f.payload) },
       { peer: peer.id, protocol: ECHO, text: 'from peer' },
     );
+    assert.deepEqual(f.traceContext, {}, 'no trace context while tracing is off');
 
     // Bad requests: each refused with the field and the rule.
     const bad: Array<[RelayRequest, RegExp]> = [

@@ -21,9 +21,11 @@ import {
   type PeerEvents,
   parsePeerAddress,
 } from '../../p2p/index.js';
+import { extractTraceContext, injectTraceContext, inSpanSync } from '../../telemetry/index.js';
 import type { Logger, PeerInfo } from '../../types/index.js';
 import {
   type ChannelSpec,
+  type Frame as FrameMessage,
   GatewayService,
   type Peer as PeerMessage,
   type RelayEvent,
@@ -291,7 +293,20 @@ export class GatewayRelay {
         onMessage: (peer, payload) => {
           this.o.onRelay?.('in', protocol, payload.length);
           const c = this.current;
-          if (c) this.send(c, { frame: { peer, protocol, payload } });
+          if (!c) return;
+          // A span per frame handed to consensus; its context travels in the Frame, so consensus'
+          // handling of it (and the executor's CheckTx of a gossiped transaction) is its child.
+          inSpanSync(
+            `relay in ${protocol}`,
+            { kind: 'producer', attributes: relayAttributes(protocol, peer, payload.length) },
+            () => {
+              const traceContext: Record<string, string> = {};
+              injectTraceContext((k, v) => {
+                traceContext[k] = v;
+              });
+              this.send(c, { frame: { peer, protocol, payload, traceContext } });
+            },
+          );
         },
       }));
       this.opening = this.o.openHost(channels).then((host) => {
@@ -337,8 +352,14 @@ export class GatewayRelay {
         return `SendFrame.peer: must be 40 lowercase hex characters, got ${JSON.stringify(s.peer)}`;
       const bad = channelLimit('SendFrame', s.protocol, s.payload);
       if (bad) return bad;
-      // A peer that went away meanwhile is not an error (its PeerDown is on its way).
-      if (host.send(s.peer, s.protocol, s.payload)) this.o.onRelay?.('out', s.protocol, s.payload.length);
+      inSpanSync(
+        `relay send ${s.protocol}`,
+        { kind: 'consumer', attributes: relayAttributes(s.protocol, s.peer, s.payload.length) },
+        () => {
+          // A peer that went away meanwhile is not an error (its PeerDown is on its way).
+          if (host.send(s.peer, s.protocol, s.payload)) this.o.onRelay?.('out', s.protocol, s.payload.length);
+        },
+      );
       return undefined;
     }
     if (r.broadcast) {
@@ -347,12 +368,19 @@ export class GatewayRelay {
         return `BroadcastFrame.except: must be empty or 40 lowercase hex characters, got ${JSON.stringify(b.except)}`;
       const bad = channelLimit('BroadcastFrame', b.protocol, b.payload);
       if (bad) return bad;
-      host.broadcast(b.protocol, b.payload, b.except === '' ? undefined : b.except);
-      this.o.onRelay?.(
-        'out',
-        b.protocol,
-        b.payload.length * Math.max(0, host.peerCount - (b.except ? 1 : 0)),
+      const peers = Math.max(0, host.peerCount - (b.except ? 1 : 0));
+      inSpanSync(
+        `relay broadcast ${b.protocol}`,
+        {
+          kind: 'consumer',
+          attributes: {
+            ...relayAttributes(b.protocol, undefined, b.payload.length),
+            'noded.p2p.peers': peers,
+          },
+        },
+        () => host.broadcast(b.protocol, b.payload, b.except === '' ? undefined : b.except),
       );
+      this.o.onRelay?.('out', b.protocol, b.payload.length * peers);
       return undefined;
     }
     if (r.disconnect) {
@@ -377,6 +405,17 @@ export class GatewayRelay {
     }
     return 'RelayRequest: names no request (attach, send, broadcast, disconnect or dial)';
   }
+}
+
+/** The attributes of a relay span: the channel, the peer (when one), the payload's size. */
+function relayAttributes(
+  protocol: string,
+  peer: string | undefined,
+  bytes: number,
+): Record<string, string | number> {
+  const a: Record<string, string | number> = { 'noded.p2p.protocol': protocol, 'noded.p2p.bytes': bytes };
+  if (peer !== undefined) a['noded.p2p.peer'] = peer;
+  return a;
 }
 
 /** The gateway's gRPC server: the relay and grpc.health.v1. */
@@ -645,7 +684,7 @@ export class GatewayHost implements ChannelHost {
         for (const w of this.attachedWaiters.splice(0)) w();
       } else if (ev.peerUp?.peer) this.peerUp(ev.peerUp.peer);
       else if (ev.peerDown) this.peerDown(ev.peerDown.nodeId);
-      else if (ev.frame) this.deliver(ev.frame.peer, ev.frame.protocol, plain(ev.frame.payload));
+      else if (ev.frame) this.deliver(ev.frame);
       else if (ev.refused) {
         this.refused++;
         this.lastRefusal = ev.refused.reason;
@@ -687,14 +726,28 @@ export class GatewayHost implements ChannelHost {
     for (const l of this.listeners) l.down(id);
   }
 
-  private deliver(peer: string, protocol: string, payload: Uint8Array): void {
+  private deliver(frame: FrameMessage): void {
+    const { peer, protocol } = frame;
     const ch = this.channels.get(protocol);
     if (!ch || !this.peers.has(peer)) return;
-    try {
-      ch.onMessage(peer, payload);
-    } catch (err) {
-      // As on the host: what a peer sent that does not decode disconnects it, with the reason.
-      this.disconnect(peer, (err as Error).message);
-    }
+    const payload = plain(frame.payload);
+    // The channel handles the frame as the child of the gateway's span for it (its context came in
+    // the Frame): what the handler starts, such as the CheckTx of a gossiped transaction, joins it.
+    inSpanSync(
+      `deliver ${protocol}`,
+      {
+        kind: 'consumer',
+        parent: extractTraceContext((k) => frame.traceContext[k]),
+        attributes: relayAttributes(protocol, peer, payload.length),
+      },
+      () => {
+        try {
+          ch.onMessage(peer, payload);
+        } catch (err) {
+          // As on the host: what a peer sent that does not decode disconnects it, with the reason.
+          this.disconnect(peer, (err as Error).message);
+        }
+      },
+    );
   }
 }

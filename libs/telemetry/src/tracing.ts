@@ -95,6 +95,39 @@ function wrap(span: Span): TraceSpan {
  */
 export function inSpan<T>(name: string, opts: SpanOptions, fn: (span: TraceSpan) => Promise<T>): Promise<T> {
   if (!enabled) return fn(NO_SPAN);
+  const { span, active } = start(name, opts);
+  return context.with(active, async () => {
+    try {
+      return await fn(wrap(span));
+    } catch (err) {
+      failed(span, err);
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/**
+ * inSpan for synchronous work (a relayed frame handed on): `fn` runs inside the span, which ends
+ * when `fn` returns or throws; what `fn` starts (promises, calls out) still runs as its child.
+ */
+export function inSpanSync<T>(name: string, opts: SpanOptions, fn: (span: TraceSpan) => T): T {
+  if (!enabled) return fn(NO_SPAN);
+  const { span, active } = start(name, opts);
+  return context.with(active, () => {
+    try {
+      return fn(wrap(span));
+    } catch (err) {
+      failed(span, err);
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+function start(name: string, opts: SpanOptions): { span: Span; active: Context } {
   let parent = context.active();
   if (opts.parent !== undefined)
     parent = isSpanContext(opts.parent) ? trace.setSpanContext(parent, opts.parent) : opts.parent;
@@ -107,19 +140,11 @@ export function inSpan<T>(name: string, opts: SpanOptions, fn: (span: TraceSpan)
     },
     parent,
   );
-  return context.with(trace.setSpan(parent, span), async () => {
-    try {
-      return await fn(wrap(span));
-    } catch (err) {
-      span.setStatus({
-        code: SpanStatusCode.ERROR,
-        message: err instanceof Error ? err.message : String(err),
-      });
-      throw err;
-    } finally {
-      span.end();
-    }
-  });
+  return { span, active: trace.setSpan(parent, span) };
+}
+
+function failed(span: Span, err: unknown): void {
+  span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
 }
 
 /**
