@@ -5,10 +5,18 @@
 // twice, alternating, all in this process on 127.0.0.1, with the load average printed beside (the
 // figures move with it). A sender past the host's 64 MiB send buffer is disconnected, so keep
 // frames x bytes under that.
+//
+// With `--traced` it compares the relay with tracing off and on instead (docs/cluster.md "Tracing"):
+// the Node SDK with a batch span processor whose exporter drops the batches, so the figure is the
+// spans' own cost (the gateway's `relay in` and consensus' `deliver` span per frame), as CPU time of
+// this process per frame (wall times move with the machine's load; CPU time much less).
 import { loadavg } from 'node:os';
+import { NodeSDK } from '@opentelemetry/sdk-node';
+import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { GatewayHost, GatewayRelay, serveGateway } from '../libs/abci-grpc/index.js';
 import { ed25519Generate, nodeIdFromPublicKey } from '../libs/crypto/index.js';
 import { P2P_PROTOCOL_VERSION, P2PHost, type PeerAddress } from '../libs/p2p/index.js';
+import { setTracingEnabled } from '../libs/telemetry/index.js';
 import { silentLogger } from '../libs/types/index.js';
 
 const CHANNEL = '/bench/relay/1';
@@ -46,7 +54,11 @@ async function until(what: string, cond: () => boolean, ms = 120_000): Promise<v
   }
 }
 
-async function run(mode: 'direct' | 'relay', frames: number, bytes: number): Promise<number> {
+async function run(
+  mode: 'direct' | 'relay',
+  frames: number,
+  bytes: number,
+): Promise<{ ms: number; cpuUsPerFrame: number }> {
   const gatewayKey = ed25519Generate();
   const gatewayId = nodeIdFromPublicKey(gatewayKey.publicKey);
   let got = 0;
@@ -89,18 +101,47 @@ async function run(mode: 'direct' | 'relay', frames: number, bytes: number): Pro
   await until('the peer connected', () => sender.peerCount === 1 && (remote?.peerCount ?? 1) === 1);
   const payload = new Uint8Array(bytes).fill(7);
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   for (let i = 0; i < frames; i++) sender.send(gatewayId, CHANNEL, payload);
   await until(`${frames} frames received`, () => got >= frames);
   const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
   await sender.stop();
   remote?.stop();
   await server?.close();
   await receiver?.stop();
-  return ms;
+  return { ms, cpuUsPerFrame: (cpu.user + cpu.system) / frames };
 }
 
-const frames = Number(process.argv[2] ?? 20_000);
-const bytes = Number(process.argv[3] ?? 1024);
+/**
+ * The SDK as a service starts it, exporting to nowhere; started once (the API's global provider can
+ * be set once per process) and switched per run with setTracingEnabled, as libs/telemetry is.
+ */
+function startDroppingSdk(): { stop: () => Promise<void>; exported: () => number } {
+  let exported = 0;
+  const dropping: SpanExporter = {
+    export: (spans: ReadableSpan[], done) => {
+      exported += spans.length;
+      done({ code: 0 });
+    },
+    shutdown: async () => {},
+  };
+  const sdk = new NodeSDK({
+    serviceName: 'bench',
+    autoDetectResources: false,
+    spanProcessors: [new BatchSpanProcessor(dropping)],
+    metricReaders: [],
+    logRecordProcessors: [],
+    instrumentations: [],
+  });
+  sdk.start();
+  return { stop: () => sdk.shutdown(), exported: () => exported };
+}
+
+const traced = process.argv.includes('--traced');
+const positional = process.argv.slice(2).filter((a) => a !== '--traced');
+const frames = Number(positional[0] ?? 20_000);
+const bytes = Number(positional[1] ?? 1024);
 if (
   !Number.isSafeInteger(frames) ||
   frames < 1 ||
@@ -111,11 +152,27 @@ if (
   throw new Error(
     `usage: gateway-relay.js [frames >= 1] [bytes 1..1048576], got ${process.argv.slice(2).join(' ')}`,
   );
-for (const mode of ['direct', 'relay', 'direct', 'relay'] as const) {
-  const ms = await run(mode, frames, bytes);
+const report = (label: string, r: { ms: number; cpuUsPerFrame: number }) => {
   const load = loadavg()[0]!.toFixed(1);
   console.log(
-    `[bench:gateway-relay] ${mode.padEnd(6)} ${frames} frames of ${bytes} B: ${ms.toFixed(0)} ms, ${Math.round(frames / (ms / 1000))} frames/s, ${((frames * bytes) / (ms / 1000) / 1e6).toFixed(1)} MB/s (load ${load})`,
+    `[bench:gateway-relay] ${label.padEnd(12)} ${frames} frames of ${bytes} B: ${r.ms.toFixed(0)} ms, ${Math.round(frames / (r.ms / 1000))} frames/s, ${((frames * bytes) / (r.ms / 1000) / 1e6).toFixed(1)} MB/s, ${r.cpuUsPerFrame.toFixed(1)} us CPU/frame (load ${load})`,
   );
+};
+if (traced) {
+  const sdk = startDroppingSdk();
+  for (let round = 0; round < 3; round++) {
+    report('relay', await run('relay', frames, bytes));
+    setTracingEnabled(true);
+    const before = sdk.exported();
+    const r = await run('relay', frames, bytes);
+    setTracingEnabled(false);
+    report('relay traced', r);
+    await new Promise((resolve) => setTimeout(resolve, 6_000)); // the batch processor's 5 s delay
+    console.log(`[bench:gateway-relay]   (${sdk.exported() - before} spans exported by the traced run)`);
+  }
+  await sdk.stop();
+} else {
+  for (const mode of ['direct', 'relay', 'direct', 'relay'] as const)
+    report(mode, await run(mode, frames, bytes));
 }
 process.exit(0);

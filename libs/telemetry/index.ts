@@ -27,6 +27,7 @@ export {
   extractTraceContext,
   injectTraceContext,
   inSpan,
+  inSpanSync,
   type SpanOptions,
   setTracingEnabled,
   TraceBook,

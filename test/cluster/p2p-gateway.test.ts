@@ -4,7 +4,9 @@
 // needs all three, so each block proves the cluster validator signed through the gateway. The test
 // checks the same block hashes everywhere, net_info of the consensus service naming the gateway's
 // peers, a transfer sent to the cluster's :8545 (its rpc-edge) read back from an all-in-one node and
-// one sent to an all-in-one node read back from the cluster's :8545 and :26657, the gateway's metrics and readiness, and that kill -9 of
+// one sent to an all-in-one node read back from the cluster's :8545 and :26657 (the cluster's
+// services export traces to an OTLP receiver here: that transaction's trace runs from the gateway's
+// `relay in` through consensus' `deliver` and `abci CheckTx` to the executor's CheckTx), the gateway's metrics and readiness, and that kill -9 of
 // the gateway (then its restart) and kill -9 of consensus (then its restart) leave the chain going
 // with the cluster validator signing again.
 import assert from 'node:assert/strict';
@@ -21,6 +23,7 @@ import {
   waitHeight,
 } from '../e2e/network.js';
 import { type NatsServer, startNatsServer } from './nats.js';
+import { OtlpReceiver } from './otlp.js';
 import { type ServiceProcess, spawnService, waitForService } from './processes.js';
 
 const GWEI = 1_000_000_000n;
@@ -31,6 +34,7 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
   let nats: NatsServer;
   let env: NodeJS.ProcessEnv;
   let gatewayMetrics: string;
+  let receiver: OtlpReceiver;
   const cluster: Record<string, ServiceProcess> = {};
   const tails = () =>
     Object.values(cluster)
@@ -63,7 +67,10 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
   before(async () => {
     net = createNetwork({ validators: 3 });
     nats = await startNatsServer();
+    receiver = await OtlpReceiver.start();
     env = {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_BSP_SCHEDULE_DELAY: '200',
       NODED_NATS_URL: nats.url,
       NODED_EXECUTOR_GRPC_ADDRESS: `127.0.0.1:${await freePort()}`,
       NODED_P2P_GATEWAY_ADDRESS: `127.0.0.1:${await freePort()}`,
@@ -87,6 +94,7 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
     for (const s of Object.values(cluster).reverse()) await s.stop('SIGKILL');
     await net?.cleanup();
     await nats?.stop();
+    await receiver?.close();
   });
 
   it('commits the same blocks on the cluster and the all-in-one nodes; net_info shows the gateway peers', async (t) => {
@@ -234,6 +242,45 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
       },
       10_000,
     );
+
+    // Its trace on the cluster: a peer gossiped it to the gateway ("relay in"), the Frame carried the
+    // context to consensus ("deliver"), whose ABCI CheckTx reached the executor. A copy may come
+    // from each peer (the second is refused as known): one of them holds the whole chain.
+    const chainOf = () => {
+      const spans = receiver.spans;
+      const byId = new Map(spans.map((x) => [x.spanId, x]));
+      return spans
+        .filter((x) => x.name === 'CheckTx' && x.attrs['noded.tx.hash'] === tx.hash.toLowerCase())
+        .map((check) => {
+          const abci = byId.get(check.parentSpanId ?? '');
+          const deliver = byId.get(abci?.parentSpanId ?? '');
+          const relayIn = byId.get(deliver?.parentSpanId ?? '');
+          return { check, abci, deliver, relayIn };
+        })
+        .find((c) => c.relayIn !== undefined);
+    };
+    await waitFor(
+      'the gossiped transaction traced from the gateway to the executor',
+      async () => !!chainOf(),
+      15_000,
+    );
+    const traced = chainOf()!;
+    assert.equal(traced.check.service, 'noded-executor');
+    assert.deepEqual([traced.abci!.name, traced.abci!.service], ['abci CheckTx', 'noded-consensus']);
+    assert.deepEqual(
+      [traced.deliver!.name, traced.deliver!.service],
+      ['deliver /noded/mempool/1', 'noded-consensus'],
+    );
+    assert.deepEqual(
+      [traced.relayIn!.name, traced.relayIn!.service, traced.relayIn!.parentSpanId],
+      ['relay in /noded/mempool/1', 'noded-p2p-gateway', undefined],
+    );
+    assert.ok(ids.includes(String(traced.relayIn!.attrs['noded.p2p.peer'])), 'relayed from a peer');
+    for (const x of [traced.abci!, traced.deliver!, traced.check])
+      assert.equal(x.traceId, traced.relayIn!.traceId);
+    // Consensus' own traffic is traced too: the gateway relays votes and block parts in both ways.
+    assert.ok(receiver.spans.some((x) => x.name === 'relay in /noded/consensus/1'));
+    assert.ok(receiver.spans.some((x) => /^relay (send|broadcast) \/noded\/consensus\/1$/.test(x.name)));
   });
 
   it('keeps going after kill -9 of the gateway and of consensus, the cluster validator signing again', async () => {

@@ -14,108 +14,22 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { after, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { Wallet } from 'ethers';
+import WebSocket from 'ws';
 import { GrpcMempool, mempoolProto } from '../../libs/abci-grpc/index.js';
 import { tracingSettingsOf } from '../../services/shared/src/tracing.js';
 import { DEV_ADDRESSES, DEV_KEYS, freePort, initLocalHome } from '../e2e/harness.js';
 import { closedPort } from './helpers.js';
 import { startNatsServer } from './nats.js';
+import { linksTo, OtlpReceiver, one } from './otlp.js';
 import { comet, type ServiceProcess, spawnService, until, waitForService } from './processes.js';
 
 const cleanups: Array<() => unknown> = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
-
-// ------------------------------------------------------------------------- OTLP/HTTP JSON receiver
-
-type AnyValue = { stringValue?: string; intValue?: string | number; boolValue?: boolean };
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  attributes?: Array<{ key: string; value: AnyValue }>;
-  links?: Array<{ traceId: string; spanId: string }>;
-}
-interface ExportRequest {
-  resourceSpans: Array<{
-    resource: { attributes: Array<{ key: string; value: AnyValue }> };
-    scopeSpans: Array<{ spans: OtlpSpan[] }>;
-  }>;
-}
-/** A received span with its resource's service.name and its attributes as a record. */
-interface Span extends OtlpSpan {
-  service: string;
-  attrs: Record<string, string | number | boolean>;
-}
-
-function attrValue(v: AnyValue): string | number | boolean {
-  if (v.stringValue !== undefined) return v.stringValue;
-  if (v.intValue !== undefined) return Number(v.intValue);
-  if (v.boolValue !== undefined) return v.boolValue;
-  return JSON.stringify(v);
-}
-
-/** Accepts POST /v1/traces with an OTLP JSON ExportTraceServiceRequest, as a collector does. */
-class OtlpReceiver {
-  readonly spans: Span[] = [];
-  /** Every request that reached the receiver, whatever its path or body. */
-  requests = 0;
-  readonly problems: string[] = [];
-  private constructor(
-    private readonly server: Server,
-    readonly url: string,
-  ) {}
-
-  static async start(): Promise<OtlpReceiver> {
-    const server = createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const r = new OtlpReceiver(server, `http://127.0.0.1:${(server.address() as { port: number }).port}`);
-    server.on('request', (req, res) => {
-      r.requests++;
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        try {
-          if (req.method !== 'POST' || req.url !== '/v1/traces')
-            throw new Error(`unexpected ${req.method} ${req.url}`);
-          const type = req.headers['content-type'] ?? '';
-          if (!type.startsWith('application/json')) throw new Error(`content-type ${type}`);
-          r.accept(JSON.parse(Buffer.concat(chunks).toString('utf8')) as ExportRequest);
-          res.writeHead(200, { 'content-type': 'application/json' });
-          res.end('{}');
-        } catch (err) {
-          r.problems.push((err as Error).message);
-          res.writeHead(400);
-          res.end();
-        }
-      });
-    });
-    return r;
-  }
-
-  private accept(body: ExportRequest): void {
-    for (const rs of body.resourceSpans) {
-      const service = rs.resource.attributes.find((a) => a.key === 'service.name');
-      assert.ok(service, 'every resource names its service.name');
-      for (const ss of rs.scopeSpans)
-        for (const s of ss.spans) {
-          const attrs: Span['attrs'] = {};
-          for (const a of s.attributes ?? []) attrs[a.key] = attrValue(a.value);
-          this.spans.push({ ...s, service: String(attrValue(service.value)), attrs });
-        }
-    }
-  }
-
-  close(): Promise<void> {
-    return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-}
 
 // ------------------------------------------------------------------------------------- helpers
 
@@ -134,6 +48,32 @@ async function rpc(url: string, method: string, params: unknown[], headers: Reco
   return json.result;
 }
 
+/** One JSON-RPC request over a fresh WebSocket (no headers per message: each starts a trace). */
+async function wsCall(url: string, method: string, params: unknown): Promise<unknown> {
+  const ws = new WebSocket(url);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    const reply = new Promise<{ result?: unknown; error?: { message: string } }>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`${method} over WebSocket: no answer in 30 s`)), 30_000);
+      ws.on('message', (data) => {
+        const m = JSON.parse(String(data)) as { id?: number; result?: unknown; error?: { message: string } };
+        if (m.id !== 7) return;
+        clearTimeout(t);
+        resolve(m);
+      });
+    });
+    ws.send(JSON.stringify({ jsonrpc: '2.0', id: 7, method, params }));
+    const m = await reply;
+    if (m.error) throw new Error(`${method} over WebSocket: ${JSON.stringify(m.error)}`);
+    return m.result;
+  } finally {
+    ws.close();
+  }
+}
+
 /** A signed EIP-1559 transfer from dev account 0 at `nonce`. */
 async function signedTransfer(nonce: number, maxFee: bigint): Promise<string> {
   return new Wallet(DEV_KEYS[0]!).signTransaction({
@@ -147,15 +87,6 @@ async function signedTransfer(nonce: number, maxFee: bigint): Promise<string> {
     maxPriorityFeePerGas: 1n,
   });
 }
-
-function one(spans: Span[], what: string, pred: (s: Span) => boolean): Span {
-  const found = spans.filter(pred);
-  assert.equal(found.length, 1, `exactly one ${what}, found ${found.length}`);
-  return found[0]!;
-}
-
-const linksTo = (s: Span, to: Span) =>
-  (s.links ?? []).some((l) => l.traceId === to.traceId && l.spanId === to.spanId);
 
 describe('tracing across the cluster', () => {
   it('one trace follows a transaction from the edge through CheckTx, linked block spans, the apply and the receipt read', async () => {
@@ -213,6 +144,39 @@ describe('tracing across the cluster', () => {
     );
     assert.equal(committed.check_tx.code, 0, committed.check_tx.log);
     const cometHeight = Number(committed.height);
+    // The same over consensus' RPC with the client's traceparent, and over its /websocket.
+    const cometTrace = hexId(16);
+    const cometParent = hexId(8);
+    const viaCometTraced = await signedTransfer(nonce + 2, gasPrice * 2n);
+    const syncRes = await fetch(`http://127.0.0.1:${ports.rpc}/broadcast_tx_sync?tx=${viaCometTraced}`, {
+      headers: { traceparent: traceparent(cometTrace, cometParent) },
+      signal: AbortSignal.timeout(30_000),
+    });
+    const sync = (await syncRes.json()) as { result: { code: number; log: string; hash: string } };
+    assert.equal(sync.result.code, 0, sync.result.log);
+    const viaCometWs = await signedTransfer(nonce + 3, gasPrice * 2n);
+    const wsSync = (await wsCall(`ws://127.0.0.1:${ports.rpc}/websocket`, 'broadcast_tx_sync', {
+      tx: Buffer.from(viaCometWs.slice(2), 'hex').toString('base64'),
+    })) as { code: number; log: string };
+    assert.equal(wsSync.code, 0, wsSync.log);
+    // eth_sendRawTransaction over the edge's WebSocket (:8546).
+    const viaWs = await signedTransfer(nonce + 4, gasPrice * 2n);
+    const wsHash = (await wsCall(`ws://127.0.0.1:${ports.evmWs}`, 'eth_sendRawTransaction', [
+      viaWs,
+    ])) as string;
+    // A REST route on the edge (:1317) with the client's traceparent.
+    const restTrace = hexId(16);
+    const restParent = hexId(8);
+    const balance = await fetch(
+      `http://127.0.0.1:${ports.api}/cosmos/bank/v1beta1/balances/${DEV_ADDRESSES[1]}`,
+      { headers: { traceparent: traceparent(restTrace, restParent) }, signal: AbortSignal.timeout(30_000) },
+    );
+    assert.equal(balance.status, 200, await balance.clone().text());
+    await until('the WebSocket transactions leave the pool', 60_000, async () =>
+      Number(await rpc(url, 'eth_getTransactionCount', [DEV_ADDRESSES[0], 'latest'])) >= nonce + 5
+        ? true
+        : undefined,
+    );
 
     // SIGTERM: each service's SDK flushes what it buffered before the process exits.
     await stopAll();
@@ -223,7 +187,11 @@ describe('tracing across the cluster', () => {
       assert.ok(services.has(s), `spans from ${s} (got ${[...services].join(', ')})`);
 
     // The transaction's trace: the client's span -> the edge -> CheckTx on the executor.
-    const send = one(spans, 'edge eth_sendRawTransaction', (s) => s.name === 'eth_sendRawTransaction');
+    const send = one(
+      spans,
+      'edge eth_sendRawTransaction over HTTP',
+      (s) => s.name === 'eth_sendRawTransaction' && s.attrs['noded.transport'] === 'http',
+    );
     assert.equal(send.service, 'noded-rpc-edge');
     assert.equal(send.traceId, traceId);
     assert.equal(send.parentSpanId, sendParent);
@@ -295,6 +263,97 @@ describe('tracing across the cluster', () => {
       abciCheck.some((c) => linksTo(cometFinalize, c)),
       'the block of a broadcast transaction links to its ABCI CheckTx',
     );
+
+    // consensus' RPC over HTTP: the client's traceparent -> broadcast_tx_sync -> abci CheckTx ->
+    // the executor's CheckTx, one trace.
+    const syncSpan = one(
+      spans,
+      'consensus broadcast_tx_sync over HTTP',
+      (s) => s.name === 'broadcast_tx_sync' && s.traceId === cometTrace,
+    );
+    assert.equal(syncSpan.service, 'noded-consensus');
+    assert.equal(syncSpan.kind, 2, 'a server span');
+    assert.equal(syncSpan.parentSpanId, cometParent);
+    assert.equal(syncSpan.attrs['noded.transport'], 'http');
+    const syncAbci = one(
+      spans,
+      'abci CheckTx of broadcast_tx_sync',
+      (s) => s.parentSpanId === syncSpan.spanId,
+    );
+    assert.equal(syncAbci.name, 'abci CheckTx');
+    assert.equal(syncAbci.traceId, cometTrace);
+    const syncCheck = one(
+      spans,
+      'executor CheckTx of broadcast_tx_sync',
+      (s) => s.parentSpanId === syncAbci.spanId,
+    );
+    assert.equal(syncCheck.name, 'CheckTx');
+    assert.equal(syncCheck.service, 'noded-executor');
+    assert.equal(syncCheck.traceId, cometTrace);
+    // broadcast_tx_commit without a traceparent: a span of its own trace, parent of its abci CheckTx.
+    const commitSpan = one(spans, 'consensus broadcast_tx_commit', (s) => s.name === 'broadcast_tx_commit');
+    assert.equal(commitSpan.parentSpanId, undefined, 'no traceparent: a new trace');
+    assert.ok(
+      spans.some((s) => s.name === 'abci CheckTx' && s.parentSpanId === commitSpan.spanId),
+      'broadcast_tx_commit is the parent of its abci CheckTx',
+    );
+    // consensus' /websocket: a span per message (a new trace: no headers), the same chain below it.
+    const wsSyncSpan = one(
+      spans,
+      'consensus broadcast_tx_sync over /websocket',
+      (s) => s.name === 'broadcast_tx_sync' && s.attrs['noded.transport'] === 'ws',
+    );
+    assert.equal(wsSyncSpan.service, 'noded-consensus');
+    assert.equal(wsSyncSpan.parentSpanId, undefined);
+    const wsAbci = one(
+      spans,
+      'abci CheckTx of the /websocket message',
+      (s) => s.parentSpanId === wsSyncSpan.spanId,
+    );
+    assert.equal(wsAbci.name, 'abci CheckTx');
+    assert.ok(
+      spans.some(
+        (s) => s.name === 'CheckTx' && s.service === 'noded-executor' && s.parentSpanId === wsAbci.spanId,
+      ),
+      'the executor CheckTx of the /websocket broadcast is the child of its abci CheckTx',
+    );
+    // The edge's WebSocket (:8546): eth_sendRawTransaction is a server span (a new trace), and the
+    // executor's CheckTx of that transaction its child.
+    const wsSend = one(
+      spans,
+      'edge eth_sendRawTransaction over WebSocket',
+      (s) => s.name === 'eth_sendRawTransaction' && s.attrs['noded.transport'] === 'ws',
+    );
+    assert.equal(wsSend.service, 'noded-rpc-edge');
+    assert.equal(wsSend.kind, 2);
+    assert.equal(wsSend.parentSpanId, undefined);
+    const wsCheck = one(
+      spans,
+      'CheckTx of the WebSocket transaction',
+      (s) => s.name === 'CheckTx' && s.attrs['noded.tx.hash'] === wsHash,
+    );
+    assert.equal(wsCheck.parentSpanId, wsSend.spanId);
+    assert.equal(wsCheck.traceId, wsSend.traceId);
+    // REST (:1317) on the edge: a server span per route, the client's traceparent its parent, and the
+    // state-store read it made its child.
+    const restSpan = one(
+      spans,
+      'edge REST balances',
+      (s) => s.traceId === restTrace && s.service === 'noded-rpc-edge',
+    );
+    assert.equal(restSpan.name, 'GET /cosmos/bank/v1beta1/balances/{address}');
+    assert.equal(restSpan.kind, 2);
+    assert.equal(restSpan.parentSpanId, restParent);
+    assert.equal(restSpan.attrs['http.route'], '/cosmos/bank/v1beta1/balances/{address}');
+    assert.equal(restSpan.attrs['http.response.status_code'], 200);
+    const restReads = spans.filter(
+      (s) => s.service === 'noded-state-store' && s.parentSpanId === restSpan.spanId,
+    );
+    assert.ok(restReads.length >= 1, "the route read the state-store as the span's child");
+    for (const r of restReads) {
+      assert.equal(r.traceId, restTrace);
+      assert.match(r.name, /^Read /);
+    }
 
     // FinalizeBlock -> the publish of its height -> the state-store's apply, over NATS headers.
     const publish = one(

@@ -33,7 +33,7 @@ type RelayEvent = gatewayProto.RelayEvent;
 type RelayRequest = gatewayProto.RelayRequest;
 
 /** A gateway: a real host opened at the first attach, and its relay on a free port. */
-async function startGateway(channelsSetup?: (protocol: string) => void) {
+async function startGateway(channelsSetup?: (protocol: string) => void, maxBufferedBytes?: number) {
   const key = ed25519Generate();
   const nodeId = nodeIdFromPublicKey(key.publicKey);
   let hostPort = 0;
@@ -42,6 +42,7 @@ async function startGateway(channelsSetup?: (protocol: string) => void) {
     nodeId,
     listenAddr: '127.0.0.1:0',
     logger: silentLogger,
+    ...(maxBufferedBytes === undefined ? {} : { maxBufferedBytes }),
     openHost: async (channels) => {
       const t = await startTestHost(
         (h) => {
@@ -129,6 +130,7 @@ describe('p2p-gateway relay', () => {
       { peer: f.peer, protocol: f.protocol, text: new TextDecoder().decode(f.payload) },
       { peer: peer.id, protocol: ECHO, text: 'from peer' },
     );
+    assert.deepEqual(f.traceContext, {}, 'no trace context while tracing is off');
 
     // Bad requests: each refused with the field and the rule.
     const bad: Array<[RelayRequest, RegExp]> = [
@@ -345,5 +347,134 @@ describe('p2p-gateway relay', () => {
     );
     await until('attached after a stopped GatewayHost', () => next.events.some((e) => e.attached));
     next.call.end();
+  });
+  it('ends a relay stream whose consumer stopped reading once the bound waits; one that keeps up is never cut off', async () => {
+    // The bound counts bytes whose write has not completed: grpc-js completes a server write once
+    // node:http2 sent it, which HTTP/2 flow control holds back while the consumer reads nothing.
+    const BOUND = 1024 * 1024;
+    const FRAME = 60 * 1024;
+    const gw = await startGateway(undefined, BOUND);
+    const channels = [{ protocol: ECHO, maxMessageBytes: 64 * 1024 }];
+    const paused = openStream(gw.address);
+    paused.call.write(attachOf(gw.nodeId, { channels }));
+    await until('attached', () => paused.events.some((e) => e.attached));
+    const peer = await startTestHost(
+      (h) => h.register({ protocol: ECHO, maxMessageBytes: 64 * 1024, onMessage: () => {} }),
+      { peers: [{ nodeId: gw.nodeId, host: '127.0.0.1', port: gw.hostPort() }] },
+    );
+    await until('peer up', () => paused.events.some((e) => e.peerUp?.peer?.nodeId === peer.id));
+    // The consumer stops reading (a consensus stuck in a long computation, or a dead one whose
+    // connection is still up), and the peer goes on sending: 4 times the bound.
+    paused.call.pause();
+    const frame = new Uint8Array(FRAME).fill(7);
+    for (let i = 0; i < Math.ceil((4 * BOUND) / FRAME); i++) peer.host.send(gw.nodeId, ECHO, frame);
+    await until('the paused stream cut off', () => gw.relay.cutoffs === 1, 15_000);
+    assert.equal(gw.relay.attached, false, 'the slot is free for the consensus to attach again');
+    paused.call.resume();
+    await until('its status', () => paused.status() !== undefined, 15_000);
+    assert.equal(paused.status()!.code, grpc.status.RESOURCE_EXHAUSTED);
+    assert.match(paused.status()!.details, /^relay stream over 1048576 bytes behind; attach again$/);
+    // What reached it once it read again: the bound, the frame that crossed it, and what flow control
+    // let through before the consumer stopped granting window (64 KiB).
+    const frames = paused.events.filter((e) => e.frame).length;
+    assert.ok(
+      frames * FRAME <= BOUND + 2 * FRAME + 64 * 1024,
+      `the gateway held no more than the bound for the paused consumer (${frames} frames of ${FRAME} bytes)`,
+    );
+
+    // A consumer that keeps reading: ten times the bound passes, paced as a peer that waits for
+    // answers, and the stream stays attached.
+    let got = 0;
+    const remote = new GatewayHost({
+      address: gw.address,
+      chainId: 'chain-local',
+      nodeId: gw.nodeId,
+      logger: silentLogger,
+      maxRetryMs: 300,
+    });
+    remote.register({ protocol: ECHO, maxMessageBytes: 64 * 1024, onMessage: () => void got++ });
+    remote.start();
+    await remote.waitAttached(10_000);
+    await until('peer seen', () => remote.peerIds().includes(peer.id));
+    const batch = Math.floor(BOUND / 2 / FRAME);
+    const batches = Math.ceil((10 * BOUND) / (batch * FRAME));
+    for (let b = 0; b < batches; b++) {
+      for (let i = 0; i < batch; i++) peer.host.send(gw.nodeId, ECHO, frame);
+      await until(`batch ${b} delivered`, () => got === (b + 1) * batch, 15_000);
+    }
+    assert.equal(gw.relay.cutoffs, 1, 'the consumer that keeps up was never cut off');
+    assert.equal(remote.attaches, 1);
+    remote.stop();
+  });
+
+  it('GatewayHost gives up a relay stream the gateway stopped reading once the bound waits, and attaches again', async () => {
+    // A gateway that attaches, names one peer, then reads nothing more (stuck, or its host saturated).
+    const BOUND = 1024 * 1024;
+    const FRAME = 60 * 1024;
+    const nodeId = 'ab'.repeat(20);
+    const peerId = 'cd'.repeat(20);
+    let attaches = 0;
+    let stuck: grpc.ServerDuplexStream<RelayRequest, RelayEvent> | undefined;
+    const server = new grpc.Server();
+    const def = gatewayProto.GatewayService;
+    server.addService(def, {
+      relay: (call: grpc.ServerDuplexStream<RelayRequest, RelayEvent>) => {
+        call.once('data', () => {
+          attaches++;
+          call.write({
+            attached: {
+              nodeId,
+              listenAddr: '127.0.0.1:1',
+              peers: [
+                {
+                  nodeId: peerId,
+                  moniker: 'p',
+                  remoteIp: '127.0.0.1',
+                  listenAddr: '127.0.0.1:2',
+                  outbound: false,
+                  network: 'chain-local',
+                  version: '1',
+                  channels: [ECHO],
+                },
+              ],
+            },
+          });
+          call.pause();
+          stuck = call;
+        });
+        call.on('error', () => {});
+      },
+    });
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p),
+      ),
+    );
+    const remote = new GatewayHost({
+      address: `127.0.0.1:${port}`,
+      chainId: 'chain-local',
+      nodeId,
+      logger: silentLogger,
+      maxRetryMs: 300,
+      maxBufferedBytes: BOUND,
+    });
+    remote.register({ protocol: ECHO, maxMessageBytes: 64 * 1024, onMessage: () => {} });
+    try {
+      remote.start();
+      await remote.waitAttached(10_000);
+      const first = stuck;
+      const frame = new Uint8Array(FRAME).fill(9);
+      // Consensus sends 4 times the bound to the peer through the stuck gateway, a frame per turn.
+      for (let i = 0; i < Math.ceil((4 * BOUND) / FRAME) && remote.cutoffs === 0; i++) {
+        remote.send(peerId, ECHO, frame);
+        await new Promise((r) => setImmediate(r));
+      }
+      await until('the stuck stream given up', () => remote.cutoffs === 1, 15_000);
+      await until('attached again', () => attaches === 2 && remote.attached, 15_000);
+      assert.notEqual(stuck, first);
+    } finally {
+      remote.stop();
+      server.forceShutdown();
+    }
   });
 });

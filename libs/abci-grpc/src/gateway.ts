@@ -21,9 +21,11 @@ import {
   type PeerEvents,
   parsePeerAddress,
 } from '../../p2p/index.js';
+import { extractTraceContext, injectTraceContext, inSpanSync } from '../../telemetry/index.js';
 import type { Logger, PeerInfo } from '../../types/index.js';
 import {
   type ChannelSpec,
+  type Frame as FrameMessage,
   GatewayService,
   type Peer as PeerMessage,
   type RelayEvent,
@@ -65,6 +67,8 @@ export interface GatewayRelayOptions {
   logger: Logger;
   /** Peer traffic counters of the gateway (the metrics read them). */
   onRelay?(direction: 'in' | 'out', protocol: string, bytes: number): void;
+  /** Bytes a relay stream may be behind before it is ended (NODED_P2P_RELAY_MAX_BYTES; default 256 MiB). */
+  maxBufferedBytes?: number;
 }
 
 type RelayCall = grpc.ServerDuplexStream<unknown, RelayEvent>;
@@ -111,9 +115,13 @@ export class GatewayRelay {
   private readonly log: Logger;
   /** Relay streams attached since start (a re-attach after a consensus restart counts again). */
   attaches = 0;
+  /** Relay streams ended for being more than the bound behind. */
+  cutoffs = 0;
+  private readonly max: number;
 
   constructor(private readonly o: GatewayRelayOptions) {
     this.log = o.logger;
+    this.max = o.maxBufferedBytes ?? MAX_RELAY_BUFFER_BYTES;
   }
 
   /** The host, once the first Attach opened it. */
@@ -142,7 +150,8 @@ export class GatewayRelay {
   private send(call: RelayCall, event: RelayEvent): void {
     if (call !== this.current) return;
     const buffered = this.unsent.get(call) ?? 0;
-    if (buffered > MAX_RELAY_BUFFER_BYTES) {
+    if (buffered > this.max) {
+      this.cutoffs++;
       this.log.warn(
         { buffered },
         'the consensus service reads too slowly; ending its relay stream (it re-attaches)',
@@ -151,7 +160,7 @@ export class GatewayRelay {
       endWith(
         call,
         grpc.status.RESOURCE_EXHAUSTED,
-        `relay stream over ${MAX_RELAY_BUFFER_BYTES} bytes behind; attach again`,
+        `relay stream over ${this.max} bytes behind; attach again`,
       );
       return;
     }
@@ -284,7 +293,20 @@ export class GatewayRelay {
         onMessage: (peer, payload) => {
           this.o.onRelay?.('in', protocol, payload.length);
           const c = this.current;
-          if (c) this.send(c, { frame: { peer, protocol, payload } });
+          if (!c) return;
+          // A span per frame handed to consensus; its context travels in the Frame, so consensus'
+          // handling of it (and the executor's CheckTx of a gossiped transaction) is its child.
+          inSpanSync(
+            `relay in ${protocol}`,
+            { kind: 'producer', attributes: relayAttributes(protocol, peer, payload.length) },
+            () => {
+              const traceContext: Record<string, string> = {};
+              injectTraceContext((k, v) => {
+                traceContext[k] = v;
+              });
+              this.send(c, { frame: { peer, protocol, payload, traceContext } });
+            },
+          );
         },
       }));
       this.opening = this.o.openHost(channels).then((host) => {
@@ -330,8 +352,14 @@ export class GatewayRelay {
         return `SendFrame.peer: must be 40 lowercase hex characters, got ${JSON.stringify(s.peer)}`;
       const bad = channelLimit('SendFrame', s.protocol, s.payload);
       if (bad) return bad;
-      // A peer that went away meanwhile is not an error (its PeerDown is on its way).
-      if (host.send(s.peer, s.protocol, s.payload)) this.o.onRelay?.('out', s.protocol, s.payload.length);
+      inSpanSync(
+        `relay send ${s.protocol}`,
+        { kind: 'consumer', attributes: relayAttributes(s.protocol, s.peer, s.payload.length) },
+        () => {
+          // A peer that went away meanwhile is not an error (its PeerDown is on its way).
+          if (host.send(s.peer, s.protocol, s.payload)) this.o.onRelay?.('out', s.protocol, s.payload.length);
+        },
+      );
       return undefined;
     }
     if (r.broadcast) {
@@ -340,12 +368,19 @@ export class GatewayRelay {
         return `BroadcastFrame.except: must be empty or 40 lowercase hex characters, got ${JSON.stringify(b.except)}`;
       const bad = channelLimit('BroadcastFrame', b.protocol, b.payload);
       if (bad) return bad;
-      host.broadcast(b.protocol, b.payload, b.except === '' ? undefined : b.except);
-      this.o.onRelay?.(
-        'out',
-        b.protocol,
-        b.payload.length * Math.max(0, host.peerCount - (b.except ? 1 : 0)),
+      const peers = Math.max(0, host.peerCount - (b.except ? 1 : 0));
+      inSpanSync(
+        `relay broadcast ${b.protocol}`,
+        {
+          kind: 'consumer',
+          attributes: {
+            ...relayAttributes(b.protocol, undefined, b.payload.length),
+            'noded.p2p.peers': peers,
+          },
+        },
+        () => host.broadcast(b.protocol, b.payload, b.except === '' ? undefined : b.except),
       );
+      this.o.onRelay?.('out', b.protocol, b.payload.length * peers);
       return undefined;
     }
     if (r.disconnect) {
@@ -370,6 +405,17 @@ export class GatewayRelay {
     }
     return 'RelayRequest: names no request (attach, send, broadcast, disconnect or dial)';
   }
+}
+
+/** The attributes of a relay span: the channel, the peer (when one), the payload's size. */
+function relayAttributes(
+  protocol: string,
+  peer: string | undefined,
+  bytes: number,
+): Record<string, string | number> {
+  const a: Record<string, string | number> = { 'noded.p2p.protocol': protocol, 'noded.p2p.bytes': bytes };
+  if (peer !== undefined) a['noded.p2p.peer'] = peer;
+  return a;
 }
 
 /** The gateway's gRPC server: the relay and grpc.health.v1. */
@@ -438,6 +484,8 @@ export interface GatewayHostOptions {
   credentials?: grpc.ChannelCredentials;
   /** Longest wait between attach attempts (default 5 s). */
   maxRetryMs?: number;
+  /** Bytes written to the stream and not yet sent before it is given up (default 256 MiB). */
+  maxBufferedBytes?: number;
 }
 
 /**
@@ -463,6 +511,8 @@ export class GatewayHost implements ChannelHost {
   private attachedWaiters: Array<() => void> = [];
   /** Bytes written to the current stream and not yet handed to the transport. */
   private unsent = 0;
+  /** Streams given up because the gateway fell more than the bound behind. */
+  cutoffs = 0;
 
   constructor(private readonly o: GatewayHostOptions) {
     this.log = o.logger;
@@ -568,8 +618,9 @@ export class GatewayHost implements ChannelHost {
   private write(req: RelayRequest): void {
     const c = this.call;
     if (!c) return;
-    if (this.unsent > MAX_RELAY_BUFFER_BYTES) {
+    if (this.unsent > (this.o.maxBufferedBytes ?? MAX_RELAY_BUFFER_BYTES)) {
       this.log.warn({ buffered: this.unsent }, 'the p2p-gateway reads too slowly; re-attaching');
+      this.cutoffs++;
       c.cancel();
       return;
     }
@@ -633,7 +684,7 @@ export class GatewayHost implements ChannelHost {
         for (const w of this.attachedWaiters.splice(0)) w();
       } else if (ev.peerUp?.peer) this.peerUp(ev.peerUp.peer);
       else if (ev.peerDown) this.peerDown(ev.peerDown.nodeId);
-      else if (ev.frame) this.deliver(ev.frame.peer, ev.frame.protocol, plain(ev.frame.payload));
+      else if (ev.frame) this.deliver(ev.frame);
       else if (ev.refused) {
         this.refused++;
         this.lastRefusal = ev.refused.reason;
@@ -675,14 +726,28 @@ export class GatewayHost implements ChannelHost {
     for (const l of this.listeners) l.down(id);
   }
 
-  private deliver(peer: string, protocol: string, payload: Uint8Array): void {
+  private deliver(frame: FrameMessage): void {
+    const { peer, protocol } = frame;
     const ch = this.channels.get(protocol);
     if (!ch || !this.peers.has(peer)) return;
-    try {
-      ch.onMessage(peer, payload);
-    } catch (err) {
-      // As on the host: what a peer sent that does not decode disconnects it, with the reason.
-      this.disconnect(peer, (err as Error).message);
-    }
+    const payload = plain(frame.payload);
+    // The channel handles the frame as the child of the gateway's span for it (its context came in
+    // the Frame): what the handler starts, such as the CheckTx of a gossiped transaction, joins it.
+    inSpanSync(
+      `deliver ${protocol}`,
+      {
+        kind: 'consumer',
+        parent: extractTraceContext((k) => frame.traceContext[k]),
+        attributes: relayAttributes(protocol, peer, payload.length),
+      },
+      () => {
+        try {
+          ch.onMessage(peer, payload);
+        } catch (err) {
+          // As on the host: what a peer sent that does not decode disconnects it, with the reason.
+          this.disconnect(peer, (err as Error).message);
+        }
+      },
+    );
   }
 }

@@ -179,9 +179,11 @@ export async function serveApplication(
       fromProto.checkTxRequest,
       async (r, span) => {
         const out = await app.checkTx(r.tx, r.kind);
-        // A transaction admitted through consensus (broadcast_tx_*) is linked like an edge's.
-        if (tracingEnabled() && out.code === 0 && r.kind === 'new')
-          txTraces.remember(txKey(r.tx), span.context());
+        if (!tracingEnabled()) return out;
+        const key = txKey(r.tx);
+        span.setAttribute('noded.tx.hash', `0x${key}`);
+        // A transaction admitted through consensus (broadcast_tx_*, gossip) is linked like an edge's.
+        if (out.code === 0 && r.kind === 'new') txTraces.remember(key, span.context());
         return out;
       },
       toProto.checkTxResponse,

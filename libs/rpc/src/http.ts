@@ -1,6 +1,7 @@
 // HTTP helpers shared by the servers of this lib.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { extractTraceContext, type TraceParent, tracingEnabled } from '../../telemetry/index.js';
 import type { Logger } from '../../types/index.js';
 
 /**
@@ -80,5 +81,17 @@ export function answerClientErrors(server: Server): void {
       // The request was not in within the read timeout (a client sending too slowly).
       socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
     } else socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+  });
+}
+
+/**
+ * The W3C trace context (`traceparent`, `tracestate`) a client sent in its request headers, as the
+ * parent of the request's server span; undefined when tracing is off (one boolean test).
+ */
+export function traceParentOfRequest(req: IncomingMessage): TraceParent | undefined {
+  if (!tracingEnabled()) return undefined;
+  return extractTraceContext((k) => {
+    const v = req.headers[k];
+    return Array.isArray(v) ? v[0] : v;
   });
 }

@@ -39,12 +39,15 @@ export interface TraceSpan {
   context(): SpanContext;
   setAttribute(key: string, value: string | number | boolean): void;
   addLinks(to: SpanContext[]): void;
+  /** Marks the span failed without throwing (work that answers its error, e.g. an HTTP 500). */
+  fail(message: string): void;
 }
 
 const NO_SPAN: TraceSpan = {
   context: () => INVALID_SPAN_CONTEXT,
   setAttribute: () => {},
   addLinks: () => {},
+  fail: () => {},
 };
 
 export type TraceSpanKind = 'internal' | 'server' | 'client' | 'producer' | 'consumer';
@@ -79,6 +82,9 @@ function wrap(span: Span): TraceSpan {
     addLinks: (to) => {
       if (to.length > 0) span.addLinks(to.map((c): Link => ({ context: c })));
     },
+    fail: (message) => {
+      span.setStatus({ code: SpanStatusCode.ERROR, message });
+    },
   };
 }
 
@@ -89,6 +95,39 @@ function wrap(span: Span): TraceSpan {
  */
 export function inSpan<T>(name: string, opts: SpanOptions, fn: (span: TraceSpan) => Promise<T>): Promise<T> {
   if (!enabled) return fn(NO_SPAN);
+  const { span, active } = start(name, opts);
+  return context.with(active, async () => {
+    try {
+      return await fn(wrap(span));
+    } catch (err) {
+      failed(span, err);
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/**
+ * inSpan for synchronous work (a relayed frame handed on): `fn` runs inside the span, which ends
+ * when `fn` returns or throws; what `fn` starts (promises, calls out) still runs as its child.
+ */
+export function inSpanSync<T>(name: string, opts: SpanOptions, fn: (span: TraceSpan) => T): T {
+  if (!enabled) return fn(NO_SPAN);
+  const { span, active } = start(name, opts);
+  return context.with(active, () => {
+    try {
+      return fn(wrap(span));
+    } catch (err) {
+      failed(span, err);
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+function start(name: string, opts: SpanOptions): { span: Span; active: Context } {
   let parent = context.active();
   if (opts.parent !== undefined)
     parent = isSpanContext(opts.parent) ? trace.setSpanContext(parent, opts.parent) : opts.parent;
@@ -101,19 +140,11 @@ export function inSpan<T>(name: string, opts: SpanOptions, fn: (span: TraceSpan)
     },
     parent,
   );
-  return context.with(trace.setSpan(parent, span), async () => {
-    try {
-      return await fn(wrap(span));
-    } catch (err) {
-      span.setStatus({
-        code: SpanStatusCode.ERROR,
-        message: err instanceof Error ? err.message : String(err),
-      });
-      throw err;
-    } finally {
-      span.end();
-    }
-  });
+  return { span, active: trace.setSpan(parent, span) };
+}
+
+function failed(span: Span, err: unknown): void {
+  span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
 }
 
 /**

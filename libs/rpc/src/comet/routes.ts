@@ -1,5 +1,6 @@
 // The routes of CometBFT v0.38's RPC (rpc/core/routes.go) over the NodeReader port, with its
 // argument names, defaults, limits and error messages.
+import type { TraceParent } from '../../../telemetry/index.js';
 import type { DuplicateVoteEvidence, Logger, NodeIdentity, NodeReader, Vote } from '../../../types/index.js';
 import {
   BLOCK_PROTOCOL,
@@ -43,6 +44,8 @@ export interface CallContext {
   ws?: WsSubscriber;
   /** Aborted when the client goes away. */
   signal?: AbortSignal;
+  /** The client's W3C trace context (an HTTP request's `traceparent`), when tracing is on. */
+  traceParent?: TraceParent;
 }
 
 /** The WebSocket side of a subscription: the server implements it per connection. */

@@ -4,6 +4,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { type RawData, WebSocket, WebSocketServer } from 'ws';
+import { inSpan, tracingEnabled } from '../../../telemetry/index.js';
 import type { EventBus, Logger, NodeReader } from '../../../types/index.js';
 import {
   answerClientErrors,
@@ -12,6 +13,7 @@ import {
   discardCap,
   enforceWriteTimeout,
   listenOn,
+  traceParentOfRequest,
 } from '../http.js';
 import type { Json } from './encode.js';
 import { type CometEvent, EventHub, type SubscriptionSink } from './events.js';
@@ -445,6 +447,7 @@ export class CometRpcServer {
       remoteAddr: remoteOf(req.socket),
       id: -1,
       signal: abortOnClose(req, res),
+      traceParent: traceParentOfRequest(req),
     });
     if (outcome.ok) {
       this.writeJson(res, 200, response(-1, outcome.result), this.cacheable(route, args, present));
@@ -493,6 +496,7 @@ export class CometRpcServer {
     const out: string[] = [];
     let cache = true;
     const signal = abortOnClose(req, res);
+    const traceParent = traceParentOfRequest(req);
     for (const r of requests) {
       if (r.id === null) continue; // notification: no answer
       const route = this.routes.get(r.method);
@@ -521,6 +525,7 @@ export class CometRpcServer {
         remoteAddr: remoteOf(req.socket),
         id: r.id,
         signal,
+        traceParent,
       });
       out.push(
         outcome.ok ? response(r.id, outcome.result) : errorResponse(r.id, RPC_ERROR.internal, outcome.error),
@@ -554,7 +559,36 @@ export class CometRpcServer {
     res.end(html);
   }
 
-  private async call(
+  private call(
+    method: string,
+    route: RouteDef,
+    args: ArgValue[],
+    ctx: CallContext,
+  ): Promise<{ ok: true; result: Json } | { ok: false; error: string }> {
+    if (!tracingEnabled()) return this.invoke(method, route, args, ctx);
+    // A server span per request, named by its method: `broadcast_tx_sync` is then the parent of
+    // consensus' `abci CheckTx` client span (and so of the executor's CheckTx). Over HTTP the
+    // request's traceparent is its parent; a /websocket message has no headers and starts a trace.
+    return inSpan(
+      method,
+      {
+        kind: 'server',
+        parent: ctx.traceParent,
+        attributes: {
+          'rpc.system': 'jsonrpc',
+          'rpc.method': method,
+          'noded.transport': ctx.ws ? 'ws' : 'http',
+        },
+      },
+      async (span) => {
+        const out = await this.invoke(method, route, args, ctx);
+        if (!out.ok) span.fail(out.error);
+        return out;
+      },
+    );
+  }
+
+  private async invoke(
     method: string,
     route: RouteDef,
     args: ArgValue[],

@@ -4,7 +4,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import { extractTraceContext, inSpan, tracingEnabled } from '../../../telemetry/index.js';
+import { inSpan, tracingEnabled } from '../../../telemetry/index.js';
 import {
   ChainError,
   type EthBlock,
@@ -16,7 +16,14 @@ import {
   type Logger,
   type NodeEvent,
 } from '../../../types/index.js';
-import { answerClientErrors, closeServer, discardBody, discardCap, listenOn } from '../http.js';
+import {
+  answerClientErrors,
+  closeServer,
+  discardBody,
+  discardCap,
+  listenOn,
+  traceParentOfRequest,
+} from '../http.js';
 import { type CallContext, EthApi, type SyncStatus } from './api.js';
 import type { DevAccounts } from './dev-accounts.js';
 import type { DevChainInfo } from './dev-state.js';
@@ -492,7 +499,7 @@ export class EthRpcServer {
     if (body === null) return; // client went away
     const ctx: CallContext = { transport: 'http', afterReply: [] };
     // A request that carries a W3C traceparent joins the caller's trace (docs/json-rpc.md "Tracing").
-    if (tracingEnabled()) ctx.traceParent = extractTraceContext((k) => headerText(req.headers[k]));
+    ctx.traceParent = traceParentOfRequest(req);
     const reply = await this.respondText(body, ctx, this.options.httpTimeoutMs);
     if (res.destroyed) return;
     const text = reply ?? '';
@@ -647,9 +654,4 @@ export class EthRpcServer {
       }
     }
   }
-}
-
-/** One header's text (the first of a repeated one). */
-function headerText(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
 }

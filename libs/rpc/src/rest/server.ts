@@ -8,6 +8,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
+import { inSpan, tracingEnabled } from '../../../telemetry/index.js';
 import type { EthChain, Logger, NodeReader } from '../../../types/index.js';
 import type { TxIndexer } from '../comet/indexer.js';
 import {
@@ -17,6 +18,7 @@ import {
   discardCap,
   enforceWriteTimeout,
   listenOn,
+  traceParentOfRequest,
 } from '../http.js';
 import { openApiDocument } from './openapi.js';
 import { ApiConfigError, type ApiOptions, validateApiOptions } from './options.js';
@@ -221,21 +223,50 @@ export class RestServer {
       gatewayError(res, 405, 12, 'Method Not Allowed');
       return;
     }
-    try {
-      const body = await match.route.handler(this.ctx, {
-        params: match.params,
-        query: url.searchParams,
-        headers: req.headers,
-      });
-      const text = JSON.stringify(body);
-      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-      res.end(req.method === 'HEAD' ? undefined : text);
-    } catch (err) {
-      if (err instanceof GatewayError) gatewayError(res, err.httpStatus, err.grpcCode, err.message);
-      else {
+    const answer = async (): Promise<number> => {
+      try {
+        const body = await route.handler(this.ctx, {
+          params: match.params,
+          query: url.searchParams,
+          headers: req.headers,
+        });
+        const text = JSON.stringify(body);
+        res.writeHead(200, {
+          'Content-Type': 'application/json',
+          'Content-Length': Buffer.byteLength(text),
+        });
+        res.end(req.method === 'HEAD' ? undefined : text);
+        return 200;
+      } catch (err) {
+        if (err instanceof GatewayError) {
+          gatewayError(res, err.httpStatus, err.grpcCode, err.message);
+          return err.httpStatus;
+        }
         this.logger.warn({ err: (err as Error).message, path }, 'REST query failed');
         gatewayError(res, 500, 13, (err as Error).message);
+        return 500;
       }
+    };
+    const route = match.route;
+    if (!tracingEnabled()) {
+      await answer();
+      return;
     }
+    // A server span per route, named as OpenTelemetry's HTTP conventions name one ("GET
+    // /cosmos/bank/v1beta1/balances/{address}"); a W3C traceparent header makes it the child of the
+    // caller's span, and the reads it makes over gRPC (an rpc-edge's state-store) its children.
+    await inSpan(
+      `${req.method} ${route.path}`,
+      {
+        kind: 'server',
+        parent: traceParentOfRequest(req),
+        attributes: { 'http.request.method': req.method, 'http.route': route.path, 'url.path': path },
+      },
+      async (span) => {
+        const status = await answer();
+        span.setAttribute('http.response.status_code', status);
+        if (status >= 500) span.fail(`HTTP ${status}`);
+      },
+    );
   }
 }

@@ -137,6 +137,18 @@ export interface Frame {
   peer: string;
   protocol: string;
   payload: Uint8Array;
+  /**
+   * The W3C trace context (`traceparent`, `tracestate`) of the gateway's span for this frame, when
+   * the gateway traces (docs/cluster.md "Tracing"); empty otherwise. Consensus handles the frame in a
+   * span that is its child, so a transaction a peer gossiped is one trace from the gateway to the
+   * executor's CheckTx.
+   */
+  traceContext: { [key: string]: string };
+}
+
+export interface Frame_TraceContextEntry {
+  key: string;
+  value: string;
 }
 
 /** A request the gateway did not carry out, and why; the stream goes on. */
@@ -1049,7 +1061,7 @@ export const PeerDown: MessageFns<PeerDown> = {
 };
 
 function createBaseFrame(): Frame {
-  return { peer: "", protocol: "", payload: new Uint8Array(0) };
+  return { peer: "", protocol: "", payload: new Uint8Array(0), traceContext: {} };
 }
 
 export const Frame: MessageFns<Frame> = {
@@ -1063,6 +1075,9 @@ export const Frame: MessageFns<Frame> = {
     if (message.payload.length !== 0) {
       writer.uint32(26).bytes(message.payload);
     }
+    globalThis.Object.entries(message.traceContext).forEach(([key, value]: [string, string]) => {
+      Frame_TraceContextEntry.encode({ key: key as any, value }, writer.uint32(34).fork()).join();
+    });
     return writer;
   },
 
@@ -1103,6 +1118,17 @@ export const Frame: MessageFns<Frame> = {
             message.payload = reader.bytes();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            const entry4 = Frame_TraceContextEntry.decode(reader, reader.uint32());
+            if (entry4.value !== undefined) {
+              message.traceContext[entry4.key] = entry4.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1123,6 +1149,82 @@ export const Frame: MessageFns<Frame> = {
     message.peer = object.peer ?? "";
     message.protocol = object.protocol ?? "";
     message.payload = object.payload ?? new Uint8Array(0);
+    message.traceContext = (globalThis.Object.entries(object.traceContext ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseFrame_TraceContextEntry(): Frame_TraceContextEntry {
+  return { key: "", value: "" };
+}
+
+export const Frame_TraceContextEntry: MessageFns<Frame_TraceContextEntry> = {
+  encode(message: Frame_TraceContextEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Frame_TraceContextEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFrame_TraceContextEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<Frame_TraceContextEntry>, I>>(base?: I): Frame_TraceContextEntry {
+    return Frame_TraceContextEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Frame_TraceContextEntry>, I>>(object: I): Frame_TraceContextEntry {
+    const message = createBaseFrame_TraceContextEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };
