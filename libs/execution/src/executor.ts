@@ -350,6 +350,13 @@ export class Executor implements Application, EthChain {
   private initialized = false;
   private closed = false;
   private pending: PendingBlock | undefined;
+  /**
+   * The transaction hashes of blocks committed since the mempool was last updated against their
+   * state (recheckMempool), by height. A transaction in the mempool and in none of these is not
+   * in any block, so a receipt poll for it is answered without a read of the tx-hash index (see
+   * minedLocation): under load nearly all of this thread's RocksDB reads were such misses.
+   */
+  private minedSincePoolUpdate: Array<{ height: number; hashes: Set<string> }> = [];
   private recentTips: bigint[] = [];
   /** reloadCommitted (read replica) has looked back for recent tips. */
   private tipsLoaded = false;
@@ -1273,6 +1280,8 @@ export class Executor implements Application, EthChain {
     await this.opts.kv.write(ops, { sync: opts?.durable !== false });
     const writeMs = performance.now() - tWrite;
     this.db.finishCommit(p.built, newOldest);
+    if (p.block.txHashes.length > 0)
+      this.minedSincePoolUpdate.push({ height: p.height, hashes: new Set(p.block.txHashes.map(toHex)) });
     this.opts.logger.debug(
       {
         height: p.height,
@@ -1360,6 +1369,8 @@ export class Executor implements Application, EthChain {
     for (const [k, v] of Object.entries(meta)) ops.push({ type: 'put', key: metaKey(k), value: enc(v) });
     await this.opts.kv.write(ops, { sync: true });
     this.chain.clearCaches();
+    // Heights at or below the target were rechecked when committed; those above are gone.
+    this.minedSincePoolUpdate = [];
     this.callBlock = undefined;
     this.recentTips = [];
     this.lastProposer = undefined;
@@ -1637,13 +1648,30 @@ export class Executor implements Application, EthChain {
   }
 
   private async recheckMempool(): Promise<void> {
+    // Every sender with a pooled transaction gets its nonce at this height: a pooled transaction
+    // mined at or below it leaves the pool (nonce too low), so those heights' hashes are no longer
+    // needed by minedLocation.
+    const height = this.db.latest;
     const senders = this.pool.senders();
-    if (senders.length === 0) return;
-    await this.db.prefetchAccounts(senders);
-    const states = new Map<string, SenderState>();
-    for (const s of senders) states.set(s, await this.senderState(s));
-    const dropped = this.pool.update(states, this.opts.mempool.recheck);
-    for (const e of dropped) this.forget(e.d.hashHex);
+    if (senders.length > 0) {
+      await this.db.prefetchAccounts(senders);
+      const states = new Map<string, SenderState>();
+      for (const s of senders) states.set(s, await this.senderState(s));
+      const dropped = this.pool.update(states, this.opts.mempool.recheck);
+      for (const e of dropped) this.forget(e.d.hashHex);
+    }
+    this.minedSincePoolUpdate = this.minedSincePoolUpdate.filter((m) => m.height > height);
+  }
+
+  /**
+   * Where the transaction `hash` (lowercase 0x hex) was mined, or undefined: read from the tx-hash
+   * index, except for a transaction waiting in the mempool that no block since the pool's last
+   * update holds, which is in no block (the pool drops a mined transaction at that update).
+   */
+  private async minedLocation(hash: Hex): Promise<{ number: bigint; index: number } | undefined> {
+    if (this.pool.get(hash) && !this.minedSincePoolUpdate.some((m) => m.hashes.has(hash))) return undefined;
+    const loc = await this.chain.txLocation(fromHex(hash));
+    return loc && loc.number <= BigInt(this.db.latest) ? loc : undefined;
   }
 
   // =================================================================== mempool extras (NodeReader)
@@ -1892,9 +1920,8 @@ export class Executor implements Application, EthChain {
   }
 
   async getTransaction(hash: Hex): Promise<EthTx | undefined> {
-    const h = fromHex(hash);
-    const loc = await this.chain.txLocation(h);
-    if (loc && loc.number <= BigInt(this.db.latest)) {
+    const loc = await this.minedLocation(hash.toLowerCase() as Hex);
+    if (loc) {
       const b = await this.chain.block(loc.number);
       const t = (await this.chain.txs(loc.number))[loc.index];
       if (b && t) {
@@ -1914,8 +1941,8 @@ export class Executor implements Application, EthChain {
   }
 
   async getReceipt(hash: Hex): Promise<EthReceipt | undefined> {
-    const loc = await this.chain.txLocation(fromHex(hash));
-    if (!loc || loc.number > BigInt(this.db.latest)) return undefined;
+    const loc = await this.minedLocation(hash.toLowerCase() as Hex);
+    if (!loc) return undefined;
     const b = await this.chain.block(loc.number);
     const rs = await this.chain.receipts(loc.number);
     if (!b || !rs[loc.index]) return undefined;
