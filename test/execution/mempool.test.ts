@@ -343,10 +343,11 @@ describe('mempool admission (CheckTx) with geth messages', () => {
     // The block's head is published after its write and before the pool drops the transaction:
     // a receipt asked at that moment (as a client that saw the head does) is the mined one.
     const atHead: Array<Promise<unknown>> = [];
-    n.bus.subscribe((e) => {
+    const unsubscribe = n.bus.subscribe((e) => {
       if (e.kind === 'EthNewHead') atHead.push(n.ex.getReceipt(hash), n.ex.getTransaction(hash));
     });
     await produceBlock(n);
+    unsubscribe();
     assert.equal(atHead.length, 2);
     const [receiptAtHead, txAtHead] = (await Promise.all(atHead)) as [
       { blockNumber: bigint; status: number } | undefined,
@@ -358,5 +359,14 @@ describe('mempool admission (CheckTx) with geth messages', () => {
     assert.equal(n.ex.unconfirmedTxs(10).total, 0, 'the mined transaction left the pool');
     assert.equal((await n.ex.getReceipt(hash))?.blockNumber, 1n);
     assert.equal((await n.ex.getTransaction(hash))?.blockNumber, 1n);
+    assert.deepEqual(txIndexReads, [], "a recent block's transaction is found without the index");
+
+    // Once its block is older than the few kept in memory, the index answers, with the same receipt.
+    for (let i = 0; i < 5; i++) await produceBlock(n);
+    assert.deepEqual(await n.ex.getReceipt(hash), receiptAtHead);
+    assert.deepEqual(txIndexReads, [hash.slice(2)]);
+    const unknown = `0x${'11'.repeat(32)}` as Hex;
+    assert.equal(await n.ex.getReceipt(unknown), undefined);
+    assert.equal(txIndexReads.length, 2, 'a hash neither pooled nor recent is looked up');
   });
 });

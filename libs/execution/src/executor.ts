@@ -351,12 +351,14 @@ export class Executor implements Application, EthChain {
   private closed = false;
   private pending: PendingBlock | undefined;
   /**
-   * The transaction hashes of blocks committed since the mempool was last updated against their
-   * state (recheckMempool), by height. A transaction in the mempool and in none of these is not
-   * in any block, so a receipt poll for it is answered without a read of the tx-hash index (see
-   * minedLocation): under load nearly all of this thread's RocksDB reads were such misses.
+   * The position of every transaction of the blocks committed since the mempool was last updated
+   * against their state (recheckMempool) and of the newest RECENT_LOCATION_BLOCKS, by height. A
+   * transaction in the mempool and in none of these is in no block (the pool drops a mined one at
+   * that update), so a receipt poll for it needs no read of the tx-hash index; one in these blocks
+   * is found here (see minedLocation). Under the sustained loads nearly all of this thread's
+   * RocksDB reads were those index reads.
    */
-  private minedSincePoolUpdate: Array<{ height: number; hashes: Set<string> }> = [];
+  private recentlyMined: Array<{ height: number; hashes: Map<string, number> }> = [];
   private recentTips: bigint[] = [];
   /** reloadCommitted (read replica) has looked back for recent tips. */
   private tipsLoaded = false;
@@ -1281,7 +1283,10 @@ export class Executor implements Application, EthChain {
     const writeMs = performance.now() - tWrite;
     this.db.finishCommit(p.built, newOldest);
     if (p.block.txHashes.length > 0)
-      this.minedSincePoolUpdate.push({ height: p.height, hashes: new Set(p.block.txHashes.map(toHex)) });
+      this.recentlyMined.push({
+        height: p.height,
+        hashes: new Map(p.block.txHashes.map((h, i) => [toHex(h), i])),
+      });
     this.opts.logger.debug(
       {
         height: p.height,
@@ -1370,7 +1375,7 @@ export class Executor implements Application, EthChain {
     await this.opts.kv.write(ops, { sync: true });
     this.chain.clearCaches();
     // Heights at or below the target were rechecked when committed; those above are gone.
-    this.minedSincePoolUpdate = [];
+    this.recentlyMined = [];
     this.callBlock = undefined;
     this.recentTips = [];
     this.lastProposer = undefined;
@@ -1660,16 +1665,23 @@ export class Executor implements Application, EthChain {
       const dropped = this.pool.update(states, this.opts.mempool.recheck);
       for (const e of dropped) this.forget(e.d.hashHex);
     }
-    this.minedSincePoolUpdate = this.minedSincePoolUpdate.filter((m) => m.height > height);
+    // The newest RECENT_LOCATION_BLOCKS stay too: their receipts are the ones polled for.
+    this.recentlyMined = this.recentlyMined.filter(
+      (m) => m.height > height || m.height > this.db.latest - RECENT_LOCATION_BLOCKS,
+    );
   }
 
   /**
-   * Where the transaction `hash` (lowercase 0x hex) was mined, or undefined: read from the tx-hash
-   * index, except for a transaction waiting in the mempool that no block since the pool's last
-   * update holds, which is in no block (the pool drops a mined transaction at that update).
+   * Where the transaction `hash` (lowercase 0x hex) was mined, or undefined: from recentlyMined,
+   * else nowhere for a transaction waiting in the mempool, else from the tx-hash index.
    */
   private async minedLocation(hash: Hex): Promise<{ number: bigint; index: number } | undefined> {
-    if (this.pool.get(hash) && !this.minedSincePoolUpdate.some((m) => m.hashes.has(hash))) return undefined;
+    for (const m of this.recentlyMined) {
+      const index = m.hashes.get(hash);
+      if (index !== undefined)
+        return m.height <= this.db.latest ? { number: BigInt(m.height), index } : undefined;
+    }
+    if (this.pool.get(hash)) return undefined;
     const loc = await this.chain.txLocation(fromHex(hash));
     return loc && loc.number <= BigInt(this.db.latest) ? loc : undefined;
   }
@@ -2611,6 +2623,9 @@ function receiptBloom(r: StoredReceipt): Uint8Array {
   }
   return bloom;
 }
+
+/** Blocks whose transaction positions the executor keeps in memory for receipt polls (minedLocation). */
+const RECENT_LOCATION_BLOCKS = 4;
 
 /** The pool account's code: PUSH1 0 PUSH1 0 REVERT (see genesisPoolAccount). */
 const POOL_ACCOUNT_CODE = Uint8Array.of(0x60, 0x00, 0x60, 0x00, 0xfd);
