@@ -333,49 +333,6 @@ describe('JSON-RPC edge over a message channel', () => {
     }
   });
 
-  it('answers the transactions of one turn in one message, a read at once', async () => {
-    // The host's admission answers wait for the end of its turn (or leave with the next pushed
-    // message): a burst of 16 transactions costs one postMessage instead of 16.
-    const probe = new MessageChannel();
-    const quick = Object.create(chain) as FakeChain;
-    quick.sendRawTransaction = async (raw: Uint8Array) =>
-      `0x${'ab'.repeat(31)}${raw[0]!.toString(16).padStart(2, '0')}` as Hex;
-    const h2 = new EthEdgeHost({
-      channel: probe.port1,
-      chain: quick,
-      bus: new EventBus(),
-      logger: capturingLogger([]),
-    });
-    const batches: Array<Array<{ t: string; id?: number; v?: unknown }>> = [];
-    probe.port2.on('message', (batch) =>
-      batches.push(batch as Array<{ t: string; id?: number; v?: unknown }>),
-    );
-    try {
-      const send = (id: number) => ({ t: 'call', id, m: 'sendRawTransaction', a: [Uint8Array.of(id)] });
-      probe.port2.postMessage([
-        send(1),
-        send(2),
-        send(3),
-        { t: 'call', id: 4, m: 'getBalance', a: [addr(1), 1n] },
-        send(5),
-        send(6),
-      ]);
-      const deadline = Date.now() + 3000;
-      const answered = () => batches.flat().filter((m) => m.t === 'ret').length;
-      while (answered() < 6 && Date.now() < deadline) await sleep(5);
-      await sleep(20);
-      const rets = batches.map((b) => b.filter((m) => m.t === 'ret').map((m) => m.id));
-      assert.deepEqual(rets.flat().sort(), [1, 2, 3, 4, 5, 6]);
-      for (const id of [1, 2, 3, 5, 6])
-        assert.equal(batches.flat().find((m) => m.id === id)?.v, `0x${'ab'.repeat(31)}0${id}`);
-      assert.ok(rets.length <= 2, `six answers in ${rets.length} messages: ${JSON.stringify(rets)}`);
-    } finally {
-      h2.abort(new Error('done'));
-      probe.port1.close();
-      probe.port2.close();
-    }
-  });
-
   it('lets timers run while a flood of chain calls is served', async () => {
     // 2,000 calls of 0.2 ms each arrive at once (a message port hands them all over in one go).
     // A timer due now must fire long before the last one is served: consensus timers live on

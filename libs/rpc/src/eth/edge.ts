@@ -496,11 +496,7 @@ export class EthEdgeHost {
     } catch (err) {
       reply = { t: 'err', id, e: toWire(err) };
     }
-    if (this.closed) return;
-    // A transaction's admission answer leaves with the others of this turn, in one message (see
-    // Outbox); a read's answer leaves at once.
-    if (method === 'sendRawTransaction') this.out.later(reply);
-    else this.out.push(reply);
+    if (!this.closed) this.out.push(reply);
   }
 
   private async serveDev(id: number, method: string, args: unknown[]): Promise<void> {
