@@ -10,16 +10,18 @@ import {
   solidityPackedKeccak256,
 } from 'ethers';
 import { keccak256, secp256k1Sign } from '../../libs/crypto/index.js';
+import { Executor } from '../../libs/execution/index.js';
 import { chainCommon } from '../../libs/execution/src/evm/common.js';
 import { BRIDGE_OUT_ADDRESS, BRIDGE_OUT_CODE } from '../../libs/execution/src/precompiles/bridge-out.js';
 import { BTC_TOKEN_ADDRESS, BTC_TOKEN_CODE } from '../../libs/execution/src/precompiles/btc-token.js';
-import { ChainError, type Hex } from '../../libs/types/index.js';
+import { ChainError, EventBus, type Hex } from '../../libs/types/index.js';
 import { LAB_SOL, TOKEN_SOL } from './contracts.js';
 import {
   addr,
   CHAIN_ID,
   compile,
   ETH,
+  executorOptions,
   GWEI,
   key,
   PROPOSER,
@@ -109,6 +111,22 @@ describe('EVM execution through the executor', () => {
     assert.equal(byTopic[0].transactionHash, receipt?.transactionHash);
     assert.equal(byTopic[0].blockNumber, receipt?.blockNumber);
     assert.deepEqual(await n.ex.getLogs({ fromBlock: from, toBlock: to, addresses: [addr(other)] }), []);
+
+    // The receipt's bloom (execution's own, kept with the receipt) holds the log's address and
+    // topics (Yellow Paper 4.3.1), and is the bloom of the same receipt read back from the store.
+    const bloom = new Uint8Array(256);
+    for (const item of [receipt!.logs[0].address, ...receipt!.logs[0].topics]) {
+      const h = Buffer.from(ethersKeccak(item).slice(2), 'hex');
+      for (let i = 0; i < 6; i += 2) {
+        const bit = ((h[i]! << 8) | h[i + 1]!) & 2047;
+        bloom[255 - (bit >> 3)]! |= 1 << (bit & 7);
+      }
+    }
+    assert.equal(receipt?.logsBloom, hexOf(bloom));
+    const reopened = await Executor.open(executorOptions(n.kv, new EventBus()));
+    const stored = await reopened.getReceipt(receipt!.transactionHash);
+    assert.equal(stored?.logsBloom, hexOf(bloom));
+    assert.deepEqual(stored, receipt);
   });
 
   it('records a revert with its reason: status 0, gas charged, geth errors from call and estimateGas', async () => {

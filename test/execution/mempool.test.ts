@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { defaultGasOptions, defaultMempoolOptions } from '../../libs/execution/index.js';
+import { MemoryKV } from '../../libs/storage/index.js';
 import { ChainError, type Hex } from '../../libs/types/index.js';
 import {
   addr,
@@ -322,5 +323,50 @@ describe('mempool admission (CheckTx) with geth messages', () => {
     const tx = await n.ex.getTransaction(hash);
     assert.equal(tx?.blockHash, null);
     assert.equal(tx?.from, addr(a));
+  });
+
+  it('a pooled transaction has no receipt without a read of the tx-hash index; once mined, it has one, also before the pool is updated', async () => {
+    const kv = new MemoryKV();
+    const txIndexReads: string[] = [];
+    const get = kv.get.bind(kv);
+    kv.get = (k: Uint8Array) => {
+      if (k[0] === 0x43) txIndexReads.push(Buffer.from(k.subarray(1)).toString('hex'));
+      return get(k);
+    };
+    const n = await startNode(rich([a]), {}, kv);
+    const hash = (await n.ex.sendRawTransaction(signTx(a, { nonce: 0n, to: addr(b), value: 5n }))) as Hex;
+    assert.equal(await n.ex.getReceipt(hash), undefined);
+    assert.equal(await n.ex.getReceipt(hash.toUpperCase().replace('0X', '0x') as Hex), undefined);
+    assert.equal((await n.ex.getTransaction(hash))?.blockHash, null);
+    assert.deepEqual(txIndexReads, [], 'a pooled, unmined transaction is not looked up in the index');
+
+    // The block's head is published after its write and before the pool drops the transaction:
+    // a receipt asked at that moment (as a client that saw the head does) is the mined one.
+    const atHead: Array<Promise<unknown>> = [];
+    const unsubscribe = n.bus.subscribe((e) => {
+      if (e.kind === 'EthNewHead') atHead.push(n.ex.getReceipt(hash), n.ex.getTransaction(hash));
+    });
+    await produceBlock(n);
+    unsubscribe();
+    assert.equal(atHead.length, 2);
+    const [receiptAtHead, txAtHead] = (await Promise.all(atHead)) as [
+      { blockNumber: bigint; status: number } | undefined,
+      { blockNumber: bigint | null } | undefined,
+    ];
+    assert.equal(receiptAtHead?.blockNumber, 1n);
+    assert.equal(receiptAtHead?.status, 1);
+    assert.equal(txAtHead?.blockNumber, 1n);
+    assert.equal(n.ex.unconfirmedTxs(10).total, 0, 'the mined transaction left the pool');
+    assert.equal((await n.ex.getReceipt(hash))?.blockNumber, 1n);
+    assert.equal((await n.ex.getTransaction(hash))?.blockNumber, 1n);
+    assert.deepEqual(txIndexReads, [], "a recent block's transaction is found without the index");
+
+    // Once its block is older than the few kept in memory, the index answers, with the same receipt.
+    for (let i = 0; i < 5; i++) await produceBlock(n);
+    assert.deepEqual(await n.ex.getReceipt(hash), receiptAtHead);
+    assert.deepEqual(txIndexReads, [hash.slice(2)]);
+    const unknown = `0x${'11'.repeat(32)}` as Hex;
+    assert.equal(await n.ex.getReceipt(unknown), undefined);
+    assert.equal(txIndexReads.length, 2, 'a hash neither pooled nor recent is looked up');
   });
 });

@@ -355,6 +355,15 @@ export class Executor implements Application, EthChain {
   private initialized = false;
   private closed = false;
   private pending: PendingBlock | undefined;
+  /**
+   * The position of every transaction of the blocks committed since the mempool was last updated
+   * against their state (recheckMempool) and of the newest RECENT_LOCATION_BLOCKS, by height. A
+   * transaction in the mempool and in none of these is in no block (the pool drops a mined one at
+   * that update), so a receipt poll for it needs no read of the tx-hash index; one in these blocks
+   * is found here (see minedLocation). Under the sustained loads nearly all of this thread's
+   * RocksDB reads were those index reads.
+   */
+  private recentlyMined: Array<{ height: number; hashes: Map<string, number> }> = [];
   private recentTips: bigint[] = [];
   /** reloadCommitted (read replica) has looked back for recent tips. */
   private tipsLoaded = false;
@@ -1279,6 +1288,11 @@ export class Executor implements Application, EthChain {
     await this.opts.kv.write(ops, { sync: opts?.durable !== false });
     const writeMs = performance.now() - tWrite;
     this.db.finishCommit(p.built, newOldest);
+    if (p.block.txHashes.length > 0)
+      this.recentlyMined.push({
+        height: p.height,
+        hashes: new Map(p.block.txHashes.map((h, i) => [toHex(h), i])),
+      });
     this.opts.logger.debug(
       {
         height: p.height,
@@ -1366,6 +1380,8 @@ export class Executor implements Application, EthChain {
     for (const [k, v] of Object.entries(meta)) ops.push({ type: 'put', key: metaKey(k), value: enc(v) });
     await this.opts.kv.write(ops, { sync: true });
     this.chain.clearCaches();
+    // Heights at or below the target were rechecked when committed; those above are gone.
+    this.recentlyMined = [];
     this.callBlock = undefined;
     this.recentTips = [];
     this.lastProposer = undefined;
@@ -1644,13 +1660,37 @@ export class Executor implements Application, EthChain {
   }
 
   private async recheckMempool(): Promise<void> {
+    // Every sender with a pooled transaction gets its nonce at this height: a pooled transaction
+    // mined at or below it leaves the pool (nonce too low), so those heights' hashes are no longer
+    // needed by minedLocation.
+    const height = this.db.latest;
     const senders = this.pool.senders();
-    if (senders.length === 0) return;
-    await this.db.prefetchAccounts(senders);
-    const states = new Map<string, SenderState>();
-    for (const s of senders) states.set(s, await this.senderState(s));
-    const dropped = this.pool.update(states, this.opts.mempool.recheck);
-    for (const e of dropped) this.forget(e.d.hashHex);
+    if (senders.length > 0) {
+      await this.db.prefetchAccounts(senders);
+      const states = new Map<string, SenderState>();
+      for (const s of senders) states.set(s, await this.senderState(s));
+      const dropped = this.pool.update(states, this.opts.mempool.recheck);
+      for (const e of dropped) this.forget(e.d.hashHex);
+    }
+    // The newest RECENT_LOCATION_BLOCKS stay too: their receipts are the ones polled for.
+    this.recentlyMined = this.recentlyMined.filter(
+      (m) => m.height > height || m.height > this.db.latest - RECENT_LOCATION_BLOCKS,
+    );
+  }
+
+  /**
+   * Where the transaction `hash` (lowercase 0x hex) was mined, or undefined: from recentlyMined,
+   * else nowhere for a transaction waiting in the mempool, else from the tx-hash index.
+   */
+  private async minedLocation(hash: Hex): Promise<{ number: bigint; index: number } | undefined> {
+    for (const m of this.recentlyMined) {
+      const index = m.hashes.get(hash);
+      if (index !== undefined)
+        return m.height <= this.db.latest ? { number: BigInt(m.height), index } : undefined;
+    }
+    if (this.pool.get(hash)) return undefined;
+    const loc = await this.chain.txLocation(fromHex(hash));
+    return loc && loc.number <= BigInt(this.db.latest) ? loc : undefined;
   }
 
   // =================================================================== mempool extras (NodeReader)
@@ -1909,9 +1949,8 @@ export class Executor implements Application, EthChain {
   }
 
   async getTransaction(hash: Hex): Promise<EthTx | undefined> {
-    const h = fromHex(hash);
-    const loc = await this.chain.txLocation(h);
-    if (loc && loc.number <= BigInt(this.db.latest)) {
+    const loc = await this.minedLocation(hash.toLowerCase() as Hex);
+    if (loc) {
       const b = await this.chain.block(loc.number);
       const t = (await this.chain.txs(loc.number))[loc.index];
       if (b && t) {
@@ -1931,8 +1970,8 @@ export class Executor implements Application, EthChain {
   }
 
   async getReceipt(hash: Hex): Promise<EthReceipt | undefined> {
-    const loc = await this.chain.txLocation(fromHex(hash));
-    if (!loc || loc.number > BigInt(this.db.latest)) return undefined;
+    const loc = await this.minedLocation(hash.toLowerCase() as Hex);
+    if (!loc) return undefined;
     const b = await this.chain.block(loc.number);
     const rs = await this.chain.receipts(loc.number);
     if (!b || !rs[loc.index]) return undefined;
@@ -2601,6 +2640,9 @@ function receiptBloom(r: StoredReceipt): Uint8Array {
   }
   return bloom;
 }
+
+/** Blocks whose transaction positions the executor keeps in memory for receipt polls (minedLocation). */
+const RECENT_LOCATION_BLOCKS = 4;
 
 /** The pool account's code: PUSH1 0 PUSH1 0 REVERT (see genesisPoolAccount). */
 const POOL_ACCOUNT_CODE = Uint8Array.of(0x60, 0x00, 0x60, 0x00, 0xfd);
