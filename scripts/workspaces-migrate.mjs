@@ -27,8 +27,9 @@
 // 5. Dockerfile: each workspace's package.json is copied before each `npm ci` (npm needs them to
 //    install a workspace tree) and the runtime stage copies dist/node_modules; .dockerignore lets
 //    scripts/dist-packages.mjs into the build context.
-// TypeScript needs no change: it resolves @noded/x through node_modules/@noded/x, the link npm makes
-// to libs/x, and the "./index.js" export to index.ts (the source beside it), compiled once into dist/.
+// 6. tsconfig.json: `paths` from @noded/x to libs/x/index.ts and @noded/x/* to libs/x/* (sources
+//    next to the tsconfig, so a copy of the tree compiles its own files, and no link is needed to
+//    type-check); scripts/mutate.mjs builds its sandbox with `npm run build` (dist-packages.mjs too).
 // After it: `npm install` (links the workspaces, rewrites package-lock.json), then `npm run build`.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -233,6 +234,37 @@ for (const [k, v] of Object.entries(rootPkg)) {
 const BUILD = 'tsc -p tsconfig.json && node scripts/dist-packages.mjs';
 nextRoot.scripts = { ...nextRoot.scripts, build: BUILD };
 write('package.json', json(nextRoot));
+
+// ---- tsconfig.json paths and the mutation sandbox's build ----------------------------------------
+// `paths` resolve @noded/x to the sources next to the tsconfig, not through node_modules: a copy of
+// the tree (Stryker's sandbox, whose node_modules links back to the original) compiles its own
+// files, and a type check needs no `npm install` for the links.
+/** JSON as this repository writes it: objects one key a line, arrays of strings on one line. */
+function formatJson(value, indent = '') {
+  if (Array.isArray(value)) return `[${value.map((v) => JSON.stringify(v)).join(', ')}]`;
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  const inner = `${indent}  `;
+  const body = Object.entries(value).map(([k, v]) => `${inner}${JSON.stringify(k)}: ${formatJson(v, inner)}`);
+  return body.length === 0 ? '{}' : `{\n${body.join(',\n')}\n${indent}}`;
+}
+const tsconfig = JSON.parse(read('tsconfig.json'));
+const paths = {};
+for (const p of [...packages].sort((a, b) => (a.name < b.name ? -1 : 1))) {
+  if (p.hasIndex) paths[p.name] = [`./${p.dir}/index.ts`];
+  paths[`${p.name}/*`] = [`./${p.dir}/*`];
+}
+tsconfig.compilerOptions = { ...tsconfig.compilerOptions, paths };
+write('tsconfig.json', `${formatJson(tsconfig)}\n`);
+if (existsSync(join(ROOT, 'scripts/mutate.mjs'))) {
+  // The sandbox's dist/ needs its package links too (scripts/dist-packages.mjs): the whole build.
+  write(
+    'scripts/mutate.mjs',
+    read('scripts/mutate.mjs').replace(
+      "buildCommand: 'npx tsc -p tsconfig.json',",
+      "buildCommand: 'npm run build',",
+    ),
+  );
+}
 
 // ---- 5. Dockerfile and .dockerignore ------------------------------------------------------------
 if (existsSync(join(ROOT, 'Dockerfile'))) {
