@@ -1,6 +1,18 @@
 // libs/config: schemas, seed defaults, networks, genesis and key files. Everything an operator writes
 // is parsed and checked here, and every problem is reported as `<file>: <key>: <rule>, got <value>`.
 
+// Key files in CometBFT's formats: read here, their formats in libs/crypto (re-exported for config's users).
+export {
+  type Ed25519Key,
+  initialValidatorStateJson,
+  KeyFileError,
+  newEd25519Key,
+  nodeKeyJson,
+  PRIV_KEY_TYPE,
+  PUB_KEY_TYPE,
+  type ValidatorKey,
+  validatorKeyJson,
+} from '../crypto/index.js';
 // Ethereum address checks used by genesis validation.
 export { checkEthAddress, toChecksumAddress } from './src/address.js';
 // Seed constants (chain ids, EVM chain ids, ports, consensus params, dev mnemonic): defined once here.
@@ -13,8 +25,7 @@ export { ENV_PREFIX, type Env, envNameOf } from './src/env.js';
 export * from './src/genesis.js';
 // Home layout and the lock that keeps two nodes (or a reset and a node) off one home.
 export * from './src/home.js';
-// Key files in CometBFT's formats.
-export * from './src/keys.js';
+export { loadNodeKey, loadValidatorKey } from './src/keys.js';
 // The loader the node and the CLI call, and the list of listeners it configures.
 export {
   type ListenerConfig,

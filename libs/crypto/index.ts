@@ -12,6 +12,21 @@ export {
   nodeIdFromPublicKey,
 } from './src/ed25519.js';
 export { keccak256, sha256 } from './src/hash.js';
+// CometBFT's key files (node_key.json, priv_validator_key.json), parsed and written (never read
+// here): consensus' FilePV parses its key without importing libs/config, which imports consensus.
+export {
+  type Ed25519Key,
+  initialValidatorStateJson,
+  KeyFileError,
+  newEd25519Key,
+  nodeKeyJson,
+  PRIV_KEY_TYPE,
+  PUB_KEY_TYPE,
+  parseNodeKeyJson,
+  parseValidatorKeyJson,
+  type ValidatorKey,
+  validatorKeyJson,
+} from './src/key-files.js';
 // The RFC 6962 Merkle tree of CometBFT (header data_hash, transaction proofs).
 export { merkleAuntsAll, merkleProof, merkleRoot, merkleRootFromProof } from './src/merkle.js';
 // Which implementations are native here (both are on linux-x64, from the packages' prebuilt binaries).

@@ -1,4 +1,4 @@
-// The node's two worker threads run under heap caps (services/noded/src/worker-limits.ts). A worker
+// The node's two worker threads run under heap caps (services/shared/src/worker-limits.ts). A worker
 // that reaches its cap must fail loudly: the node is told once, with an error naming the thread and
 // the cap, every request waiting on the thread is rejected, later ones too, and closing does not hang.
 // Each test starts the real thread with a small cap and makes the real code path allocate past it.
@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { IndexerThread } from '../../services/noded/src/indexer-thread/thread.js';
-import { WORKER_LIMITS } from '../../services/noded/src/worker-limits.js';
+import { IndexerThread } from '../../services/shared/src/indexer-thread/thread.js';
+import { WORKER_LIMITS } from '../../services/shared/src/worker-limits.js';
 
 const SMALL = { maxOldGenerationSizeMb: 32, maxYoungGenerationSizeMb: 4 };
 

@@ -10,7 +10,7 @@ import { keccak256, sha256 } from '../../libs/crypto/index.js';
 import { IndexerQueryError, TxIndexer } from '../../libs/rpc/src/comet/index.js';
 import { MemoryKV, RocksKV } from '../../libs/storage/index.js';
 import { silentLogger } from '../../libs/types/index.js';
-import { IndexerThread } from '../../services/noded/src/indexer-thread/thread.js';
+import { IndexerThread } from '../../services/shared/src/indexer-thread/thread.js';
 import { FakeChain } from './fake-node.js';
 
 const heightsOf = (txs: Array<{ height: number; index: number }>) => txs.map((t) => `${t.height}/${t.index}`);

@@ -1,5 +1,5 @@
 // FilePV: the validator's signer with CometBFT's double-sign guard (privval/file.go).
-// Key:   config/priv_validator_key.json (libs/config format).
+// Key:   config/priv_validator_key.json (libs/crypto key-files.ts).
 // State: data/priv_validator_state.json
 //   {"height":"N","round":R,"step":S,"signature":"<base64>","signbytes":"<HEX>"}
 //   steps: 1 propose, 2 prevote, 3 precommit. The state is written to a temp file, fsynced and renamed
@@ -7,8 +7,8 @@
 //   refused; the same height/round/step returns the stored signature when the sign bytes are equal or
 //   differ only in the timestamp (then the stored timestamp is used), and is refused otherwise.
 
-import { loadValidatorKey } from '../../config/index.js';
-import { ed25519Address, ed25519Sign } from '../../crypto/index.js';
+import { readFileSync } from 'node:fs';
+import { ed25519Address, ed25519Sign, KeyFileError, parseValidatorKeyJson } from '../../crypto/index.js';
 import type { Proposal, TimeNs, Vote } from '../../types/index.js';
 import {
   decodeVoteSignBytes,
@@ -20,6 +20,18 @@ import {
 import { ConsensusError, DoubleSignError } from './errors.js';
 import { type DurableFs, NodeFs } from './fs.js';
 import { bytesEqual, hex } from './hash.js';
+
+/** The key file's text; a read error names the file (libs/config's loadValidatorKey reads it alike). */
+function readKeyFile(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new KeyFileError(
+      file,
+      `cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
+  }
+}
 
 export const STEP_PROPOSE = 1;
 export const STEP_PREVOTE = 2;
@@ -100,7 +112,7 @@ export class FilePV {
    * height 0; an unreadable one is an error (never silently reset).
    */
   static async load(keyFile: string, stateFile: string, fs: DurableFs = new NodeFs()): Promise<FilePV> {
-    const key = loadValidatorKey(keyFile);
+    const key = parseValidatorKeyJson(keyFile, readKeyFile(keyFile));
     return FilePV.fromKey({ seed: key.seed, publicKey: key.publicKey }, stateFile, fs);
   }
 

@@ -38,9 +38,7 @@ import {
 import { CometRpcServer, TxIndexer } from '../../../libs/rpc/index.js';
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { EventBus, type Logger } from '../../../libs/types/index.js';
-import { IndexerThread } from '../../noded/src/indexer-thread/thread.js';
-import { dialHost, hostPort } from '../../noded/src/lifecycle.js';
-import { NODED_VERSION } from '../../noded/src/version.js';
+import { dialHost, hostPort } from '../../shared/src/addresses.js';
 import {
   Closers,
   SERVICE_FATAL,
@@ -49,8 +47,10 @@ import {
   type ServiceFatal,
   type ServiceModuleFactory,
 } from '../../shared/src/bootstrap.js';
+import { IndexerThread } from '../../shared/src/indexer-thread/thread.js';
 import { serveServiceMetrics } from '../../shared/src/service-metrics.js';
 import type { ServiceSettings } from '../../shared/src/settings.js';
+import { NODED_VERSION } from '../../shared/src/version.js';
 import { ExecutorGossipPool } from './gossip-pool.js';
 import { ClusterNodeReader } from './reader.js';
 

@@ -22,7 +22,7 @@ import type {
   SyncInfo,
   Validator,
 } from '../../../libs/types/index.js';
-import { peerAddresses } from '../../noded/src/node-reader.js';
+import { peerAddresses } from '../../shared/src/addresses.js';
 
 export interface ClusterNodeReaderDeps {
   /** The runtime now running (a new one after the executor was lost and came back). */

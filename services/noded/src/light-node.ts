@@ -29,12 +29,14 @@ import { CometRpcServer, EthRpcServer, TxIndexer } from '../../../libs/rpc/index
 import { RocksKV } from '../../../libs/storage/index.js';
 import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetry/index.js';
 import { EventBus } from '../../../libs/types/index.js';
+import { dialHost, hostPort } from '../../shared/src/addresses.js';
+import { p2pHostFor } from '../../shared/src/p2p-host.js';
+import { NODED_VERSION } from '../../shared/src/version.js';
 import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
-import { dialHost, hostPort, NodeLifecycle, p2pHostFor } from './lifecycle.js';
+import { NodeLifecycle } from './lifecycle.js';
 import { ethBlockOfHeader, LightEthChain } from './light/eth-chain.js';
 import { LightNodeReader } from './light/reader.js';
 import { RpcLightSources } from './light/rpc-source.js';
-import { NODED_VERSION } from './version.js';
 
 /** How often the light node asks its peers for their latest header. */
 export const LIGHT_POLL_MS = 1000;

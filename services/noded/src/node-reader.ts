@@ -2,7 +2,7 @@
 // (block store, round state) and execution (mempool, state) through this one object.
 import type { ConsensusRuntime } from '../../../libs/consensus/index.js';
 import type { Executor } from '../../../libs/execution/index.js';
-import { type PeerAddress, parsePeerAddress } from '../../../libs/p2p/index.js';
+import type { PeerAddress } from '../../../libs/p2p/index.js';
 import type {
   AppInfo,
   Block,
@@ -21,6 +21,7 @@ import type {
   SyncInfo,
   Validator,
 } from '../../../libs/types/index.js';
+import { peerAddresses } from '../../shared/src/addresses.js';
 
 export interface LocalNodeReaderDeps {
   consensus: ConsensusRuntime;
@@ -39,15 +40,6 @@ export interface LocalNodeReaderDeps {
   peers: () => PeerInfo[];
   /** Dials peers for the unsafe RPC (dial_peers, dial_seeds). */
   addPeers: (addrs: PeerAddress[], o: { persistent: boolean; unconditional: boolean }) => void;
-}
-
-/** Parses dial_peers / dial_seeds addresses, naming the first bad one. */
-export function peerAddresses(list: string[]): PeerAddress[] {
-  return list.map((s) => {
-    const a = parsePeerAddress(s);
-    if (!a) throw new Error(`address (${s}) is not "<node_id>@<host>:<port>" with a 40-hex-digit node id`);
-    return a;
-  });
 }
 
 export class LocalNodeReader implements NodeReader {

@@ -36,15 +36,17 @@ import { CometRpcServer, DevAccounts, RestServer, TxIndexer } from '../../../lib
 import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
 import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetry/index.js';
 import { type EthDevControl, EventBus } from '../../../libs/types/index.js';
+import { dialHost, hostPort } from '../../shared/src/addresses.js';
+import { devAccountKeys } from '../../shared/src/dev-keys.js';
+import { IndexerThread } from '../../shared/src/indexer-thread/thread.js';
+import { p2pHostFor } from '../../shared/src/p2p-host.js';
+import { NODED_VERSION } from '../../shared/src/version.js';
 import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
-import { devAccountKeys } from './dev-keys.js';
 import { DevSnapshots, finishInterruptedRevert, recordGenesisPoint } from './dev-snapshots.js';
-import { IndexerThread } from './indexer-thread/thread.js';
-import { dialHost, hostPort, NodeLifecycle, p2pHostFor } from './lifecycle.js';
+import { NodeLifecycle } from './lifecycle.js';
 import { LocalNodeReader } from './node-reader.js';
 import { EthRpcThread } from './rpc-edge/thread.js';
 import { startTerminalFeed } from './terminal.js';
-import { NODED_VERSION } from './version.js';
 
 const NS_PER_S = 1_000_000_000n;
 

@@ -20,13 +20,13 @@ import {
 import { homePaths, loadNodeKey, toCometRpcOptions } from '../../../libs/config/index.js';
 import type { P2PHost } from '../../../libs/p2p/index.js';
 import type { Logger } from '../../../libs/types/index.js';
-import { p2pHostFor } from '../../noded/src/lifecycle.js';
 import {
   Closers,
   SERVICE_LOGGER,
   SERVICE_SETTINGS,
   type ServiceModuleFactory,
 } from '../../shared/src/bootstrap.js';
+import { p2pHostFor } from '../../shared/src/p2p-host.js';
 import { serveServiceMetrics } from '../../shared/src/service-metrics.js';
 import type { ServiceSettings } from '../../shared/src/settings.js';
 

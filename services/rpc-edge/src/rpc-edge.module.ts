@@ -27,18 +27,18 @@ import {
 import { CometRpcConsensus, DevAccounts, EthRpcServer, RestServer } from '../../../libs/rpc/index.js';
 import { decodeHead, decodePendingTxs, headsSubject, pendingTxsSubject } from '../../../libs/stream/index.js';
 import { EventBus, type Logger } from '../../../libs/types/index.js';
-import { devAccountKeys } from '../../noded/src/dev-keys.js';
-import { dialHost, hostPort } from '../../noded/src/lifecycle.js';
-import { NODED_VERSION } from '../../noded/src/version.js';
+import { dialHost, hostPort } from '../../shared/src/addresses.js';
 import {
   Closers,
   SERVICE_LOGGER,
   SERVICE_SETTINGS,
   type ServiceModuleFactory,
 } from '../../shared/src/bootstrap.js';
+import { devAccountKeys } from '../../shared/src/dev-keys.js';
 import { checkNatsLogin, natsConnectOptions } from '../../shared/src/nats.js';
 import { serveServiceMetrics } from '../../shared/src/service-metrics.js';
 import type { ServiceSettings } from '../../shared/src/settings.js';
+import { NODED_VERSION } from '../../shared/src/version.js';
 import { EdgeChain, HeadFeed, restChain } from './edge-chain.js';
 
 /** How long the edge waits for its state-store at start. */

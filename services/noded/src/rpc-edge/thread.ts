@@ -6,7 +6,7 @@ import { type ResourceLimits, Worker } from 'node:worker_threads';
 import type { DevChainInfo, EdgeChannel, EdgeInit, EthRpcOptions } from '../../../../libs/rpc/index.js';
 import { EthEdgeHost } from '../../../../libs/rpc/index.js';
 import type { EthChain, EthDevControl, Logger, NodeEvent } from '../../../../libs/types/index.js';
-import { WORKER_LIMITS, workerFailure } from '../worker-limits.js';
+import { WORKER_LIMITS, workerFailure } from '../../../shared/src/worker-limits.js';
 
 /** workerData of the JSON-RPC thread. */
 export interface RpcThreadData {
