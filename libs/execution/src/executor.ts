@@ -16,7 +16,7 @@ import {
   validateStakingGenesis,
 } from '../../config/index.js';
 import { keccak256 } from '../../crypto/index.js';
-import type { BatchOp } from '../../storage/index.js';
+import { type BatchOp, HoldingKV } from '../../storage/index.js';
 import {
   type AbciEvent,
   type AccessListEntry,
@@ -386,7 +386,11 @@ export class Executor implements Application, EthChain {
     overCapAmount: 0n,
   };
 
-  private constructor(private readonly opts: ExecutorOptions) {
+  private constructor(
+    private readonly opts: ExecutorOptions,
+    /** opts.kv: the store itself, through which commits with `hold` stay in memory (flushHeld). */
+    private readonly held: HoldingKV,
+  ) {
     this.common = chainCommon(opts.evmChainId);
     // The dev chain journals every block's changes, so that evm_revert can undo them (rollbackTo).
     this.db = new StateDb(opts.kv, {
@@ -442,7 +446,9 @@ export class Executor implements Application, EthChain {
     if (opts.gas.gasTarget <= 0n || opts.gas.blockGasLimit <= 0n) {
       throw new ExecutionError('BAD_OPTIONS', '[evm.gas] gas_target and block_gas_limit must be positive');
     }
-    const ex = new Executor(opts);
+    // Every read and write goes through the holding layer, so held commits read as committed.
+    const held = new HoldingKV(opts.kv);
+    const ex = new Executor({ ...opts, kv: held }, held);
     await ex.load();
     return ex;
   }
@@ -1270,7 +1276,12 @@ export class Executor implements Application, EthChain {
     }
     this.db.beginCommit(p.built, newOldest);
     const tWrite = performance.now();
-    await this.opts.kv.write(ops, { sync: opts?.durable !== false });
+    // Held (block sync between two sync points): kept in memory until flushHeld() or the next
+    // commit without hold, which writes the held ones and this one as one batch.
+    if (opts?.hold) {
+      this.held.hold();
+      await this.held.write(ops);
+    } else await this.held.release({ sync: opts?.durable !== false }, ops);
     const writeMs = performance.now() - tWrite;
     this.db.finishCommit(p.built, newOldest);
     this.opts.logger.debug(
@@ -1310,6 +1321,16 @@ export class Executor implements Application, EthChain {
     this.lastProposer = proposer;
     this.startAhead(true);
     return { retainHeight: 0 };
+  }
+
+  /** Writes the commits held since the last write, as one batch without fsync (Application.flushHeld). */
+  async flushHeld(): Promise<void> {
+    await this.held.release();
+  }
+
+  /** Bytes of the commits held in memory (flushHeld writes them). */
+  heldBytes(): number {
+    return this.held.heldBytes;
   }
 
   // ------------------------------------------------------------ rollback (dev chain evm_revert)
