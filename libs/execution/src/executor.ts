@@ -350,6 +350,8 @@ export class Executor implements Application, EthChain {
   private initialized = false;
   private closed = false;
   private pending: PendingBlock | undefined;
+  /** Commits held in memory (CommitOptions.hold) whose EthNewHead waits for their write, in order. */
+  private heldHeads: PendingBlock[] = [];
   private recentTips: bigint[] = [];
   /** reloadCommitted (read replica) has looked back for recent tips. */
   private tipsLoaded = false;
@@ -1309,9 +1311,14 @@ export class Executor implements Application, EthChain {
       this.recentTips.push(p.minTip);
       if (this.recentTips.length > TIP_HISTORY) this.recentTips.shift();
     }
-    const ethBlock = renderBlock(p.block);
-    const logs = renderLogs(p.block, p.receipts).flat();
-    this.opts.bus.publish({ kind: 'EthNewHead', block: ethBlock, logs });
+    // A held commit's head goes out when the commit is written (flushHeld, or the next commit not
+    // held), with the others of its batch: block sync publishes the blocks of a batch at its sync
+    // point, and a crash loses held commits and their heads alike.
+    if (opts?.hold) this.heldHeads.push(p);
+    else {
+      this.publishHeldHeads();
+      this.publishHead(p);
+    }
     if (p.devTxs.size > 0) this.settleDevQueue(p.devTxs, BigInt(p.height));
     await this.recheckMempool();
     // Run ahead only with a coinbase that held for two blocks: the proposer is the consensus'
@@ -1326,6 +1333,19 @@ export class Executor implements Application, EthChain {
   /** Writes the commits held since the last write, as one batch without fsync (Application.flushHeld). */
   async flushHeld(): Promise<void> {
     await this.held.release();
+    this.publishHeldHeads();
+  }
+
+  private publishHead(p: { block: StoredBlock; receipts: StoredReceipt[] }): void {
+    const logs = renderLogs(p.block, p.receipts).flat();
+    this.opts.bus.publish({ kind: 'EthNewHead', block: renderBlock(p.block), logs });
+  }
+
+  private publishHeldHeads(): void {
+    const heads = this.heldHeads;
+    if (heads.length === 0) return;
+    this.heldHeads = [];
+    for (const h of heads) this.publishHead(h);
   }
 
   /** Bytes of the commits held in memory (flushHeld writes them). */
