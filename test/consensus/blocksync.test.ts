@@ -1,8 +1,9 @@
 // Block sync's batched durability (docs/p2p.md, "Block sync"): while catching up, a node writes each
-// block's block store, results, application commit and state without fsync, and fsyncs the block
-// store, then the state store, at a sync point every few blocks. A kill -9 (every write issued is in
-// the operating system) and a power failure (only what was synced) in the middle of a batch must
-// restart cleanly. A validator runtime and a fresh non-validator runtime talk over an in-memory
+// block's block store without fsync and holds its results, state and application commit in memory;
+// at a sync point every few blocks it fsyncs the block store, then writes the held state with fsync,
+// then the application's held commits. A kill -9 (every write issued is in the operating system,
+// what was held is gone) and a power failure (only what was synced, or more) at any point in a batch
+// must restart cleanly. A validator runtime and a fresh non-validator runtime talk over an in-memory
 // network; the syncing node's stores record which writes were synced.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,7 +20,6 @@ import {
   ConsensusRuntime,
   type ConsensusRuntimeOptions,
   type EngineState,
-  HandshakeError,
   proposerOf,
   StateStore,
   TestApp,
@@ -117,27 +117,50 @@ interface Synced {
   blockKV: PowerKV;
   stateKV: PowerKV;
   /**
-   * Each application commit: its height, whether it asked for durability, the block store's height
-   * after a power failure at that moment, and whether its block and results were written at all.
+   * Each application commit: its height, whether it asked for durability or to be held, the block
+   * store's height after a power failure at that moment, and whether its block was written at all.
    */
-  commits: Array<{ height: number; durable: boolean; blockOnDisk: number; written: boolean }>;
+  commits: Array<{ height: number; durable: boolean; hold: boolean; blockOnDisk: number; written: boolean }>;
+  /** Whenever the application wrote (a commit not held, or flushHeld): what was on disk then. */
+  writes: Array<{ appWritten: number; blockOnDisk: number; resultsOnDisk: boolean; stateOnDisk: number }>;
 }
 
-/** Wraps the app's commit to check, at each commit, what is written and what is on disk already. */
+/**
+ * Wraps the app's commit and flushHeld to check, at each, what is written and what is on disk
+ * already: the application's written commits never pass the block store on disk, nor the results.
+ */
 function recordCommits(s: Synced): void {
+  const onDisk = async () => {
+    const blocks = await BlockStore.open(await s.blockKV.durable());
+    const state = new StateStore(await s.stateKV.durable());
+    const appWritten = s.app.writtenHeight;
+    s.writes.push({
+      appWritten,
+      blockOnDisk: blocks.height,
+      resultsOnDisk: appWritten === 0 || (await state.loadResults(appWritten)) !== undefined,
+      stateOnDisk: (await state.loadState())?.lastBlockHeight ?? 0,
+    });
+  };
   const real = s.app.commit.bind(s.app);
   s.app.commit = async (o?: CommitOptions) => {
     const height = s.app.height + 1;
-    const onDisk = await BlockStore.open(await s.blockKV.durable());
+    const blocks = await BlockStore.open(await s.blockKV.durable());
     const written = await BlockStore.open(await s.blockKV.killed());
-    const results = await new StateStore(await s.stateKV.killed()).loadResults(height);
     s.commits.push({
       height,
       durable: o?.durable !== false,
-      blockOnDisk: onDisk.height,
-      written: written.height >= height && results !== undefined,
+      hold: o?.hold === true,
+      blockOnDisk: blocks.height,
+      written: written.height >= height,
     });
-    return real();
+    const out = await real(o);
+    if (!o?.hold) await onDisk();
+    return out;
+  };
+  const flush = s.app.flushHeld.bind(s.app);
+  s.app.flushHeld = async () => {
+    await flush();
+    await onDisk();
   };
 }
 
@@ -195,11 +218,22 @@ describe('block sync: batched durability while catching up, and a kill -9 or a p
     });
     await v.start();
 
-    const s: Synced = { app: new TestApp(), blockKV: new PowerKV(), stateKV: new PowerKV(), commits: [] };
+    const s: Synced = {
+      app: new TestApp(),
+      blockKV: new PowerKV(),
+      stateKV: new PowerKV(),
+      commits: [],
+      writes: [],
+    };
     recordCommits(s);
-    // The crash: while a block from 12 on executes with the application ahead of the block store on
-    // disk (in the middle of a batch, after a sync point).
-    type Crash = { killed: [PowerKV, PowerKV]; lost: [PowerKV, PowerKV]; appHeight: number };
+    // The crash: while a block from 12 on executes with the application's commits (in memory) ahead
+    // of the block store on disk (in the middle of a batch, after a sync point).
+    type Crash = {
+      killed: [PowerKV, PowerKV];
+      lost: [PowerKV, PowerKV];
+      appHeight: number;
+      appWritten: number;
+    };
     let crash: Crash | undefined;
     const finalize = s.app.finalizeBlock.bind(s.app);
     s.app.finalizeBlock = async (req) => {
@@ -211,6 +245,7 @@ describe('block sync: batched durability while catching up, and a kill -9 or a p
             killed: [await s.blockKV.killed(), await s.stateKV.killed()],
             lost: [lostBlocks, await s.stateKV.durable()],
             appHeight: s.app.height,
+            appWritten: s.app.writtenHeight,
           };
       }
       return finalize(req);
@@ -225,31 +260,41 @@ describe('block sync: batched durability while catching up, and a kill -9 or a p
     await first.waitForHeight(25, 30_000);
     await first.stop();
 
-    // Every commit while catching up skipped its own fsync, its block and results written before it;
-    // the block store was synced at least every SYNC_EVERY blocks, and mostly not at each.
+    // Every commit while catching up skipped its own fsync, its block written before it; the block
+    // store was synced at least every SYNC_EVERY blocks, and mostly not at each; the commits between
+    // two sync points were held.
     assert.ok(s.commits.length >= 25);
     const fast = s.commits.filter((c) => !c.durable);
     assert.ok(fast.length >= 20, `${fast.length} of ${s.commits.length} commits took the fast path`);
     for (const c of s.commits) {
-      assert.ok(c.written, `block ${c.height} and its results were written before its commit`);
+      assert.ok(c.written, `block ${c.height} was written before its commit`);
       assert.ok(
         c.height - c.blockOnDisk < SYNC_EVERY,
         `block ${c.height}: the block store on disk (${c.blockOnDisk}) at most ${SYNC_EVERY - 1} blocks behind`,
       );
+      assert.equal(c.hold, !c.durable && c.blockOnDisk < c.height, `block ${c.height}: held iff not on disk`);
     }
-    const batched = fast.filter((c) => c.blockOnDisk < c.height).length;
-    assert.ok(
-      batched >= fast.length / 2,
-      `${batched} of ${fast.length} commits before their block was synced`,
-    );
+    const batched = fast.filter((c) => c.hold).length;
+    assert.ok(batched >= fast.length / 2, `${batched} of ${fast.length} commits held until a sync point`);
     const syncedBlockWrites = s.blockKV.log.filter((w) => w.sync).length;
     assert.ok(
       syncedBlockWrites <= s.commits.length - batched,
       `${syncedBlockWrites} synced block store writes for ${s.commits.length} blocks`,
     );
+    // The invariant a power failure relies on: whenever the application wrote, its commits were not
+    // past the blocks and results on disk, nor was the state on disk.
+    assert.ok(s.writes.length >= 5 && s.writes.length < s.commits.length, `${s.writes.length} writes`);
+    for (const w of s.writes) {
+      assert.ok(
+        w.appWritten <= w.blockOnDisk && w.resultsOnDisk,
+        `the application wrote height ${w.appWritten} with the blocks on disk to ${w.blockOnDisk} (results: ${w.resultsOnDisk})`,
+      );
+      assert.ok(w.stateOnDisk <= w.blockOnDisk, `state ${w.stateOnDisk} past blocks ${w.blockOnDisk}`);
+    }
 
     assert.ok(crash, 'a crash point in the middle of a batch');
-    const { appHeight } = crash;
+    const { appHeight, appWritten } = crash;
+    assert.ok(appWritten < appHeight, `held commits at the crash: written ${appWritten} of ${appHeight}`);
     const restart = async (what: string, app: TestApp, [blockKV, stateKV]: [PowerKV, PowerKV]) => {
       const storeBefore = (await BlockStore.open(blockKV)).height;
       const stateBefore = (await new StateStore(stateKV).loadState())?.lastBlockHeight ?? 0;
@@ -257,6 +302,7 @@ describe('block sync: batched durability while catching up, and a kill -9 or a p
         stateBefore <= storeBefore,
         `${what}: the state (${stateBefore}) is not past the blocks (${storeBefore})`,
       );
+      assert.ok(app.height <= storeBefore, `${what}: the application (${app.height}) is not past the blocks`);
       const again = await ConsensusRuntime.create({
         ...sOpts,
         app,
@@ -285,43 +331,33 @@ describe('block sync: batched durability while catching up, and a kill -9 or a p
       assert.deepEqual(app.appHash, next.header.appHash, `${what}: app hash at ${app.height}`);
     };
 
-    // kill -9: every write issued is kept, the application's included.
-    await restart('kill -9', await appAt(v, appHeight), [
+    // kill -9: every write issued is kept, the application's written commits too; its held ones
+    // (in memory) are gone.
+    await restart('kill -9', await appAt(v, appWritten), [
       await crash.killed[0].killed(),
       await crash.killed[1].killed(),
     ]);
 
-    // Power failure: the stores keep their synced writes; the application keeps none of its commits
-    // while catching up, or some of them (the OS wrote them), up to the blocks on disk.
+    // Power failure: the stores keep their synced writes; the application keeps its last fsynced
+    // commit, or more of its written ones (the OS wrote them), which never pass the blocks on disk.
     const lostStore = (await BlockStore.open(crash.lost[0])).height;
     assert.ok(
       lostStore < appHeight && appHeight - lostStore < SYNC_EVERY,
-      `blocks on disk ${lostStore}, application ${appHeight}`,
+      `blocks on disk ${lostStore}, application ${appHeight} (in memory)`,
     );
+    assert.ok(appWritten <= lostStore, `written commits ${appWritten}, blocks on disk ${lostStore}`);
     const lastDurable = Math.max(
       0,
       ...s.commits.filter((c) => c.durable && c.height <= appHeight).map((c) => c.height),
     );
     for (const [what, to] of [
       ['power failure, the application at its last synced commit', lastDurable],
-      ['power failure, the application at the blocks on disk', lostStore],
+      ['power failure, the application at its last written commit', appWritten],
     ] as const)
       await restart(what, await appAt(v, to), [await crash.lost[0].durable(), await crash.lost[1].durable()]);
 
-    // Power failure with the application's unsynced pages on disk past the block store's: the
-    // handshake refuses it with the heights (docs/p2p.md: reset the node's data and sync again).
-    await assert.rejects(
-      ConsensusRuntime.create({
-        ...sOpts,
-        app: await appAt(v, appHeight),
-        blockStore: await crash.lost[0].durable(),
-        stateStore: await crash.lost[1].durable(),
-        network: net.b,
-      }),
-      (e: Error) =>
-        e instanceof HandshakeError &&
-        e.message.includes(`application height ${appHeight}, block store height ${lostStore}`),
-    );
+    // What used to need a reset (the application past the blocks on disk) cannot arise: the state
+    // store's and the application's writes of a batch wait in memory for the block store's fsync.
     await v.stop();
   });
 });

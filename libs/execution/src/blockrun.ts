@@ -57,11 +57,16 @@ export class BlockRun {
   private contextRead = false;
   private included = 0;
   private block: Block;
+  /**
+   * The VM, made at the first transaction: an empty block needs none, and making one (the EVM,
+   * its opcode table for the hardfork, the precompiles) was most of an empty block's execution.
+   */
+  private vm: Promise<VM> | undefined;
 
   private constructor(
     private readonly common: Common,
     readonly state: JournaledState,
-    private readonly vm: VM,
+    private readonly blockchain: EVMMockBlockchainInterface,
     ctx: BlockContext,
     ahead: boolean,
     private readonly limits: StatelessLimits,
@@ -85,9 +90,7 @@ export class BlockRun {
     limits: StatelessLimits,
     ahead: boolean,
   ): Promise<BlockRun> {
-    const state = new JournaledState(source);
-    const vm = await makeVm(common, state, blockchain);
-    return new BlockRun(common, state, vm, ctx, ahead, limits);
+    return new BlockRun(common, new JournaledState(source), blockchain, ctx, ahead, limits);
   }
 
   /** The real block context, for the transactions run from now on. */
@@ -183,12 +186,14 @@ export class BlockRun {
     if (pre !== undefined) return new TxRejectedError(TxCode.execution, pre);
     // An impersonated contract sends as Hardhat and anvil let it: its code is hidden from runTx's
     // EIP-3607 check only, as for eth_call, and put back whatever runTx did.
+    this.vm ??= makeVm(this.common, this.state, this.blockchain);
+    const vm = await this.vm;
     const sender = d.impersonated ? await this.state.readAccount(d.sender) : undefined;
     const hide = sender !== undefined && hasCode(sender);
     if (hide) this.state.hideSenderCode(d.sender, sender);
     let res: Awaited<ReturnType<typeof runTx>>;
     try {
-      res = await runTx(this.vm, {
+      res = await runTx(vm, {
         tx: d.tx,
         block: this.block,
         skipHardForkValidation: true,

@@ -16,7 +16,7 @@ import {
   validateStakingGenesis,
 } from '../../config/index.js';
 import { keccak256 } from '../../crypto/index.js';
-import type { BatchOp } from '../../storage/index.js';
+import { type BatchOp, HoldingKV } from '../../storage/index.js';
 import {
   type AbciEvent,
   type AccessListEntry,
@@ -364,6 +364,8 @@ export class Executor implements Application, EthChain {
    * RocksDB reads were those index reads.
    */
   private recentlyMined: Array<{ height: number; hashes: Map<string, number> }> = [];
+  /** Commits held in memory (CommitOptions.hold) whose EthNewHead waits for their write, in order. */
+  private heldHeads: PendingBlock[] = [];
   private recentTips: bigint[] = [];
   /** reloadCommitted (read replica) has looked back for recent tips. */
   private tipsLoaded = false;
@@ -400,7 +402,11 @@ export class Executor implements Application, EthChain {
     overCapAmount: 0n,
   };
 
-  private constructor(private readonly opts: ExecutorOptions) {
+  private constructor(
+    private readonly opts: ExecutorOptions,
+    /** opts.kv: the store itself, through which commits with `hold` stay in memory (flushHeld). */
+    private readonly held: HoldingKV,
+  ) {
     this.common = chainCommon(opts.evmChainId);
     // The dev chain journals every block's changes, so that evm_revert can undo them (rollbackTo).
     this.db = new StateDb(opts.kv, {
@@ -456,7 +462,9 @@ export class Executor implements Application, EthChain {
     if (opts.gas.gasTarget <= 0n || opts.gas.blockGasLimit <= 0n) {
       throw new ExecutionError('BAD_OPTIONS', '[evm.gas] gas_target and block_gas_limit must be positive');
     }
-    const ex = new Executor(opts);
+    // Every read and write goes through the holding layer, so held commits read as committed.
+    const held = new HoldingKV(opts.kv);
+    const ex = new Executor({ ...opts, kv: held }, held);
     await ex.load();
     return ex;
   }
@@ -1285,7 +1293,12 @@ export class Executor implements Application, EthChain {
     }
     this.db.beginCommit(p.built, newOldest);
     const tWrite = performance.now();
-    await this.opts.kv.write(ops, { sync: opts?.durable !== false });
+    // Held (block sync between two sync points): kept in memory until flushHeld() or the next
+    // commit without hold, which writes the held ones and this one as one batch.
+    if (opts?.hold) {
+      this.held.hold();
+      await this.held.write(ops);
+    } else await this.held.release({ sync: opts?.durable !== false }, ops);
     const writeMs = performance.now() - tWrite;
     this.db.finishCommit(p.built, newOldest);
     if (p.block.txHashes.length > 0)
@@ -1318,9 +1331,14 @@ export class Executor implements Application, EthChain {
       this.recentTips.push(p.minTip);
       if (this.recentTips.length > TIP_HISTORY) this.recentTips.shift();
     }
-    const ethBlock = renderBlock(p.block);
-    const logs = renderLogs(p.block, p.receipts).flat();
-    this.opts.bus.publish({ kind: 'EthNewHead', block: ethBlock, logs });
+    // A held commit's head goes out when the commit is written (flushHeld, or the next commit not
+    // held), with the others of its batch: block sync publishes the blocks of a batch at its sync
+    // point, and a crash loses held commits and their heads alike.
+    if (opts?.hold) this.heldHeads.push(p);
+    else {
+      this.publishHeldHeads();
+      this.publishHead(p);
+    }
     if (p.devTxs.size > 0) this.settleDevQueue(p.devTxs, BigInt(p.height));
     await this.recheckMempool();
     // Run ahead only with a coinbase that held for two blocks: the proposer is the consensus'
@@ -1330,6 +1348,29 @@ export class Executor implements Application, EthChain {
     this.lastProposer = proposer;
     this.startAhead(true);
     return { retainHeight: 0 };
+  }
+
+  /** Writes the commits held since the last write, as one batch without fsync (Application.flushHeld). */
+  async flushHeld(): Promise<void> {
+    await this.held.release();
+    this.publishHeldHeads();
+  }
+
+  private publishHead(p: { block: StoredBlock; receipts: StoredReceipt[] }): void {
+    const logs = renderLogs(p.block, p.receipts).flat();
+    this.opts.bus.publish({ kind: 'EthNewHead', block: renderBlock(p.block), logs });
+  }
+
+  private publishHeldHeads(): void {
+    const heads = this.heldHeads;
+    if (heads.length === 0) return;
+    this.heldHeads = [];
+    for (const h of heads) this.publishHead(h);
+  }
+
+  /** Bytes of the commits held in memory (flushHeld writes them). */
+  heldBytes(): number {
+    return this.held.heldBytes;
   }
 
   // ------------------------------------------------------------ rollback (dev chain evm_revert)

@@ -45,6 +45,12 @@ export class NodeMetrics {
   private readonly logger: Logger;
   private readonly namespace: string;
   private lastBlockTimeNs: bigint | undefined;
+  /**
+   * The node read for the block size and validator set gauges: one at a time, of the latest
+   * height. Blocks published while one runs (block sync publishes a batch of up to 100 at once)
+   * leave only their last height to read next, since the gauges show the latest block.
+   */
+  private nodeRead: { running: boolean; next: number | undefined } = { running: false, next: undefined };
   private readonly methods = new Set<string>();
 
   // CometBFT (consensus, mempool, p2p, state)
@@ -358,7 +364,7 @@ export class NodeMetrics {
           this.label,
           txs.reduce((n, tx) => n + tx.length, 0),
         );
-        if (this.node) void this.readFromNode(header.height);
+        if (this.node) this.readLatest(header.height);
         break;
       }
       case 'NewRound':
@@ -394,6 +400,24 @@ export class NodeMetrics {
       lastFinalizeHeight: x.lastFinalizeHeight,
       heldBackJails: held,
     };
+  }
+
+  private readLatest(height: number): void {
+    const r = this.nodeRead;
+    r.next = height;
+    if (r.running) return;
+    r.running = true;
+    void (async () => {
+      try {
+        while (r.next !== undefined) {
+          const h = r.next;
+          r.next = undefined;
+          await this.readFromNode(h);
+        }
+      } finally {
+        r.running = false;
+      }
+    })();
   }
 
   private async readFromNode(height: number): Promise<void> {

@@ -208,6 +208,12 @@ export interface Application {
    * An application without this method answers none (the RPC says so).
    */
   query?(req: AppQueryRequest): Promise<AppQueryResult>;
+  /**
+   * Writes the commits held with `hold` (CommitOptions), in order, as one batch, without fsync. An
+   * application that has this method holds commits when asked; block sync batches its sync points
+   * only behind such an application (docs/p2p.md, "Batched durability while behind").
+   */
+  flushHeld?(): Promise<void>;
 }
 
 /** abci_query's arguments (CometBFT's RequestQuery). */
@@ -233,6 +239,14 @@ export interface AppQueryResult {
 export interface CommitOptions {
   /** false: no fsync needed before returning (default true). */
   durable?: boolean;
+  /**
+   * true: keep this commit's writes in memory (the application reads them as committed) until
+   * the next commit without `hold`, which writes them with its own, or flushHeld(). A crash of any
+   * kind loses them, as if those commits never happened: block sync holds the commits of the
+   * blocks it applies between two sync points, so that the application on disk is never past the
+   * block store on disk. Ignored by an application without flushHeld().
+   */
+  hold?: boolean;
 }
 
 export type { Evidence };

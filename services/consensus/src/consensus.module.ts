@@ -236,10 +236,10 @@ export class ConsensusHost implements OnApplicationBootstrap, OnApplicationShutd
       bus: this.bus,
       ...(this.peers.consensus ? { network: this.peers.consensus } : {}),
       ...(this.peers.blockSync ? { blockSync: this.peers.blockSync } : {}),
-      // The executor's commit stays fsynced across gRPC (commit({ durable: false }) does not cross
-      // it), so batching the block store's fsyncs behind it would leave the application ahead of
-      // the block store after a power failure: every synced block is its own sync point here.
-      catchupSyncBlocks: 1,
+      // Block sync batches its sync points only behind an application that holds its commits in
+      // memory until one (Application.flushHeld): the executor over gRPC does not (its commit is
+      // fsynced, CommitOptions do not cross gRPC), so the runtime makes every synced block its own
+      // sync point here, and the application is never ahead of the block store after a power failure.
       logger: this.logger.child({ module: 'consensus' }),
       onFatal: (err) => this.onFatal(err),
     });

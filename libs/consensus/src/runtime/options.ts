@@ -129,10 +129,11 @@ export interface ConsensusRuntimeOptions {
   /** Block sync: how long a requested block may take before it is asked of another peer (ms, default 10000). */
   blockSyncTimeoutMs?: number;
   /**
-   * Block sync: while catching up, the most blocks applied between two sync points, at which the
-   * block store and the state store are fsynced (default 1: every block, so a power failure leaves
-   * the application behind the block store, never ahead; more batches the fsyncs, and a power
-   * failure mid-batch can then need a reset, docs/p2p.md "Block sync").
+   * Block sync: while catching up, the most blocks applied between two sync points (default 100).
+   * At a sync point the block store is fsynced, then the state store's writes held since the last
+   * one, then the application's held commits are written (docs/p2p.md "Batched durability while
+   * behind"), so a crash at any point leaves the state and the application behind the block store
+   * on disk, never ahead. Behind an application without flushHeld() every block is a sync point.
    */
   catchupSyncBlocks?: number;
   now?: () => TimeNs;

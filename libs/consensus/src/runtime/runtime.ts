@@ -8,6 +8,7 @@
 // marker written to the WAL before the application sees it; then finalizeBlock, the block results
 // are saved, commit, the new state is saved, and NewBlock / Tx / ValidatorSetUpdates are published.
 import { ed25519Verify } from '../../../crypto/index.js';
+import { HoldingKV } from '../../../storage/index.js';
 import type {
   Block,
   BlockId,
@@ -92,7 +93,7 @@ const BLOCK_SYNC_STATUS_MS = 1000;
  * applied between two sync points (the count's sync point, inline).
  */
 const UNPUBLISHED_FLUSH_MS = 250;
-const CATCHUP_SYNC_BLOCKS = 1;
+const CATCHUP_SYNC_BLOCKS = 100;
 const CATCHUP_SYNC_TX_BYTES = 8 * 1024 * 1024;
 
 interface SyncStats {
@@ -223,6 +224,8 @@ export class ConsensusRuntime {
     private readonly blockStore: BlockStore,
     private readonly stateStore: StateStore,
     private readonly privval: FilePV | null,
+    /** The state store's database: block sync holds its writes between two sync points. */
+    private readonly stateKV: HoldingKV,
   ) {
     this.scheduler = opts.scheduler ?? realScheduler;
     this.baseNow = opts.now ?? systemNow;
@@ -250,7 +253,8 @@ export class ConsensusRuntime {
     validateOptions(opts);
     const fs = opts.fs ?? new NodeFs();
     const blockStore = await BlockStore.open(opts.blockStore);
-    const stateStore = new StateStore(opts.stateStore);
+    const stateKV = new HoldingKV(opts.stateStore);
+    const stateStore = new StateStore(stateKV);
     let privval: FilePV | null = null;
     if (opts.privValidator) {
       const src = opts.privValidator;
@@ -259,7 +263,7 @@ export class ConsensusRuntime {
           ? await FilePV.load(src.keyFile, src.stateFile, fs)
           : await FilePV.fromKey(src.key, src.stateFile, fs);
     }
-    const rt = new ConsensusRuntime(opts, fs, !opts.fs, blockStore, stateStore, privval);
+    const rt = new ConsensusRuntime(opts, fs, !opts.fs, blockStore, stateStore, privval, stateKV);
     await rt.pool.load();
     await rt.handshake();
     // The extended commit (vote extensions on) holds what the next proposal needs; else the seen one.
@@ -845,17 +849,22 @@ export class ConsensusRuntime {
     const h = block.header.height;
     const t = performance.now();
     // While catching up (a block from a peer's commit, peers two or more heights ahead), a block's
-    // writes are not fsynced one by one: the block store, the WAL marker, the results, the
-    // application's commit and the state are written without fsync, and at a sync point (every
-    // CATCHUP_SYNC_BLOCKS blocks, or the flush timer's UNPUBLISHED_FLUSH_MS) the block store and
-    // then the state store are synced (one synced write each; RocksDB's WAL fsync covers every write
-    // before it). A kill -9 loses nothing (unsynced writes are in the operating system already); what
-    // a power failure can leave is in docs/p2p.md. The blocks applied since the last sync point are
-    // published after it. The block at the tip gets all five fsyncs, so a node that switches to
-    // consensus has everything on disk.
+    // writes are batched between sync points (every CATCHUP_SYNC_BLOCKS blocks or
+    // CATCHUP_SYNC_TX_BYTES of transactions, or the flush timer's UNPUBLISHED_FLUSH_MS): the block
+    // store and the WAL marker are written without fsync, while the block results, the state and
+    // the application's commit are held in memory (HoldingKV, CommitOptions.hold). At a sync point,
+    // in this order: the block store is fsynced (its synced write covers every block before it),
+    // then the held state-store writes are written with fsync, then the application's held commits
+    // without one. So on disk, after a crash at any point, the state and the application are never
+    // past the block store, and the application never past the results: the handshake replays the
+    // rest (docs/p2p.md). The blocks applied since the last sync point are published after it. The
+    // block at the tip gets all five fsyncs, so a node that switches to consensus has everything on
+    // disk. Behind an application that cannot hold its commits (no flushHeld: the executor over
+    // gRPC) every block is its own sync point.
     const durable = !(this.syncing && this.catchingUp());
     const syncPoint =
       durable ||
+      typeof this.opts.app.flushHeld !== 'function' ||
       this.unpublished.length + 1 >= (this.opts.catchupSyncBlocks ?? CATCHUP_SYNC_BLOCKS) ||
       this.unpublishedTxBytes >= CATCHUP_SYNC_TX_BYTES;
     if (this.blockStore.height < h)
@@ -908,6 +917,9 @@ export class ConsensusRuntime {
     }
     const t = performance.now();
     await this.stateStore.saveResults(h.height, res, syncResults);
+    // A sync point of block sync: the results, states and validator sets held since the last one
+    // go to disk with these results, in one synced write (the block store is synced already).
+    if (syncResults && this.stateKV.holding) await this.stateKV.release({ sync: true });
     if (this.syncing) {
       const ms = performance.now() - t;
       this.sync.storeMs += ms;
@@ -954,6 +966,9 @@ export class ConsensusRuntime {
     syncPoint = true,
   ): Promise<FinalizeBlockResponse> {
     const t0 = performance.now();
+    // Between two sync points the state store's writes (results, state) are held in memory.
+    const hold = !durable && !syncPoint;
+    if (hold) this.stateKV.hold();
     const res = await this.finalize(block, blockId, durable || syncPoint);
     const t1 = performance.now();
     // A sync point: the block store was synced up to this block (commitDecided), the results were
@@ -963,7 +978,9 @@ export class ConsensusRuntime {
     if (this.syncing) this.sync.publishMs += performance.now() - t1;
     const tc = performance.now();
     const next = nextChainState(this.chain, block, blockId, res);
-    await (durable ? this.opts.app.commit() : this.opts.app.commit({ durable: false }));
+    // Held between two sync points; at one, the held commits are written with this one (no fsync:
+    // the results before them are on disk, and a lost commit is replayed from the block store).
+    await (durable ? this.opts.app.commit() : this.opts.app.commit({ durable: false, hold }));
     const t2 = performance.now();
     await this.stateStore.saveState(next, durable);
     const t3 = performance.now();
@@ -1003,14 +1020,16 @@ export class ConsensusRuntime {
   }
 
   /**
-   * The timer's sync point (or shutdown): fast-path blocks wait without one. The block store is
-   * synced first, then the state (with the results before it), as at an inline sync point, so the
-   * state on disk never passes the blocks on disk; then their events go out.
+   * The timer's sync point (or shutdown): fast-path blocks wait without one. As at an inline sync
+   * point: the block store is synced first, then the state (with the held results and states
+   * before it), then the application's held commits are written; then their events go out.
    */
   private async flushUnpublished(): Promise<void> {
-    if (this.unpublished.length === 0) return;
+    if (this.unpublished.length === 0 && !this.stateKV.holding) return;
     await this.blockStore.sync();
     await this.stateStore.saveState(this.chain);
+    if (this.stateKV.holding) await this.stateKV.release({ sync: true });
+    await this.opts.app.flushHeld?.();
     await this.publishPending();
   }
 

@@ -1,12 +1,14 @@
 // A small deterministic Application for tests and the simulator: a key-value store fed by
 // transactions "key=value" (printable ASCII, at most 256 bytes). The app hash chains the previous
-// hash, the height and every transaction. Committed state is durable; finalized but uncommitted
-// state is lost by crash(), as a real application loses it.
+// hash, the height and every transaction. Committed state is durable, except commits held in memory
+// (CommitOptions.hold) until flushHeld() or the next commit without hold; finalized but uncommitted
+// state and held commits are lost by crash(), as a real application loses them.
 import { sha256 } from '../../../crypto/index.js';
 import type {
   AppInfo,
   Application,
   CheckTxResult,
+  CommitOptions,
   ExecTxResult,
   ExtendedCommitInfo,
   ExtendVoteRequest,
@@ -69,6 +71,8 @@ export class TestApp implements Application {
   private committed: Snapshot = { height: 0, appHash: new Uint8Array(0), kv: new Map() };
   private history: Snapshot[] = [];
   private pending: Snapshot | null = null;
+  /** The last commit written (not held): what a crash keeps. */
+  private written: Snapshot = this.committed;
   private mempool: Uint8Array[] = [];
   readonly finalized: number[] = [];
   /** What prepareProposal received as the last height's extended votes, by height proposed. */
@@ -95,9 +99,16 @@ export class TestApp implements Application {
     return this.committed.kv.get(key);
   }
 
-  /** Loses finalized-but-uncommitted state (a process crash). */
+  /** The height of the last commit written, not held (what a crash keeps). */
+  get writtenHeight(): number {
+    return this.written.height;
+  }
+
+  /** Loses finalized-but-uncommitted state and held commits (a process crash). */
   crash(): void {
     this.pending = null;
+    while (this.committed !== this.written && this.history.length > 0) this.committed = this.history.pop()!;
+    this.committed = this.written;
   }
 
   /** Test helper: forget the last `n` commits, as an application that lost its latest writes. */
@@ -107,6 +118,7 @@ export class TestApp implements Application {
       if (!prev) break;
       this.committed = prev;
     }
+    this.written = this.committed;
     this.pending = null;
   }
 
@@ -122,7 +134,10 @@ export class TestApp implements Application {
 
   async initChain(req: InitChainRequest): Promise<InitChainResponse> {
     const appHash = sha256(enc.encode(`init:${req.chainId}:${JSON.stringify(req.appState ?? null)}`));
-    if (this.committed.height === 0) this.committed = { height: 0, appHash, kv: new Map() };
+    if (this.committed.height === 0) {
+      this.committed = { height: 0, appHash, kv: new Map() };
+      this.written = this.committed;
+    }
     return { appHash };
   }
 
@@ -220,13 +235,19 @@ export class TestApp implements Application {
     };
   }
 
-  async commit(): Promise<{ retainHeight: number }> {
+  async commit(opts?: CommitOptions): Promise<{ retainHeight: number }> {
     this.opts.crash?.tick();
     if (!this.pending) throw new Error('test app: commit without a finalized block');
     this.history.push(this.committed);
     if (this.history.length > 64) this.history.shift();
     this.committed = this.pending;
     this.pending = null;
+    if (!opts?.hold) this.written = this.committed;
     return { retainHeight: 0 };
+  }
+
+  /** Writes the held commits (Application.flushHeld). */
+  async flushHeld(): Promise<void> {
+    this.written = this.committed;
   }
 }

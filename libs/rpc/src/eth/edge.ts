@@ -393,7 +393,8 @@ export class EthEdgeHost {
   private onEvent(ev: NodeEvent): void {
     if (this.closed) return;
     if (ev.kind === 'EthNewHead') {
-      this.out.push({ t: 'head', block: ev.block, logs: ev.logs });
+      // Heads published together (block sync's batch at a sync point) travel as one message.
+      this.out.later({ t: 'head', block: ev.block, logs: ev.logs });
       if (ev.block.transactions.length > 0 && Date.now() < this.receiptsWantedUntil)
         void this.sendReceipts(ev.block.number);
     } else if (ev.kind === 'EthPendingTx') {
