@@ -35,6 +35,8 @@ async function serve(): Promise<void> {
         return store.indexedHeight();
       case 'rollbackTo':
         return store.rollbackTo(req.height);
+      case 'memory':
+        return kv.memoryUsage();
       case 'close':
         closing = true;
         await Promise.allSettled([...inFlight]);
