@@ -11,7 +11,7 @@ if (!existsSync(cli)) {
   process.stderr.write('noded: not built yet; run `npm run build` in the project root first\n');
   process.exit(1);
 }
-const { mallocReexecEnv, runAsChild, runsOnGlibc } = await import(dist('malloc-env.js'));
+const { mallocReexecEnv, runAsChild, runsOnGlibc, watchParent } = await import(dist('malloc-env.js'));
 let childEnv;
 try {
   childEnv = mallocReexecEnv(process.argv.slice(2), process.env, runsOnGlibc());
@@ -19,5 +19,7 @@ try {
   process.stderr.write(`noded: ${err.message}\n`);
   process.exit(1);
 }
-if (childEnv === undefined) await import(cli);
-else runAsChild(fileURLToPath(import.meta.url), process.argv.slice(2), childEnv);
+if (childEnv === undefined) {
+  watchParent();
+  await import(cli);
+} else runAsChild(fileURLToPath(import.meta.url), process.argv.slice(2), childEnv);

@@ -217,6 +217,19 @@ describe('bin/noded.js start without the malloc variables', { timeout: 180_000 }
     assert.equal(code, null);
   });
 
+  it('a SIGKILL of the first process (which cannot pass it on) still stops the node, as on SIGTERM', async () => {
+    const s = await startBin(bareEnv());
+    try {
+      s.proc.kill('SIGKILL');
+      assert.equal((await s.exited).signal, 'SIGKILL');
+      assert.ok(await gone(s.nodePid, 30_000), 'the node stopped instead of running on unseen');
+      // Its stdout and stderr are still this test's pipes.
+      assert.match(s.output(), /SIGTERM received, stopping/);
+    } finally {
+      if (alive(s.nodePid)) process.kill(s.nodePid, 'SIGKILL');
+    }
+  });
+
   it("the node's exit code and error come back: start on a home without a genesis exits 1", async () => {
     const home = join(root, 'empty-home');
     const proc = spawn(process.execPath, [BIN, 'start', '--home', home], {

@@ -25,6 +25,9 @@ export const MALLOC_OPT_OUT = 'NODED_MALLOC_ENV';
 /** The commands that run a node for a long time; the others end in a moment and keep one process. */
 const LONG_RUNNING = new Set(['start', 'service']);
 
+/** Set in the child's environment (and taken out of it at once): its first process is watching. */
+export const CHILD_MARK = 'NODED_MALLOC_CHILD';
+
 /** Signals the first process passes on to the node. */
 export const FORWARDED_SIGNALS: readonly NodeJS.Signals[] = [
   'SIGTERM',
@@ -77,7 +80,11 @@ export function runsOnGlibc(): boolean {
  * signal that stopped it (re-raised, so a parent sees the same death; 128 + its number if it survives).
  */
 export function runAsChild(script: string, args: readonly string[], env: NodeJS.ProcessEnv): void {
-  const child = spawn(process.execPath, [...process.execArgv, script, ...args], { stdio: 'inherit', env });
+  // The IPC channel is only a lifeline: it closes when this process ends, however it ends (watchParent).
+  const child = spawn(process.execPath, [...process.execArgv, script, ...args], {
+    stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
+    env: { ...env, [CHILD_MARK]: '1' },
+  });
   const forward = (signal: NodeJS.Signals) => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
   };
@@ -94,4 +101,17 @@ export function runAsChild(script: string, args: readonly string[], env: NodeJS.
     process.exitCode = 128 + (constants.signals[signal] ?? 0);
     process.kill(process.pid, signal);
   });
+}
+
+/**
+ * In the node run by runAsChild: when the first process is gone without passing a signal on (SIGKILL
+ * cannot be caught), the node stops as on SIGTERM instead of running on unseen, holding its ports and
+ * its home. Does nothing in a process that runAsChild did not start.
+ */
+export function watchParent(): void {
+  const marked = process.env[CHILD_MARK] === '1';
+  delete process.env[CHILD_MARK];
+  if (!marked || !process.channel) return;
+  process.channel.unref();
+  process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
 }
