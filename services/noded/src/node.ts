@@ -39,6 +39,7 @@ import { type EthDevControl, EventBus } from '../../../libs/types/index.js';
 import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
 import { devAccountKeys } from './dev-keys.js';
 import { DevSnapshots, finishInterruptedRevert, recordGenesisPoint } from './dev-snapshots.js';
+import { logReclaim, startIdleReclaim } from './idle-reclaim.js';
 import { IndexerThread } from './indexer-thread/thread.js';
 import { dialHost, hostPort, NodeLifecycle, p2pHostFor } from './lifecycle.js';
 import { LocalNodeReader } from './node-reader.js';
@@ -288,6 +289,8 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       logger,
     });
     life.add('metrics', () => metrics.close());
+    const reclaim = startIdleReclaim(logReclaim(log, 'main'));
+    life.add('idle-reclaim', () => reclaim?.stop());
     metrics.watchStorageMemory(async () => {
       const all = databases.map(({ name, kv }) => ({ db: name.replace(/\.db$/, ''), ...kv.memoryUsage() }));
       // tx_index.db lives in the indexer's thread; a thread that is stopping leaves it out of the scrape.
