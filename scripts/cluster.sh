@@ -18,6 +18,11 @@ set -uo pipefail
 home="${1:?usage: scripts/cluster.sh HOME}"
 cli="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/bin/noded.js"
 nats_port="${NATS_PORT:-4222}"
+# glibc's malloc settings of the image (Dockerfile, docs/configuration.md "Memory"), set here so that
+# each node runs as one process (bin/noded.js would otherwise run it once more as a child to set them).
+export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
+export MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_:-131072}"
+export MALLOC_TRIM_THRESHOLD_="${MALLOC_TRIM_THRESHOLD_:-131072}"
 nats_server="${NATS_SERVER:-nats-server}"
 
 if [ ! -f "$home/config/genesis.json" ]; then

@@ -7,6 +7,12 @@ set -uo pipefail
 dir="${1:-${LOCALNET_DIR:-./.localnet}}"
 cli="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/bin/noded.js"
 
+# glibc's malloc settings of the image (Dockerfile, docs/configuration.md "Memory"), set here so that
+# each node runs as one process (bin/noded.js would otherwise run it once more as a child to set them).
+export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
+export MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_:-131072}"
+export MALLOC_TRIM_THRESHOLD_="${MALLOC_TRIM_THRESHOLD_:-131072}"
+
 homes=()
 for i in $(seq 0 253); do
   [ -d "$dir/node$i" ] || break

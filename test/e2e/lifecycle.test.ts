@@ -75,8 +75,9 @@ describe('node lifecycle', { timeout: 240_000 }, () => {
     assert.ok(sample(text, 'cometbft_mempool_failed_txs') >= 1, 'mempool_failed_txs counted the refusal');
     assert.ok(sample(text, 'cometbft_state_block_processing_time_count') >= 1, 'FinalizeBlock was timed');
     assert.match(text, /^# TYPE cometbft_evm_txs_ran_ahead_total counter$/m);
-    // RocksDB's native memory, per database: the node's blocks and state are in memtables by now.
-    for (const db of ['application', 'blockstore', 'state']) {
+    // RocksDB's native memory, per database: the node's blocks and state are in memtables by now;
+    // tx_index is asked of the indexer's thread at each scrape.
+    for (const db of ['application', 'blockstore', 'state', 'tx_index']) {
       const kinds = new Map(
         [
           ...text.matchAll(

@@ -29,6 +29,14 @@ const GO_DEFAULT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
 const METHOD_LIMIT = 256;
 
 /** Bytes a peer sent and received on one channel since it connected (the P2P host's counts). */
+/** One database's RocksDB memory, bytes (`<ns>_storage_memory_bytes`). */
+export interface StorageMemory {
+  db: string;
+  memtables: number;
+  blockCache: number;
+  tableReaders: number;
+}
+
 export interface PeerTraffic {
   peer: string;
   /** The channel's protocol ID ("/noded/consensus/1"), used as CometBFT's chID label. */
@@ -272,17 +280,16 @@ export class NodeMetrics {
   /**
    * Native memory held by the node's databases, read at each scrape: `<ns>_storage_memory_bytes` with
    * labels `db` and `kind` (memtables, block_cache, table_readers). V8's nodejs_* figures never see it.
+   * `read` may answer later (a database another thread owns is asked for its figures).
    */
-  watchStorageMemory(
-    read: () => Array<{ db: string; memtables: number; blockCache: number; tableReaders: number }>,
-  ): void {
+  watchStorageMemory(read: () => StorageMemory[] | Promise<StorageMemory[]>): void {
     new Gauge({
       name: `${this.namespace}_storage_memory_bytes`,
       help: 'Memory RocksDB holds for one database: memtables, block cache, table readers (index and filter blocks).',
       labelNames: ['db', 'kind'] as const,
       registers: [this.registry],
-      collect() {
-        for (const m of read()) {
+      async collect() {
+        for (const m of await read()) {
           this.set({ db: m.db, kind: 'memtables' }, m.memtables);
           this.set({ db: m.db, kind: 'block_cache' }, m.blockCache);
           this.set({ db: m.db, kind: 'table_readers' }, m.tableReaders);

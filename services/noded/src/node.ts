@@ -38,6 +38,7 @@ import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetr
 import { type EthDevControl, EventBus } from '../../../libs/types/index.js';
 import { dialHost, hostPort } from '../../shared/src/addresses.js';
 import { devAccountKeys } from '../../shared/src/dev-keys.js';
+import { logReclaim, startIdleReclaim } from '../../shared/src/idle-reclaim.js';
 import { IndexerThread } from '../../shared/src/indexer-thread/thread.js';
 import { p2pHostFor } from '../../shared/src/p2p-host.js';
 import { NODED_VERSION } from '../../shared/src/version.js';
@@ -136,20 +137,19 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     );
 
     // tx_index.db belongs to the indexer's own thread; "null" indexes nothing (as CometBFT).
-    const indexer =
+    const indexerThread =
       config.txIndex.indexer === 'kv'
-        ? new TxIndexer({
-            backend: await IndexerThread.open({
-              path: paths.txIndexDb,
-              onFatal: (err) => {
-                log.error({ err: err.message }, 'the indexer thread stopped; stopping the node');
-                fatal(err);
-              },
-            }),
-            bus,
-            logger,
+        ? await IndexerThread.open({
+            path: paths.txIndexDb,
+            onFatal: (err) => {
+              log.error({ err: err.message }, 'the indexer thread stopped; stopping the node');
+              fatal(err);
+            },
           })
-        : new TxIndexer({ disabled: true, bus, logger });
+        : undefined;
+    const indexer = indexerThread
+      ? new TxIndexer({ backend: indexerThread, bus, logger })
+      : new TxIndexer({ disabled: true, bus, logger });
     life.add('indexer', () => indexer.close());
 
     // Peers on [p2p] laddr: consensus messages and mempool gossip over libp2p.
@@ -291,9 +291,15 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       logger,
     });
     life.add('metrics', () => metrics.close());
-    metrics.watchStorageMemory(() =>
-      databases.map(({ name, kv }) => ({ db: name.replace(/\.db$/, ''), ...kv.memoryUsage() })),
-    );
+    const reclaim = startIdleReclaim(logReclaim(log, 'main'));
+    life.add('idle-reclaim', () => reclaim?.stop());
+    metrics.watchStorageMemory(async () => {
+      const all = databases.map(({ name, kv }) => ({ db: name.replace(/\.db$/, ''), ...kv.memoryUsage() }));
+      // tx_index.db lives in the indexer's thread; a thread that is stopping leaves it out of the scrape.
+      const txIndex = await indexerThread?.memoryUsage().catch(() => undefined);
+      if (txIndex) all.push({ db: 'tx_index', ...txIndex });
+      return all;
+    });
     // Sampled once a second rather than per admitted transaction: counting walks the pool.
     const sampleGauges = () => {
       metrics.setMempoolSize(reader.mempoolSize());

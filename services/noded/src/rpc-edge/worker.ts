@@ -4,6 +4,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { senderRecovery } from '../../../../libs/execution/index.js';
 import { DevAccounts, EthEdgeClient, EthRpcServer } from '../../../../libs/rpc/index.js';
+import { logReclaim, startIdleReclaim } from '../../../shared/src/idle-reclaim.js';
 import type { RpcThreadData } from './thread.js';
 
 if (parentPort === null) throw new Error('rpc-edge/worker.js runs only as a worker thread');
@@ -23,3 +24,4 @@ const server = new EthRpcServer({
   onRequest: edge.onRequest,
 });
 edge.serve(server);
+startIdleReclaim(logReclaim(edge.logger, 'json-rpc'));

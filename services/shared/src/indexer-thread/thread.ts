@@ -12,6 +12,7 @@ import {
   type Query,
   type TxIndexBackend,
 } from '../../../../libs/rpc/index.js';
+import type { RocksMemory } from '../../../../libs/storage/index.js';
 import { WORKER_LIMITS, workerFailure } from '../worker-limits.js';
 
 /** workerData of the indexer thread. */
@@ -27,6 +28,7 @@ export type IndexerCommand =
   | { op: 'search' | 'searchBlocks'; query: string }
   | { op: 'indexedHeight' }
   | { op: 'rollbackTo'; height: number }
+  | { op: 'memory' }
   | { op: 'close' };
 
 /** A command as sent; every one is answered with an IndexerReply carrying its id. */
@@ -133,6 +135,11 @@ export class IndexerThread implements TxIndexBackend {
 
   rollbackTo(height: number): Promise<void> {
     return this.request({ op: 'rollbackTo', height });
+  }
+
+  /** RocksDB's memory for tx_index.db (memtables, block cache, table readers), as the thread reads it. */
+  memoryUsage(): Promise<RocksMemory> {
+    return this.request({ op: 'memory' });
   }
 
   /** Waits for the requests in flight, closes the database, stops the thread. */

@@ -3,6 +3,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { Query, TxIndexStore } from '../../../../libs/rpc/index.js';
 import { RocksKV } from '../../../../libs/storage/index.js';
+import { startIdleReclaim } from '../idle-reclaim.js';
 import type { IndexerReady, IndexerReply, IndexerRequest, IndexerThreadData } from './thread.js';
 
 if (parentPort === null) throw new Error('indexer-thread/worker.js runs only as a worker thread');
@@ -35,6 +36,8 @@ async function serve(): Promise<void> {
         return store.indexedHeight();
       case 'rollbackTo':
         return store.rollbackTo(req.height);
+      case 'memory':
+        return kv.memoryUsage();
       case 'close':
         closing = true;
         await Promise.allSettled([...inFlight]);
@@ -65,6 +68,7 @@ async function serve(): Promise<void> {
     }
   });
   port.postMessage({ ready: true } satisfies IndexerReady);
+  startIdleReclaim();
 }
 
 void serve();

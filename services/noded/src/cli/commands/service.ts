@@ -8,7 +8,15 @@ import type { Command } from 'commander';
 import { homePaths, LOG_LEVELS, loadGenesis, markHomeService } from '../../../../../libs/config/index.js';
 import type { ServiceModuleFactory } from '../../../../shared/src/bootstrap.js';
 import { SERVICE_NAMES, type ServiceName } from '../../../../shared/src/settings.js';
-import { addHomeOption, CliError, type HomeOpts, homeOf, requireHome, say } from '../util.js';
+import {
+  addHomeOption,
+  CliError,
+  type HomeOpts,
+  homeOf,
+  REPEATED_SIGNAL_MS,
+  requireHome,
+  say,
+} from '../util.js';
 
 interface ServiceOpts extends HomeOpts {
   logLevel?: string;
@@ -138,13 +146,14 @@ async function runService(name: string, opts: ServiceOpts): Promise<void> {
   }
   say(`noded service ${service} is running (pid ${process.pid}); Ctrl-C or SIGTERM stops it`);
 
-  let stopping = false;
+  let stoppingSince: number | undefined;
   const shutdown = async (signal: string) => {
-    if (stopping) {
+    if (stoppingSince !== undefined) {
+      if (Date.now() - stoppingSince < REPEATED_SIGNAL_MS) return;
       console.error(`noded: ${signal} again, exiting without waiting`);
       process.exit(1);
     }
-    stopping = true;
+    stoppingSince = Date.now();
     console.error(`noded: ${signal} received, stopping service ${service}`);
     let code = 0;
     try {

@@ -26,6 +26,7 @@ import {
   type HomeOpts,
   homeOf,
   problemsError,
+  REPEATED_SIGNAL_MS,
   requireHome,
   say,
   table,
@@ -255,13 +256,14 @@ async function runNodeProcess(opts: StartOptions, plan: string[]): Promise<void>
   }
   say(`noded is running (pid ${process.pid}); Ctrl-C or SIGTERM stops it`);
 
-  let stopping = false;
+  let stoppingSince: number | undefined;
   const shutdown = async (signal: string) => {
-    if (stopping) {
+    if (stoppingSince !== undefined) {
+      if (Date.now() - stoppingSince < REPEATED_SIGNAL_MS) return;
       console.error(`noded: ${signal} again, exiting without waiting`);
       process.exit(1);
     }
-    stopping = true;
+    stoppingSince = Date.now();
     console.error(`noded: ${signal} received, stopping`);
     let code = 0;
     try {
@@ -283,7 +285,7 @@ async function runNodeProcess(opts: StartOptions, plan: string[]): Promise<void>
     throw new CliError(`the node stopped with an error: ${(err as Error).message} (see ${opts.logFile})`);
   }
   // When a signal started the shutdown, shutdown() exits once stop() returns.
-  if (!stopping) {
+  if (stoppingSince === undefined) {
     releaseHomeLock(opts.home);
     say('noded: the node stopped');
   }

@@ -1,0 +1,83 @@
+// The idle heap reclaim (services/noded/src/idle-reclaim.ts) on this test's own thread: a heap grown
+// by a load and then left quiet is collected once and its pages given back; a busy thread, or one
+// whose busy spell did not grow its heap, is left alone.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { getHeapStatistics } from 'node:v8';
+import { type Reclaimed, startIdleReclaim } from '../../services/shared/src/idle-reclaim.js';
+
+const MB = 1 << 20;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const fast = { intervalMs: 100, quietIntervals: 3, quietUtilization: 0.25 };
+
+/** About `mb` MB of small objects that live long enough to reach the old generation. */
+async function grownHeap(mb: number): Promise<number> {
+  let keep: Array<{ i: number; s: string }> | null = [];
+  const start = getHeapStatistics().total_physical_size;
+  while (getHeapStatistics().total_physical_size - start < mb * MB) {
+    for (let i = 0; i < 50_000; i++) keep.push({ i, s: `item ${i} of a load` });
+    await new Promise((r) => setImmediate(r));
+  }
+  const n = keep.length;
+  keep = null;
+  return n;
+}
+
+describe('startIdleReclaim', () => {
+  it('collects a heap that grew and went quiet, and its physical size comes down', async () => {
+    const seen: Reclaimed[] = [];
+    const r = startIdleReclaim((x) => seen.push(x), { ...fast, minGrowthBytes: 8 * MB });
+    assert.ok(r, 'this V8 gives a collection function');
+    try {
+      await sleep(200); // first readings of the heap size
+      assert.ok((await grownHeap(60)) > 0);
+      const grown = getHeapStatistics().total_physical_size;
+      for (let i = 0; i < 100 && seen.length === 0; i++) await sleep(40);
+      assert.ok(seen.length >= 1, 'a collection once the thread went quiet');
+      assert.ok(seen[0]!.before >= grown - 8 * MB, `measured before the collection: ${seen[0]!.before}`);
+      assert.ok(
+        seen[0]!.before - seen[0]!.after >= 20 * MB,
+        `gave back ${(seen[0]!.before - seen[0]!.after) / MB} MB`,
+      );
+      assert.ok(getHeapStatistics().total_physical_size < grown - 20 * MB);
+    } finally {
+      r?.stop();
+    }
+  });
+
+  it('leaves a busy thread alone, however much its heap grew', async () => {
+    const r = startIdleReclaim(() => {}, { ...fast, minGrowthBytes: 1 * MB });
+    assert.ok(r);
+    try {
+      await sleep(200);
+      const held: string[][] = [];
+      const until = Date.now() + 800;
+      while (Date.now() < until) {
+        // 30 ms of work in every 40 ms: about 75% busy.
+        const spin = Date.now() + 30;
+        const chunk: string[] = [];
+        while (Date.now() < spin) chunk.push(`busy ${chunk.length}`);
+        held.push(chunk);
+        await sleep(10);
+      }
+      assert.equal(r.count(), 0);
+      assert.ok(held.length > 0);
+    } finally {
+      r?.stop();
+    }
+  });
+
+  it('does not collect after a busy spell that did not grow the heap', async () => {
+    const r = startIdleReclaim(() => {}, { ...fast, minGrowthBytes: 16 * MB });
+    assert.ok(r);
+    try {
+      await sleep(200);
+      const spin = Date.now() + 300; // busy, allocating next to nothing
+      while (Date.now() < spin) {}
+      await sleep(800);
+      assert.equal(r.count(), 0);
+    } finally {
+      r?.stop();
+    }
+  });
+});
