@@ -67,6 +67,7 @@ const MODULES = {
       'libs/config/src/schema/section.ts:13-106',
     ],
     tests: [
+      'dist/test/config/cross.test.js',
       'dist/test/config/schema.test.js',
       'dist/test/config/light.test.js',
       'dist/test/config/bridge.test.js',
