@@ -66,9 +66,8 @@ const MODULES = {
       'libs/config/src/load.ts:393-419',
       'libs/config/src/schema/section.ts:13-106',
     ],
-    tests: [
-      'dist/test/config/cross.test.js',
-      'dist/test/config/schema.test.js',
+    tests: ['dist/test/config/cross.test.js', 'dist/test/config/schema.test.js'],
+    slower: [
       'dist/test/config/light.test.js',
       'dist/test/config/bridge.test.js',
       'dist/test/config/env.test.js',
