@@ -600,6 +600,135 @@ describe('engine: the rules at their edges', () => {
     assert.equal(ofKind(o.d.effects, 'decide').length, 0);
   });
 
+  it('one event applies every rule it enables: the validation completing L22 also applies L36', () => {
+    const { d, others, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const b = blockFor(d.chain, keyOf(0));
+    const id = blockIdOf(b);
+    for (const k of others) d.vote(signedVote(d.chain, k, 1, 1, 0, id));
+    assert.equal(d.state.step, 'Propose', 'a polka without the proposal does not move Propose');
+    const effs = d.propose(signedProposal(keyOf(0), b, 0), b);
+    const signs = ofKind(effs, 'signVote').map((e) => [e.vote.type, hex(e.vote.blockId.hash)]);
+    assert.deepEqual(signs, [
+      [1, hex(id.hash)],
+      [2, hex(id.hash)],
+    ]);
+    assert.equal(d.state.lockedRound, 0);
+    assert.equal(d.state.step, 'Precommit');
+  });
+
+  it('L36 in Prevote goes straight to Precommit; in PrevoteWait it locks too; never on an invalid block', () => {
+    const a = setup();
+    a.d.send((now) => ({ kind: 'start', now }));
+    const b = blockFor(a.d.chain, a.keyOf(0));
+    const id = blockIdOf(b);
+    a.d.propose(signedProposal(a.keyOf(0), b, 0), b);
+    a.d.vote(signedVote(a.d.chain, a.others[0]!, 1, 1, 0, id));
+    a.d.vote(signedVote(a.d.chain, a.others[1]!, 1, 1, 0, id));
+    const polka = a.d.vote(signedVote(a.d.chain, a.others[2]!, 1, 1, 0, id));
+    assert.deepEqual(scheduled(polka), [], 'no timeout_prevote on the way');
+    assert.deepEqual(
+      ofKind(polka, 'publish')
+        .filter((e) => e.event.kind === 'NewRoundStep')
+        .map((e) => (e.event.kind === 'NewRoundStep' ? e.event.step : '')),
+      ['RoundStepPrecommit'],
+    );
+
+    // PrevoteWait first (two for the block, one nil), then this node's own prevote completes the polka.
+    const w = setup();
+    w.d.send((now) => ({ kind: 'start', now }));
+    const own = w.d.propose(signedProposal(w.keyOf(0), b, 0), b);
+    w.d.vote(signedVote(w.d.chain, w.others[0]!, 1, 1, 0, id));
+    w.d.vote(signedVote(w.d.chain, w.others[1]!, 1, 1, 0, id));
+    w.d.vote(signedVote(w.d.chain, w.others[2]!, 1, 1, 0, null));
+    assert.equal(w.d.state.step, 'PrevoteWait');
+    const effs = w.d.signWith(w.self, own);
+    const pc = ofKind(effs, 'signVote');
+    assert.equal(pc.length, 1);
+    assert.deepEqual([pc[0]!.vote.type, pc[0]!.vote.blockId], [2, id]);
+    assert.equal(w.d.state.lockedRound, 0);
+    assert.equal(w.d.state.validRound, 0);
+
+    // The same polka for a block the application refused: no lock, no precommit for it.
+    const n = setup();
+    n.d.send((now) => ({ kind: 'start', now }));
+    n.d.propose(signedProposal(n.keyOf(0), b, 0), b, false);
+    for (const k of n.others) n.d.vote(signedVote(n.d.chain, k, 1, 1, 0, id));
+    assert.equal(n.d.state.lockedRound, -1);
+    assert.equal(n.d.state.validRound, -1);
+    assert.equal(n.d.state.step, 'PrevoteWait');
+    assert.ok(ofKind(n.d.effects, 'signVote').every((e) => e.vote.type === 1));
+  });
+
+  it('L44 only from Prevote and PrevoteWait: a nil polka in Propose waits, and in Precommit signs nothing more', () => {
+    const { d, others, self } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    for (const k of others) d.vote(signedVote(d.chain, k, 1, 1, 0, null));
+    assert.equal(d.state.step, 'Propose');
+    assert.equal(ofKind(d.effects, 'signVote').length, 0);
+    const ownNil = d.timeout('Propose');
+    // Timing out in Propose prevotes nil, and the nil polka already there precommits nil at once.
+    assert.deepEqual(
+      ofKind(ownNil, 'signVote').map((e) => e.vote.type),
+      [1, 2],
+    );
+    assert.equal(d.state.step, 'Precommit');
+    const later = d.signWith(self, ownNil);
+    assert.equal(ofKind(later, 'signVote').length, 0, 'no second precommit');
+    assert.equal(d.state.step, 'Precommit');
+  });
+
+  it('L47 while waiting for transactions in NewRound', () => {
+    const chain = genesis(keys);
+    const probe = createEngine(config(null), chain, null);
+    const p = keys.find((k) => hex(k.address) === hex(proposerOf(probe, 0).address))!;
+    const block = blockFor(chain, p);
+    const next = nextChainState(chain, block, blockIdOf(block), {
+      ...emptyResult(chain),
+      appHash: chain.appHash,
+    });
+    const h2 = { ...next, lastBlockAppHash: chain.appHash };
+    const d = new Driver(config(null, { createEmptyBlocks: false }), h2);
+    d.send((now) => ({ kind: 'start', now }));
+    assert.equal(d.state.step, 'NewRound');
+    const voters = keys.slice(0, 3);
+    d.vote(signedVote(h2, voters[0]!, 2, 2, 0, null));
+    d.vote(signedVote(h2, voters[1]!, 2, 2, 0, null));
+    const effs = d.vote(signedVote(h2, voters[2]!, 2, 2, 0, null));
+    assert.deepEqual(scheduled(effs), [['PrecommitWait', 0]]);
+    assert.equal(d.state.step, 'NewRound');
+  });
+
+  it('between heights (NewHeight) and once in Commit, votes apply no rule', () => {
+    const { d, others, keyOf, chain } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const block = blockFor(chain, keyOf(0));
+    const id = blockIdOf(block);
+    for (const k of others) d.vote(signedVote(chain, k, 2, 1, 0, id));
+    assert.equal(d.state.step, 'Commit');
+    // In Commit, waiting for the block: a prevote changes nothing.
+    const inCommit = d.vote(signedVote(chain, others[0]!, 1, 1, 0, id));
+    assert.deepEqual(
+      inCommit.map((e) => e.kind),
+      ['wal', 'publish'],
+    );
+    d.propose(signedProposal(keyOf(0), block, 0), block);
+    assert.equal(ofKind(d.effects, 'decide').length, 1);
+    const next = nextChainState(chain, block, id, emptyResult(chain));
+    d.send((now) => ({ kind: 'committed', chain: next, now }));
+    assert.equal(d.state.step, 'NewHeight');
+    // +1/3 of round 1 and +2/3 precommits of round 0 at height 2 before timeout_commit: still NewHeight.
+    const before = d.effects.length;
+    d.vote(signedVote(next, others[0]!, 1, 2, 1, null));
+    d.vote(signedVote(next, others[1]!, 1, 2, 1, null));
+    for (const k of others) d.vote(signedVote(next, k, 2, 2, 0, null));
+    assert.equal(d.state.step, 'NewHeight');
+    assert.equal(d.state.round, 0);
+    const kinds = new Set(d.effects.slice(before).map((e) => e.kind));
+    assert.deepEqual([...kinds].sort(), ['publish', 'wal']);
+    assert.deepEqual(scheduled(d.effects.slice(before)), []);
+  });
+
   it('L55: votes of the current or an earlier round never skip', () => {
     const { d, others } = setup();
     d.send((now) => ({ kind: 'start', now }));
