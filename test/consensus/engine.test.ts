@@ -672,6 +672,7 @@ describe('engine: the rules at their edges', () => {
       ofKind(ownNil, 'signVote').map((e) => e.vote.type),
       [1, 2],
     );
+    assert.deepEqual(scheduled(ownNil), [], 'straight to Precommit, no timeout_prevote on the way');
     assert.equal(d.state.step, 'Precommit');
     const later = d.signWith(self, ownNil);
     assert.equal(ofKind(later, 'signVote').length, 0, 'no second precommit');
@@ -727,6 +728,49 @@ describe('engine: the rules at their edges', () => {
     const kinds = new Set(d.effects.slice(before).map((e) => e.kind));
     assert.deepEqual([...kinds].sort(), ['publish', 'wal']);
     assert.deepEqual(scheduled(d.effects.slice(before)), []);
+  });
+
+  it('the validation completing L28 also applies L36 in the same event', () => {
+    const { d, others, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const b = blockFor(d.chain, keyOf(0), 'pol');
+    const id = blockIdOf(b);
+    // Round 0: a polka for b this node did not use; round 1: a polka for b before the proposal.
+    d.timeout('Propose');
+    for (const k of others) d.vote(signedVote(d.chain, k, 1, 1, 0, id));
+    for (const k of others) d.vote(signedVote(d.chain, k, 2, 1, 0, null));
+    d.timeout('PrecommitWait');
+    for (const k of others) d.vote(signedVote(d.chain, k, 1, 1, 1, id));
+    assert.equal(d.state.round, 1);
+    const effs = d.propose(signedProposal(keyOf(1), b, 1, 0), b);
+    assert.deepEqual(
+      ofKind(effs, 'signVote').map((e) => [e.vote.type, e.vote.round, hex(e.vote.blockId.hash)]),
+      [
+        [1, 1, hex(id.hash)],
+        [2, 1, hex(id.hash)],
+      ],
+    );
+    assert.equal(d.state.lockedRound, 1);
+  });
+
+  it('L36 needs step >= Prevote: a polka seen while Propose waits for a POL sets no valid block', () => {
+    const { d, others, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const b = blockFor(d.chain, keyOf(0), 'pol');
+    const id = blockIdOf(b);
+    // Round 0: two prevotes for b, not a POL.
+    d.timeout('Propose');
+    d.vote(signedVote(d.chain, others[0]!, 1, 1, 0, id));
+    d.vote(signedVote(d.chain, others[1]!, 1, 1, 0, id));
+    for (const k of others) d.vote(signedVote(d.chain, k, 2, 1, 0, null));
+    d.timeout('PrecommitWait');
+    // Round 1: b re-proposed with POL round 0 (incomplete), then a polka for b in round 1.
+    d.propose(signedProposal(keyOf(1), b, 1, 0), b);
+    for (const k of others) d.vote(signedVote(d.chain, k, 1, 1, 1, id));
+    assert.equal(d.state.step, 'Propose');
+    assert.equal(d.state.validRound, -1);
+    assert.equal(d.state.validBlock, null);
+    assert.equal(d.state.polkaSeen, false);
   });
 
   it('L55: votes of the current or an earlier round never skip', () => {
