@@ -286,6 +286,8 @@ describe('query language: matching', () => {
     assert.ok(!m('x.n = 7', '-7'));
     assert.ok(m('x.n < 0', '-1'));
     assert.ok(!m('x.n > 0', '-100'));
+    assert.ok(m('x.n < 0', '-100'), 'a signed integer of several digits');
+    assert.ok(m('x.n = 15', '+15'));
     assert.ok(m('x.n >= 0', '0'));
     // A fraction decides between equal integer parts, compared digit by digit after padding.
     assert.ok(m('x.n < 1.25', '1.2'));
@@ -361,6 +363,9 @@ describe('query language: matching', () => {
     // An attribute present with no values is looked up as a type.
     assert.ok(!Query.parse('t.k EXISTS').matches({ 't.k': [] }));
     assert.ok(Query.parse('t EXISTS').matches({ 't.k': [] }));
+    // A key present with no values falls back to the event types: a.b is the type of a.b.c.
+    assert.ok(Query.parse('a.b EXISTS').matches({ 'a.b': [], 'a.b.c': ['x'] }));
+    assert.ok(Query.parse("a.b = ''").matches({ 'a.b': [], 'a.b.c': ['x'] }));
     assert.ok(!Query.parse('x EXISTS').matches({}));
     assert.ok(!Query.parse("x = ''").matches({}));
   });
