@@ -51,6 +51,8 @@ describe('config values: durations', () => {
       ['1h', 3_600_000],
       ['1h2m3s4ms', 3_723_004],
       ['2.5s', 2500],
+      ['1.25s', 1250],
+      ['0.125ms', 0.125],
       ['0s', 0],
       ['0', 0],
     ];
@@ -85,6 +87,9 @@ describe('config values: durations', () => {
     ]);
     assert.deepEqual(cfgKey('consensus', 'timeout_commit = true'), [
       'config.toml: consensus.timeout_commit: must be a duration string such as "1s", "500ms" or "1m30s", got true',
+    ]);
+    assert.deepEqual(cfgKey('consensus', 'timeout_commit = ["1s"]'), [
+      'config.toml: consensus.timeout_commit: must be a duration string such as "1s", "500ms" or "1m30s", got ["1s"]',
     ]);
     const r = cfg('[consensus]\ntimeout_propose = "999us"\n');
     assert.equal(r.config.consensus.timeoutProposeMs, 3000, 'a refused value keeps the default');
@@ -211,6 +216,7 @@ describe('config values: integers, integer strings and BTC amounts', () => {
       assert.equal(parseDecimalString(bad), undefined, bad);
     assert.equal(parseDecimalString('-1', true), -1n);
     assert.equal(parseDecimalString('-0', true), 0n);
+    assert.equal(parseDecimalString('7', true), 7n, 'signed also takes an unsigned value');
     for (const bad of ['-', '--1', '-01', '1-', '+1'])
       assert.equal(parseDecimalString(bad, true), undefined, bad);
     assert.deepEqual(app('[evm.gas]\nblock_gas_limit = "21000"\ngas_target = "21000"\n').problems, []);
@@ -340,6 +346,9 @@ describe('config values: node URLs (client.toml node, light.rpc_servers)', () =>
     assert.deepEqual(ok.problems, []);
     assert.equal(ok.client.nodeHttpUrl, 'https://rpc.example.org');
     assert.equal(ok.client.broadcastMode, 'async');
+    assert.deepEqual(client('node = ["http://a:1"]\n').problems, [
+      'client.toml: node: must be a node URL such as "tcp://localhost:26657" or "https://rpc.example.org", got ["http://a:1"]',
+    ]);
     assert.deepEqual(client('node = 5\n').problems, [
       'client.toml: node: must be a node URL such as "tcp://localhost:26657" or "https://rpc.example.org", got 5',
     ]);
