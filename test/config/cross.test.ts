@@ -278,6 +278,74 @@ describe('app.toml rules across keys', () => {
   });
 });
 
+describe('a refused key keeps its default and is not reported again by a rule across keys', () => {
+  it('each rule skips a key already refused, even where its default would break the rule', () => {
+    const a = '0x'.padEnd(42, 'a').replace('aa', 'aA');
+    const cases: Array<[string, string]> = [
+      // the default min_gas_price (1000000000) is above this max
+      ['[evm.gas]\nmin_gas_price = "x"\nmax_gas_price = "5"\nbase_fee = "5"', 'evm.gas.min_gas_price'],
+      // the default base_fee (1000000000) is below this min
+      ['[evm.gas]\nmin_gas_price = "2000000000"\nbase_fee = 1', 'evm.gas.base_fee'],
+      // the default [evm] max_gas_price (1000000000000) is below this min
+      ['[evm]\nmin_gas_price = "2000000000000"\nmax_gas_price = 1', 'evm.max_gas_price'],
+      // the default [evm] min_gas_price (1000000000) is above this max (which is >= base_fee)
+      [
+        '[evm]\nmin_gas_price = 1\nmax_gas_price = "999"\n[evm.gas]\nmin_gas_price = "1"\nbase_fee = "999"',
+        'evm.min_gas_price',
+      ],
+      // the default gas_target (15000000) is above this limit
+      ['[evm.gas]\ngas_target = 1\nblock_gas_limit = "21000"', 'evm.gas.gas_target'],
+      // the default api.address (0.0.0.0:1317) differs from this api_address
+      ['[api]\naddress = "x"\n[evm]\napi_address = "127.0.0.1:1318"', 'api.address'],
+      // the default evm.api_address differs from this api.address
+      ['[api]\naddress = "tcp://127.0.0.1:1318"\n[evm]\napi_address = 5', 'evm.api_address'],
+      // the default [evm] max_gas_price (1000000000000) is below this first base fee
+      [
+        '[evm]\nmax_gas_price = 1\n[evm.gas]\nmax_gas_price = "3000000000000"\nbase_fee = "2000000000000"',
+        'evm.max_gas_price',
+      ],
+      // the default tls_key_file ("") with a certificate set
+      ['[api]\ntls_cert_file = "c.pem"\ntls_key_file = 5', 'api.tls_key_file'],
+      // the default tls_cert_file ("") with a key set
+      ['[api]\ntls_cert_file = 5\ntls_key_file = "k.pem"', 'api.tls_cert_file'],
+      // the default trust_height (0) with a hash set
+      [`[light]\ntrust_height = -1\ntrust_hash = "${'ab'.repeat(32)}"`, 'light.trust_height'],
+    ];
+    for (const [text, key] of cases) {
+      const r = app(text);
+      assert.equal(r.problems.length, 1, `${text}: ${r.problems.join('; ')}`);
+      assert.ok(r.problems[0]!.startsWith(`app.toml: ${key}: `), `${text}: ${r.problems[0]}`);
+    }
+    // Two addresses refused for their checksum are not also "the same address".
+    const both = app(
+      `[bridge]\nenable = true\nethereum_rpc_url = "http://h:1"\nbridge_address = "${a}"\nbtc_token_address = "${a}"\n`,
+    ).problems;
+    assert.deepEqual(
+      both.map((p) => p.split(': ')[1]),
+      ['bridge.bridge_address', 'bridge.btc_token_address'],
+    );
+  });
+
+  it('a refused listen address of either file is not compared for clashes', () => {
+    // app.toml's api.address refused: its default (1317) would clash with this rpc.laddr.
+    const c = defaultConfigTomlValues();
+    c.rpc.laddr = 'tcp://127.0.0.1:1317';
+    const a = defaultAppTomlValues();
+    a.api.address = 'tcp://h:0';
+    a.evm.api_address = '127.0.0.1:1317';
+    assert.deepEqual(loadHome('clash-bad-app', renderConfigToml(c), renderAppToml(a)), [
+      'app.toml: api.address: port must be between 1 and 65535, got "tcp://h:0"',
+    ]);
+    // config.toml unreadable as TOML: its defaults are not compared (26657 here would clash).
+    const a2 = defaultAppTomlValues();
+    a2.api.address = 'tcp://0.0.0.0:26657';
+    a2.evm.api_address = '0.0.0.0:26657';
+    const problems = loadHome('clash-bad-config', '[rpc\n', renderAppToml(a2));
+    assert.equal(problems.length, 1, problems.join('; '));
+    assert.match(problems[0]!, /^config\.toml: not valid TOML/);
+  });
+});
+
 describe('listen port clashes across config.toml and app.toml', () => {
   const withRpc = (laddr: string) => {
     const c = defaultConfigTomlValues();
