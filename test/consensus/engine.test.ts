@@ -18,6 +18,7 @@ import {
   Driver,
   genesis,
   hex,
+  nilId,
   ofKind,
   signedProposal,
   signedVote,
@@ -420,6 +421,370 @@ describe('engine: the rules of the paper', () => {
     const d1 = new Driver(config(keys[0]!, { createEmptyBlocks: false }), chain);
     d1.send((now) => ({ kind: 'start', now }));
     assert.equal(d1.state.step, 'Propose');
+  });
+});
+
+describe('engine: the rules at their edges', () => {
+  /** The scheduleTimeout effects of one step, as [step, round]. */
+  const scheduled = (effs: EngineEffect[]) => ofKind(effs, 'scheduleTimeout').map((t) => [t.step, t.round]);
+
+  it('L22: a validator locked on a block prevotes it when it is proposed again without a POL round', () => {
+    const { d, others, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const b0 = blockFor(d.chain, keyOf(0), 'zero');
+    d.propose(signedProposal(keyOf(0), b0, 0), b0);
+    for (const k of others) d.vote(signedVote(d.chain, k, 1, 1, 0, blockIdOf(b0)));
+    for (const k of others) d.vote(signedVote(d.chain, k, 2, 1, 0, null));
+    d.timeout('PrecommitWait');
+    assert.equal(d.state.lockedRound, 0);
+    const effs = d.propose(signedProposal(keyOf(1), b0, 1), b0);
+    const pv = ownVote(effs);
+    assert.deepEqual([pv.type, pv.round], [1, 1]);
+    assert.deepEqual(pv.blockId, blockIdOf(b0), 'locked on b0 and b0 proposed: prevote b0');
+  });
+
+  it('L28: waits in Propose for the POL prevotes, then prevotes; an invalid re-proposal gets nil', () => {
+    for (const valid of [true, false]) {
+      const { d, others, keyOf } = setup();
+      d.send((now) => ({ kind: 'start', now }));
+      const b = blockFor(d.chain, keyOf(0), 'pol');
+      const id = blockIdOf(b);
+      // Round 0 ends with precommits for nil; two prevotes for b are seen, not a polka.
+      d.timeout('Propose');
+      d.vote(signedVote(d.chain, others[0]!, 1, 1, 0, id));
+      d.vote(signedVote(d.chain, others[1]!, 1, 1, 0, id));
+      for (const k of others) d.vote(signedVote(d.chain, k, 2, 1, 0, null));
+      d.timeout('PrecommitWait');
+      assert.equal(d.state.round, 1);
+      const before = ofKind(d.effects, 'signVote').length;
+      d.propose(signedProposal(keyOf(1), b, 1, 0), b, valid);
+      assert.equal(d.state.step, 'Propose', 'no +2/3 prevotes at the POL round yet');
+      assert.equal(ofKind(d.effects, 'signVote').length, before);
+      // The third prevote of round 0 completes the POL.
+      d.vote(signedVote(d.chain, others[2]!, 1, 1, 0, id));
+      const votes = ofKind(d.effects, 'signVote').slice(before);
+      assert.equal(votes.length, 1, `valid=${valid}`);
+      assert.deepEqual([votes[0]!.vote.type, votes[0]!.vote.round], [1, 1]);
+      assert.deepEqual(votes[0]!.vote.blockId, valid ? id : nilId(), `valid=${valid}`);
+      assert.equal(d.state.step, 'Prevote');
+    }
+  });
+
+  it('L28: locked in a round after the POL round on the same block, it still prevotes the block', () => {
+    const { d, others, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const b = blockFor(d.chain, keyOf(0), 'same');
+    const id = blockIdOf(b);
+    // Round 0: a polka for b that this node did not use (it had timed out to nil).
+    d.timeout('Propose');
+    for (const k of others) d.vote(signedVote(d.chain, k, 1, 1, 0, id));
+    for (const k of others) d.vote(signedVote(d.chain, k, 2, 1, 0, null));
+    d.timeout('PrecommitWait');
+    // Round 1: b proposed with POL round 0, locked on in round 1.
+    d.propose(signedProposal(keyOf(1), b, 1, 0), b);
+    for (const k of others) d.vote(signedVote(d.chain, k, 1, 1, 1, id));
+    assert.equal(d.state.lockedRound, 1);
+    for (const k of others) d.vote(signedVote(d.chain, k, 2, 1, 1, null));
+    d.timeout('PrecommitWait', 1);
+    // Round 2: b again with POL round 0 < locked round 1, but it is the locked block.
+    const before = ofKind(d.effects, 'signVote').length;
+    d.propose(signedProposal(keyOf(2), b, 2, 0), b);
+    const v = ofKind(d.effects, 'signVote').slice(before)[0]!.vote;
+    assert.deepEqual([v.type, v.round], [1, 2]);
+    assert.deepEqual(v.blockId, id);
+  });
+
+  it('L36 after Prevote: a late polka sets the valid block, not the lock, and signs nothing', () => {
+    const { d, others, self, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const b = blockFor(d.chain, keyOf(0));
+    const id = blockIdOf(b);
+    const ownPrevote = d.propose(signedProposal(keyOf(0), b, 0), b);
+    assert.deepEqual(ownVote(d.effects).blockId, id);
+    d.vote(signedVote(d.chain, others[0]!, 1, 1, 0, id));
+    d.vote(signedVote(d.chain, others[1]!, 1, 1, 0, id));
+    d.vote(signedVote(d.chain, others[2]!, 1, 1, 0, null));
+    assert.equal(d.state.step, 'PrevoteWait');
+    const pc = d.timeout('PrevoteWait');
+    assert.deepEqual(ownVote(pc).blockId, nilId());
+    assert.equal(d.state.step, 'Precommit');
+    // Its own prevote for b arrives (signed late): now 30 of 40 prevoted b.
+    const before = ofKind(d.effects, 'signVote').length;
+    d.signWith(self, ownPrevote);
+    assert.equal(d.state.validRound, 0);
+    assert.equal(d.state.validBlock!.key, d.state.proposals.get(0)!.key);
+    assert.equal(d.state.lockedRound, -1);
+    assert.equal(d.state.lockedBlock, null);
+    assert.equal(d.state.step, 'Precommit');
+    assert.equal(ofKind(d.effects, 'signVote').length, before);
+  });
+
+  it('L44 from PrevoteWait: the vote completing a nil polka precommits nil at once', () => {
+    const { d, others, self, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const ownNil = d.timeout('Propose');
+    const id = blockIdOf(blockFor(d.chain, keyOf(0)));
+    d.vote(signedVote(d.chain, others[0]!, 1, 1, 0, id));
+    d.vote(signedVote(d.chain, others[1]!, 1, 1, 0, null));
+    const wait = d.vote(signedVote(d.chain, others[2]!, 1, 1, 0, null));
+    assert.equal(d.state.step, 'PrevoteWait');
+    assert.deepEqual(scheduled(wait), [['PrevoteWait', 0]], 'timeout_prevote is scheduled once');
+    const effs = d.signWith(self, ownNil);
+    const pc = ofKind(effs, 'signVote');
+    assert.equal(pc.length, 1);
+    assert.deepEqual([pc[0]!.vote.type, pc[0]!.vote.blockId], [2, nilId()]);
+    assert.equal(d.state.step, 'Precommit');
+    assert.deepEqual(scheduled(effs), [], 'no second timeout_prevote');
+  });
+
+  it('L47: from Prevote the wait is scheduled once without a step change; from Precommit it is PrecommitWait', () => {
+    const a = setup();
+    a.d.send((now) => ({ kind: 'start', now }));
+    a.d.timeout('Propose');
+    a.d.vote(signedVote(a.d.chain, a.others[0]!, 2, 1, 0, null));
+    a.d.vote(signedVote(a.d.chain, a.others[1]!, 2, 1, 0, null));
+    const effs = a.d.vote(signedVote(a.d.chain, a.others[2]!, 2, 1, 0, null));
+    assert.deepEqual(scheduled(effs), [['PrecommitWait', 0]]);
+    assert.equal(a.d.state.step, 'Prevote');
+    assert.equal(a.d.state.triggeredPrecommitWait, true);
+    assert.equal(
+      ofKind(effs, 'publish').filter((e) => e.event.kind === 'NewRoundStep').length,
+      0,
+      'the step did not change',
+    );
+
+    const b = setup();
+    b.d.send((now) => ({ kind: 'start', now }));
+    b.d.timeout('Propose');
+    for (const k of b.others) b.d.vote(signedVote(b.d.chain, k, 1, 1, 0, null));
+    assert.equal(b.d.state.step, 'Precommit');
+    b.d.vote(signedVote(b.d.chain, b.others[0]!, 2, 1, 0, null));
+    b.d.vote(signedVote(b.d.chain, b.others[1]!, 2, 1, 0, null));
+    const effs2 = b.d.vote(signedVote(b.d.chain, b.others[2]!, 2, 1, 0, null));
+    assert.deepEqual(scheduled(effs2), [['PrecommitWait', 0]]);
+    assert.equal(b.d.state.step, 'PrecommitWait');
+    assert.ok(
+      ofKind(effs2, 'publish').some(
+        (e) => e.event.kind === 'NewRoundStep' && e.event.step === 'RoundStepPrecommitWait',
+      ),
+    );
+  });
+
+  it('L49 before the block: commits once the proposal arrives; precommits for another part set never decide', () => {
+    const { d, others, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const b = blockFor(d.chain, keyOf(0));
+    const id = blockIdOf(b);
+    for (const k of others) d.vote(signedVote(d.chain, k, 2, 1, 0, id));
+    assert.equal(d.state.step, 'Commit');
+    assert.equal(d.state.commitRound, 0);
+    assert.equal(d.state.decided, false);
+    assert.equal(ofKind(d.effects, 'decide').length, 0);
+    d.propose(signedProposal(keyOf(0), b, 0), b);
+    const dec = ofKind(d.effects, 'decide');
+    assert.equal(dec.length, 1);
+    assert.deepEqual(dec[0]!.blockId, id);
+    assert.equal(d.state.decided, true);
+
+    // +2/3 precommits for the block's hash with another part set header: the block held is not it.
+    const o = setup();
+    o.d.send((now) => ({ kind: 'start', now }));
+    const other = {
+      hash: id.hash,
+      partSetHeader: { total: id.partSetHeader.total + 1, hash: id.partSetHeader.hash },
+    };
+    o.d.propose(signedProposal(o.keyOf(0), b, 0), b);
+    for (const k of o.others) o.d.vote(signedVote(o.d.chain, k, 2, 1, 0, other));
+    assert.equal(o.d.state.step, 'Commit');
+    assert.equal(o.d.state.decided, false);
+    assert.equal(ofKind(o.d.effects, 'decide').length, 0);
+  });
+
+  it('one event applies every rule it enables: the validation completing L22 also applies L36', () => {
+    const { d, others, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const b = blockFor(d.chain, keyOf(0));
+    const id = blockIdOf(b);
+    for (const k of others) d.vote(signedVote(d.chain, k, 1, 1, 0, id));
+    assert.equal(d.state.step, 'Propose', 'a polka without the proposal does not move Propose');
+    const effs = d.propose(signedProposal(keyOf(0), b, 0), b);
+    const signs = ofKind(effs, 'signVote').map((e) => [e.vote.type, hex(e.vote.blockId.hash)]);
+    assert.deepEqual(signs, [
+      [1, hex(id.hash)],
+      [2, hex(id.hash)],
+    ]);
+    assert.equal(d.state.lockedRound, 0);
+    assert.equal(d.state.step, 'Precommit');
+  });
+
+  it('L36 in Prevote goes straight to Precommit; in PrevoteWait it locks too; never on an invalid block', () => {
+    const a = setup();
+    a.d.send((now) => ({ kind: 'start', now }));
+    const b = blockFor(a.d.chain, a.keyOf(0));
+    const id = blockIdOf(b);
+    a.d.propose(signedProposal(a.keyOf(0), b, 0), b);
+    a.d.vote(signedVote(a.d.chain, a.others[0]!, 1, 1, 0, id));
+    a.d.vote(signedVote(a.d.chain, a.others[1]!, 1, 1, 0, id));
+    const polka = a.d.vote(signedVote(a.d.chain, a.others[2]!, 1, 1, 0, id));
+    assert.deepEqual(scheduled(polka), [], 'no timeout_prevote on the way');
+    assert.deepEqual(
+      ofKind(polka, 'publish')
+        .filter((e) => e.event.kind === 'NewRoundStep')
+        .map((e) => (e.event.kind === 'NewRoundStep' ? e.event.step : '')),
+      ['RoundStepPrecommit'],
+    );
+
+    // PrevoteWait first (two for the block, one nil), then this node's own prevote completes the polka.
+    const w = setup();
+    w.d.send((now) => ({ kind: 'start', now }));
+    const own = w.d.propose(signedProposal(w.keyOf(0), b, 0), b);
+    w.d.vote(signedVote(w.d.chain, w.others[0]!, 1, 1, 0, id));
+    w.d.vote(signedVote(w.d.chain, w.others[1]!, 1, 1, 0, id));
+    w.d.vote(signedVote(w.d.chain, w.others[2]!, 1, 1, 0, null));
+    assert.equal(w.d.state.step, 'PrevoteWait');
+    const effs = w.d.signWith(w.self, own);
+    const pc = ofKind(effs, 'signVote');
+    assert.equal(pc.length, 1);
+    assert.deepEqual([pc[0]!.vote.type, pc[0]!.vote.blockId], [2, id]);
+    assert.equal(w.d.state.lockedRound, 0);
+    assert.equal(w.d.state.validRound, 0);
+
+    // The same polka for a block the application refused: no lock, no precommit for it.
+    const n = setup();
+    n.d.send((now) => ({ kind: 'start', now }));
+    n.d.propose(signedProposal(n.keyOf(0), b, 0), b, false);
+    for (const k of n.others) n.d.vote(signedVote(n.d.chain, k, 1, 1, 0, id));
+    assert.equal(n.d.state.lockedRound, -1);
+    assert.equal(n.d.state.validRound, -1);
+    assert.equal(n.d.state.step, 'PrevoteWait');
+    assert.ok(ofKind(n.d.effects, 'signVote').every((e) => e.vote.type === 1));
+  });
+
+  it('L44 only from Prevote and PrevoteWait: a nil polka in Propose waits, and in Precommit signs nothing more', () => {
+    const { d, others, self } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    for (const k of others) d.vote(signedVote(d.chain, k, 1, 1, 0, null));
+    assert.equal(d.state.step, 'Propose');
+    assert.equal(ofKind(d.effects, 'signVote').length, 0);
+    const ownNil = d.timeout('Propose');
+    // Timing out in Propose prevotes nil, and the nil polka already there precommits nil at once.
+    assert.deepEqual(
+      ofKind(ownNil, 'signVote').map((e) => e.vote.type),
+      [1, 2],
+    );
+    assert.deepEqual(scheduled(ownNil), [], 'straight to Precommit, no timeout_prevote on the way');
+    assert.equal(d.state.step, 'Precommit');
+    const later = d.signWith(self, ownNil);
+    assert.equal(ofKind(later, 'signVote').length, 0, 'no second precommit');
+    assert.equal(d.state.step, 'Precommit');
+  });
+
+  it('L47 while waiting for transactions in NewRound', () => {
+    const chain = genesis(keys);
+    const probe = createEngine(config(null), chain, null);
+    const p = keys.find((k) => hex(k.address) === hex(proposerOf(probe, 0).address))!;
+    const block = blockFor(chain, p);
+    const next = nextChainState(chain, block, blockIdOf(block), {
+      ...emptyResult(chain),
+      appHash: chain.appHash,
+    });
+    const h2 = { ...next, lastBlockAppHash: chain.appHash };
+    const d = new Driver(config(null, { createEmptyBlocks: false }), h2);
+    d.send((now) => ({ kind: 'start', now }));
+    assert.equal(d.state.step, 'NewRound');
+    const voters = keys.slice(0, 3);
+    d.vote(signedVote(h2, voters[0]!, 2, 2, 0, null));
+    d.vote(signedVote(h2, voters[1]!, 2, 2, 0, null));
+    const effs = d.vote(signedVote(h2, voters[2]!, 2, 2, 0, null));
+    assert.deepEqual(scheduled(effs), [['PrecommitWait', 0]]);
+    assert.equal(d.state.step, 'NewRound');
+  });
+
+  it('between heights (NewHeight) and once in Commit, votes apply no rule', () => {
+    const { d, others, keyOf, chain } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const block = blockFor(chain, keyOf(0));
+    const id = blockIdOf(block);
+    for (const k of others) d.vote(signedVote(chain, k, 2, 1, 0, id));
+    assert.equal(d.state.step, 'Commit');
+    // In Commit, waiting for the block: a prevote changes nothing.
+    const inCommit = d.vote(signedVote(chain, others[0]!, 1, 1, 0, id));
+    assert.deepEqual(
+      inCommit.map((e) => e.kind),
+      ['wal', 'publish'],
+    );
+    d.propose(signedProposal(keyOf(0), block, 0), block);
+    assert.equal(ofKind(d.effects, 'decide').length, 1);
+    const next = nextChainState(chain, block, id, emptyResult(chain));
+    d.send((now) => ({ kind: 'committed', chain: next, now }));
+    assert.equal(d.state.step, 'NewHeight');
+    // +1/3 of round 1 and +2/3 precommits of round 0 at height 2 before timeout_commit: still NewHeight.
+    const before = d.effects.length;
+    d.vote(signedVote(next, others[0]!, 1, 2, 1, null));
+    d.vote(signedVote(next, others[1]!, 1, 2, 1, null));
+    for (const k of others) d.vote(signedVote(next, k, 2, 2, 0, null));
+    assert.equal(d.state.step, 'NewHeight');
+    assert.equal(d.state.round, 0);
+    const kinds = new Set(d.effects.slice(before).map((e) => e.kind));
+    assert.deepEqual([...kinds].sort(), ['publish', 'wal']);
+    assert.deepEqual(scheduled(d.effects.slice(before)), []);
+  });
+
+  it('the validation completing L28 also applies L36 in the same event', () => {
+    const { d, others, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const b = blockFor(d.chain, keyOf(0), 'pol');
+    const id = blockIdOf(b);
+    // Round 0: a polka for b this node did not use; round 1: a polka for b before the proposal.
+    d.timeout('Propose');
+    for (const k of others) d.vote(signedVote(d.chain, k, 1, 1, 0, id));
+    for (const k of others) d.vote(signedVote(d.chain, k, 2, 1, 0, null));
+    d.timeout('PrecommitWait');
+    for (const k of others) d.vote(signedVote(d.chain, k, 1, 1, 1, id));
+    assert.equal(d.state.round, 1);
+    const effs = d.propose(signedProposal(keyOf(1), b, 1, 0), b);
+    assert.deepEqual(
+      ofKind(effs, 'signVote').map((e) => [e.vote.type, e.vote.round, hex(e.vote.blockId.hash)]),
+      [
+        [1, 1, hex(id.hash)],
+        [2, 1, hex(id.hash)],
+      ],
+    );
+    assert.equal(d.state.lockedRound, 1);
+  });
+
+  it('L36 needs step >= Prevote: a polka seen while Propose waits for a POL sets no valid block', () => {
+    const { d, others, keyOf } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const b = blockFor(d.chain, keyOf(0), 'pol');
+    const id = blockIdOf(b);
+    // Round 0: two prevotes for b, not a POL.
+    d.timeout('Propose');
+    d.vote(signedVote(d.chain, others[0]!, 1, 1, 0, id));
+    d.vote(signedVote(d.chain, others[1]!, 1, 1, 0, id));
+    for (const k of others) d.vote(signedVote(d.chain, k, 2, 1, 0, null));
+    d.timeout('PrecommitWait');
+    // Round 1: b re-proposed with POL round 0 (incomplete), then a polka for b in round 1.
+    d.propose(signedProposal(keyOf(1), b, 1, 0), b);
+    for (const k of others) d.vote(signedVote(d.chain, k, 1, 1, 1, id));
+    assert.equal(d.state.step, 'Propose');
+    assert.equal(d.state.validRound, -1);
+    assert.equal(d.state.validBlock, null);
+    assert.equal(d.state.polkaSeen, false);
+  });
+
+  it('L55: votes of the current or an earlier round never skip', () => {
+    const { d, others } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    d.vote(signedVote(d.chain, others[0]!, 1, 1, 2, null));
+    d.vote(signedVote(d.chain, others[1]!, 1, 1, 2, null));
+    assert.equal(d.state.round, 2);
+    const before = ofKind(d.effects, 'publish').filter((e) => e.event.kind === 'NewRound').length;
+    d.vote(signedVote(d.chain, others[0]!, 2, 1, 1, null));
+    d.vote(signedVote(d.chain, others[1]!, 2, 1, 1, null));
+    d.vote(signedVote(d.chain, others[2]!, 1, 1, 2, null));
+    assert.equal(d.state.round, 2);
+    assert.equal(ofKind(d.effects, 'publish').filter((e) => e.event.kind === 'NewRound').length, before);
   });
 });
 

@@ -604,3 +604,18 @@ describe('mempool: proposals', () => {
     assert.deepEqual(names(p.select(0n, 0)), []);
   });
 });
+
+describe('mempool: executable transactions', () => {
+  it('hasExecutable: only a transaction at its sender state nonce counts, not a queued one', () => {
+    const p = pool();
+    assert.equal(p.hasExecutable(), false, 'an empty pool');
+    admit(p, tx(A, 1n));
+    assert.equal(p.hasExecutable(), false, 'A waits for nonce 0');
+    admit(p, tx(B, 1n), { ...rich, nonce: 1n });
+    assert.equal(p.hasExecutable(), true, "B's nonce 1 is its state nonce");
+    const q = pool();
+    admit(q, tx(C, 2n));
+    admit(q, tx(D, 0n));
+    assert.equal(q.hasExecutable(), true, 'one executable sender among queued ones');
+  });
+});

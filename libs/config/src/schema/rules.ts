@@ -29,7 +29,9 @@ function rule(name: string, check: Check): PropertyDecorator {
 
 const got = (v: unknown) => `got ${describeValue(v)}`;
 
-export function IsText(opts: { nonEmpty?: boolean; pattern?: RegExp; patternText?: string } = {}) {
+export function IsText(
+  opts: { nonEmpty?: boolean; pattern?: RegExp; patternText?: string } = {},
+): PropertyDecorator {
   return rule('isText', (v) => {
     if (typeof v !== 'string') return `must be a string, ${got(v)}`;
     if (opts.nonEmpty && v.trim() === '') return `must not be empty, ${got(v)}`;
@@ -38,12 +40,12 @@ export function IsText(opts: { nonEmpty?: boolean; pattern?: RegExp; patternText
   });
 }
 
-export function IsBool() {
+export function IsBool(): PropertyDecorator {
   return rule('isBool', (v) => (typeof v === 'boolean' ? undefined : `must be true or false, ${got(v)}`));
 }
 
 /** A TOML integer in [min, max]. */
-export function IsInt(min: number, max: number = Number.MAX_SAFE_INTEGER) {
+export function IsInt(min: number, max: number = Number.MAX_SAFE_INTEGER): PropertyDecorator {
   const range =
     max === Number.MAX_SAFE_INTEGER ? `an integer >= ${min}` : `an integer between ${min} and ${max}`;
   return rule('isInt', (v) => {
@@ -54,7 +56,7 @@ export function IsInt(min: number, max: number = Number.MAX_SAFE_INTEGER) {
 }
 
 /** A TOML integer that the typed config holds as bigint (gas amounts beyond 2^53 are fine). */
-export function IsBigInt(min: bigint) {
+export function IsBigInt(min: bigint): PropertyDecorator {
   return rule('isBigInt', (v) => {
     if (typeof v !== 'bigint' && (typeof v !== 'number' || !Number.isInteger(v)))
       return `must be an integer, ${got(v)}`;
@@ -63,7 +65,7 @@ export function IsBigInt(min: bigint) {
 }
 
 /** An integer held in a string ("1000000000"), as the seed writes gas prices. */
-export function IsDecimalString(min = 0n, max?: bigint) {
+export function IsDecimalString(min = 0n, max?: bigint): PropertyDecorator {
   return rule('isDecimalString', (v) => {
     const n = typeof v === 'string' ? parseDecimalString(v) : undefined;
     if (n === undefined) return `must be a decimal integer string, ${got(v)}`;
@@ -75,7 +77,7 @@ export function IsDecimalString(min = 0n, max?: bigint) {
   });
 }
 
-export function IsDuration(minMs = 0) {
+export function IsDuration(minMs = 0): PropertyDecorator {
   return rule('isDuration', (v) => {
     const ms = typeof v === 'string' ? parseDuration(v) : undefined;
     if (ms === undefined) return `must be a duration string such as "1s", "500ms" or "1m30s", ${got(v)}`;
@@ -83,7 +85,7 @@ export function IsDuration(minMs = 0) {
   });
 }
 
-export function IsListenAddress() {
+export function IsListenAddress(): PropertyDecorator {
   return rule('isListenAddress', (v) => {
     if (typeof v !== 'string')
       return `must be a listen address string "tcp://host:port" or "host:port", ${got(v)}`;
@@ -93,7 +95,7 @@ export function IsListenAddress() {
 }
 
 /** "" or host:port (an address other peers can dial). */
-export function IsExternalAddress() {
+export function IsExternalAddress(): PropertyDecorator {
   return rule('isExternalAddress', (v) => {
     if (typeof v !== 'string') return `must be a string "host:port" or "", ${got(v)}`;
     if (v === '') return undefined;
@@ -106,14 +108,14 @@ export function IsExternalAddress() {
   });
 }
 
-export function IsOneOf(values: readonly string[]) {
+export function IsOneOf(values: readonly string[]): PropertyDecorator {
   const list = values.map((s) => JSON.stringify(s)).join(', ');
   return rule('isOneOf', (v) =>
     typeof v === 'string' && values.includes(v) ? undefined : `must be one of ${list}, ${got(v)}`,
   );
 }
 
-export function IsTextList() {
+export function IsTextList(): PropertyDecorator {
   return rule('isTextList', (v) =>
     Array.isArray(v) && v.every((x) => typeof x === 'string')
       ? undefined
@@ -122,7 +124,7 @@ export function IsTextList() {
 }
 
 /** Comma-separated `<node_id>@<host>:<port>`; "" for none. */
-export function IsPeerList() {
+export function IsPeerList(): PropertyDecorator {
   return rule('isPeerList', (v) => {
     if (typeof v !== 'string')
       return `must be a comma-separated string of "<node_id>@<host>:<port>", ${got(v)}`;
@@ -132,7 +134,7 @@ export function IsPeerList() {
 }
 
 /** Comma-separated node ids; "" for none. */
-export function IsNodeIdList() {
+export function IsNodeIdList(): PropertyDecorator {
   return rule('isNodeIdList', (v) => {
     if (typeof v !== 'string') return `must be a comma-separated string of node ids, ${got(v)}`;
     const bad = splitList(v).find((id) => !isNodeId(id));
@@ -143,7 +145,7 @@ export function IsNodeIdList() {
 }
 
 /** Comma-separated names, each from `allowed`. */
-export function IsNameList(allowed: readonly string[]) {
+export function IsNameList(allowed: readonly string[]): PropertyDecorator {
   return rule('isNameList', (v) => {
     if (typeof v !== 'string') return `must be a comma-separated string, ${got(v)}`;
     const names = splitList(v);
@@ -154,7 +156,7 @@ export function IsNameList(allowed: readonly string[]) {
   });
 }
 
-export function IsBtcAmount() {
+export function IsBtcAmount(): PropertyDecorator {
   return rule('isBtcAmount', (v) =>
     typeof v === 'string' && parseBtcAmount(v) !== undefined
       ? undefined
@@ -162,7 +164,7 @@ export function IsBtcAmount() {
   );
 }
 
-export function IsNodeUrl() {
+export function IsNodeUrl(): PropertyDecorator {
   return rule('isNodeUrl', (v) =>
     typeof v === 'string' && nodeHttpUrl(v) !== undefined
       ? undefined
