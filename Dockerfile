@@ -12,6 +12,26 @@ FROM node:22.20.0-bookworm-slim AS build
 WORKDIR /src
 # The lock file alone decides what is installed; the sources come after so a code change reuses this layer.
 COPY package.json package-lock.json ./
+# The workspaces: each package.json (npm ci installs a workspace tree from them).
+COPY libs/abci-grpc/package.json libs/abci-grpc/package.json
+COPY libs/config/package.json libs/config/package.json
+COPY libs/consensus/package.json libs/consensus/package.json
+COPY libs/crypto/package.json libs/crypto/package.json
+COPY libs/execution/package.json libs/execution/package.json
+COPY libs/p2p/package.json libs/p2p/package.json
+COPY libs/rpc/package.json libs/rpc/package.json
+COPY libs/storage/package.json libs/storage/package.json
+COPY libs/stream/package.json libs/stream/package.json
+COPY libs/telemetry/package.json libs/telemetry/package.json
+COPY libs/types/package.json libs/types/package.json
+COPY services/consensus/package.json services/consensus/package.json
+COPY services/executor/package.json services/executor/package.json
+COPY services/metrics/package.json services/metrics/package.json
+COPY services/noded/package.json services/noded/package.json
+COPY services/p2p-gateway/package.json services/p2p-gateway/package.json
+COPY services/rpc-edge/package.json services/rpc-edge/package.json
+COPY services/shared/package.json services/shared/package.json
+COPY services/state-store/package.json services/state-store/package.json
 COPY scripts/patch-deps.mjs scripts/patch-deps.mjs
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
@@ -21,6 +41,7 @@ COPY services services
 COPY proto proto
 COPY test test
 COPY bench bench
+COPY scripts/dist-packages.mjs scripts/dist-packages.mjs
 RUN npm run build
 
 # ---- runtime: production dependencies only, non-root -----------------------------------------------
@@ -46,6 +67,26 @@ ENV NODE_ENV=production \
     MALLOC_TRIM_THRESHOLD_=131072
 WORKDIR /opt/noded
 COPY package.json package-lock.json ./
+# The workspaces: each package.json (npm ci installs a workspace tree from them).
+COPY libs/abci-grpc/package.json libs/abci-grpc/package.json
+COPY libs/config/package.json libs/config/package.json
+COPY libs/consensus/package.json libs/consensus/package.json
+COPY libs/crypto/package.json libs/crypto/package.json
+COPY libs/execution/package.json libs/execution/package.json
+COPY libs/p2p/package.json libs/p2p/package.json
+COPY libs/rpc/package.json libs/rpc/package.json
+COPY libs/storage/package.json libs/storage/package.json
+COPY libs/stream/package.json libs/stream/package.json
+COPY libs/telemetry/package.json libs/telemetry/package.json
+COPY libs/types/package.json libs/types/package.json
+COPY services/consensus/package.json services/consensus/package.json
+COPY services/executor/package.json services/executor/package.json
+COPY services/metrics/package.json services/metrics/package.json
+COPY services/noded/package.json services/noded/package.json
+COPY services/p2p-gateway/package.json services/p2p-gateway/package.json
+COPY services/rpc-edge/package.json services/rpc-edge/package.json
+COPY services/shared/package.json services/shared/package.json
+COPY services/state-store/package.json services/state-store/package.json
 COPY scripts/patch-deps.mjs scripts/patch-deps.mjs
 # secp256k1, keccak and @nxtedition/rocksdb ship prebuilt glibc binaries, so no compiler is needed;
 # the second command fails the build here, not at the first start, if one of them does not load.
@@ -56,6 +97,7 @@ COPY bin bin
 COPY libs/config/networks libs/config/networks
 COPY --from=build /src/dist/libs dist/libs
 COPY --from=build /src/dist/services dist/services
+COPY --from=build /src/dist/node_modules dist/node_modules
 # /nats-auth: where compose mounts the volume its init writes the NATS logins into; a new named volume
 # takes the ownership of the image's directory, so the node user can write there.
 RUN ln -s /opt/noded/bin/noded.js /usr/local/bin/noded \

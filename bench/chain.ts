@@ -2,6 +2,7 @@
 // fee fields read from the node, and EIP-1559 transactions signed locally (never timed).
 import { createRequire } from 'node:module';
 import { RLP } from '@ethereumjs/rlp';
+import { keccak256 as keccak, secp256k1Sign } from '@noded/crypto';
 import {
   getAddress,
   getBytes,
@@ -14,7 +15,6 @@ import {
   Transaction,
   toUtf8Bytes,
 } from 'ethers';
-import { keccak256 as keccak, secp256k1Sign } from '../libs/crypto/index.js';
 import { hexQty, type JsonRpcClient } from './rpc.js';
 
 export const TEST_MNEMONIC = 'test test test test test test test test test test test junk';

@@ -2,9 +2,9 @@
 // account index, native-signed EIP-1559 transactions, and the tests' ERC-20 (deployed at genesis,
 // so its constructor never runs; balances are set in storage slot 0's mapping). Signing, the
 // executor's options and solc-js come from the tests' helpers, so both drive the executor alike.
-import { defaultMempoolOptions, Executor, type MempoolOptions } from '../libs/execution/index.js';
-import type { KVStore } from '../libs/storage/index.js';
-import { EventBus, type Logger, silentLogger } from '../libs/types/index.js';
+import { defaultMempoolOptions, Executor, type MempoolOptions } from '@noded/execution';
+import type { KVStore } from '@noded/storage';
+import { EventBus, type Logger, silentLogger } from '@noded/types';
 import { TOKEN_SOL } from '../test/execution/contracts.js';
 import { CHAIN_ID, executorOptions, GWEI, signTx } from '../test/execution/helpers.js';
 import { compileSolidity } from '../test/solc.js';

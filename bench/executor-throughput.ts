@@ -8,9 +8,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ethAddressFromPrivateKey, keccak256 } from '../libs/crypto/index.js';
-import { RocksKV } from '../libs/storage/index.js';
-import { silentLogger } from '../libs/types/index.js';
+import { ethAddressFromPrivateKey, keccak256 } from '@noded/crypto';
+import { RocksKV } from '@noded/storage';
+import { silentLogger } from '@noded/types';
 import { TEST_CONSENSUS_PARAMS } from '../test/execution/helpers.js';
 import { arg, compileToken, EVM_CHAIN_ID, hex, openExecutor, privKey, sign } from './exec-fixtures.js';
 

@@ -11,13 +11,13 @@
 // spans' own cost (the gateway's `relay in` and consensus' `deliver` span per frame), as CPU time of
 // this process per frame (wall times move with the machine's load; CPU time much less).
 import { loadavg } from 'node:os';
+import { GatewayHost, GatewayRelay, serveGateway } from '@noded/abci-grpc';
+import { ed25519Generate, nodeIdFromPublicKey } from '@noded/crypto';
+import { P2P_PROTOCOL_VERSION, P2PHost, type PeerAddress } from '@noded/p2p';
+import { setTracingEnabled } from '@noded/telemetry';
+import { silentLogger } from '@noded/types';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { GatewayHost, GatewayRelay, serveGateway } from '../libs/abci-grpc/index.js';
-import { ed25519Generate, nodeIdFromPublicKey } from '../libs/crypto/index.js';
-import { P2P_PROTOCOL_VERSION, P2PHost, type PeerAddress } from '../libs/p2p/index.js';
-import { setTracingEnabled } from '../libs/telemetry/index.js';
-import { silentLogger } from '../libs/types/index.js';
 
 const CHANNEL = '/bench/relay/1';
 

@@ -12,12 +12,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ethAddressFromPrivateKey, keccak256 } from '../libs/crypto/index.js';
-import { chainCommon } from '../libs/execution/src/evm/common.js';
-import { decodeTx, recoverSenderPublicKey } from '../libs/execution/src/txs.js';
-import { type IndexedBlock, Query, TxIndexStore } from '../libs/rpc/index.js';
-import { RocksKV } from '../libs/storage/index.js';
-import type { AbciEvent, ExecTxResult, Hex } from '../libs/types/index.js';
+import { ethAddressFromPrivateKey, keccak256 } from '@noded/crypto';
+import { chainCommon } from '@noded/execution/src/evm/common.js';
+import { decodeTx, recoverSenderPublicKey } from '@noded/execution/src/txs.js';
+import { type IndexedBlock, Query, TxIndexStore } from '@noded/rpc';
+import { RocksKV } from '@noded/storage';
+import type { AbciEvent, ExecTxResult, Hex } from '@noded/types';
 import { TEST_CONSENSUS_PARAMS } from '../test/execution/helpers.js';
 import { arg, compileToken, EVM_CHAIN_ID, hex, openExecutor, privKey, sign } from './exec-fixtures.js';
 

@@ -3,8 +3,9 @@
 // same blocks without a block reward (nothing to split: only the checkpoint runs).
 //
 // Usage: node dist/bench/reward-split.js [--validators 100] [--blocks 50]
+
+import type { Hex } from '@noded/types';
 import { Interface } from 'ethers';
-import type { Hex } from '../libs/types/index.js';
 import { ETH, key, produceBlock, signTx } from '../test/execution/helpers.js';
 import { REWARD, startStakingNet, stopStakingNet, wideConsensusKey } from '../test/execution/staking-net.js';
 import { arg } from './exec-fixtures.js';

@@ -3,8 +3,8 @@
 // of them (one in ten missing) against the same blocks with an empty last commit.
 //
 // Usage: node dist/bench/staking-liveness.js [--validators 100] [--blocks 50]
-import { sha256 } from '../libs/crypto/index.js';
-import type { CommitInfo } from '../libs/types/index.js';
+import { sha256 } from '@noded/crypto';
+import type { CommitInfo } from '@noded/types';
 import { key, produceBlock } from '../test/execution/helpers.js';
 import { startStakingNet, stopStakingNet, wideConsensusKey } from '../test/execution/staking-net.js';
 import { arg } from './exec-fixtures.js';

@@ -4,9 +4,10 @@
 // spans' own cost is measured). Median of --rounds rounds of --calls calls each.
 //
 // Usage: node dist/bench/tracing-cost.js [--calls 100000] [--rounds 5]
+
+import { setTracingEnabled } from '@noded/telemetry';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { setTracingEnabled } from '../libs/telemetry/index.js';
 import { startHarness } from '../test/rpc-eth/helpers.js';
 import { arg } from './exec-fixtures.js';
 

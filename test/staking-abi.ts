@@ -1,7 +1,7 @@
 // The validator pool (0x7b7c…0011) and the reward stake (0x7b7c…0016) as a wallet declares them:
 // written here from docs/staking.md, not taken from the precompiles, so that the tests that read
 // them in-process (test/execution) and over JSON-RPC (test/e2e) check the node against one text.
-import type { Hex } from '../libs/types/index.js';
+import type { Hex } from '@noded/types';
 
 export const POOL = '0x7b7c000000000000000000000000000000000011' as Hex;
 export const REWARD = '0x7b7c000000000000000000000000000000000016' as Hex;

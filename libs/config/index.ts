@@ -12,7 +12,7 @@ export {
   PUB_KEY_TYPE,
   type ValidatorKey,
   validatorKeyJson,
-} from '../crypto/index.js';
+} from '@noded/crypto';
 // Ethereum address checks used by genesis validation.
 export { checkEthAddress, toChecksumAddress } from './src/address.js';
 // Seed constants (chain ids, EVM chain ids, ports, consensus params, dev mnemonic): defined once here.

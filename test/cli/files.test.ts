@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { appendFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { homePaths, loadNodeKey, loadValidatorKey, shippedGenesisPath } from '../../libs/config/index.js';
+import { homePaths, loadNodeKey, loadValidatorKey, shippedGenesisPath } from '@noded/config';
 import { MAIN, removeDir, runCli, snapshot, tempDir } from './helpers.js';
 
 const root = tempDir();

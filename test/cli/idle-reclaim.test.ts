@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { getHeapStatistics } from 'node:v8';
-import { type Reclaimed, startIdleReclaim } from '../../services/shared/src/idle-reclaim.js';
+import { type Reclaimed, startIdleReclaim } from '@noded/service-shared/src/idle-reclaim.js';
 
 const MB = 1 << 20;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

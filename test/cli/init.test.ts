@@ -10,7 +10,7 @@ import {
   loadNodeKey,
   loadValidatorKey,
   shippedGenesisPath,
-} from '../../libs/config/index.js';
+} from '@noded/config';
 import { removeDir, runCli, snapshot, tempDir } from './helpers.js';
 
 const root = tempDir();

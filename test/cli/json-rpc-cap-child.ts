@@ -2,9 +2,10 @@
 // (onFatal stops the process with a non-zero code, as noded's lifecycle does). Prints the HTTP port.
 // A separate process because a worker that overshoots its cap inside one native call (JSON.parse of
 // a huge body) aborts the whole process (nodejs/node#47224), test runner included.
-import { defaultEthRpcOptions } from '../../libs/rpc/index.js';
-import { EventBus, silentLogger } from '../../libs/types/index.js';
-import { EthRpcThread } from '../../services/noded/src/rpc-edge/thread.js';
+
+import { EthRpcThread } from '@noded/cli/src/rpc-edge/thread.js';
+import { defaultEthRpcOptions } from '@noded/rpc';
+import { EventBus, silentLogger } from '@noded/types';
 import { FakeChain } from '../rpc-eth/fake-chain.js';
 
 const bus = new EventBus();

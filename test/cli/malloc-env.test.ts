@@ -14,7 +14,7 @@ import {
   MallocEnvError,
   mallocReexecEnv,
   runsOnGlibc,
-} from '../../services/noded/src/cli/malloc-env.js';
+} from '@noded/cli/src/cli/malloc-env.js';
 import { removeDir, runCli, tempDir, useFreePorts } from './helpers.js';
 
 const BIN = fileURLToPath(new URL('../../../bin/noded.js', import.meta.url));

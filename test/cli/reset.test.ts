@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { homePaths } from '../../libs/config/index.js';
+import { homePaths } from '@noded/config';
 import { spawnService, waitForService } from '../cluster/processes.js';
 import { removeDir, runCli, snapshot, tempDir, useFreePorts } from './helpers.js';
 

@@ -4,7 +4,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { homePaths } from '../../libs/config/index.js';
+import { homePaths } from '@noded/config';
 import { freePorts, MAIN, removeDir, runCli, snapshot, tempDir, useFreePorts } from './helpers.js';
 
 const root = tempDir();

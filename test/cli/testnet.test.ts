@@ -3,7 +3,7 @@ import { createHash, createPrivateKey, createPublicKey } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { listenAddresses, loadNodeConfig } from '../../libs/config/index.js';
+import { listenAddresses, loadNodeConfig } from '@noded/config';
 import { type CliResult, removeDir, runCli, snapshot, tempDir } from './helpers.js';
 
 const root = tempDir('noded-testnet-');

@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { IndexerThread } from '../../services/shared/src/indexer-thread/thread.js';
-import { WORKER_LIMITS } from '../../services/shared/src/worker-limits.js';
+import { IndexerThread } from '@noded/service-shared/src/indexer-thread/thread.js';
+import { WORKER_LIMITS } from '@noded/service-shared/src/worker-limits.js';
 
 const SMALL = { maxOldGenerationSizeMb: 32, maxYoungGenerationSizeMb: 4 };
 

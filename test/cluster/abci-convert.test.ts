@@ -2,7 +2,7 @@
 // decode -> fromProto), and the field rules fromProto enforces at the boundary.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AbciFieldError, fromProto, abciProto as pb, toProto } from '../../libs/abci-grpc/index.js';
+import { AbciFieldError, fromProto, abciProto as pb, toProto } from '@noded/abci-grpc';
 import type {
   AppInfo,
   CheckTxResult,
@@ -13,7 +13,7 @@ import type {
   InitChainRequest,
   PrepareProposalRequest,
   ProcessProposalRequest,
-} from '../../libs/types/index.js';
+} from '@noded/types';
 
 const fill = (n: number, v: number) => new Uint8Array(n).fill(v);
 const addr = (v: number) => fill(20, v);

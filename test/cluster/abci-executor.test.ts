@@ -3,10 +3,10 @@
 // ExecutionError's code reaches the client.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { AbciClientError, GrpcApplication, serveApplication } from '../../libs/abci-grpc/index.js';
-import { Executor } from '../../libs/execution/index.js';
-import { MemoryKV } from '../../libs/storage/index.js';
-import { EventBus } from '../../libs/types/index.js';
+import { AbciClientError, GrpcApplication, serveApplication } from '@noded/abci-grpc';
+import { Executor } from '@noded/execution';
+import { MemoryKV } from '@noded/storage';
+import { EventBus } from '@noded/types';
 import { validatorsOf } from '../consensus/helpers.js';
 import {
   addr,

@@ -18,9 +18,9 @@ import {
   abciProto as pb,
   serveApplication,
   toProto,
-} from '../../libs/abci-grpc/index.js';
-import { ConsensusRuntime, TestApp } from '../../libs/consensus/index.js';
-import type { Application } from '../../libs/types/index.js';
+} from '@noded/abci-grpc';
+import { ConsensusRuntime, TestApp } from '@noded/consensus';
+import type { Application } from '@noded/types';
 import { Chain, closedPort } from './helpers.js';
 
 const cleanups: Array<() => unknown> = [];

@@ -11,24 +11,19 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { RLP } from '@ethereumjs/rlp';
-import { validatorKeyJson } from '../../libs/config/index.js';
-import { decodeLightBlock, encodeLightBlock } from '../../libs/consensus/index.js';
-import { keccak256 } from '../../libs/crypto/index.js';
-import { Executor } from '../../libs/execution/index.js';
-import { MemoryKV } from '../../libs/storage/index.js';
+import { validatorKeyJson } from '@noded/config';
+import { decodeLightBlock, encodeLightBlock } from '@noded/consensus';
+import { keccak256 } from '@noded/crypto';
+import { Executor } from '@noded/execution';
+import { MemoryKV } from '@noded/storage';
 import {
   CommitCheckError,
   CommitChecker,
   decodeCommitted,
   encodeCommitted,
   ReplicaStore,
-} from '../../libs/stream/index.js';
-import {
-  type Application,
-  EventBus,
-  type FinalizeBlockRequest,
-  type ValidatorUpdate,
-} from '../../libs/types/index.js';
+} from '@noded/stream';
+import { type Application, EventBus, type FinalizeBlockRequest, type ValidatorUpdate } from '@noded/types';
 import { testKey, validatorsOf } from '../consensus/helpers.js';
 import {
   addr,

@@ -11,17 +11,12 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { RLP } from '@ethereumjs/rlp';
+import { StateReaderClient } from '@noded/abci-grpc';
+import { decodeLightBlock } from '@noded/consensus';
+import { keccak256 } from '@noded/crypto';
+import { natsInboxPrefix } from '@noded/service-shared/src/nats.js';
+import { blocksStreamName, blocksSubject, decodeCommitted, encodeCommitted } from '@noded/stream';
 import { connect } from 'nats';
-import { StateReaderClient } from '../../libs/abci-grpc/index.js';
-import { decodeLightBlock } from '../../libs/consensus/index.js';
-import { keccak256 } from '../../libs/crypto/index.js';
-import {
-  blocksStreamName,
-  blocksSubject,
-  decodeCommitted,
-  encodeCommitted,
-} from '../../libs/stream/index.js';
-import { natsInboxPrefix } from '../../services/shared/src/nats.js';
 import { freePort, initLocalHome, runCli } from '../e2e/harness.js';
 import { startNatsServer } from './nats.js';
 import { type ServiceProcess, spawnService, until, waitForService } from './processes.js';

@@ -4,15 +4,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { validatorKeyJson } from '../../libs/config/index.js';
-import { ConsensusRuntime, type ConsensusRuntimeOptions } from '../../libs/consensus/index.js';
-import { MemoryKV } from '../../libs/storage/index.js';
-import {
-  type Application,
-  EventBus,
-  type FinalizeBlockResponse,
-  silentLogger,
-} from '../../libs/types/index.js';
+import { validatorKeyJson } from '@noded/config';
+import { ConsensusRuntime, type ConsensusRuntimeOptions } from '@noded/consensus';
+import { MemoryKV } from '@noded/storage';
+import { type Application, EventBus, type FinalizeBlockResponse, silentLogger } from '@noded/types';
 import { CHAIN_ID, GENESIS_TIME, PARAMS, TIMEOUTS, testKey, validatorsOf } from '../consensus/helpers.js';
 
 export const VALIDATOR_KEY = testKey(0);

@@ -21,13 +21,7 @@ import {
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import {
-  bootId,
-  HOME_MARK_STALE_MS,
-  homePaths,
-  homeServices,
-  processStartTicks,
-} from '../../libs/config/index.js';
+import { bootId, HOME_MARK_STALE_MS, homePaths, homeServices, processStartTicks } from '@noded/config';
 import { initLocalHome, runCli } from '../e2e/harness.js';
 import { spawnService, waitForService } from './processes.js';
 

@@ -9,9 +9,9 @@ import { spawn } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { RocksKV } from '@noded/storage';
+import { blocksStreamName, ReplicaStore } from '@noded/stream';
 import { connect } from 'nats';
-import { RocksKV } from '../../libs/storage/index.js';
-import { blocksStreamName, ReplicaStore } from '../../libs/stream/index.js';
 import { DEV_ADDRESSES, freePort, initLocalHome, repoRoot } from '../e2e/harness.js';
 import { comet, spawnService, until, waitForService } from './processes.js';
 

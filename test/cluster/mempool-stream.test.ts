@@ -12,15 +12,10 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
+import { AdmissionStream, type AdmittedBatch, GrpcMempool, mempoolProto } from '@noded/abci-grpc';
+import { keccak256 } from '@noded/crypto';
+import { silentLogger } from '@noded/types';
 import { Wallet } from 'ethers';
-import {
-  AdmissionStream,
-  type AdmittedBatch,
-  GrpcMempool,
-  mempoolProto,
-} from '../../libs/abci-grpc/index.js';
-import { keccak256 } from '../../libs/crypto/index.js';
-import { silentLogger } from '../../libs/types/index.js';
 import { DEV_ADDRESSES, DEV_KEYS, freePort, initLocalHome, startAllInOne } from '../e2e/harness.js';
 import { startNatsServer } from './nats.js';
 import { comet, type ServiceProcess, spawnService, until, waitForService } from './processes.js';

@@ -8,10 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { RLP } from '@ethereumjs/rlp';
-import { connect, type NatsConnection } from 'nats';
-import { CommittedHeight } from '../../libs/abci-grpc/src/gen/noded/stream/v1/committed.js';
-import { Executor } from '../../libs/execution/index.js';
-import { RocksKV } from '../../libs/storage/index.js';
+import { CommittedHeight } from '@noded/abci-grpc/src/gen/noded/stream/v1/committed.js';
+import { Executor } from '@noded/execution';
+import { BlockPublisher } from '@noded/service-executor/src/publisher.js';
+import { RocksKV } from '@noded/storage';
 import {
   blocksStreamName,
   blocksSubject,
@@ -20,9 +20,9 @@ import {
   encodeCommitted,
   headsSubject,
   StreamFieldError,
-} from '../../libs/stream/index.js';
-import { EventBus, type Logger } from '../../libs/types/index.js';
-import { BlockPublisher } from '../../services/executor/src/publisher.js';
+} from '@noded/stream';
+import { EventBus, type Logger } from '@noded/types';
+import { connect, type NatsConnection } from 'nats';
 import { validatorsOf } from '../consensus/helpers.js';
 import {
   addr,

@@ -11,15 +11,10 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
+import { MEMPOOL_SERVICE_NAME, mempoolProto, STATE_READER_SERVICE_NAME, stateProto } from '@noded/abci-grpc';
 import { Contract, ContractFactory, JsonRpcProvider, Wallet, WebSocketProvider } from 'ethers';
 import { createPublicClient, createWalletClient, defineChain, http, webSocket } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import {
-  MEMPOOL_SERVICE_NAME,
-  mempoolProto,
-  STATE_READER_SERVICE_NAME,
-  stateProto,
-} from '../../libs/abci-grpc/index.js';
 import { compile, TOKEN_SOURCE } from '../e2e/contracts.js';
 import { DEV_ADDRESSES, DEV_KEYS, freePort, initLocalHome } from '../e2e/harness.js';
 import { startNatsServer } from './nats.js';

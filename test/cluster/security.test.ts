@@ -13,21 +13,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
+import { GrpcApplication, mutualTlsChannelCredentials, StateReaderClient } from '@noded/abci-grpc';
+import { natsInboxPrefix } from '@noded/service-shared/src/nats.js';
+import { clusterSettingsOf } from '@noded/service-shared/src/settings.js';
+import { blocksStreamName, blocksSubject, decodeCommitted, encodeCommitted } from '@noded/stream';
 import { JsonRpcProvider, Wallet } from 'ethers';
 import { connect, type NatsConnection } from 'nats';
-import {
-  GrpcApplication,
-  mutualTlsChannelCredentials,
-  StateReaderClient,
-} from '../../libs/abci-grpc/index.js';
-import {
-  blocksStreamName,
-  blocksSubject,
-  decodeCommitted,
-  encodeCommitted,
-} from '../../libs/stream/index.js';
-import { natsInboxPrefix } from '../../services/shared/src/nats.js';
-import { clusterSettingsOf } from '../../services/shared/src/settings.js';
 import { DEV_KEYS, freePort, initLocalHome, runCli } from '../e2e/harness.js';
 import { startNatsServer } from './nats.js';
 import { rpc, type ServiceProcess, spawnService, until, waitForService } from './processes.js';

@@ -14,10 +14,10 @@ import {
   StateStoreBehindError,
   StateStoreUnavailableError,
   serveStateReader,
-} from '../../libs/abci-grpc/index.js';
-import type { EthChain } from '../../libs/types/index.js';
-import { clusterSettingsOf } from '../../services/shared/src/settings.js';
-import { AppliedHeights } from '../../services/state-store/src/applied.js';
+} from '@noded/abci-grpc';
+import { clusterSettingsOf } from '@noded/service-shared/src/settings.js';
+import { AppliedHeights } from '@noded/service-state-store/src/applied.js';
+import type { EthChain } from '@noded/types';
 import { closedPort } from './helpers.js';
 
 const ADDRESS = '0x00000000000000000000000000000000000000aa';

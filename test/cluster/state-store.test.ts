@@ -9,13 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { RLP } from '@ethereumjs/rlp';
+import { Executor } from '@noded/execution';
+import { BlockPublisher } from '@noded/service-executor/src/publisher.js';
+import { StreamFollower } from '@noded/service-state-store/src/follower.js';
+import { MemoryKV, RocksKV } from '@noded/storage';
+import { blocksSubject, encodeCommitted, ReplicaError, ReplicaStore } from '@noded/stream';
+import { EventBus, silentLogger } from '@noded/types';
 import { connect } from 'nats';
-import { Executor } from '../../libs/execution/index.js';
-import { MemoryKV, RocksKV } from '../../libs/storage/index.js';
-import { blocksSubject, encodeCommitted, ReplicaError, ReplicaStore } from '../../libs/stream/index.js';
-import { EventBus, silentLogger } from '../../libs/types/index.js';
-import { BlockPublisher } from '../../services/executor/src/publisher.js';
-import { StreamFollower } from '../../services/state-store/src/follower.js';
 import { validatorsOf } from '../consensus/helpers.js';
 import {
   addr,

@@ -1,7 +1,7 @@
 // app.toml [bridge]: off by default, the keys it takes, and what a bad value says.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type ConfigProblem, formatProblem, parseAppToml, renderAppToml } from '../../libs/config/index.js';
+import { type ConfigProblem, formatProblem, parseAppToml, renderAppToml } from '@noded/config';
 
 const app = (text: string) => {
   const problems: ConfigProblem[] = [];

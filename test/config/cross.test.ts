@@ -18,7 +18,7 @@ import {
   renderAppToml,
   renderClientToml,
   renderConfigToml,
-} from '../../libs/config/index.js';
+} from '@noded/config';
 
 const cfg = (text: string) => {
   const problems: ConfigProblem[] = [];

@@ -19,7 +19,7 @@ import {
   renderAppToml,
   renderClientToml,
   renderConfigToml,
-} from '../../libs/config/index.js';
+} from '@noded/config';
 
 const homes: string[] = [];
 after(() => {

@@ -11,8 +11,8 @@ import {
   shippedGenesisPath,
   toRuntimeGenesis,
   validateGenesis,
-} from '../../libs/config/index.js';
-import { ed25519Generate, sha256 } from '../../libs/crypto/index.js';
+} from '@noded/config';
+import { ed25519Generate, sha256 } from '@noded/crypto';
 
 const key = ed25519Generate(new Uint8Array(32).fill(1));
 const HARDHAT0 = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';

@@ -15,7 +15,7 @@ import {
   isHomeLocked,
   MnemonicError,
   releaseHomeLock,
-} from '../../libs/config/index.js';
+} from '@noded/config';
 
 const tmp = mkdtempSync(join(tmpdir(), 'noded-home-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));

@@ -2,7 +2,7 @@
 // and what a bad value says.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type ConfigProblem, formatProblem, parseAppToml, renderAppToml } from '../../libs/config/index.js';
+import { type ConfigProblem, formatProblem, parseAppToml, renderAppToml } from '@noded/config';
 
 const app = (text: string) => {
   const problems: ConfigProblem[] = [];

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { formatProblem, loadNetworks, websocketUrlFor } from '../../libs/config/index.js';
+import { formatProblem, loadNetworks, websocketUrlFor } from '@noded/config';
 
 const tmp = mkdtempSync(join(tmpdir(), 'noded-networks-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));

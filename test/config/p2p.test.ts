@@ -10,7 +10,7 @@ import {
   formatProblem,
   parseConfigToml,
   renderConfigToml,
-} from '../../libs/config/index.js';
+} from '@noded/config';
 
 const cfg = (text: string) => {
   const problems: ConfigProblem[] = [];

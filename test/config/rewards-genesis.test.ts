@@ -10,8 +10,8 @@ import {
   makeGenesis,
   toRuntimeGenesis,
   validateGenesis,
-} from '../../libs/config/index.js';
-import { ed25519Generate } from '../../libs/crypto/index.js';
+} from '@noded/config';
+import { ed25519Generate } from '@noded/crypto';
 
 const keys = [1, 2].map((i) => ed25519Generate(new Uint8Array(32).fill(i)));
 const OPS = ['0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', '0x70997970C51812dc3A010C7d01b50e0d17dc79C8'];

@@ -32,7 +32,7 @@ import {
   toEthRpcOptions,
   toExecutorSettings,
   toInstrumentationOptions,
-} from '../../libs/config/index.js';
+} from '@noded/config';
 
 const lines = (ps: ConfigProblem[]) => ps.map(formatProblem);
 const app = (text: string, dir = '.') => {

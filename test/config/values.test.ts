@@ -16,7 +16,7 @@ import {
   parseDecimalString,
   parseDuration,
   parseListenAddress,
-} from '../../libs/config/index.js';
+} from '@noded/config';
 
 const cfg = (text: string) => {
   const problems: ConfigProblem[] = [];

@@ -9,8 +9,8 @@ import {
   MAX_AHEAD,
   MAX_BLOCK_RANGE,
   ranges,
-} from '../../libs/consensus/index.js';
-import type { Block, Commit } from '../../libs/types/index.js';
+} from '@noded/consensus';
+import type { Block, Commit } from '@noded/types';
 
 const commit = {} as Commit;
 const block = (height: number) => ({ header: { height } }) as Block;

@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { validatorKeyJson } from '../../libs/config/index.js';
+import { validatorKeyJson } from '@noded/config';
 import {
   BlockStore,
   type BlockSyncMessage,
@@ -24,9 +24,9 @@ import {
   StateStore,
   TestApp,
   testVoteExtension,
-} from '../../libs/consensus/index.js';
-import { type BatchOp, MemoryKV } from '../../libs/storage/index.js';
-import { type CommitOptions, EventBus, silentLogger } from '../../libs/types/index.js';
+} from '@noded/consensus';
+import { type BatchOp, MemoryKV } from '@noded/storage';
+import { type CommitOptions, EventBus, silentLogger } from '@noded/types';
 import { CHAIN_ID, GENESIS_TIME, PARAMS, TIMEOUTS, testKey, validatorsOf } from './helpers.js';
 
 const dirs: string[] = [];

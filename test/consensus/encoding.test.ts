@@ -14,9 +14,9 @@ import {
   proposalSignBytes,
   txsHash,
   voteSignBytes,
-} from '../../libs/consensus/index.js';
-import { merkleRoot, sha256 } from '../../libs/crypto/index.js';
-import type { Block, Header } from '../../libs/types/index.js';
+} from '@noded/consensus';
+import { merkleRoot, sha256 } from '@noded/crypto';
+import type { Block, Header } from '@noded/types';
 import {
   blockFor,
   CHAIN_ID,

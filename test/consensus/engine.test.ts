@@ -10,8 +10,8 @@ import {
   proposerOf,
   step,
   type WalEntry,
-} from '../../libs/consensus/index.js';
-import type { Block, FinalizeBlockResponse } from '../../libs/types/index.js';
+} from '@noded/consensus';
+import type { Block, FinalizeBlockResponse } from '@noded/types';
 import {
   blockFor,
   config,

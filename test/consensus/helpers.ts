@@ -12,23 +12,9 @@ import {
   proposalSignBytes,
   step,
   voteSignBytes,
-} from '../../libs/consensus/index.js';
-import {
-  ed25519Address,
-  ed25519Generate,
-  ed25519Sign,
-  ed25519Verify,
-  sha256,
-} from '../../libs/crypto/index.js';
-import type {
-  Block,
-  BlockId,
-  ConsensusParams,
-  Proposal,
-  TimeNs,
-  Validator,
-  Vote,
-} from '../../libs/types/index.js';
+} from '@noded/consensus';
+import { ed25519Address, ed25519Generate, ed25519Sign, ed25519Verify, sha256 } from '@noded/crypto';
+import type { Block, BlockId, ConsensusParams, Proposal, TimeNs, Validator, Vote } from '@noded/types';
 
 export const CHAIN_ID = 'test-chain';
 export const GENESIS_TIME: TimeNs = 1_700_000_000_000_000_000n;

@@ -1,8 +1,8 @@
 // Light blocks whose commits are really signed (ed25519) by chosen validators, and chains of them
 // linked by last_block_id: the fixtures of the light client's tests.
-import { headerHash, type LightBlock, ValidatorSet, voteSignBytes } from '../../libs/consensus/index.js';
-import { ed25519Sign, sha256 } from '../../libs/crypto/index.js';
-import type { BlockId, Commit, Header, TimeNs } from '../../libs/types/index.js';
+import { headerHash, type LightBlock, ValidatorSet, voteSignBytes } from '@noded/consensus';
+import { ed25519Sign, sha256 } from '@noded/crypto';
+import type { BlockId, Commit, Header, TimeNs } from '@noded/types';
 import { CHAIN_ID, GENESIS_TIME, type TestKey, testKey } from './helpers.js';
 
 export const S = 1_000_000_000n;

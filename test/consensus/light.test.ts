@@ -21,10 +21,10 @@ import {
   verifyNonAdjacent,
   verifySkipping,
   verifyTrustRoot,
-} from '../../libs/consensus/index.js';
-import { ed25519Verify, sha256 } from '../../libs/crypto/index.js';
-import { MemoryKV } from '../../libs/storage/index.js';
-import type { Logger, TimeNs } from '../../libs/types/index.js';
+} from '@noded/consensus';
+import { ed25519Verify, sha256 } from '@noded/crypto';
+import { MemoryKV } from '@noded/storage';
+import type { Logger, TimeNs } from '@noded/types';
 import { CHAIN_ID, GENESIS_TIME } from './helpers.js';
 import { chain, HOUR, KEYS, lightBlock, S, setOf } from './light-helpers.js';
 

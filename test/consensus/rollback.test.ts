@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { validatorKeyJson } from '../../libs/config/index.js';
+import { validatorKeyJson } from '@noded/config';
 import {
   BlockStore,
   ConsensusRuntime,
@@ -16,10 +16,10 @@ import {
   NodeFs,
   StateStore,
   TestApp,
-} from '../../libs/consensus/index.js';
-import { writeRollbackIntent } from '../../libs/consensus/src/runtime/rollback.js';
-import { MemoryKV } from '../../libs/storage/index.js';
-import { EventBus, type NodeEvent, silentLogger } from '../../libs/types/index.js';
+} from '@noded/consensus';
+import { writeRollbackIntent } from '@noded/consensus/src/runtime/rollback.js';
+import { MemoryKV } from '@noded/storage';
+import { EventBus, type NodeEvent, silentLogger } from '@noded/types';
 import { CHAIN_ID, GENESIS_TIME, PARAMS, TIMEOUTS, testKey, validatorsOf } from './helpers.js';
 
 const dirs: string[] = [];

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { validatorKeyJson } from '../../libs/config/index.js';
+import { validatorKeyJson } from '@noded/config';
 import {
   type ConsensusMessage,
   type ConsensusNetwork,
@@ -16,9 +16,9 @@ import {
   TestApp,
   ValidatorSet,
   verifyDuplicateVoteEvidence,
-} from '../../libs/consensus/index.js';
-import { ed25519Verify } from '../../libs/crypto/index.js';
-import { MemoryKV } from '../../libs/storage/index.js';
+} from '@noded/consensus';
+import { ed25519Verify } from '@noded/crypto';
+import { MemoryKV } from '@noded/storage';
 import {
   type Application,
   type DuplicateVoteEvidence,
@@ -28,7 +28,7 @@ import {
   type PrepareProposalRequest,
   silentLogger,
   type Vote,
-} from '../../libs/types/index.js';
+} from '@noded/types';
 import { CHAIN_ID, GENESIS_TIME, MS, PARAMS, TIMEOUTS, testKey, validatorsOf } from './helpers.js';
 
 const dirs: string[] = [];
@@ -344,8 +344,8 @@ describe('ConsensusRuntime (single validator)', () => {
       };
       return v;
     };
-    const { ed25519Sign } = await import('../../libs/crypto/index.js');
-    const { voteSignBytes } = await import('../../libs/consensus/index.js');
+    const { ed25519Sign } = await import('@noded/crypto');
+    const { voteSignBytes } = await import('@noded/consensus');
     const sign = (v: ReturnType<typeof vote>) => ({
       ...v,
       signature: ed25519Sign(key.seed, voteSignBytes(CHAIN_ID, v)),

@@ -3,7 +3,7 @@
 // 4 and 6 (H + 2, as CometBFT) on every honest node, under every fault mix, with no invariant broken.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FAULT_MODES, runSimulation } from '../../libs/consensus/src/sim/simulation.js';
+import { FAULT_MODES, runSimulation } from '@noded/consensus/src/sim/simulation.js';
 
 describe('simulation with validator-set changes', () => {
   it('applies FinalizeBlock power changes two heights later, safely and live, across the fault mixes', async () => {

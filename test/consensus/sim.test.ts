@@ -12,7 +12,7 @@ import {
   type SimResult,
   step,
   summaryLine,
-} from '../../libs/consensus/index.js';
+} from '@noded/consensus';
 
 const cli = fileURLToPath(new URL('../../libs/consensus/src/sim/cli.js', import.meta.url));
 

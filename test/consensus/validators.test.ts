@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { blockIdOf, HeightVoteSet, ValidatorSet, VoteSet } from '../../libs/consensus/index.js';
-import { blockIdKey } from '../../libs/consensus/src/hash.js';
-import { ed25519Verify } from '../../libs/crypto/index.js';
-import type { BlockId, Validator } from '../../libs/types/index.js';
+import { blockIdOf, HeightVoteSet, ValidatorSet, VoteSet } from '@noded/consensus';
+import { blockIdKey } from '@noded/consensus/src/hash.js';
+import { ed25519Verify } from '@noded/crypto';
+import type { BlockId, Validator } from '@noded/types';
 import { blockFor, CHAIN_ID, genesis, signedVote, testKey } from './helpers.js';
 
 const enc = new TextEncoder();

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { validatorKeyJson } from '../../libs/config/index.js';
+import { validatorKeyJson } from '@noded/config';
 import {
   type ConsensusMessage,
   type ConsensusNetwork,
@@ -39,10 +39,10 @@ import {
   voteExtensionsEnabled,
   voteSignBytes,
   Wal,
-} from '../../libs/consensus/index.js';
-import { ed25519Sign, ed25519Verify, sha256 } from '../../libs/crypto/index.js';
-import { MemoryKV } from '../../libs/storage/index.js';
-import { type Commit, EventBus, type Logger, silentLogger, type Vote } from '../../libs/types/index.js';
+} from '@noded/consensus';
+import { ed25519Sign, ed25519Verify, sha256 } from '@noded/crypto';
+import { MemoryKV } from '@noded/storage';
+import { type Commit, EventBus, type Logger, silentLogger, type Vote } from '@noded/types';
 import {
   CHAIN_ID,
   config,

@@ -9,10 +9,10 @@ import {
   VoteSet,
   voteExtensionProblem,
   voteExtensionSignBytes,
-} from '../../libs/consensus/index.js';
-import { blockIdKey } from '../../libs/consensus/src/hash.js';
-import { ed25519Sign, ed25519Verify, sha256 } from '../../libs/crypto/index.js';
-import type { BlockId, Vote } from '../../libs/types/index.js';
+} from '@noded/consensus';
+import { blockIdKey } from '@noded/consensus/src/hash.js';
+import { ed25519Sign, ed25519Verify, sha256 } from '@noded/crypto';
+import type { BlockId, Vote } from '@noded/types';
 import { blockFor, CHAIN_ID, genesis, signedVote, testKey } from './helpers.js';
 
 const enc = new TextEncoder();

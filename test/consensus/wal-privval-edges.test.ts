@@ -22,9 +22,9 @@ import {
   voteSignBytes,
   Wal,
   type WalEntry,
-} from '../../libs/consensus/index.js';
-import { ed25519Verify } from '../../libs/crypto/index.js';
-import { type Logger, type Proposal, silentLogger, type Vote } from '../../libs/types/index.js';
+} from '@noded/consensus';
+import { ed25519Verify } from '@noded/crypto';
+import { type Logger, type Proposal, silentLogger, type Vote } from '@noded/types';
 import { CHAIN_ID, GENESIS_TIME, genesis, MS, signedVote, testKey } from './helpers.js';
 
 const dirs: string[] = [];

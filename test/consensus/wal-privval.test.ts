@@ -12,7 +12,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { validatorKeyJson } from '../../libs/config/index.js';
+import { validatorKeyJson } from '@noded/config';
 import {
   DoubleSignError,
   FilePV,
@@ -21,9 +21,9 @@ import {
   voteSignBytes,
   Wal,
   type WalEntry,
-} from '../../libs/consensus/index.js';
-import { ed25519Verify } from '../../libs/crypto/index.js';
-import { type Logger, silentLogger } from '../../libs/types/index.js';
+} from '@noded/consensus';
+import { ed25519Verify } from '@noded/crypto';
+import { type Logger, silentLogger } from '@noded/types';
 import { blockFor, CHAIN_ID, GENESIS_TIME, genesis, MS, nilId, signedVote, testKey } from './helpers.js';
 
 const dirs: string[] = [];

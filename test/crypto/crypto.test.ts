@@ -12,7 +12,7 @@ import {
   secp256k1Recover,
   secp256k1Sign,
   sha256,
-} from '../../libs/crypto/index.js';
+} from '@noded/crypto';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 

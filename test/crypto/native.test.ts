@@ -6,8 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { nativeBackends } from '../../libs/crypto/index.js';
-import { RocksKV } from '../../libs/storage/index.js';
+import { nativeBackends } from '@noded/crypto';
+import { RocksKV } from '@noded/storage';
 
 describe('native bindings', () => {
   it('keccak256 and secp256k1 run on their native bindings, not the JavaScript fallbacks', () => {

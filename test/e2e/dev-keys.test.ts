@@ -6,7 +6,7 @@ import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { DEFAULT_DEV_MNEMONIC, deriveDevAccounts } from '../../libs/config/index.js';
+import { DEFAULT_DEV_MNEMONIC, deriveDevAccounts } from '@noded/config';
 import {
   DEV_ADDRESSES,
   jsonRpc,

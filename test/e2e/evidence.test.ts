@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { initialValidatorStateJson } from '../../libs/config/index.js';
+import { initialValidatorStateJson } from '@noded/config';
 import { createNetwork, heightOf, type Network, rpc, waitFor, waitHeight } from './network.js';
 
 describe('duplicate votes from one key on two nodes', { timeout: 300_000 }, () => {

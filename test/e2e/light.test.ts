@@ -6,17 +6,12 @@
 // light nodes follow a validator-set change made by a delegation (ethers against the pool).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { DEFAULT_DEV_MNEMONIC } from '@noded/config';
+import { BLOCK_PROTOCOL, type FetchedLightBlock, headerHash, type LightBlock } from '@noded/consensus';
+import { ed25519Generate, nodeIdFromPublicKey } from '@noded/crypto';
+import { LightChannel, P2P_PROTOCOL_VERSION, P2PHost } from '@noded/p2p';
+import type { Logger } from '@noded/types';
 import { Contract, HDNodeWallet, JsonRpcProvider, parseEther } from 'ethers';
-import { DEFAULT_DEV_MNEMONIC } from '../../libs/config/index.js';
-import {
-  BLOCK_PROTOCOL,
-  type FetchedLightBlock,
-  headerHash,
-  type LightBlock,
-} from '../../libs/consensus/index.js';
-import { ed25519Generate, nodeIdFromPublicKey } from '../../libs/crypto/index.js';
-import { LightChannel, P2P_PROTOCOL_VERSION, P2PHost } from '../../libs/p2p/index.js';
-import type { Logger } from '../../libs/types/index.js';
 import { POOL, POOL_FRAGMENTS } from '../staking-abi.js';
 import { runCli } from './harness.js';
 import { createNetwork, heightOf, makeLight, type Network, rpc, waitFor, waitHeight } from './network.js';

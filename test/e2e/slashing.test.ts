@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { DEFAULT_DEV_MNEMONIC, initialValidatorStateJson } from '@noded/config';
 import { Contract, HDNodeWallet, JsonRpcProvider, parseEther } from 'ethers';
-import { DEFAULT_DEV_MNEMONIC, initialValidatorStateJson } from '../../libs/config/index.js';
 import { createNetwork, heightOf, type Network, rpc, waitFor, waitHeight } from './network.js';
 
 const POOL = '0x7b7c000000000000000000000000000000000011';

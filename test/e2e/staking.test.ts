@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { DEFAULT_DEV_MNEMONIC } from '@noded/config';
 import { Contract, HDNodeWallet, JsonRpcProvider, parseEther } from 'ethers';
-import { DEFAULT_DEV_MNEMONIC } from '../../libs/config/index.js';
 import { createNetwork, heightOf, type Network, rpc, waitFor, waitHeight } from './network.js';
 
 const POOL = '0x7b7c000000000000000000000000000000000011';

@@ -4,7 +4,7 @@
 // responses, blocks and state; the one with it must also have used what it ran ahead.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Hex } from '../../libs/types/index.js';
+import type { Hex } from '@noded/types';
 import { LAB_SOL } from './contracts.js';
 import { addr, compile, ETH, GWEI, key, produceBlock, signTx, startNode, type TestNode } from './helpers.js';
 import { labSelectors } from './selectors.js';

@@ -9,24 +9,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { voteExtensionSignBytes } from '@noded/consensus';
+import { ed25519Address, ed25519Generate, ed25519Sign, sha256 } from '@noded/crypto';
+import { type Deposit, decodeBridgeTx, Executor, encodeAttestation, isBridgeTx } from '@noded/execution';
+import { type KVStore, RocksKV } from '@noded/storage';
+import { EventBus, type ExtendedCommitInfo, type Hex, type Logger, type Validator } from '@noded/types';
 import { Interface } from 'ethers';
-import { voteExtensionSignBytes } from '../../libs/consensus/index.js';
-import { ed25519Address, ed25519Generate, ed25519Sign, sha256 } from '../../libs/crypto/index.js';
-import {
-  type Deposit,
-  decodeBridgeTx,
-  Executor,
-  encodeAttestation,
-  isBridgeTx,
-} from '../../libs/execution/index.js';
-import { type KVStore, RocksKV } from '../../libs/storage/index.js';
-import {
-  EventBus,
-  type ExtendedCommitInfo,
-  type Hex,
-  type Logger,
-  type Validator,
-} from '../../libs/types/index.js';
 import {
   addr,
   ETH,

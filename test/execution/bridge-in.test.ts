@@ -5,8 +5,8 @@
 // VerifyVoteExtension's rule; a genesis that maps no token processes nothing.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { voteExtensionSignBytes } from '../../libs/consensus/index.js';
-import { ed25519Address, ed25519Generate, ed25519Sign, sha256 } from '../../libs/crypto/index.js';
+import { voteExtensionSignBytes } from '@noded/consensus';
+import { ed25519Address, ed25519Generate, ed25519Sign, sha256 } from '@noded/crypto';
 import {
   type Deposit,
   type DepositSource,
@@ -14,9 +14,9 @@ import {
   Executor,
   encodeAttestation,
   isBridgeTx,
-} from '../../libs/execution/index.js';
-import { MemoryKV } from '../../libs/storage/index.js';
-import { EventBus, type ExtendedCommitInfo, type Validator } from '../../libs/types/index.js';
+} from '@noded/execution';
+import { MemoryKV } from '@noded/storage';
+import { EventBus, type ExtendedCommitInfo, type Validator } from '@noded/types';
 import { ETH, executorOptions, GENESIS_TIME, genesisState, initLocalChain, PROPOSER } from './helpers.js';
 
 const keys = [0, 1, 2, 3].map((i) => ed25519Generate(sha256(new TextEncoder().encode(`bridge-in-${i}`))));

@@ -3,8 +3,8 @@
 // consensus' CanonicalVoteExtension sign bytes.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { voteExtensionSignBytes } from '../../libs/consensus/index.js';
-import { ed25519Address, ed25519Generate, ed25519Sign, sha256 } from '../../libs/crypto/index.js';
+import { voteExtensionSignBytes } from '@noded/consensus';
+import { ed25519Address, ed25519Generate, ed25519Sign, sha256 } from '@noded/crypto';
 import {
   type AttestingValidator,
   checkBridgeTx,
@@ -13,8 +13,8 @@ import {
   encodeAttestation,
   encodeBridgeTx,
   tallyAttestations,
-} from '../../libs/execution/index.js';
-import type { ExtendedCommitInfo, ExtendedVoteInfo } from '../../libs/types/index.js';
+} from '@noded/execution';
+import type { ExtendedCommitInfo, ExtendedVoteInfo } from '@noded/types';
 
 const CHAIN = 'chain-local';
 const H = 7; // the height whose precommits carry the extensions

@@ -4,11 +4,11 @@
 // genesis without app_state.bridge (or with a bad one) refuses precisely.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { keccak256 } from '@noded/crypto';
+import { Executor } from '@noded/execution';
+import { MemoryKV } from '@noded/storage';
+import { EventBus, type Hex } from '@noded/types';
 import { Interface } from 'ethers';
-import { keccak256 } from '../../libs/crypto/index.js';
-import { Executor } from '../../libs/execution/index.js';
-import { MemoryKV } from '../../libs/storage/index.js';
-import { EventBus, type Hex } from '../../libs/types/index.js';
 import { BTC, contractSource } from '../btc-token.js';
 import { compileSolidity } from '../solc.js';
 import {

@@ -5,9 +5,9 @@
 // for the relayer.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { keccak256 } from '@noded/crypto';
+import type { Hex } from '@noded/types';
 import { AbiCoder, getAddress, Interface } from 'ethers';
-import { keccak256 } from '../../libs/crypto/index.js';
-import type { Hex } from '../../libs/types/index.js';
 import { contractSource } from '../btc-token.js';
 import { TOKEN_SOURCE } from '../e2e/contracts.js';
 import { compileSolidity } from '../solc.js';

@@ -17,9 +17,9 @@ import {
   kvWatcherProgress,
   MAX_ATTESTED_DEPOSITS,
   parseAssetsLockedLog,
-} from '../../libs/execution/index.js';
-import { RocksKV } from '../../libs/storage/index.js';
-import type { Logger } from '../../libs/types/index.js';
+} from '@noded/execution';
+import { RocksKV } from '@noded/storage';
+import type { Logger } from '@noded/types';
 import { freePort } from '../e2e/harness.js';
 import { countingProxy, type SourceChain, startSourceChain } from '../e2e/source-chain.js';
 

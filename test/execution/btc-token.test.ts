@@ -7,12 +7,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { keccak256 } from '@noded/crypto';
+import { Executor } from '@noded/execution';
+import { BTC_TOKEN_GAS } from '@noded/execution/src/precompiles/btc-token.js';
+import { RocksKV } from '@noded/storage';
+import { EventBus, type Hex } from '@noded/types';
 import { getAddress, getCreateAddress, Interface, TypedDataEncoder } from 'ethers';
-import { keccak256 } from '../../libs/crypto/index.js';
-import { Executor } from '../../libs/execution/index.js';
-import { BTC_TOKEN_GAS } from '../../libs/execution/src/precompiles/btc-token.js';
-import { RocksKV } from '../../libs/storage/index.js';
-import { EventBus, type Hex } from '../../libs/types/index.js';
 import { BTC, compileBtcContracts } from '../btc-token.js';
 import {
   addr,

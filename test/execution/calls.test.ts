@@ -1,14 +1,8 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
+import { keccak256 } from '@noded/crypto';
+import { type CallRequest, type CallResult, ChainError, type Hex, type StateOverrides } from '@noded/types';
 import { getCreateAddress, Interface } from 'ethers';
-import { keccak256 } from '../../libs/crypto/index.js';
-import {
-  type CallRequest,
-  type CallResult,
-  ChainError,
-  type Hex,
-  type StateOverrides,
-} from '../../libs/types/index.js';
 import { LAB_SOL } from './contracts.js';
 import {
   addr,

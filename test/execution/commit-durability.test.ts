@@ -3,8 +3,8 @@
 // committed state is the same either way.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { keccak256 } from '../../libs/crypto/index.js';
-import { type BatchOp, MemoryKV } from '../../libs/storage/index.js';
+import { keccak256 } from '@noded/crypto';
+import { type BatchOp, MemoryKV } from '@noded/storage';
 import { addr, ETH, key, startNode } from './helpers.js';
 
 /** Remembers the sync flag of every write. */

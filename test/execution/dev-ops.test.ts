@@ -2,9 +2,9 @@
 // next proposal and applies them in the block, and the chains that refuse them.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DevOpFormatError, decodeDevOp, encodeDevOp, isDevTx } from '../../libs/execution/src/dev.js';
-import { impersonatedTransaction } from '../../libs/rpc/src/eth/tx-codec.js';
-import { ChainError, type Hex } from '../../libs/types/index.js';
+import { DevOpFormatError, decodeDevOp, encodeDevOp, isDevTx } from '@noded/execution/src/dev.js';
+import { impersonatedTransaction } from '@noded/rpc/src/eth/tx-codec.js';
+import { ChainError, type Hex } from '@noded/types';
 import { addr, CHAIN_ID, ETH, GWEI, key, produceBlock, signTx, startNode } from './helpers.js';
 
 const A = Uint8Array.from(Buffer.from('11'.repeat(20), 'hex'));

@@ -5,7 +5,7 @@
 // fee split's own tests check to the wei.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { FinalizeBlockResponse, Hex } from '../../libs/types/index.js';
+import type { FinalizeBlockResponse, Hex } from '@noded/types';
 import { addr, ETH, key, signTx } from './helpers.js';
 import {
   consensusKey,

@@ -2,6 +2,12 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { MerkleStateManager } from '@ethereumjs/statemanager';
 import { Account, Address, eoaCode7702SignAuthorization } from '@ethereumjs/util';
+import { keccak256, secp256k1Sign } from '@noded/crypto';
+import { Executor } from '@noded/execution';
+import { chainCommon } from '@noded/execution/src/evm/common.js';
+import { BRIDGE_OUT_ADDRESS, BRIDGE_OUT_CODE } from '@noded/execution/src/precompiles/bridge-out.js';
+import { BTC_TOKEN_ADDRESS, BTC_TOKEN_CODE } from '@noded/execution/src/precompiles/btc-token.js';
+import { ChainError, EventBus, type Hex } from '@noded/types';
 import {
   AbiCoder,
   keccak256 as ethersKeccak,
@@ -9,12 +15,6 @@ import {
   Interface,
   solidityPackedKeccak256,
 } from 'ethers';
-import { keccak256, secp256k1Sign } from '../../libs/crypto/index.js';
-import { Executor } from '../../libs/execution/index.js';
-import { chainCommon } from '../../libs/execution/src/evm/common.js';
-import { BRIDGE_OUT_ADDRESS, BRIDGE_OUT_CODE } from '../../libs/execution/src/precompiles/bridge-out.js';
-import { BTC_TOKEN_ADDRESS, BTC_TOKEN_CODE } from '../../libs/execution/src/precompiles/btc-token.js';
-import { ChainError, EventBus, type Hex } from '../../libs/types/index.js';
 import { LAB_SOL, TOKEN_SOL } from './contracts.js';
 import {
   addr,

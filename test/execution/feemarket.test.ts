@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { defaultGasOptions, effectiveTip, nextBaseFee } from '../../libs/execution/index.js';
+import { defaultGasOptions, effectiveTip, nextBaseFee } from '@noded/execution';
 import { addr, ETH, GWEI, key, produceBlock, signTx, startNode } from './helpers.js';
 
 /** EIP-1559's formula written out independently (elasticity 2, denominator 8), then clamped. */

@@ -9,15 +9,10 @@ import {
   createLegacyTx,
   type TypedTransaction,
 } from '@ethereumjs/tx';
-import { ethAddressFromPrivateKey, keccak256, secp256k1Sign } from '../../libs/crypto/index.js';
-import {
-  defaultGasOptions,
-  defaultMempoolOptions,
-  Executor,
-  type ExecutorOptions,
-} from '../../libs/execution/index.js';
-import { chainCommon } from '../../libs/execution/src/evm/common.js';
-import { type KVStore, MemoryKV } from '../../libs/storage/index.js';
+import { ethAddressFromPrivateKey, keccak256, secp256k1Sign } from '@noded/crypto';
+import { defaultGasOptions, defaultMempoolOptions, Executor, type ExecutorOptions } from '@noded/execution';
+import { chainCommon } from '@noded/execution/src/evm/common.js';
+import { type KVStore, MemoryKV } from '@noded/storage';
 import {
   type ConsensusParams,
   EventBus,
@@ -27,7 +22,7 @@ import {
   type NodeEvent,
   silentLogger,
   type Validator,
-} from '../../libs/types/index.js';
+} from '@noded/types';
 import { compileSolidity } from '../solc.js';
 
 export const CHAIN_ID = 31337n;

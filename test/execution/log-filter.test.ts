@@ -4,10 +4,10 @@
 // included; a truncated record fails with the byte where it breaks.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { bloomAdd } from '../../libs/execution/src/chain/header.js';
-import { bloomMayMatch, compileLogFilter, scanLogs } from '../../libs/execution/src/chain/log-filter.js';
-import { rlpEncode } from '../../libs/execution/src/rlp.js';
-import type { Hex } from '../../libs/types/index.js';
+import { bloomAdd } from '@noded/execution/src/chain/header.js';
+import { bloomMayMatch, compileLogFilter, scanLogs } from '@noded/execution/src/chain/log-filter.js';
+import { rlpEncode } from '@noded/execution/src/rlp.js';
+import type { Hex } from '@noded/types';
 
 const bytes = (h: string) => Uint8Array.from(Buffer.from(h.replace(/^0x/, ''), 'hex'));
 const word = (n: number): Hex => `0x${n.toString(16).padStart(64, '0')}`;

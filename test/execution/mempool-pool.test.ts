@@ -5,7 +5,7 @@
 // the exact error and the pool left as it was after a refusal.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { chainCommon } from '../../libs/execution/src/evm/common.js';
+import { chainCommon } from '@noded/execution/src/evm/common.js';
 import {
   cmpPrice,
   defaultMempoolOptions,
@@ -13,8 +13,8 @@ import {
   type MempoolOptions,
   protoTxSize,
   type SenderState,
-} from '../../libs/execution/src/mempool.js';
-import { type DecodedTx, decodeTx, TxCode, TxRejectedError } from '../../libs/execution/src/txs.js';
+} from '@noded/execution/src/mempool.js';
+import { type DecodedTx, decodeTx, TxCode, TxRejectedError } from '@noded/execution/src/txs.js';
 import { addr, CHAIN_ID, GWEI, key, signTx, type TxFields } from './helpers.js';
 
 const common = chainCommon(CHAIN_ID);

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { defaultGasOptions, defaultMempoolOptions } from '../../libs/execution/index.js';
-import { MemoryKV } from '../../libs/storage/index.js';
-import { ChainError, type Hex } from '../../libs/types/index.js';
+import { defaultGasOptions, defaultMempoolOptions } from '@noded/execution';
+import { MemoryKV } from '@noded/storage';
+import { ChainError, type Hex } from '@noded/types';
 import {
   addr,
   ETH,
@@ -158,7 +158,7 @@ describe('mempool admission (CheckTx) with geth messages', () => {
     const allow = await startNode(rich([a]), { allowUnprotectedTxs: true });
     assert.equal(
       await allow.ex.sendRawTransaction(unprotected),
-      hashOf(await import('../../libs/crypto/index.js').then((m) => m.keccak256(unprotected))),
+      hashOf(await import('@noded/crypto').then((m) => m.keccak256(unprotected))),
     );
   });
 
@@ -237,9 +237,7 @@ describe('mempool admission (CheckTx) with geth messages', () => {
     assert.equal((await check(n, c, { nonce: 0n, to: addr(d), tip: 3n * GWEI })).code, 0);
     assert.equal((await check(n, d, { nonce: 0n, to: addr(a), tip: 4n * GWEI })).code, 0);
     assert.equal(
-      await n.ex.getTransaction(
-        hashOf(await import('../../libs/crypto/index.js').then((m) => m.keccak256(cheap))) as Hex,
-      ),
+      await n.ex.getTransaction(hashOf(await import('@noded/crypto').then((m) => m.keccak256(cheap))) as Hex),
       undefined,
     );
     assert.equal(n.ex.unconfirmedTxs(10).total, 3);

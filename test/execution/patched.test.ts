@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { evmFilesUnpatched } from '../../libs/execution/src/evm/patched.js';
+import { evmFilesUnpatched } from '@noded/execution/src/evm/patched.js';
 
 const esm = (name: string) => fileURLToPath(new URL(`./${name}`, import.meta.resolve('@ethereumjs/evm')));
 const utilFile = fileURLToPath(new URL('./bytes.js', import.meta.resolve('@ethereumjs/util')));

@@ -7,9 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { Executor, type ExecutorOptions } from '../../libs/execution/index.js';
-import { type KVStore, MemoryKV, RocksKV } from '../../libs/storage/index.js';
-import { EventBus, type FinalizeBlockResponse, type Hex } from '../../libs/types/index.js';
+import { Executor, type ExecutorOptions } from '@noded/execution';
+import { type KVStore, MemoryKV, RocksKV } from '@noded/storage';
+import { EventBus, type FinalizeBlockResponse, type Hex } from '@noded/types';
 import { addr, ETH, executorOptions, key, PROPOSER, produceBlock, signTx, type TestNode } from './helpers.js';
 import { POOL, poolAbi, REWARD, stakeAbi, startStakingNet, view, viewOne } from './staking-net.js';
 

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { RLP } from '@ethereumjs/rlp';
-import { encodeBytes, encodeListOfEncoded, type RlpInput, rlpEncode } from '../../libs/execution/src/rlp.js';
+import { encodeBytes, encodeListOfEncoded, type RlpInput, rlpEncode } from '@noded/execution/src/rlp.js';
 
 /** A small deterministic generator (xorshift32), so a failure names a reproducible case. */
 function prng(seed: number): () => number {

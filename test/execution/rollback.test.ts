@@ -8,10 +8,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import type { AppRollbackPoint } from '@noded/execution';
+import { type KVStore, RocksKV } from '@noded/storage';
+import type { Hex } from '@noded/types';
 import { Interface } from 'ethers';
-import type { AppRollbackPoint } from '../../libs/execution/index.js';
-import { type KVStore, RocksKV } from '../../libs/storage/index.js';
-import type { Hex } from '../../libs/types/index.js';
 import { compile, TOKEN_SOURCE } from '../e2e/contracts.js';
 import { addr, ETH, GWEI, key, produceBlock, signTx, startNode, type TestNode } from './helpers.js';
 

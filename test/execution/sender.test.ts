@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { RLP } from '@ethereumjs/rlp';
 import { eoaCode7702SignAuthorization } from '@ethereumjs/util';
-import { secp256k1PublicKey } from '../../libs/crypto/index.js';
-import { recoverSenderPublicKey, senderRecovery } from '../../libs/execution/src/txs.js';
+import { secp256k1PublicKey } from '@noded/crypto';
+import { recoverSenderPublicKey, senderRecovery } from '@noded/execution/src/txs.js';
 import { CHAIN_ID, GWEI, key, signTx, type TxFields } from './helpers.js';
 
 const k = key(7);

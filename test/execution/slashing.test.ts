@@ -6,15 +6,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import type { StakingParamsJson } from '../../libs/config/index.js';
-import { Executor } from '../../libs/execution/index.js';
-import { type KVStore, RocksKV } from '../../libs/storage/index.js';
-import {
-  type CommitInfo,
-  EventBus,
-  type FinalizeBlockResponse,
-  type Misbehavior,
-} from '../../libs/types/index.js';
+import type { StakingParamsJson } from '@noded/config';
+import { Executor } from '@noded/execution';
+import { type KVStore, RocksKV } from '@noded/storage';
+import { type CommitInfo, EventBus, type FinalizeBlockResponse, type Misbehavior } from '@noded/types';
 import { addr, ETH, executorOptions, GENESIS_TIME, key, produceBlock } from './helpers.js';
 import {
   balanceOf as balance,

@@ -5,8 +5,8 @@
 // where it no longer halts the chain.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { wouldHalt } from '../../libs/execution/src/precompiles/staking-slashing.js';
-import type { CommitInfo } from '../../libs/types/index.js';
+import { wouldHalt } from '@noded/execution/src/precompiles/staking-slashing.js';
+import type { CommitInfo } from '@noded/types';
 import { addr, ETH, key, produceBlock } from './helpers.js';
 import { eventsOf, keyHex, lastCommit, startStakingNet, stopStakingNet, updatesOf } from './staking-net.js';
 

@@ -8,9 +8,9 @@
 //   entries were made (the unbonding entries once withdrawn), at most 64 queue elements a block.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fromHex } from '../../libs/execution/src/bytes.js';
-import { namedSlots } from '../../libs/execution/src/precompiles/slots.js';
-import { SlotMap, StakingStore } from '../../libs/execution/src/precompiles/staking-state.js';
+import { fromHex } from '@noded/execution/src/bytes.js';
+import { namedSlots } from '@noded/execution/src/precompiles/slots.js';
+import { SlotMap, StakingStore } from '@noded/execution/src/precompiles/staking-state.js';
 import { addr, ETH, key, produceBlock } from './helpers.js';
 import {
   blockSeconds as blockTime,

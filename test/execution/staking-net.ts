@@ -8,11 +8,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
-import { Interface, type Result } from 'ethers';
-import { DEFAULT_STAKING_PARAMS, type StakingParamsJson } from '../../libs/config/index.js';
-import { sha256 } from '../../libs/crypto/index.js';
-import { Executor, type ExecutorOptions } from '../../libs/execution/index.js';
-import { type KVStore, MemoryKV, RocksKV } from '../../libs/storage/index.js';
+import { DEFAULT_STAKING_PARAMS, type StakingParamsJson } from '@noded/config';
+import { sha256 } from '@noded/crypto';
+import { Executor, type ExecutorOptions } from '@noded/execution';
+import { type KVStore, MemoryKV, RocksKV } from '@noded/storage';
 import {
   type CommitInfo,
   EventBus,
@@ -22,7 +21,8 @@ import {
   type Misbehavior,
   type NodeEvent,
   type Validator,
-} from '../../libs/types/index.js';
+} from '@noded/types';
+import { Interface, type Result } from 'ethers';
 import { POOL_FRAGMENTS, STAKE_FUNCTIONS } from '../staking-abi.js';
 import {
   addr,

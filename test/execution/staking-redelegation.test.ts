@@ -6,7 +6,7 @@
 // changes nothing.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Misbehavior } from '../../libs/types/index.js';
+import type { Misbehavior } from '@noded/types';
 import { addr, ETH, key } from './helpers.js';
 import {
   blockSeconds as blockTime,

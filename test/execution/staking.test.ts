@@ -6,13 +6,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import type { StakingParamsJson } from '@noded/config';
+import { keccak256 } from '@noded/crypto';
+import { Executor } from '@noded/execution';
+import { stakingFunctions } from '@noded/execution/src/precompiles/staking.js';
+import { type KVStore, MemoryKV, RocksKV } from '@noded/storage';
+import { EventBus, type Hex } from '@noded/types';
 import { Interface } from 'ethers';
-import type { StakingParamsJson } from '../../libs/config/index.js';
-import { keccak256 } from '../../libs/crypto/index.js';
-import { Executor } from '../../libs/execution/index.js';
-import { stakingFunctions } from '../../libs/execution/src/precompiles/staking.js';
-import { type KVStore, MemoryKV, RocksKV } from '../../libs/storage/index.js';
-import { EventBus, type Hex } from '../../libs/types/index.js';
 import { compileSolidity } from '../solc.js';
 import {
   addr,

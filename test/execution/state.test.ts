@@ -5,16 +5,16 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { createMPT, verifyMPTWithMerkleProof } from '@ethereumjs/mpt';
 import { RLP } from '@ethereumjs/rlp';
-import { keccak256 } from '../../libs/crypto/index.js';
+import { keccak256 } from '@noded/crypto';
 import {
   ArchiveOnPrunedStoreError,
   Executor,
   PrunedStateError,
   SupplyInvariantError,
-} from '../../libs/execution/index.js';
-import { JournaledState } from '../../libs/execution/src/state/journaled.js';
-import { type KVStore, MemoryKV, RocksKV } from '../../libs/storage/index.js';
-import { EventBus, type Hex } from '../../libs/types/index.js';
+} from '@noded/execution';
+import { JournaledState } from '@noded/execution/src/state/journaled.js';
+import { type KVStore, MemoryKV, RocksKV } from '@noded/storage';
+import { EventBus, type Hex } from '@noded/types';
 import { LAB_SOL } from './contracts.js';
 import {
   addr,

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { hasSyncReads, type KVStore, MemoryKV, RocksKV } from '../../libs/storage/index.js';
+import { hasSyncReads, type KVStore, MemoryKV, RocksKV } from '@noded/storage';
 
 const b = (s: string) => new TextEncoder().encode(s);
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createMPT, verifyMPTWithMerkleProof } from '@ethereumjs/mpt';
 import { RLP } from '@ethereumjs/rlp';
-import { EMPTY_TRIE_ROOT, MerkleTrie, orderedTrieRoot } from '../../libs/execution/src/trie/mpt.js';
+import { EMPTY_TRIE_ROOT, MerkleTrie, orderedTrieRoot } from '@noded/execution/src/trie/mpt.js';
 
 /** Deterministic PRNG (mulberry32). */
 function rng(seed: number) {

@@ -4,10 +4,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { eoaCode7702SignAuthorization } from '@ethereumjs/util';
-import { keccak256, secp256k1PublicKey } from '../../libs/crypto/index.js';
-import { bigIntToBytes } from '../../libs/execution/src/bytes.js';
-import { chainCommon } from '../../libs/execution/src/evm/common.js';
-import { rlpDecode, rlpEncode } from '../../libs/execution/src/rlp.js';
+import { keccak256, secp256k1PublicKey } from '@noded/crypto';
+import { bigIntToBytes } from '@noded/execution/src/bytes.js';
+import { chainCommon } from '@noded/execution/src/evm/common.js';
+import { rlpDecode, rlpEncode } from '@noded/execution/src/rlp.js';
 import {
   checkStateless,
   checkTxFeeCap,
@@ -17,7 +17,7 @@ import {
   MAX_TX_GAS_OSAKA,
   TxCode,
   TxRejectedError,
-} from '../../libs/execution/src/txs.js';
+} from '@noded/execution/src/txs.js';
 import { addr, CHAIN_ID, ETH, GWEI, key, signTx, type TxFields } from './helpers.js';
 
 const common = chainCommon(CHAIN_ID);

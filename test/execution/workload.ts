@@ -2,8 +2,8 @@
 // accounts, contract deployment, storage writes and clears, CREATE2, nested calls, reverts and a
 // self-destruct burn. Used by the determinism test and by the crash-consistency driver.
 import { RLP } from '@ethereumjs/rlp';
-import { keccak256 } from '../../libs/crypto/index.js';
-import type { Hex } from '../../libs/types/index.js';
+import { keccak256 } from '@noded/crypto';
+import type { Hex } from '@noded/types';
 import { addr, ETH, key, signTx } from './helpers.js';
 
 export interface WorkloadCode {

@@ -4,8 +4,8 @@
 // Go's unicode.IsSpace.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { Query, type QueryCondition, QuerySyntaxError } from '@noded/rpc/src/comet/index.js';
 import fc from 'fast-check';
-import { Query, type QueryCondition, QuerySyntaxError } from '../../libs/rpc/src/comet/index.js';
 import { check, onlyThrows, rec } from './fuzz.js';
 
 const KEYWORDS = new Set(['AND', 'EXISTS', 'CONTAINS', 'TIME', 'DATE']);

@@ -5,8 +5,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ed25519 } from '@noble/curves/ed25519.js';
-import fc from 'fast-check';
-import { stringify } from 'smol-toml';
 import {
   CHAIN_IDS,
   type ChainId,
@@ -29,9 +27,11 @@ import {
   renderConfigToml,
   renderGenesisJson,
   toRuntimeGenesis,
-} from '../../libs/config/index.js';
-import type { TomlSection } from '../../libs/config/src/schema/section.js';
-import { checkPeerList } from '../../libs/config/src/values.js';
+} from '@noded/config';
+import type { TomlSection } from '@noded/config/src/schema/section.js';
+import { checkPeerList } from '@noded/config/src/values.js';
+import fc from 'fast-check';
+import { stringify } from 'smol-toml';
 import { applyMutations, bytesOf, check, hex, mutations, onlyThrows, rec, text } from './fuzz.js';
 
 type Plain = Record<string, unknown>;

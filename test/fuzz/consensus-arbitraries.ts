@@ -1,6 +1,6 @@
 // Structurally valid consensus values (CometBFT v0.38 shapes) for the codec and WAL fuzz tests.
-import fc from 'fast-check';
-import type { ConsensusMessage } from '../../libs/consensus/index.js';
+
+import type { ConsensusMessage } from '@noded/consensus';
 import type {
   Block,
   BlockId,
@@ -10,7 +10,8 @@ import type {
   Header,
   Proposal,
   Vote,
-} from '../../libs/types/index.js';
+} from '@noded/types';
+import fc from 'fast-check';
 import { bytesOf, int64, nonNegativeInt64, rec, text } from './fuzz.js';
 
 export const height = fc.oneof(fc.integer({ min: 0, max: 1000 }), fc.maxSafeNat());

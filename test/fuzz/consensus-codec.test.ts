@@ -3,7 +3,6 @@
 // (random, or valid encodings damaged) failing only with ConsensusError.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import fc from 'fast-check';
 import {
   ConsensusError,
   decodeBlock,
@@ -16,8 +15,9 @@ import {
   encodeConsensusMessage,
   encodeProposal,
   encodeVote,
-} from '../../libs/consensus/index.js';
-import { decodeEvidence, encodeEvidence } from '../../libs/consensus/src/codec/types.js';
+} from '@noded/consensus';
+import { decodeEvidence, encodeEvidence } from '@noded/consensus/src/codec/types.js';
+import fc from 'fast-check';
 import { block, commit, consensusMessage, evidence, proposal, vote } from './consensus-arbitraries.js';
 import { check, hostileBytes, onlyThrows } from './fuzz.js';
 

@@ -4,10 +4,9 @@
 // the server would answer as -32603 "internal error"). Well-formed values decode to what they encode.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import fc from 'fast-check';
-import { EthApi } from '../../libs/rpc/src/eth/api.js';
-import { FilterManager } from '../../libs/rpc/src/eth/filters.js';
-import { DevAccounts, defaultEthRpcOptions, RpcError, RpcErrorCode } from '../../libs/rpc/src/eth/index.js';
+import { EthApi } from '@noded/rpc/src/eth/api.js';
+import { FilterManager } from '@noded/rpc/src/eth/filters.js';
+import { DevAccounts, defaultEthRpcOptions, RpcError, RpcErrorCode } from '@noded/rpc/src/eth/index.js';
 import {
   accessList,
   address,
@@ -32,8 +31,9 @@ import {
   transactionArgs,
   uint,
   uint64,
-} from '../../libs/rpc/src/eth/params.js';
-import { ChainError, EventBus, type Hex, silentLogger } from '../../libs/types/index.js';
+} from '@noded/rpc/src/eth/params.js';
+import { ChainError, EventBus, type Hex, silentLogger } from '@noded/types';
+import fc from 'fast-check';
 import { FakeChain } from '../rpc-eth/fake-chain.js';
 import { DEV_ADDRS, DEV_KEYS } from '../rpc-eth/helpers.js';
 import { bytesOf, check, checkAsync, hex, onlyRejects, onlyThrows, rec } from './fuzz.js';

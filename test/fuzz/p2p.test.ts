@@ -3,7 +3,6 @@
 // hostile peer fail only with P2PError.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import fc from 'fast-check';
 import {
   decodeNodeInfo,
   decodeTxBatch,
@@ -14,7 +13,8 @@ import {
   MAX_NODE_INFO_BYTES,
   type NodeInfo,
   P2PError,
-} from '../../libs/p2p/index.js';
+} from '@noded/p2p';
+import fc from 'fast-check';
 import { check, chunked, hex, hostileBytes, onlyThrows, rec, text } from './fuzz.js';
 
 const nodeId = fc.uint8Array({ minLength: 20, maxLength: 20 }).map(hex);

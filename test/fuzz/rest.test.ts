@@ -5,8 +5,7 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import fc from 'fast-check';
-import { bech32Decode, bech32Encode, defaultApiOptions, RestServer } from '../../libs/rpc/src/rest/index.js';
+import { bech32Decode, bech32Encode, defaultApiOptions, RestServer } from '@noded/rpc/src/rest/index.js';
 import {
   GatewayError,
   matchRoute,
@@ -15,8 +14,9 @@ import {
   REST_ROUTES,
   type RestContext,
   toChecksum,
-} from '../../libs/rpc/src/rest/routes.js';
-import { type Hex, silentLogger } from '../../libs/types/index.js';
+} from '@noded/rpc/src/rest/routes.js';
+import { type Hex, silentLogger } from '@noded/types';
+import fc from 'fast-check';
 import { EVM_CHAIN_ID, FakeChain } from '../rpc-comet/fake-node.js';
 import { bytesOf, check, checkAsync, hex, onlyRejects, onlyThrows } from './fuzz.js';
 

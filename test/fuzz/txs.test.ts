@@ -6,20 +6,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { RLP } from '@ethereumjs/rlp';
-import fc from 'fast-check';
 import {
   ethAddressFromPrivateKey,
   ethAddressFromPublicKey,
   isValidSecp256k1PrivateKey,
   keccak256,
   secp256k1Sign,
-} from '../../libs/crypto/index.js';
-import { bigIntToBytes } from '../../libs/execution/src/bytes.js';
-import { chainCommon } from '../../libs/execution/src/evm/common.js';
-import { type RlpInput, rlpDecode, rlpEncode } from '../../libs/execution/src/rlp.js';
-import { decodeTx, recoverSenderPublicKey, TxRejectedError } from '../../libs/execution/src/txs.js';
-import { signTransaction, summarizeRawTransaction } from '../../libs/rpc/src/eth/tx-codec.js';
-import type { Hex } from '../../libs/types/index.js';
+} from '@noded/crypto';
+import { bigIntToBytes } from '@noded/execution/src/bytes.js';
+import { chainCommon } from '@noded/execution/src/evm/common.js';
+import { type RlpInput, rlpDecode, rlpEncode } from '@noded/execution/src/rlp.js';
+import { decodeTx, recoverSenderPublicKey, TxRejectedError } from '@noded/execution/src/txs.js';
+import { signTransaction, summarizeRawTransaction } from '@noded/rpc/src/eth/tx-codec.js';
+import type { Hex } from '@noded/types';
+import fc from 'fast-check';
 import { bytesOf, check, hex, hostileBytes, mutated, onlyThrows, rec } from './fuzz.js';
 
 const CHAIN_ID = 31337n;

@@ -5,11 +5,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { crc32 } from 'node:zlib';
+import { encodeTagged, parseWal, Wal, type WalEntry } from '@noded/consensus';
+import { toTaggedJson } from '@noded/consensus/src/codec/json.js';
+import { MemFs } from '@noded/consensus/src/sim/memfs.js';
+import { silentLogger } from '@noded/types';
 import fc from 'fast-check';
-import { encodeTagged, parseWal, Wal, type WalEntry } from '../../libs/consensus/index.js';
-import { toTaggedJson } from '../../libs/consensus/src/codec/json.js';
-import { MemFs } from '../../libs/consensus/src/sim/memfs.js';
-import { silentLogger } from '../../libs/types/index.js';
 import { block, commit, evidence, height, proposal, round, vote } from './consensus-arbitraries.js';
 import { applyMutations, bytesOf, checkAsync, int64, mutated, mutations, rec } from './fuzz.js';
 

@@ -4,8 +4,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { AddressBook, isRoutable, MAX_FAILED_ATTEMPTS, parsePeerAddress } from '../../libs/p2p/index.js';
-import { silentLogger } from '../../libs/types/index.js';
+import { AddressBook, isRoutable, MAX_FAILED_ATTEMPTS, parsePeerAddress } from '@noded/p2p';
+import { silentLogger } from '@noded/types';
 import { type Logged, recordingLogger } from './helpers.js';
 
 const SELF = 'f'.repeat(40);

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { validatorKeyJson } from '../../libs/config/index.js';
+import { validatorKeyJson } from '@noded/config';
 import {
   type BlockSyncMessage,
   ConsensusRuntime,
@@ -15,10 +15,10 @@ import {
   decodeBlockSyncMessage,
   encodeBlockSyncMessage,
   TestApp,
-} from '../../libs/consensus/index.js';
-import { BLOCKSYNC_PROTOCOL, BlockSyncChannel, type P2PHost } from '../../libs/p2p/index.js';
-import { MemoryKV } from '../../libs/storage/index.js';
-import { EventBus, type Logger, silentLogger } from '../../libs/types/index.js';
+} from '@noded/consensus';
+import { BLOCKSYNC_PROTOCOL, BlockSyncChannel, type P2PHost } from '@noded/p2p';
+import { MemoryKV } from '@noded/storage';
+import { EventBus, type Logger, silentLogger } from '@noded/types';
 import { CHAIN_ID, GENESIS_TIME, PARAMS, TIMEOUTS, testKey, validatorsOf } from '../consensus/helpers.js';
 import { startTestHost, stopTestHosts, until } from './helpers.js';
 

@@ -2,15 +2,9 @@
 // a head plus 64 KiB parts each proven against the signed part set hash; a forged part disconnects.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import {
-  BLOCK_PART_SIZE,
-  blockIdOf,
-  type ConsensusMessage,
-  encodeBlock,
-  makeBlock,
-} from '../../libs/consensus/index.js';
-import { CONSENSUS_PROTOCOL, ConsensusChannel, consensusFrames } from '../../libs/p2p/index.js';
-import type { Block, Commit } from '../../libs/types/index.js';
+import { BLOCK_PART_SIZE, blockIdOf, type ConsensusMessage, encodeBlock, makeBlock } from '@noded/consensus';
+import { CONSENSUS_PROTOCOL, ConsensusChannel, consensusFrames } from '@noded/p2p';
+import type { Block, Commit } from '@noded/types';
 import { genesis, signedProposal, signedVote, testKey } from '../consensus/helpers.js';
 import { startTestHost, stopTestHosts, until } from './helpers.js';
 

@@ -10,12 +10,12 @@
 // In its own file: the SDK it starts is global to the process.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import { GatewayHost, GatewayRelay, serveGateway } from '@noded/abci-grpc';
+import { ed25519Generate, nodeIdFromPublicKey } from '@noded/crypto';
+import { decodeTxBatch, encodeTxBatch, MEMPOOL_PROTOCOL, MempoolChannel } from '@noded/p2p';
+import { startTracing, tracingSettingsOf } from '@noded/service-shared/src/tracing.js';
+import { silentLogger } from '@noded/types';
 import { type SpanContext, trace } from '@opentelemetry/api';
-import { GatewayHost, GatewayRelay, serveGateway } from '../../libs/abci-grpc/index.js';
-import { ed25519Generate, nodeIdFromPublicKey } from '../../libs/crypto/index.js';
-import { decodeTxBatch, encodeTxBatch, MEMPOOL_PROTOCOL, MempoolChannel } from '../../libs/p2p/index.js';
-import { silentLogger } from '../../libs/types/index.js';
-import { startTracing, tracingSettingsOf } from '../../services/shared/src/tracing.js';
 import { OtlpReceiver, one } from '../cluster/otlp.js';
 import { startTestHost, stopTestHosts, until } from './helpers.js';
 

@@ -14,10 +14,10 @@ import {
   gatewayProto,
   healthProto,
   serveGateway,
-} from '../../libs/abci-grpc/index.js';
-import { ed25519Generate, nodeIdFromPublicKey } from '../../libs/crypto/index.js';
-import { decodeTxBatch, encodeTxBatch, MEMPOOL_PROTOCOL, MempoolChannel } from '../../libs/p2p/index.js';
-import { silentLogger } from '../../libs/types/index.js';
+} from '@noded/abci-grpc';
+import { ed25519Generate, nodeIdFromPublicKey } from '@noded/crypto';
+import { decodeTxBatch, encodeTxBatch, MEMPOOL_PROTOCOL, MempoolChannel } from '@noded/p2p';
+import { silentLogger } from '@noded/types';
 import { startTestHost, stopTestHosts, until } from './helpers.js';
 
 const ECHO = '/noded/echo/1';

@@ -1,8 +1,8 @@
 // Real P2P hosts on 127.0.0.1 (random ports) for the P2P tests, stopped by stopTestHosts().
 import assert from 'node:assert/strict';
-import { ed25519Generate, nodeIdFromPublicKey } from '../../libs/crypto/index.js';
-import { P2P_PROTOCOL_VERSION, P2PHost, type PeerAddress } from '../../libs/p2p/index.js';
-import { type Logger, silentLogger } from '../../libs/types/index.js';
+import { ed25519Generate, nodeIdFromPublicKey } from '@noded/crypto';
+import { P2P_PROTOCOL_VERSION, P2PHost, type PeerAddress } from '@noded/p2p';
+import { type Logger, silentLogger } from '@noded/types';
 
 export interface TestHostOptions {
   key?: ReturnType<typeof ed25519Generate>;

@@ -2,8 +2,8 @@
 // limits, oversized and undecodable messages.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { ed25519Generate, nodeIdFromPublicKey } from '../../libs/crypto/index.js';
-import type { P2PHost } from '../../libs/p2p/index.js';
+import { ed25519Generate, nodeIdFromPublicKey } from '@noded/crypto';
+import type { P2PHost } from '@noded/p2p';
 import {
   type Logged,
   recordingLogger,

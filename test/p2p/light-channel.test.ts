@@ -4,7 +4,7 @@
 // disconnects at once; a peer that did not advertise the channel is never sent to.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import type { FetchedLightBlock, LightBlock } from '../../libs/consensus/index.js';
+import type { FetchedLightBlock, LightBlock } from '@noded/consensus';
 import {
   encodeLightRequest,
   LIGHT_PROTOCOL,
@@ -13,8 +13,8 @@ import {
   LightRequestError,
   type P2PHost,
   type PeerAddress,
-} from '../../libs/p2p/index.js';
-import type { Logger } from '../../libs/types/index.js';
+} from '@noded/p2p';
+import type { Logger } from '@noded/types';
 import { chain, KEYS, setOf } from '../consensus/light-helpers.js';
 import { startTestHost, stopTestHosts, type TestHost, until } from './helpers.js';
 

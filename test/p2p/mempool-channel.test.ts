@@ -2,8 +2,8 @@
 // connects later gets what the pool already holds (in order, once), and batches keep their rules.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { decodeTxBatch, encodeTxBatch, type GossipPool, MempoolChannel } from '../../libs/p2p/index.js';
-import { silentLogger } from '../../libs/types/index.js';
+import { decodeTxBatch, encodeTxBatch, type GossipPool, MempoolChannel } from '@noded/p2p';
+import { silentLogger } from '@noded/types';
 import { startTestHost, stopTestHosts, until } from './helpers.js';
 
 /** The pool's side as the channel sees it: what arrived through CheckTx, and what it holds. */

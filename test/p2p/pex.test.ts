@@ -11,7 +11,7 @@ import {
   PEX_PROTOCOL,
   type PeerAddress,
   PexReactor,
-} from '../../libs/p2p/index.js';
+} from '@noded/p2p';
 import { freePort } from '../e2e/harness.js';
 import {
   type Logged,

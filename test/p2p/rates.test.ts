@@ -2,7 +2,7 @@
 // that meters the rates.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { ByteRate, type P2PHost } from '../../libs/p2p/index.js';
+import { ByteRate, type P2PHost } from '@noded/p2p';
 import {
   type Logged,
   recordingLogger,

@@ -7,11 +7,11 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { keccak256, sha256 } from '../../libs/crypto/index.js';
-import { toHex } from '../../libs/execution/src/bytes.js';
-import { BRIDGE_OUT_ADDRESS } from '../../libs/execution/src/precompiles/bridge-out.js';
-import { BTC_TOKEN_ADDRESS } from '../../libs/execution/src/precompiles/btc-token.js';
-import { TxIndexer } from '../../libs/rpc/src/comet/index.js';
+import { keccak256, sha256 } from '@noded/crypto';
+import { toHex } from '@noded/execution/src/bytes.js';
+import { BRIDGE_OUT_ADDRESS } from '@noded/execution/src/precompiles/bridge-out.js';
+import { BTC_TOKEN_ADDRESS } from '@noded/execution/src/precompiles/btc-token.js';
+import { TxIndexer } from '@noded/rpc/src/comet/index.js';
 import {
   ApiConfigError,
   type ApiOptions,
@@ -19,9 +19,9 @@ import {
   bech32Encode,
   defaultApiOptions,
   RestServer,
-} from '../../libs/rpc/src/rest/index.js';
-import { MemoryKV } from '../../libs/storage/index.js';
-import { silentLogger } from '../../libs/types/index.js';
+} from '@noded/rpc/src/rest/index.js';
+import { MemoryKV } from '@noded/storage';
+import { silentLogger } from '@noded/types';
 import { EVM_CHAIN_ID, FakeChain } from '../rpc-comet/fake-node.js';
 import { http } from '../rpc-comet/helpers.js';
 

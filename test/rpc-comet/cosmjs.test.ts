@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Comet38Client, HttpClient, WebsocketClient } from '@cosmjs/tendermint-rpc';
-import { sha256 } from '../../libs/crypto/index.js';
+import { sha256 } from '@noded/crypto';
 import { type CometHarness, startComet } from './helpers.js';
 
 describe('@cosmjs/tendermint-rpc Comet38Client', () => {

@@ -5,8 +5,8 @@
 // them from the consensus service: decoded, they print the same gateway JSON as the originals.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { headerHash, verifyTrustRoot } from '../../libs/consensus/index.js';
-import { ed25519Verify } from '../../libs/crypto/index.js';
+import { headerHash, verifyTrustRoot } from '@noded/consensus';
+import { ed25519Verify } from '@noded/crypto';
 import {
   blockFromJson,
   blockJson,
@@ -18,10 +18,10 @@ import {
   headerJson,
   validatorFromJson,
   validatorJson,
-} from '../../libs/rpc/index.js';
-import { execTxResultJson } from '../../libs/rpc/src/comet/encode.js';
-import { protoBlock } from '../../libs/rpc/src/rest/encode.js';
-import type { Block, ExecTxResult, Vote } from '../../libs/types/index.js';
+} from '@noded/rpc';
+import { execTxResultJson } from '@noded/rpc/src/comet/encode.js';
+import { protoBlock } from '@noded/rpc/src/rest/encode.js';
+import type { Block, ExecTxResult, Vote } from '@noded/types';
 import { CHAIN_ID, GENESIS_TIME } from '../consensus/helpers.js';
 import { KEYS, lightBlock, S, setOf } from '../consensus/light-helpers.js';
 

@@ -1,7 +1,7 @@
 // Test scaffolding: a small in-memory chain that implements NodeReader and EthChain from a few
 // synthetic blocks of signed Ethereum transactions, and publishes NodeEvents like the node does.
-import { Transaction, Wallet } from 'ethers';
-import { ed25519Address, ed25519Generate, ed25519Sign, keccak256, sha256 } from '../../libs/crypto/index.js';
+
+import { ed25519Address, ed25519Generate, ed25519Sign, keccak256, sha256 } from '@noded/crypto';
 import {
   type AbciEvent,
   type AppInfo,
@@ -27,7 +27,8 @@ import {
   type StoredBlockResults,
   type TimeNs,
   type Validator,
-} from '../../libs/types/index.js';
+} from '@noded/types';
+import { Transaction, Wallet } from 'ethers';
 
 export const CHAIN_ID = 'chain-local';
 export const EVM_CHAIN_ID = 31337n;

@@ -5,9 +5,9 @@ import {
   CometRpcServer,
   defaultCometRpcOptions,
   TxIndexer,
-} from '../../libs/rpc/src/comet/index.js';
-import { MemoryKV } from '../../libs/storage/index.js';
-import { silentLogger } from '../../libs/types/index.js';
+} from '@noded/rpc/src/comet/index.js';
+import { MemoryKV } from '@noded/storage';
+import { silentLogger } from '@noded/types';
 import { FakeChain, type FakeChainOptions } from './fake-node.js';
 
 export interface CometHarness {

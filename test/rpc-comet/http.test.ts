@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { sha256 } from '../../libs/crypto/index.js';
-import { defaultCometRpcOptions, writeTimeoutFor } from '../../libs/rpc/src/comet/index.js';
+import { sha256 } from '@noded/crypto';
+import { defaultCometRpcOptions, writeTimeoutFor } from '@noded/rpc/src/comet/index.js';
 import { type CometHarness, http, rpcPost, startComet } from './helpers.js';
 
 const hexU = (b: Uint8Array) => Buffer.from(b).toString('hex').toUpperCase();

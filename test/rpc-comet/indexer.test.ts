@@ -6,11 +6,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { keccak256, sha256 } from '../../libs/crypto/index.js';
-import { IndexerQueryError, TxIndexer } from '../../libs/rpc/src/comet/index.js';
-import { MemoryKV, RocksKV } from '../../libs/storage/index.js';
-import { silentLogger } from '../../libs/types/index.js';
-import { IndexerThread } from '../../services/shared/src/indexer-thread/thread.js';
+import { keccak256, sha256 } from '@noded/crypto';
+import { IndexerQueryError, TxIndexer } from '@noded/rpc/src/comet/index.js';
+import { IndexerThread } from '@noded/service-shared/src/indexer-thread/thread.js';
+import { MemoryKV, RocksKV } from '@noded/storage';
+import { silentLogger } from '@noded/types';
 import { FakeChain } from './fake-node.js';
 
 const heightsOf = (txs: Array<{ height: number; index: number }>) => txs.map((t) => `${t.height}/${t.index}`);

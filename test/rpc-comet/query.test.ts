@@ -1,7 +1,7 @@
 // The CometBFT event query language: parsing, canonical text, errors and matching.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Query, QuerySyntaxError } from '../../libs/rpc/src/comet/index.js';
+import { Query, QuerySyntaxError } from '@noded/rpc/src/comet/index.js';
 
 const ev = (o: Record<string, string | string[]>) =>
   Object.fromEntries(Object.entries(o).map(([k, v]) => [k, Array.isArray(v) ? v : [v]]));

@@ -2,9 +2,9 @@
 // CometBFT's event message shapes, subscription limits, slow clients and broadcast_tx_commit.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { sha256 } from '@noded/crypto';
+import type { NodeEvent } from '@noded/types';
 import WebSocket from 'ws';
-import { sha256 } from '../../libs/crypto/index.js';
-import type { NodeEvent } from '../../libs/types/index.js';
 import { type CometHarness, http, rpcPost, startComet } from './helpers.js';
 
 const hexU = (b: Uint8Array) => Buffer.from(b).toString('hex').toUpperCase();

@@ -1,8 +1,8 @@
 // eth_call answers an identical call at the same height once, whatever the number of askers.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { CALL_CACHE_MAX_RESULT, CallCache, callKey } from '../../libs/rpc/src/eth/call-cache.js';
-import { ChainError, type Hex } from '../../libs/types/index.js';
+import { CALL_CACHE_MAX_RESULT, CallCache, callKey } from '@noded/rpc/src/eth/call-cache.js';
+import { ChainError, type Hex } from '@noded/types';
 import { addr, LOGGER, REVERT_STRING, word } from './fake-chain.js';
 import { call, type Harness, rpc, startHarness } from './helpers.js';
 

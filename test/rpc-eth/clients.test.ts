@@ -2,9 +2,9 @@
 // exactly as they drive geth, over HTTP and WebSocket.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { Hex } from '@noded/types';
 import { JsonRpcProvider, Network, Wallet, WebSocketProvider } from 'ethers';
 import { createPublicClient, createWalletClient, defineChain, http, webSocket } from 'viem';
-import type { Hex } from '../../libs/types/index.js';
 import { LOGGER, REVERT_STRING, TRANSFER_TOPIC, word } from './fake-chain.js';
 import { DEV_ADDRS, DEV_KEYS, type Harness, rpc, startHarness } from './helpers.js';
 

@@ -2,14 +2,14 @@
 // checked against ethers' independent implementations; refusals when there are no dev accounts.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { hexlify, Transaction, TypedDataEncoder, toUtf8Bytes, verifyMessage, verifyTypedData } from 'ethers';
 import {
   DevAccountKeyError,
   DevAccounts,
   parseTypedData,
   typedDataDigest,
-} from '../../libs/rpc/src/eth/index.js';
-import type { Hex } from '../../libs/types/index.js';
+} from '@noded/rpc/src/eth/index.js';
+import type { Hex } from '@noded/types';
+import { hexlify, Transaction, TypedDataEncoder, toUtf8Bytes, verifyMessage, verifyTypedData } from 'ethers';
 import { BASE_FEE, LOGGER, TIP, word } from './fake-chain.js';
 import { call, DEV_ADDRS, DEV_KEYS, type Harness, rpc, startHarness } from './helpers.js';
 

@@ -9,18 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { MessageChannel } from 'node:worker_threads';
+import { Executor } from '@noded/execution';
+import { formatLog } from '@noded/rpc/src/eth/format.js';
+import { defaultEthRpcOptions, EthEdgeClient, EthEdgeHost, EthRpcServer } from '@noded/rpc/src/eth/index.js';
+import { RecentLogs } from '@noded/rpc/src/eth/recent-logs.js';
+import { RocksKV } from '@noded/storage';
+import { type EthLog, EventBus, type Hex, type LogFilter, silentLogger } from '@noded/types';
 import { Interface } from 'ethers';
-import { Executor } from '../../libs/execution/index.js';
-import { formatLog } from '../../libs/rpc/src/eth/format.js';
-import {
-  defaultEthRpcOptions,
-  EthEdgeClient,
-  EthEdgeHost,
-  EthRpcServer,
-} from '../../libs/rpc/src/eth/index.js';
-import { RecentLogs } from '../../libs/rpc/src/eth/recent-logs.js';
-import { RocksKV } from '../../libs/storage/index.js';
-import { type EthLog, EventBus, type Hex, type LogFilter, silentLogger } from '../../libs/types/index.js';
 import { addr, GWEI, key, produceBlock, signTx, type TestNode } from '../execution/helpers.js';
 import { E1, E2, hex, openEmitterChain, PAIR, word } from './emitter.js';
 import { call, rpc, sleep } from './helpers.js';

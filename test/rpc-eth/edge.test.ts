@@ -4,15 +4,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { MessageChannel } from 'node:worker_threads';
-import { Wallet } from 'ethers';
 import {
   DevAccounts,
   defaultEthRpcOptions,
   EthEdgeClient,
   EthEdgeHost,
   EthRpcServer,
-} from '../../libs/rpc/src/eth/index.js';
-import { EventBus, type Hex, type Logger } from '../../libs/types/index.js';
+} from '@noded/rpc/src/eth/index.js';
+import { EventBus, type Hex, type Logger } from '@noded/types';
+import { Wallet } from 'ethers';
 import { addr, FakeChain, LOGGER, REVERT_STRING } from './fake-chain.js';
 import { call, DEV_KEYS, rpc, sleep, WsClient } from './helpers.js';
 

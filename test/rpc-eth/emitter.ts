@@ -1,9 +1,9 @@
 // The Emitter contract both executor log tests deploy, and the shapes they read logs in.
 import { join } from 'node:path';
+import { Executor } from '@noded/execution';
+import { RocksKV } from '@noded/storage';
+import { EventBus, type Hex } from '@noded/types';
 import { id as eventTopic } from 'ethers';
-import { Executor } from '../../libs/execution/index.js';
-import { RocksKV } from '../../libs/storage/index.js';
-import { EventBus, type Hex } from '../../libs/types/index.js';
 import {
   addr,
   compile,

@@ -1,7 +1,7 @@
 // A small deterministic in-memory EthChain: test scaffolding for the JSON-RPC server (dispatch,
 // formatting, filters, subscriptions, limits), not an execution engine. Transactions are decoded
 // with ethers, "mined" by mine(), and a few magic addresses make eth_call revert, halt or stall.
-import { AbiCoder, id as ethersId, keccak256, Transaction } from 'ethers';
+
 import {
   type AccessListEntry,
   type AccountProof,
@@ -21,7 +21,8 @@ import {
   type PendingTxSummary,
   type StateOverrides,
   type TracerConfig,
-} from '../../libs/types/index.js';
+} from '@noded/types';
+import { AbiCoder, id as ethersId, keccak256, Transaction } from 'ethers';
 
 export const addr = (n: number): Hex => `0x${n.toString(16).padStart(40, '0')}`;
 export const word = (n: bigint | number): Hex => `0x${BigInt(n).toString(16).padStart(64, '0')}`;

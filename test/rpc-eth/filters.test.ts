@@ -1,8 +1,8 @@
 // Polling filters over HTTP: block, pending-transaction and log filters, timeout and cap.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { Hex, NodeEvent } from '@noded/types';
 import { Wallet } from 'ethers';
-import type { Hex, NodeEvent } from '../../libs/types/index.js';
 
 type EthNewHeadEvent = Extract<NodeEvent, { kind: 'EthNewHead' }>;
 

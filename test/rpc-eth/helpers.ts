@@ -1,12 +1,13 @@
 // Test harness: an EthRpcServer over a FakeChain on 127.0.0.1:0, plus small HTTP and WebSocket clients.
-import { WebSocket } from 'ws';
+
 import {
   DevAccounts,
   defaultEthRpcOptions,
   type EthRpcOptions,
   EthRpcServer,
-} from '../../libs/rpc/src/eth/index.js';
-import { EventBus, type Hex, silentLogger } from '../../libs/types/index.js';
+} from '@noded/rpc/src/eth/index.js';
+import { EventBus, type Hex, silentLogger } from '@noded/types';
+import { WebSocket } from 'ws';
 import { FakeChain } from './fake-chain.js';
 
 /** The first three keys of the standard test mnemonic (chain-local dev accounts). */

@@ -1,9 +1,9 @@
 // Method results and their geth formatting, block parameters, limits that live in methods.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { PrunedStateError } from '@noded/execution';
+import type { EthTx, Hex } from '@noded/types';
 import { getAddress, keccak256, Wallet } from 'ethers';
-import { PrunedStateError } from '../../libs/execution/index.js';
-import type { EthTx, Hex } from '../../libs/types/index.js';
 import {
   addr,
   BASE_FEE,

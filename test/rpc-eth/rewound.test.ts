@@ -3,9 +3,9 @@
 // blocks and keep the rest.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CallCache } from '../../libs/rpc/src/eth/call-cache.js';
-import { FilterManager } from '../../libs/rpc/src/eth/filters.js';
-import type { EthBlock, EthLog, Hex } from '../../libs/types/index.js';
+import { CallCache } from '@noded/rpc/src/eth/call-cache.js';
+import { FilterManager } from '@noded/rpc/src/eth/filters.js';
+import type { EthBlock, EthLog, Hex } from '@noded/types';
 
 const h32 = (n: number) => `0x${n.toString(16).padStart(64, '0')}` as Hex;
 const block = (n: number) => ({ number: BigInt(n), hash: h32(1000 + n) }) as EthBlock;

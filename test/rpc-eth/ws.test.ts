@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import type { Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import type { EthBlock, Hex } from '@noded/types';
 import { Wallet } from 'ethers';
-import type { EthBlock, Hex } from '../../libs/types/index.js';
 import { LOGGER, TRANSFER_TOPIC, word } from './fake-chain.js';
 import { DEV_KEYS, type Harness, rpc, sleep, startHarness, WsClient } from './helpers.js';
 

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { type BatchOp, HoldingKV, MemoryKV, RocksKV } from '../../libs/storage/index.js';
+import { type BatchOp, HoldingKV, MemoryKV, RocksKV } from '@noded/storage';
 
 const b = (s: string) => new TextEncoder().encode(s);
 const s = (u: Uint8Array | undefined) => (u ? new TextDecoder().decode(u) : undefined);

@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { type KVStore, MemoryKV, RocksKV } from '../../libs/storage/index.js';
+import { type KVStore, MemoryKV, RocksKV } from '@noded/storage';
 
 const b = (s: string) => new TextEncoder().encode(s);
 const s = (u: Uint8Array | undefined) => (u ? new TextDecoder().decode(u) : undefined);

@@ -4,7 +4,7 @@
 // lines refused by line number.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { mergeFamilies, parseExposition, sampleValue } from '../../libs/telemetry/index.js';
+import { mergeFamilies, parseExposition, sampleValue } from '@noded/telemetry';
 
 const A = `# HELP x_requests_total Requests.
 # TYPE x_requests_total counter

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
-import { createLogger, LogLevelError, pinoLevel } from '../../libs/telemetry/index.js';
-import type { Logger } from '../../libs/types/index.js';
+import { createLogger, LogLevelError, pinoLevel } from '@noded/telemetry';
+import type { Logger } from '@noded/types';
 
 const flush = (l: { flush(cb?: (err?: Error) => void): void }) =>
   new Promise<void>((r) => l.flush(() => r()));

@@ -14,9 +14,9 @@ import {
   NodeMetrics,
   parseListenAddr,
   type Readiness,
-} from '../../libs/telemetry/index.js';
-import type { EthBlock, Hex } from '../../libs/types/index.js';
-import { silentLogger } from '../../libs/types/index.js';
+} from '@noded/telemetry';
+import type { EthBlock, Hex } from '@noded/types';
+import { silentLogger } from '@noded/types';
 import { freePort } from '../ports.js';
 import { FakeChain } from '../rpc-comet/fake-node.js';
 

@@ -2,7 +2,7 @@
 // only what is new, and a peer whose counts restart (it reconnected) is counted from zero again.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { NodeMetrics } from '../../libs/telemetry/index.js';
+import { NodeMetrics } from '@noded/telemetry';
 
 const A = 'aa'.repeat(20);
 const B = 'bb'.repeat(20);

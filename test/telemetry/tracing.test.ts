@@ -4,8 +4,6 @@
 // failures; the TraceBook keeps at most its capacity, oldest out first.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { NodeSDK } from '@opentelemetry/sdk-node';
-import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import {
   extractTraceContext,
   injectTraceContext,
@@ -14,7 +12,9 @@ import {
   TraceBook,
   type TraceContext,
   tracingEnabled,
-} from '../../libs/telemetry/index.js';
+} from '@noded/telemetry';
+import { NodeSDK } from '@opentelemetry/sdk-node';
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 
 const TRACE = '0af7651916cd43dd8448eb211c80319c';
 const PARENT = 'b7ad6b7169203331';

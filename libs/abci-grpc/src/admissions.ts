@@ -12,7 +12,7 @@
 // side (AdmissionStream) acknowledges each response once its listeners ran, and reconnects with
 // backoff when the stream ends (the executor restarted).
 import * as grpc from '@grpc/grpc-js';
-import type { Logger } from '../../types/index.js';
+import type { Logger } from '@noded/types';
 import { DEFAULT_MAX_MESSAGE_BYTES } from './constants.js';
 import {
   type AdmittedTx,

@@ -8,7 +8,7 @@
 // its handshake replays the missing blocks after a restart. Use waitReady() at start to wait for an
 // executor that is still coming up.
 import * as grpc from '@grpc/grpc-js';
-import { inSpan } from '../../telemetry/index.js';
+import { inSpan } from '@noded/telemetry';
 import type {
   AppInfo,
   Application,
@@ -23,7 +23,7 @@ import type {
   PrepareProposalRequest,
   ProcessProposalRequest,
   VerifyVoteExtensionRequest,
-} from '../../types/index.js';
+} from '@noded/types';
 import { type AbciMethod, DEFAULT_MAX_MESSAGE_BYTES, ERROR_CODE_TRAILER } from './constants.js';
 import { AbciFieldError, type CheckTxKind, fromProto, toProto } from './convert.js';
 import { ApplicationService } from './gen/noded/abci/v1/abci.js';

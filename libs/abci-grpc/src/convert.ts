@@ -25,7 +25,7 @@ import type {
   Validator,
   ValidatorUpdate,
   VerifyVoteExtensionRequest,
-} from '../../types/index.js';
+} from '@noded/types';
 import type { Duration } from './gen/google/protobuf/duration.js';
 import type { Timestamp } from './gen/google/protobuf/timestamp.js';
 import * as pb from './gen/noded/abci/v1/abci.js';

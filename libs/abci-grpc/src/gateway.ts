@@ -20,9 +20,9 @@ import {
   type PeerAddress,
   type PeerEvents,
   parsePeerAddress,
-} from '../../p2p/index.js';
-import { extractTraceContext, injectTraceContext, inSpanSync } from '../../telemetry/index.js';
-import type { Logger, PeerInfo } from '../../types/index.js';
+} from '@noded/p2p';
+import { extractTraceContext, injectTraceContext, inSpanSync } from '@noded/telemetry';
+import type { Logger, PeerInfo } from '@noded/types';
 import {
   type ChannelSpec,
   type Frame as FrameMessage,

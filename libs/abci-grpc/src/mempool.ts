@@ -6,8 +6,8 @@
 // naming the field, and undecodable bytes are refused the same way; the server keeps serving. A
 // refused transaction is FAILED_PRECONDITION with its JSON-RPC code in a trailer (as StateReader).
 import * as grpc from '@grpc/grpc-js';
-import { inSpan, type TraceBook, type TraceSpan, tracingEnabled } from '../../telemetry/index.js';
-import { ChainError, type Hex, type Logger } from '../../types/index.js';
+import { inSpan, type TraceBook, type TraceSpan, tracingEnabled } from '@noded/telemetry';
+import { ChainError, type Hex, type Logger } from '@noded/types';
 import { type AdmissionServerOptions, admissionHandler } from './admissions.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from './constants.js';
 import { MempoolService, type PoolTx } from './gen/noded/mempool/v1/mempool.js';

@@ -4,15 +4,9 @@
 // application; an error of the application gets INTERNAL with its message (and its `code`, if it
 // has one, in the `noded-error-code` trailer). The server keeps serving after either.
 import * as grpc from '@grpc/grpc-js';
-import { keccak256 } from '../../crypto/index.js';
-import {
-  inSpan,
-  TraceBook,
-  type TraceContext,
-  type TraceSpan,
-  tracingEnabled,
-} from '../../telemetry/index.js';
-import { type Application, type Logger, silentLogger } from '../../types/index.js';
+import { keccak256 } from '@noded/crypto';
+import { inSpan, TraceBook, type TraceContext, type TraceSpan, tracingEnabled } from '@noded/telemetry';
+import { type Application, type Logger, silentLogger } from '@noded/types';
 import type { AdmissionServerOptions } from './admissions.js';
 import {
   ABCI_SERVICE_NAME,

@@ -14,8 +14,8 @@
 // UNAVAILABLE "header not found: ..." with the replica's height in the noded-state-height trailer,
 // which the client raises as StateStoreBehindError.
 import * as grpc from '@grpc/grpc-js';
-import { inSpan, type TraceBook, tracingEnabled } from '../../telemetry/index.js';
-import { ChainError, type EthChain, type Logger, silentLogger } from '../../types/index.js';
+import { inSpan, type TraceBook, tracingEnabled } from '@noded/telemetry';
+import { ChainError, type EthChain, type Logger, silentLogger } from '@noded/types';
 import { DEFAULT_MAX_MESSAGE_BYTES, ERROR_CODE_TRAILER } from './constants.js';
 import {
   type ChainHead,

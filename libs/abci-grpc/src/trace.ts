@@ -2,12 +2,7 @@
 // carries the caller's active span, each handler opens its span as that span's child. With tracing
 // off (libs/telemetry) both are a boolean test.
 import type * as grpc from '@grpc/grpc-js';
-import {
-  extractTraceContext,
-  injectTraceContext,
-  type TraceParent,
-  tracingEnabled,
-} from '../../telemetry/index.js';
+import { extractTraceContext, injectTraceContext, type TraceParent, tracingEnabled } from '@noded/telemetry';
 
 /** Adds the active trace context to `md` (the metadata of an outgoing call). */
 export function withTraceContext(md: grpc.Metadata): grpc.Metadata {

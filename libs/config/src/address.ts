@@ -1,5 +1,5 @@
 // Ethereum address text: validation and EIP-55 checksums (genesis accounts, dev accounts).
-import { keccak256 } from '../../crypto/index.js';
+import { keccak256 } from '@noded/crypto';
 
 const ADDRESS_RE = /^0x[0-9a-fA-F]{40}$/;
 

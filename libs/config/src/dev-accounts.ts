@@ -1,9 +1,10 @@
 // Development accounts of chain-local: BIP-39 mnemonic -> BIP-32 m/44'/60'/0'/0/i, as Hardhat, anvil
 // and wallets derive them, so tools' default accounts hold funds on a fresh chain-local node.
+
+import { ethAddressFromPrivateKey } from '@noded/crypto';
 import { HDKey } from '@scure/bip32';
 import { mnemonicToSeedSync, validateMnemonic } from '@scure/bip39';
 import { wordlist } from '@scure/bip39/wordlists/english.js';
-import { ethAddressFromPrivateKey } from '../../crypto/index.js';
 import { toChecksumAddress } from './address.js';
 
 export interface DevAccount {

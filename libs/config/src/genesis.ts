@@ -3,8 +3,8 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
-import { ed25519Address } from '../../crypto/index.js';
-import type { ConsensusParams, TimeNs, Validator } from '../../types/index.js';
+import { ed25519Address } from '@noded/crypto';
+import type { ConsensusParams, TimeNs, Validator } from '@noded/types';
 import { checkEthAddress } from './address.js';
 import {
   CHAIN_IDS,

@@ -7,7 +7,7 @@ import {
   parseNodeKeyJson,
   parseValidatorKeyJson,
   type ValidatorKey,
-} from '../../crypto/index.js';
+} from '@noded/crypto';
 
 function readKeyFile(file: string): string {
   try {

@@ -1,17 +1,17 @@
 // Mappers from the parsed files to the option records each lib takes (camelCase of the keys,
 // durations in ms, integer strings as bigint).
-import type { TimeoutConfig } from '../../consensus/index.js';
-import type { ExecutorOptions, GasOptions, MempoolOptions } from '../../execution/index.js';
-import type { ApiOptions, CometRpcOptions, EthRpcOptions } from '../../rpc/index.js';
-import type { InstrumentationOptions } from '../../telemetry/index.js';
+import type { TimeoutConfig } from '@noded/consensus';
+import type { ExecutorOptions, GasOptions, MempoolOptions } from '@noded/execution';
+import type { ApiOptions, CometRpcOptions, EthRpcOptions } from '@noded/rpc';
+import type { InstrumentationOptions } from '@noded/telemetry';
 import type { RuntimeGenesis } from './genesis.js';
 import type { AppToml } from './schema/app-toml.js';
 import type { ConfigToml } from './schema/config-toml.js';
 
 // The option records of the servers are owned by their libs (STYLE: each lib owns its section);
 // this module only maps the parsed files onto them.
-export type { ApiOptions, CometRpcOptions, EthRpcOptions } from '../../rpc/index.js';
-export type { InstrumentationOptions } from '../../telemetry/index.js';
+export type { ApiOptions, CometRpcOptions, EthRpcOptions } from '@noded/rpc';
+export type { InstrumentationOptions } from '@noded/telemetry';
 
 /**
  * What execution takes from config.toml [mempool] and app.toml (pruning, [evm], [evm.gas],

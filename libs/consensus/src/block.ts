@@ -10,7 +10,7 @@ import type {
   DuplicateVoteEvidence,
   TimeNs,
   Vote,
-} from '../../types/index.js';
+} from '@noded/types';
 import { BLOCK_PROTOCOL, type ChainState } from './chainstate.js';
 import { encodeEvidence, isNilBlockId, voteSignBytes } from './codec/types.js';
 import { ConsensusError } from './errors.js';

@@ -1,14 +1,7 @@
 // The replicated state consensus needs to build and check the next block (CometBFT's sm.State):
 // who validates, with which parameters, and the hashes the next header must carry. It advances only
 // through nextChainState(), a pure function of the committed block and the application's answer.
-import type {
-  Block,
-  BlockId,
-  ConsensusParams,
-  FinalizeBlockResponse,
-  TimeNs,
-  Validator,
-} from '../../types/index.js';
+import type { Block, BlockId, ConsensusParams, FinalizeBlockResponse, TimeNs, Validator } from '@noded/types';
 import { emptyBlockId } from './codec/types.js';
 import { ConsensusError } from './errors.js';
 import { txResultsHash } from './hash.js';

@@ -1,6 +1,6 @@
 // Duplicate-vote evidence: formed from two conflicting votes, verified against the validator set of
 // its height, expired only when BOTH max_age_num_blocks and max_age_duration are exceeded.
-import type { ConsensusParams, DuplicateVoteEvidence, TimeNs, Vote } from '../../types/index.js';
+import type { ConsensusParams, DuplicateVoteEvidence, TimeNs, Vote } from '@noded/types';
 import type { Verifier } from './block.js';
 import { encodePartSetHeader, voteSignBytes } from './codec/types.js';
 import { ConsensusError } from './errors.js';

@@ -1,7 +1,7 @@
 // Deterministic hashes of blocks and their parts, following CometBFT v0.38 (documented in
 // docs/consensus.md): RFC 6962 merkle trees over sha256 (libs/crypto), header hash over the protobuf encoding of
 // each header field, block parts of 64 KiB.
-import { merkleRoot, sha256 } from '../../crypto/index.js';
+import { merkleRoot, sha256 } from '@noded/crypto';
 import type {
   Block,
   BlockId,
@@ -12,7 +12,7 @@ import type {
   Header,
   PartSetHeader,
   Validator,
-} from '../../types/index.js';
+} from '@noded/types';
 import { ProtoWriter } from './codec/proto.js';
 import {
   encodeBlock,

@@ -8,8 +8,8 @@
 //   differ only in the timestamp (then the stored timestamp is used), and is refused otherwise.
 
 import { readFileSync } from 'node:fs';
-import { ed25519Address, ed25519Sign, KeyFileError, parseValidatorKeyJson } from '../../crypto/index.js';
-import type { Proposal, TimeNs, Vote } from '../../types/index.js';
+import { ed25519Address, ed25519Sign, KeyFileError, parseValidatorKeyJson } from '@noded/crypto';
+import type { Proposal, TimeNs, Vote } from '@noded/types';
 import {
   decodeVoteSignBytes,
   parseSignBytes,

@@ -4,8 +4,8 @@
 // are scaled so max-min stays within 2 * total power and centred on their average. New validators
 // start at -1.125 * total power. The set is ordered by power (descending), then address (ascending);
 // that order defines validator indexes and validators_hash.
-import { ed25519Address } from '../../crypto/index.js';
-import type { Validator } from '../../types/index.js';
+import { ed25519Address } from '@noded/crypto';
+import type { Validator } from '@noded/types';
 import { ConsensusError } from './errors.js';
 import { bytesEqual, hex, validatorsHash } from './hash.js';
 

@@ -1,7 +1,7 @@
 // Vote tallies by voting power. One VoteSet per (height, round, type); adding a vote is O(1)
 // apart from its signature check. A second, different vote from the same validator is a conflict:
 // it is not counted and is reported so duplicate-vote evidence can be formed.
-import type { BlockId, Commit, CommitSig, ConsensusParams, Vote, VoteType } from '../../types/index.js';
+import type { BlockId, Commit, CommitSig, ConsensusParams, Vote, VoteType } from '@noded/types';
 import type { Verifier } from './block.js';
 import { voteExtensionSignBytes, voteSignBytes } from './codec/types.js';
 import { blockIdKey, bytesEqual } from './hash.js';

@@ -8,7 +8,7 @@
 // back to its last good record, with a warning: a crash mid-write is repaired, never a crash loop.
 // Past a size limit the file is rotated to `wal.1` at an end marker (only the current height matters).
 import { crc32 } from 'node:zlib';
-import type { Logger } from '../../types/index.js';
+import type { Logger } from '@noded/types';
 import { decodeTagged, encodeTagged, toTaggedJson } from './codec/json.js';
 import { decodeVote, encodeVote } from './codec/types.js';
 import type { WalEntry } from './engine/types.js';

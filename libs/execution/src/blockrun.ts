@@ -6,8 +6,8 @@ import type { Block } from '@ethereumjs/block';
 import type { Common } from '@ethereumjs/common';
 import type { EVMMockBlockchainInterface } from '@ethereumjs/evm';
 import type { VM } from '@ethereumjs/vm';
-import { sha256 } from '../../crypto/index.js';
-import type { AbciEvent, ExecTxResult } from '../../types/index.js';
+import { sha256 } from '@noded/crypto';
+import type { AbciEvent, ExecTxResult } from '@noded/types';
 import { EMPTY, fromHex, toHex } from './bytes.js';
 import type { StoredReceipt, StoredTx } from './chain/store.js';
 import {

@@ -1,6 +1,6 @@
 // Byte and hex helpers used across execution. Buffer-backed for speed; results are plain
 // Uint8Array views or copies so callers never depend on Buffer.
-import { ChainError, type Hex } from '../../types/index.js';
+import { ChainError, type Hex } from '@noded/types';
 
 export const EMPTY = new Uint8Array(0);
 

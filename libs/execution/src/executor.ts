@@ -14,9 +14,9 @@ import {
   toStakingGenesis,
   validateRewardsGenesis,
   validateStakingGenesis,
-} from '../../config/index.js';
-import { keccak256 } from '../../crypto/index.js';
-import { type BatchOp, HoldingKV } from '../../storage/index.js';
+} from '@noded/config';
+import { keccak256 } from '@noded/crypto';
+import { type BatchOp, HoldingKV } from '@noded/storage';
 import {
   type AbciEvent,
   type AccessListEntry,
@@ -54,7 +54,7 @@ import {
   type TracerConfig,
   type Validator,
   type VerifyVoteExtensionRequest,
-} from '../../types/index.js';
+} from '@noded/types';
 import { attr, BlockRun } from './blockrun.js';
 import { BridgeIn } from './bridge/inbound.js';
 import { isBridgeTx } from './bridge/mint.js';

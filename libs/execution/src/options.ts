@@ -1,8 +1,8 @@
 // Options of the executor, built by the node from app.toml ([evm.gas], pruning), config.toml
 // ([mempool]) and the genesis. Defaults follow the seed (§2.4 [evm.gas]) and the ports brief.
 
-import type { KVStore } from '../../storage/index.js';
-import type { EventBus, Logger } from '../../types/index.js';
+import type { KVStore } from '@noded/storage';
+import type { EventBus, Logger } from '@noded/types';
 import type { DepositSource } from './bridge/inbound.js';
 import { defaultMempoolOptions, type MempoolOptions } from './mempool.js';
 

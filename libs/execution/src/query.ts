@@ -1,7 +1,7 @@
 // The application's abci_query paths (docs/rpc-cometbft.md): one implementation, answered by the
 // Executor wherever it runs — in `noded start`'s process, or behind noded.abci.v1.Application/Query
 // in the cluster's executor service — so both give the same values, heights and errors.
-import type { AppQueryRequest, AppQueryResult, Hex } from '../../types/index.js';
+import type { AppQueryRequest, AppQueryResult, Hex } from '@noded/types';
 
 /** The committed-state reads the queries use (the Executor implements them). */
 export interface QueryableState {

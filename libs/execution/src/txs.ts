@@ -11,8 +11,8 @@ import {
   type TypedTransaction,
 } from '@ethereumjs/tx';
 import { Address } from '@ethereumjs/util';
-import { keccak256 } from '../../crypto/index.js';
-import type { Hex } from '../../types/index.js';
+import { keccak256 } from '@noded/crypto';
+import type { Hex } from '@noded/types';
 import { bigIntToBytes, bytesToBigInt, concat, maxBig, toHex, toKey } from './bytes.js';
 import { nativeEcrecover } from './evm/common.js';
 import { type RlpDecoded, rlpDecode, rlpEncode } from './rlp.js';

@@ -4,7 +4,7 @@
 // file): written whole to a temporary file and renamed, so a crash leaves the old or the new book.
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import type { Logger } from '../../types/index.js';
+import type { Logger } from '@noded/types';
 import type { PeerAddress } from './host.js';
 import { isWireNodeId } from './nodeinfo.js';
 

@@ -10,7 +10,7 @@ import {
   type BlockSyncNetwork,
   decodeBlockSyncMessage,
   encodeBlockSyncMessage,
-} from '../../consensus/index.js';
+} from '@noded/consensus';
 import type { ChannelHost } from './host.js';
 
 export const BLOCKSYNC_PROTOCOL = '/noded/blocksync/1';

@@ -24,9 +24,9 @@ import {
   encodeConsensusMessage,
   encodeExtendedCommit,
   encodeProposal,
-} from '../../consensus/index.js';
-import { merkleAuntsAll, merkleRootFromProof } from '../../crypto/index.js';
-import type { Block, Commit, PartSetHeader, Proposal } from '../../types/index.js';
+} from '@noded/consensus';
+import { merkleAuntsAll, merkleRootFromProof } from '@noded/crypto';
+import type { Block, Commit, PartSetHeader, Proposal } from '@noded/types';
 import { P2PError } from './errors.js';
 import type { ChannelHost } from './host.js';
 

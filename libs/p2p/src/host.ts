@@ -9,9 +9,9 @@ import { generateKeyPairFromSeed } from '@libp2p/crypto/keys';
 import type { Connection, Stream } from '@libp2p/interface';
 import { tcp } from '@libp2p/tcp';
 import { multiaddr } from '@multiformats/multiaddr';
+import { nodeIdFromPublicKey } from '@noded/crypto';
+import type { Logger, PeerInfo } from '@noded/types';
 import { createLibp2p, type Libp2p } from 'libp2p';
-import { nodeIdFromPublicKey } from '../../crypto/index.js';
-import type { Logger, PeerInfo } from '../../types/index.js';
 import { P2PError } from './errors.js';
 import { FrameReader, frame } from './frames.js';
 import {

@@ -16,8 +16,8 @@ import {
   encodeLightBlock,
   encodeValidatorSet,
   type FetchedLightBlock,
-} from '../../consensus/index.js';
-import type { BlockMeta, Commit, Logger, Validator } from '../../types/index.js';
+} from '@noded/consensus';
+import type { BlockMeta, Commit, Logger, Validator } from '@noded/types';
 import { P2PError } from './errors.js';
 import type { ChannelHost } from './host.js';
 

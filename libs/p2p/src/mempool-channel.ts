@@ -3,8 +3,8 @@
 // transaction from a peer goes through the pool's own CheckTx.
 // Frames carry a batch: [u32 length][tx bytes] repeated. Invalid transactions are dropped (a peer
 // may have judged them on another state); an undecodable frame disconnects the peer.
-import { keccak256 } from '../../crypto/index.js';
-import type { Logger } from '../../types/index.js';
+import { keccak256 } from '@noded/crypto';
+import type { Logger } from '@noded/types';
 import { P2PError } from './errors.js';
 import type { ChannelHost } from './host.js';
 

@@ -7,7 +7,7 @@
 // Messages: one byte of kind, then for `addrs` a JSON array of "id@host:port" strings.
 // A peer that asks more often than the minimum interval, sends addresses it was not asked for,
 // or sends more than MAX_PEX_ADDRS of them is disconnected (the host logs and bans it).
-import type { Logger } from '../../types/index.js';
+import type { Logger } from '@noded/types';
 import { type AddressBook, formatPeerAddress, parsePeerAddress } from './addrbook.js';
 import { P2PError } from './errors.js';
 import type { P2PHost, PeerAddress } from './host.js';

@@ -2,8 +2,8 @@
 // (/noded/bridge/v1/…): a view call through the EthChain port (as eth_call), decoded here into the
 // JSON a relayer reads. The precompile owns the data and its layout (docs/bridge.md); this file
 // only knows its view functions' ABI.
-import { keccak256 } from '../../crypto/index.js';
-import type { CallOptions, EthChain, Hex } from '../../types/index.js';
+import { keccak256 } from '@noded/crypto';
+import type { CallOptions, EthChain, Hex } from '@noded/types';
 
 export const BRIDGE_OUT_ADDRESS: Hex = '0x7b7c000000000000000000000000000000000012';
 export const BTC_TOKEN_ADDRESS: Hex = '0x7b7c000000000000000000000000000000000000';

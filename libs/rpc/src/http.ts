@@ -1,8 +1,8 @@
 // HTTP helpers shared by the servers of this lib.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { extractTraceContext, type TraceParent, tracingEnabled } from '../../telemetry/index.js';
-import type { Logger } from '../../types/index.js';
+import { extractTraceContext, type TraceParent, tracingEnabled } from '@noded/telemetry';
+import type { Logger } from '@noded/types';
 
 /**
  * Cuts the connection when the response is not fully out within `ms` (Go's http.Server

@@ -6,8 +6,8 @@ import {
   NewHead,
   PendingTransactions,
   StateChange_Kind,
-} from '../../abci-grpc/src/gen/noded/stream/v1/committed.js';
-import type { CommittedRecord } from '../../execution/index.js';
+} from '@noded/abci-grpc/src/gen/noded/stream/v1/committed.js';
+import type { CommittedRecord } from '@noded/execution';
 
 export class StreamFieldError extends Error {
   constructor(

@@ -25,10 +25,10 @@ import {
   type Verifier,
   verifyAdjacent,
   verifyTrustRoot,
-} from '../../consensus/index.js';
-import { ed25519Verify, keccak256 } from '../../crypto/index.js';
-import { type CommittedRecord, decodeEthHeader, type EthHeader } from '../../execution/index.js';
-import type { ConsensusParams, TimeNs, Validator } from '../../types/index.js';
+} from '@noded/consensus';
+import { ed25519Verify, keccak256 } from '@noded/crypto';
+import { type CommittedRecord, decodeEthHeader, type EthHeader } from '@noded/execution';
+import type { ConsensusParams, TimeNs, Validator } from '@noded/types';
 
 export type CommitErrorCode =
   /** The height carries no light block (an executor or consensus older than the check). */

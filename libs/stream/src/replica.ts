@@ -9,8 +9,8 @@
 // Executor opened on it answers every read as the executor would. The replica adds its own meta
 // names (replicaHeight, replicaBlockHash, layout) and the records themselves under 0x60, a prefix
 // application.db does not use.
-import type { CommittedRecord } from '../../execution/index.js';
-import type { BatchOp, KVStore } from '../../storage/index.js';
+import type { CommittedRecord } from '@noded/execution';
+import type { BatchOp, KVStore } from '@noded/storage';
 import { decodeCommitted, encodeCommitted } from './codec.js';
 import type { CommitChecker } from './commit.js';
 

@@ -1,8 +1,9 @@
 // The node's Prometheus metrics: CometBFT's names under the [instrumentation] namespace (so
 // existing dashboards work), plus noded's own (RPC calls, EVM gas, base fee) and process metrics.
+
+import type { EventBus, Logger, NodeEvent, NodeReader, Validator } from '@noded/types';
+import { silentLogger } from '@noded/types';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { EventBus, Logger, NodeEvent, NodeReader, Validator } from '../../types/index.js';
-import { silentLogger } from '../../types/index.js';
 import { InstrumentationConfigError } from './options.js';
 
 export interface NodeMetricsDeps {

@@ -2,7 +2,7 @@
 // (serving and not catching up) for Kubernetes probes.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Logger } from '../../types/index.js';
+import type { Logger } from '@noded/types';
 import type { NodeMetrics } from './metrics.js';
 import type { InstrumentationOptions } from './options.js';
 

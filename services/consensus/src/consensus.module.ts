@@ -18,15 +18,15 @@ import {
   GrpcApplication,
   GrpcMempool,
   mutualTlsChannelCredentials,
-} from '../../../libs/abci-grpc/index.js';
+} from '@noded/abci-grpc';
 import {
   homePaths,
   loadNodeKey,
   loadValidatorKey,
   toCometRpcOptions,
   toConsensusTimeouts,
-} from '../../../libs/config/index.js';
-import { ConsensusRuntime } from '../../../libs/consensus/index.js';
+} from '@noded/config';
+import { ConsensusRuntime } from '@noded/consensus';
 import {
   type BlockStoreReads,
   BlockSyncChannel,
@@ -34,11 +34,9 @@ import {
   LightChannel,
   lightBlockSourceOf,
   MempoolChannel,
-} from '../../../libs/p2p/index.js';
-import { CometRpcServer, TxIndexer } from '../../../libs/rpc/index.js';
-import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
-import { EventBus, type Logger } from '../../../libs/types/index.js';
-import { dialHost, hostPort } from '../../shared/src/addresses.js';
+} from '@noded/p2p';
+import { CometRpcServer, TxIndexer } from '@noded/rpc';
+import { dialHost, hostPort } from '@noded/service-shared/src/addresses.js';
 import {
   Closers,
   SERVICE_FATAL,
@@ -46,11 +44,13 @@ import {
   SERVICE_SETTINGS,
   type ServiceFatal,
   type ServiceModuleFactory,
-} from '../../shared/src/bootstrap.js';
-import { IndexerThread } from '../../shared/src/indexer-thread/thread.js';
-import { serveServiceMetrics } from '../../shared/src/service-metrics.js';
-import type { ServiceSettings } from '../../shared/src/settings.js';
-import { NODED_VERSION } from '../../shared/src/version.js';
+} from '@noded/service-shared/src/bootstrap.js';
+import { IndexerThread } from '@noded/service-shared/src/indexer-thread/thread.js';
+import { serveServiceMetrics } from '@noded/service-shared/src/service-metrics.js';
+import type { ServiceSettings } from '@noded/service-shared/src/settings.js';
+import { NODED_VERSION } from '@noded/service-shared/src/version.js';
+import { type KVStore, RocksKV } from '@noded/storage';
+import { EventBus, type Logger } from '@noded/types';
 import { ExecutorGossipPool } from './gossip-pool.js';
 import { ClusterNodeReader } from './reader.js';
 

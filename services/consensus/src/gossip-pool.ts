@@ -9,8 +9,8 @@
 //
 // Why no polling fallback: the stream is on the same gRPC port and contract as every other mempool
 // call, so an executor that cannot stream cannot answer a poll either.
-import type { AdmissionStream, GrpcApplication, GrpcMempool } from '../../../libs/abci-grpc/index.js';
-import type { GossipPool } from '../../../libs/p2p/index.js';
+import type { AdmissionStream, GrpcApplication, GrpcMempool } from '@noded/abci-grpc';
+import type { GossipPool } from '@noded/p2p';
 
 export class ExecutorGossipPool implements GossipPool {
   private readonly listeners = new Set<(raw: Uint8Array, hash: string) => void>();

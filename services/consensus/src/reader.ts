@@ -3,8 +3,9 @@
 // contract: check_tx and broadcast_tx_* are CheckTx over gRPC, abci_info is Info, abci_query is
 // Query, and unconfirmed_txs / num_unconfirmed_txs / unsafe_flush_mempool are the executor's
 // mempool (noded.mempool.v1.Mempool).
-import type { GatewayHost, GrpcApplication, GrpcMempool } from '../../../libs/abci-grpc/index.js';
-import type { ConsensusRuntime } from '../../../libs/consensus/index.js';
+import type { GatewayHost, GrpcApplication, GrpcMempool } from '@noded/abci-grpc';
+import type { ConsensusRuntime } from '@noded/consensus';
+import { peerAddresses } from '@noded/service-shared/src/addresses.js';
 import type {
   AppInfo,
   Block,
@@ -21,8 +22,7 @@ import type {
   StoredBlockResults,
   SyncInfo,
   Validator,
-} from '../../../libs/types/index.js';
-import { peerAddresses } from '../../shared/src/addresses.js';
+} from '@noded/types';
 
 export interface ClusterNodeReaderDeps {
   /** The runtime now running (a new one after the executor was lost and came back). */

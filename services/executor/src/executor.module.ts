@@ -2,33 +2,28 @@
 // consensus as noded.abci.v1.Application over gRPC with grpc.health.v1 on the same port. It is the
 // only writer of committed data.
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
-import { Counter, Gauge } from 'prom-client';
 import {
   type AbciServer,
   type AdmissionStreamStats,
   mutualTlsServerCredentials,
   serveApplication,
-} from '../../../libs/abci-grpc/index.js';
-import {
-  executorOpenOptions,
-  homePaths,
-  toExecutorSettings,
-  toInstrumentationOptions,
-} from '../../../libs/config/index.js';
-import { DepositWatcher, Executor, kvWatcherProgress } from '../../../libs/execution/index.js';
-import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
-import { encodeCommitted } from '../../../libs/stream/index.js';
-import { TraceBook } from '../../../libs/telemetry/index.js';
-import { EventBus, type Logger } from '../../../libs/types/index.js';
+} from '@noded/abci-grpc';
+import { executorOpenOptions, homePaths, toExecutorSettings, toInstrumentationOptions } from '@noded/config';
+import { DepositWatcher, Executor, kvWatcherProgress } from '@noded/execution';
 import {
   Closers,
   SERVICE_LOGGER,
   SERVICE_SETTINGS,
   type ServiceModuleFactory,
-} from '../../shared/src/bootstrap.js';
-import { checkNatsLogin, natsConnectOptions } from '../../shared/src/nats.js';
-import { serveServiceMetrics } from '../../shared/src/service-metrics.js';
-import type { ServiceSettings } from '../../shared/src/settings.js';
+} from '@noded/service-shared/src/bootstrap.js';
+import { checkNatsLogin, natsConnectOptions } from '@noded/service-shared/src/nats.js';
+import { serveServiceMetrics } from '@noded/service-shared/src/service-metrics.js';
+import type { ServiceSettings } from '@noded/service-shared/src/settings.js';
+import { type KVStore, RocksKV } from '@noded/storage';
+import { encodeCommitted } from '@noded/stream';
+import { TraceBook } from '@noded/telemetry';
+import { EventBus, type Logger } from '@noded/types';
+import { Counter, Gauge } from 'prom-client';
 import { BlockPublisher } from './publisher.js';
 
 export const APPLICATION_DB = Symbol('application.db');

@@ -5,6 +5,19 @@
 // (the outbox keeps the heights, written in the same atomic write as the block) and loses nothing.
 // It also announces the transactions the mempool admits on core NATS `noded.<chain_id>.txs.pending`
 // (hashes batched per turn of the event loop, at most once; none while NATS is away).
+
+import type { Executor } from '@noded/execution';
+import {
+  blocksStreamName,
+  blocksSubject,
+  decodeCommitted,
+  encodeHead,
+  encodePendingTxs,
+  headsSubject,
+  pendingTxsSubject,
+} from '@noded/stream';
+import { injectTraceContext, inSpan, type TraceBook, tracingEnabled } from '@noded/telemetry';
+import type { EventBus, Hex, Logger } from '@noded/types';
 import {
   connect,
   type JetStreamClient,
@@ -15,18 +28,6 @@ import {
   RetentionPolicy,
   StorageType,
 } from 'nats';
-import type { Executor } from '../../../libs/execution/index.js';
-import {
-  blocksStreamName,
-  blocksSubject,
-  decodeCommitted,
-  encodeHead,
-  encodePendingTxs,
-  headsSubject,
-  pendingTxsSubject,
-} from '../../../libs/stream/index.js';
-import { injectTraceContext, inSpan, type TraceBook, tracingEnabled } from '../../../libs/telemetry/index.js';
-import type { EventBus, Hex, Logger } from '../../../libs/types/index.js';
 
 export interface PublisherOptions {
   executor: Executor;

@@ -4,17 +4,17 @@
 // /readyz fails, naming each reason, while a service is unreachable or not ready or a state-store
 // lags consensus by more than NODED_METRICS_MAX_LAG heights.
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
-import { collectDefaultMetrics, Registry } from 'prom-client';
-import { toInstrumentationOptions } from '../../../libs/config/index.js';
-import { MetricsServer, parseListenAddr } from '../../../libs/telemetry/index.js';
-import type { Logger } from '../../../libs/types/index.js';
+import { toInstrumentationOptions } from '@noded/config';
 import {
   Closers,
   SERVICE_LOGGER,
   SERVICE_SETTINGS,
   type ServiceModuleFactory,
-} from '../../shared/src/bootstrap.js';
-import type { ServiceSettings } from '../../shared/src/settings.js';
+} from '@noded/service-shared/src/bootstrap.js';
+import type { ServiceSettings } from '@noded/service-shared/src/settings.js';
+import { MetricsServer, parseListenAddr } from '@noded/telemetry';
+import type { Logger } from '@noded/types';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import { ClusterScraper } from './scraper.js';
 
 export const METRICS_SERVER = Symbol('MetricsServer');

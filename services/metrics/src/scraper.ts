@@ -7,15 +7,15 @@
 import { lookup } from 'node:dns/promises';
 import { get } from 'node:http';
 import { isIP } from 'node:net';
+import type { MetricsTarget, ScrapedService } from '@noded/service-shared/src/settings.js';
 import {
   escapeLabelValue,
   type MetricFamily,
   mergeFamilies,
   parseExposition,
   sampleValue,
-} from '../../../libs/telemetry/index.js';
-import type { Logger } from '../../../libs/types/index.js';
-import type { MetricsTarget, ScrapedService } from '../../shared/src/settings.js';
+} from '@noded/telemetry';
+import type { Logger } from '@noded/types';
 
 export interface Replica {
   service: ScrapedService;

@@ -15,11 +15,11 @@ import {
   readRollbackIntent,
   StateStore,
   writeRollbackIntent,
-} from '../../../libs/consensus/index.js';
-import type { AppRollbackPoint, Executor } from '../../../libs/execution/index.js';
-import type { TxIndexer } from '../../../libs/rpc/index.js';
-import type { KVStore } from '../../../libs/storage/index.js';
-import type { Logger } from '../../../libs/types/index.js';
+} from '@noded/consensus';
+import type { AppRollbackPoint, Executor } from '@noded/execution';
+import type { TxIndexer } from '@noded/rpc';
+import type { KVStore } from '@noded/storage';
+import type { Logger } from '@noded/types';
 
 /** The application's part of a revert: application.db, then tx_index.db. */
 function rollbackApp(executor: Executor, indexer: TxIndexer) {

@@ -1,7 +1,7 @@
 // What the full node (node.ts) and the light node (light-node.ts) share as processes: listen
 // addresses, the components to close in reverse order of opening, and the RunningNode handle that
 // `noded start` waits on and stops.
-import type { Logger } from '../../../libs/types/index.js';
+import type { Logger } from '@noded/types';
 import type { RunningNode } from './cli/commands/start.js';
 
 interface Closer {

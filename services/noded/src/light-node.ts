@@ -14,7 +14,7 @@ import {
   toCometRpcOptions,
   toEthRpcOptions,
   toInstrumentationOptions,
-} from '../../../libs/config/index.js';
+} from '@noded/config';
 import {
   headerHash,
   type LightBlock,
@@ -22,16 +22,16 @@ import {
   type LightProvider,
   LightStore,
   type TrustRoot,
-} from '../../../libs/consensus/index.js';
-import { ed25519Verify } from '../../../libs/crypto/index.js';
-import { LightChannel, LightRequestError } from '../../../libs/p2p/index.js';
-import { CometRpcServer, EthRpcServer, TxIndexer } from '../../../libs/rpc/index.js';
-import { RocksKV } from '../../../libs/storage/index.js';
-import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetry/index.js';
-import { EventBus } from '../../../libs/types/index.js';
-import { dialHost, hostPort } from '../../shared/src/addresses.js';
-import { p2pHostFor } from '../../shared/src/p2p-host.js';
-import { NODED_VERSION } from '../../shared/src/version.js';
+} from '@noded/consensus';
+import { ed25519Verify } from '@noded/crypto';
+import { LightChannel, LightRequestError } from '@noded/p2p';
+import { CometRpcServer, EthRpcServer, TxIndexer } from '@noded/rpc';
+import { dialHost, hostPort } from '@noded/service-shared/src/addresses.js';
+import { p2pHostFor } from '@noded/service-shared/src/p2p-host.js';
+import { NODED_VERSION } from '@noded/service-shared/src/version.js';
+import { RocksKV } from '@noded/storage';
+import { createLogger, MetricsServer, NodeMetrics } from '@noded/telemetry';
+import { EventBus } from '@noded/types';
 import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
 import { NodeLifecycle } from './lifecycle.js';
 import { ethBlockOfHeader, LightEthChain } from './light/eth-chain.js';

@@ -1,8 +1,9 @@
 // NodeReader for the all-in-one process: the CometBFT RPC, REST API and metrics read consensus
 // (block store, round state) and execution (mempool, state) through this one object.
-import type { ConsensusRuntime } from '../../../libs/consensus/index.js';
-import type { Executor } from '../../../libs/execution/index.js';
-import type { PeerAddress } from '../../../libs/p2p/index.js';
+import type { ConsensusRuntime } from '@noded/consensus';
+import type { Executor } from '@noded/execution';
+import type { PeerAddress } from '@noded/p2p';
+import { peerAddresses } from '@noded/service-shared/src/addresses.js';
 import type {
   AppInfo,
   Block,
@@ -20,8 +21,7 @@ import type {
   StoredBlockResults,
   SyncInfo,
   Validator,
-} from '../../../libs/types/index.js';
-import { peerAddresses } from '../../shared/src/addresses.js';
+} from '@noded/types';
 
 export interface LocalNodeReaderDeps {
   consensus: ConsensusRuntime;

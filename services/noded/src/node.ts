@@ -16,32 +16,26 @@ import {
   toEthRpcOptions,
   toExecutorSettings,
   toInstrumentationOptions,
-} from '../../../libs/config/index.js';
-import { ConsensusRuntime, StateStore } from '../../../libs/consensus/index.js';
-import {
-  DEV_CHAIN_ID,
-  DepositWatcher,
-  Executor,
-  HARDFORK,
-  kvWatcherProgress,
-} from '../../../libs/execution/index.js';
+} from '@noded/config';
+import { ConsensusRuntime, StateStore } from '@noded/consensus';
+import { DEV_CHAIN_ID, DepositWatcher, Executor, HARDFORK, kvWatcherProgress } from '@noded/execution';
 import {
   BlockSyncChannel,
   ConsensusChannel,
   LightChannel,
   lightBlockSourceOf,
   MempoolChannel,
-} from '../../../libs/p2p/index.js';
-import { CometRpcServer, DevAccounts, RestServer, TxIndexer } from '../../../libs/rpc/index.js';
-import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
-import { createLogger, MetricsServer, NodeMetrics } from '../../../libs/telemetry/index.js';
-import { type EthDevControl, EventBus } from '../../../libs/types/index.js';
-import { dialHost, hostPort } from '../../shared/src/addresses.js';
-import { devAccountKeys } from '../../shared/src/dev-keys.js';
-import { logReclaim, startIdleReclaim } from '../../shared/src/idle-reclaim.js';
-import { IndexerThread } from '../../shared/src/indexer-thread/thread.js';
-import { p2pHostFor } from '../../shared/src/p2p-host.js';
-import { NODED_VERSION } from '../../shared/src/version.js';
+} from '@noded/p2p';
+import { CometRpcServer, DevAccounts, RestServer, TxIndexer } from '@noded/rpc';
+import { dialHost, hostPort } from '@noded/service-shared/src/addresses.js';
+import { devAccountKeys } from '@noded/service-shared/src/dev-keys.js';
+import { logReclaim, startIdleReclaim } from '@noded/service-shared/src/idle-reclaim.js';
+import { IndexerThread } from '@noded/service-shared/src/indexer-thread/thread.js';
+import { p2pHostFor } from '@noded/service-shared/src/p2p-host.js';
+import { NODED_VERSION } from '@noded/service-shared/src/version.js';
+import { type KVStore, RocksKV } from '@noded/storage';
+import { createLogger, MetricsServer, NodeMetrics } from '@noded/telemetry';
+import { type EthDevControl, EventBus } from '@noded/types';
 import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
 import { DevSnapshots, finishInterruptedRevert, recordGenesisPoint } from './dev-snapshots.js';
 import { NodeLifecycle } from './lifecycle.js';

@@ -2,7 +2,7 @@
 // transaction's hash, gas used and status and the block that holds it, the way anvil prints them,
 // and one line of progress every 10 s (height, blocks and transactions since the last line). The
 // log itself goes to the log file (`noded logs`); the terminal gets only its warnings and errors.
-import type { EthChain, EthReceipt, NodeEvent } from '../../../libs/types/index.js';
+import type { EthChain, EthReceipt, NodeEvent } from '@noded/types';
 
 export const PROGRESS_EVERY_MS = 10_000;
 

@@ -11,24 +11,19 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import {
-  GatewayRelay,
-  mutualTlsServerCredentials,
-  type RelayedHost,
-  serveGateway,
-} from '../../../libs/abci-grpc/index.js';
-import { homePaths, loadNodeKey, toCometRpcOptions } from '../../../libs/config/index.js';
-import type { P2PHost } from '../../../libs/p2p/index.js';
-import type { Logger } from '../../../libs/types/index.js';
+import { GatewayRelay, mutualTlsServerCredentials, type RelayedHost, serveGateway } from '@noded/abci-grpc';
+import { homePaths, loadNodeKey, toCometRpcOptions } from '@noded/config';
+import type { P2PHost } from '@noded/p2p';
 import {
   Closers,
   SERVICE_LOGGER,
   SERVICE_SETTINGS,
   type ServiceModuleFactory,
-} from '../../shared/src/bootstrap.js';
-import { p2pHostFor } from '../../shared/src/p2p-host.js';
-import { serveServiceMetrics } from '../../shared/src/service-metrics.js';
-import type { ServiceSettings } from '../../shared/src/settings.js';
+} from '@noded/service-shared/src/bootstrap.js';
+import { p2pHostFor } from '@noded/service-shared/src/p2p-host.js';
+import { serveServiceMetrics } from '@noded/service-shared/src/service-metrics.js';
+import type { ServiceSettings } from '@noded/service-shared/src/settings.js';
+import type { Logger } from '@noded/types';
 
 /** How often the peer gauges and traffic counters are sampled into the metrics (ms). */
 const SAMPLE_MS = 1_000;

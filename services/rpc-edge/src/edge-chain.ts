@@ -25,9 +25,9 @@ import {
   type StateRead,
   type StateReader,
   StateStoreUnavailableError,
-} from '../../../libs/abci-grpc/index.js';
-import { renderPendingTx } from '../../../libs/execution/index.js';
-import { unavailable } from '../../../libs/rpc/index.js';
+} from '@noded/abci-grpc';
+import { renderPendingTx } from '@noded/execution';
+import { unavailable } from '@noded/rpc';
 import {
   ChainError,
   type EthBlock,
@@ -38,7 +38,7 @@ import {
   type Hex,
   type Logger,
   type PendingTxSummary,
-} from '../../../libs/types/index.js';
+} from '@noded/types';
 
 const hex = (b: Uint8Array): Hex => `0x${Buffer.from(b).toString('hex')}`;
 

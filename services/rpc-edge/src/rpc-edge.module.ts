@@ -10,35 +10,31 @@
 // needed, each on its own ports.
 import { arch, platform } from 'node:os';
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
-import { connect, type NatsConnection } from 'nats';
-import { Gauge } from 'prom-client';
-import {
-  GrpcMempool,
-  mutualTlsChannelCredentials,
-  StateReaderFailover,
-} from '../../../libs/abci-grpc/index.js';
+import { GrpcMempool, mutualTlsChannelCredentials, StateReaderFailover } from '@noded/abci-grpc';
 import {
   homePaths,
   toApiOptions,
   toEthRpcOptions,
   toExecutorSettings,
   toInstrumentationOptions,
-} from '../../../libs/config/index.js';
-import { CometRpcConsensus, DevAccounts, EthRpcServer, RestServer } from '../../../libs/rpc/index.js';
-import { decodeHead, decodePendingTxs, headsSubject, pendingTxsSubject } from '../../../libs/stream/index.js';
-import { EventBus, type Logger } from '../../../libs/types/index.js';
-import { dialHost, hostPort } from '../../shared/src/addresses.js';
+} from '@noded/config';
+import { CometRpcConsensus, DevAccounts, EthRpcServer, RestServer } from '@noded/rpc';
+import { dialHost, hostPort } from '@noded/service-shared/src/addresses.js';
 import {
   Closers,
   SERVICE_LOGGER,
   SERVICE_SETTINGS,
   type ServiceModuleFactory,
-} from '../../shared/src/bootstrap.js';
-import { devAccountKeys } from '../../shared/src/dev-keys.js';
-import { checkNatsLogin, natsConnectOptions } from '../../shared/src/nats.js';
-import { serveServiceMetrics } from '../../shared/src/service-metrics.js';
-import type { ServiceSettings } from '../../shared/src/settings.js';
-import { NODED_VERSION } from '../../shared/src/version.js';
+} from '@noded/service-shared/src/bootstrap.js';
+import { devAccountKeys } from '@noded/service-shared/src/dev-keys.js';
+import { checkNatsLogin, natsConnectOptions } from '@noded/service-shared/src/nats.js';
+import { serveServiceMetrics } from '@noded/service-shared/src/service-metrics.js';
+import type { ServiceSettings } from '@noded/service-shared/src/settings.js';
+import { NODED_VERSION } from '@noded/service-shared/src/version.js';
+import { decodeHead, decodePendingTxs, headsSubject, pendingTxsSubject } from '@noded/stream';
+import { EventBus, type Logger } from '@noded/types';
+import { connect, type NatsConnection } from 'nats';
+import { Gauge } from 'prom-client';
 import { EdgeChain, HeadFeed, restChain } from './edge-chain.js';
 
 /** How long the edge waits for its state-store at start. */

@@ -1,6 +1,6 @@
 // Listen and peer addresses as config.toml and the RPC give them, shared by `noded start` and the
 // cluster's services.
-import { type PeerAddress, parsePeerAddress } from '../../../libs/p2p/index.js';
+import { type PeerAddress, parsePeerAddress } from '@noded/p2p';
 
 /** Where a server listens: "tcp://host:port" or "host:port" (the CLI's dry run checked it binds). */
 export function hostPort(raw: string): { host: string; port: number } {

@@ -5,8 +5,8 @@
 import 'reflect-metadata';
 import type { DynamicModule, LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { createLogger } from '../../../libs/telemetry/index.js';
-import type { Logger } from '../../../libs/types/index.js';
+import { createLogger } from '@noded/telemetry';
+import type { Logger } from '@noded/types';
 import type { ServiceSettings } from './settings.js';
 import { startTracing } from './tracing.js';
 

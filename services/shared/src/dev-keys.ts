@@ -1,8 +1,8 @@
 // The unlocked dev accounts' private keys of a chain-local home (data/dev-accounts.json), for
 // eth_accounts and eth_sendTransaction: read by `noded start` and by the cluster's rpc-edge.
 import { existsSync, readFileSync } from 'node:fs';
-import { deriveDevAccounts } from '../../../libs/config/index.js';
-import type { Logger } from '../../../libs/types/index.js';
+import { deriveDevAccounts } from '@noded/config';
+import type { Logger } from '@noded/types';
 
 export function devAccountKeys(file: string, logger: Logger): string[] {
   if (!existsSync(file)) return [];

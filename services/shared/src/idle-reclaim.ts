@@ -9,7 +9,7 @@
 import { performance } from 'node:perf_hooks';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import type { Logger } from '../../../libs/types/index.js';
+import type { Logger } from '@noded/types';
 
 export interface IdleReclaimOptions {
   /** How often the thread's load is read, ms. */

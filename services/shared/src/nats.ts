@@ -1,14 +1,10 @@
 // NATS logins of the cluster's services (docs/cluster.md "Security inside the cluster"): one
 // nats-server user per service, each allowed to publish and subscribe only on what it owns, the
 // nats-server configuration block that declares them, and the connection options each service uses.
+
+import { blocksStreamName, blocksSubject, headsSubject, pendingTxsSubject } from '@noded/stream';
+import type { Logger } from '@noded/types';
 import { connect } from 'nats';
-import {
-  blocksStreamName,
-  blocksSubject,
-  headsSubject,
-  pendingTxsSubject,
-} from '../../../libs/stream/index.js';
-import type { Logger } from '../../../libs/types/index.js';
 import type { ClusterSettings } from './settings.js';
 
 /** The services that talk to NATS, each its own nats-server user of the same name. */

@@ -1,8 +1,8 @@
 // The P2P host on config.toml [p2p], as `noded start`, the light node and the p2p-gateway run it.
-import type { ConfigToml } from '../../../libs/config/index.js';
-import { BLOCK_PROTOCOL } from '../../../libs/consensus/index.js';
-import { AddressBook, P2P_PROTOCOL_VERSION, P2PHost, PexReactor } from '../../../libs/p2p/index.js';
-import type { Logger } from '../../../libs/types/index.js';
+import type { ConfigToml } from '@noded/config';
+import { BLOCK_PROTOCOL } from '@noded/consensus';
+import { AddressBook, P2P_PROTOCOL_VERSION, P2PHost, PexReactor } from '@noded/p2p';
+import type { Logger } from '@noded/types';
 import { hostPort } from './addresses.js';
 import { NODED_VERSION } from './version.js';
 

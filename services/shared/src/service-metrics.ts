@@ -2,9 +2,9 @@
 // [instrumentation] namespace, as `noded start` exposes them) and /healthz, /readyz, served on
 // NODED_SERVICE_METRICS_ADDRESS. The metrics service gathers them all onto :26660 with a `service`
 // label (docs/cluster.md "Metrics"). With [instrumentation] prometheus = false nothing is served.
-import { toInstrumentationOptions } from '../../../libs/config/index.js';
-import { MetricsServer, NodeMetrics, type Readiness } from '../../../libs/telemetry/index.js';
-import type { EventBus, Logger, NodeReader } from '../../../libs/types/index.js';
+import { toInstrumentationOptions } from '@noded/config';
+import { MetricsServer, NodeMetrics, type Readiness } from '@noded/telemetry';
+import type { EventBus, Logger, NodeReader } from '@noded/types';
 import type { Closers } from './bootstrap.js';
 import type { ServiceSettings } from './settings.js';
 

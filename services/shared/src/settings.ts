@@ -4,7 +4,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { GrpcTlsMaterial } from '../../../libs/abci-grpc/index.js';
+import type { GrpcTlsMaterial } from '@noded/abci-grpc';
 import {
   type ConfigProblem,
   type Env,
@@ -14,8 +14,8 @@ import {
   type LoadedNodeConfig,
   loadGenesis,
   loadNodeConfig,
-} from '../../../libs/config/index.js';
-import { checkSubjectToken } from '../../../libs/stream/index.js';
+} from '@noded/config';
+import { checkSubjectToken } from '@noded/stream';
 import { type TracingSettings, tracingSettingsOf } from './tracing.js';
 
 /** The services `noded service <name>` runs today. */

@@ -7,8 +7,8 @@
 // (OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) with OTEL_TRACES_EXPORTER
 // unset. OTEL_SDK_DISABLED=true wins over both. Off, the SDK is never loaded and libs/telemetry's
 // helpers stay a boolean test (the all-in-one `noded start` never starts it).
-import { setTracingEnabled } from '../../../libs/telemetry/index.js';
-import type { Logger } from '../../../libs/types/index.js';
+import { setTracingEnabled } from '@noded/telemetry';
+import type { Logger } from '@noded/types';
 
 type Env = Record<string, string | undefined>;
 

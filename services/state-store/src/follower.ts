@@ -6,20 +6,11 @@
 // verify (no light block, signatures, validator set, another block: CommitCheckError) is refused
 // without stopping: logged, counted (onRefused), and read again every commitRetryMs, the replica
 // staying at the height before it and serving reads there.
+
+import { blocksStreamName, CommitCheckError, decodeCommitted, type ReplicaStore } from '@noded/stream';
+import { extractTraceContext, inSpan, type TraceBook, tracingEnabled } from '@noded/telemetry';
+import type { Logger } from '@noded/types';
 import { connect, DeliverPolicy, type JsMsg, type NatsConnection } from 'nats';
-import {
-  blocksStreamName,
-  CommitCheckError,
-  decodeCommitted,
-  type ReplicaStore,
-} from '../../../libs/stream/index.js';
-import {
-  extractTraceContext,
-  inSpan,
-  type TraceBook,
-  tracingEnabled,
-} from '../../../libs/telemetry/index.js';
-import type { Logger } from '../../../libs/types/index.js';
 
 export interface FollowerOptions {
   replica: ReplicaStore;

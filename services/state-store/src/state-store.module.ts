@@ -6,22 +6,9 @@
 // reloads its committed position. A read whose min_height (read-your-writes) is ahead of it waits for
 // that height up to NODED_STATE_STORE_READ_WAIT (AppliedHeights).
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
-import { Counter, Gauge } from 'prom-client';
-import {
-  mutualTlsServerCredentials,
-  type StateReaderServer,
-  serveStateReader,
-} from '../../../libs/abci-grpc/index.js';
-import {
-  executorOpenOptions,
-  toExecutorSettings,
-  toInstrumentationOptions,
-} from '../../../libs/config/index.js';
-import { Executor } from '../../../libs/execution/index.js';
-import { type KVStore, RocksKV } from '../../../libs/storage/index.js';
-import { CommitChecker, ReplicaStore } from '../../../libs/stream/index.js';
-import { TraceBook } from '../../../libs/telemetry/index.js';
-import { EventBus, type Logger } from '../../../libs/types/index.js';
+import { mutualTlsServerCredentials, type StateReaderServer, serveStateReader } from '@noded/abci-grpc';
+import { executorOpenOptions, toExecutorSettings, toInstrumentationOptions } from '@noded/config';
+import { Executor } from '@noded/execution';
 import {
   Closers,
   SERVICE_FATAL,
@@ -29,10 +16,15 @@ import {
   SERVICE_SETTINGS,
   type ServiceFatal,
   type ServiceModuleFactory,
-} from '../../shared/src/bootstrap.js';
-import { checkNatsLogin, natsConnectOptions } from '../../shared/src/nats.js';
-import { serveServiceMetrics } from '../../shared/src/service-metrics.js';
-import type { ServiceSettings } from '../../shared/src/settings.js';
+} from '@noded/service-shared/src/bootstrap.js';
+import { checkNatsLogin, natsConnectOptions } from '@noded/service-shared/src/nats.js';
+import { serveServiceMetrics } from '@noded/service-shared/src/service-metrics.js';
+import type { ServiceSettings } from '@noded/service-shared/src/settings.js';
+import { type KVStore, RocksKV } from '@noded/storage';
+import { CommitChecker, ReplicaStore } from '@noded/stream';
+import { TraceBook } from '@noded/telemetry';
+import { EventBus, type Logger } from '@noded/types';
+import { Counter, Gauge } from 'prom-client';
 import { AppliedHeights } from './applied.js';
 import { StreamFollower } from './follower.js';
 import { ReadWriteGate } from './gate.js';

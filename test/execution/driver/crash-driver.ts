@@ -4,10 +4,10 @@
 // Usage: node crash-driver.js <dir> <blocks> <seed> <code.json>
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { keccak256 } from '../../../libs/crypto/index.js';
-import { Executor } from '../../../libs/execution/index.js';
-import { RocksKV } from '../../../libs/storage/index.js';
-import { EventBus } from '../../../libs/types/index.js';
+import { keccak256 } from '@noded/crypto';
+import { Executor } from '@noded/execution';
+import { RocksKV } from '@noded/storage';
+import { EventBus } from '@noded/types';
 import { executorOptions, GENESIS_TIME, genesisState, PROPOSER, TEST_CONSENSUS_PARAMS } from '../helpers.js';
 import { workloadBlocks, workloadGenesis } from '../workload.js';
 

@@ -1,7 +1,7 @@
 // app.toml: application settings (seed §2.3, §2.4): the REST API, the EVM and its JSON-RPC, pruning.
 // Key names follow Cosmos SDK / Ethermint habits; values are the seed's, else geth's defaults.
-import type { GasOptions } from '../../../execution/index.js';
-import type { EthRpcOptions } from '../../../rpc/index.js';
+import type { GasOptions } from '@noded/execution';
+import type { EthRpcOptions } from '@noded/rpc';
 import { NODE_MODES, type NodeMode } from '../constants.js';
 import {
   type ListenAddress,

@@ -1,8 +1,8 @@
 // config.toml: the CometBFT-style node configuration (seed §2.3, §2.4). Key names are CometBFT's so
 // operators' habits and tooling carry over; defaults are the seed's, else CometBFT v0.38's.
 import { hostname } from 'node:os';
-import type { MempoolOptions } from '../../../execution/index.js';
-import type { CometRpcOptions } from '../../../rpc/index.js';
+import type { MempoolOptions } from '@noded/execution';
+import type { CometRpcOptions } from '@noded/rpc';
 import {
   checkPeerList,
   type ListenAddress,

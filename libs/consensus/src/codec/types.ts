@@ -16,7 +16,7 @@ import type {
   TimeNs,
   Vote,
   VoteType,
-} from '../../../types/index.js';
+} from '@noded/types';
 import { ConsensusError } from '../errors.js';
 import {
   bytesOf,

@@ -18,7 +18,7 @@ import type {
   Validator,
   Vote,
   VoteType,
-} from '../../../types/index.js';
+} from '@noded/types';
 import {
   checkBlock,
   commitSigVote,

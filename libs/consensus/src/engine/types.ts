@@ -10,7 +10,7 @@ import type {
   TimeNs,
   Validator,
   Vote,
-} from '../../../types/index.js';
+} from '@noded/types';
 import type { Verifier } from '../block.js';
 import type { ChainState } from '../chainstate.js';
 import type { HeightVoteSet, VoteSet } from '../voteset.js';

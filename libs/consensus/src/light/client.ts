@@ -5,7 +5,7 @@
 // by walking the hash chain backwards. Sources are opaque names (P2P peers); fetching is a port, so
 // this runs the same against the network and against test doubles. No timers inside: the caller
 // decides when rounds run.
-import type { Logger, TimeNs, Validator } from '../../../types/index.js';
+import type { Logger, TimeNs, Validator } from '@noded/types';
 import type { Verifier } from '../block.js';
 import { bytesEqual, headerHash, hexUpper, validatorsHash } from '../hash.js';
 import { ValidatorSet } from '../validators.js';

@@ -6,7 +6,7 @@
 //   PublicKey    { oneof sum { bytes ed25519 = 1; bytes secp256k1 = 2; } }
 // Decoding takes untrusted bytes: anything malformed is a ConsensusError('INVALID_ENCODING').
 // Whether the contents can be trusted is verify.ts's business.
-import type { Validator } from '../../../types/index.js';
+import type { Validator } from '@noded/types';
 import { bytesOf, int64Of, ProtoWriter, readFields, repeatedBytesOf } from '../codec/proto.js';
 import { decodeCommit, decodeHeader, encodeCommit, encodeHeader } from '../codec/types.js';
 import { ConsensusError } from '../errors.js';

@@ -6,8 +6,8 @@
 //                   the next set was received and matched the latest header's next_validators_hash
 //   "ls:h:" hash    height of the header with this hash (8 bytes)
 // Verified heights may have gaps (skipping verification); every read of a missing height is undefined.
-import type { BatchOp, KVStore } from '../../../storage/index.js';
-import type { Validator } from '../../../types/index.js';
+import type { BatchOp, KVStore } from '@noded/storage';
+import type { Validator } from '@noded/types';
 import { decodeTagged, encodeTagged } from '../codec/json.js';
 import { headerHash } from '../hash.js';
 import { decodeSignedHeader, decodeValidatorSet, encodeSignedHeader, encodeValidatorSet } from './codec.js';

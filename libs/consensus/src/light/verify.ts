@@ -13,8 +13,8 @@
 //
 // Commit signatures are checked with the consensus' own vote sign bytes and verifyCommit (block.ts).
 // Every refusal is a LightClientError whose code names the rule and whose message gives the values.
-import { ed25519Address } from '../../../crypto/index.js';
-import type { Commit, Header, TimeNs, Validator } from '../../../types/index.js';
+import { ed25519Address } from '@noded/crypto';
+import type { Commit, Header, TimeNs, Validator } from '@noded/types';
 import { commitSigVote, type Verifier, verifyCommit } from '../block.js';
 import { voteSignBytes } from '../codec/types.js';
 import { bytesEqual, headerHash, hexUpper } from '../hash.js';

@@ -11,7 +11,7 @@
 // another); a peer that says it has no such block is no longer asked for it; a peer whose block fails
 // verification is removed with every block it sent that is not applied yet, and those heights are asked
 // of the others.
-import type { Block, Commit } from '../../../types/index.js';
+import type { Block, Commit } from '@noded/types';
 
 /** Heights past the next one to apply that may be requested or held (CometBFT's maxPendingRequests is 600). */
 export const MAX_AHEAD = 256;

@@ -2,7 +2,7 @@
 // evidence once the block of their height is committed (its time stamps the evidence); evidence is
 // verified against the validator set of its height, proposed until a block includes it, included at
 // most once, and dropped when expired (both age limits exceeded).
-import type { DuplicateVoteEvidence, Logger, Vote } from '../../../types/index.js';
+import type { DuplicateVoteEvidence, Logger, Vote } from '@noded/types';
 import type { Verifier } from '../block.js';
 import type { ChainState } from '../chainstate.js';
 import { encodeEvidence } from '../codec/types.js';

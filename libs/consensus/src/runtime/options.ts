@@ -1,5 +1,5 @@
 // Options of the live consensus runtime and the ports it drives.
-import type { KVStore } from '../../../storage/index.js';
+import type { KVStore } from '@noded/storage';
 import type {
   Application,
   Block,
@@ -9,7 +9,7 @@ import type {
   Logger,
   TimeNs,
   Validator,
-} from '../../../types/index.js';
+} from '@noded/types';
 import type { Verifier } from '../block.js';
 import type { step } from '../engine/engine.js';
 import type { ConsensusMessage, TimeoutConfig } from '../engine/types.js';

@@ -8,7 +8,7 @@
 //   5. the intent is removed.
 // Each step is idempotent, so a node that stops anywhere after 1 finishes the same steps at its
 // next start (finishRollback) before the handshake; one that stops before 1 never began.
-import type { Logger } from '../../../types/index.js';
+import type { Logger } from '@noded/types';
 import { type ChainState, loadChainState, type StoredChainState, storeChainState } from '../chainstate.js';
 import { decodeTagged, encodeTagged } from '../codec/json.js';
 import { ConsensusError } from '../errors.js';

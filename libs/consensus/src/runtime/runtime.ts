@@ -7,8 +7,8 @@
 // before it is broadcast. A decided block is stored with its commit (synced) and an end-height
 // marker written to the WAL before the application sees it; then finalizeBlock, the block results
 // are saved, commit, the new state is saved, and NewBlock / Tx / ValidatorSetUpdates are published.
-import { ed25519Verify } from '../../../crypto/index.js';
-import { HoldingKV } from '../../../storage/index.js';
+import { ed25519Verify } from '@noded/crypto';
+import { HoldingKV } from '@noded/storage';
 import type {
   Block,
   BlockId,
@@ -24,7 +24,7 @@ import type {
   TimeNs,
   Validator,
   Vote,
-} from '../../../types/index.js';
+} from '@noded/types';
 import { evidenceBytes, lastCommitInfo, maxDataBytes, proposerPicksTime } from '../block.js';
 import { type ChainState, genesisChainState, nextChainState } from '../chainstate.js';
 import { MAX_BLOCK_RANGE } from '../codec/blocksync.js';

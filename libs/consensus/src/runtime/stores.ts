@@ -13,7 +13,7 @@
 //   "st:v:" h            validator set of height h;  "st:p:" h  consensus params of height h
 //   "st:r:" h            FinalizeBlockResponse of height h (block results)
 //   "st:ev:p:" hash      pending evidence;  "st:ev:c:" hash  height it was committed at
-import type { BatchOp, KVStore } from '../../../storage/index.js';
+import type { BatchOp, KVStore } from '@noded/storage';
 import type {
   Block,
   BlockId,
@@ -22,7 +22,7 @@ import type {
   ConsensusParams,
   DuplicateVoteEvidence,
   FinalizeBlockResponse,
-} from '../../../types/index.js';
+} from '@noded/types';
 import {
   type ChainState,
   loadChainState,

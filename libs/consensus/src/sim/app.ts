@@ -3,7 +3,7 @@
 // hash, the height and every transaction. Committed state is durable, except commits held in memory
 // (CommitOptions.hold) until flushHeld() or the next commit without hold; finalized but uncommitted
 // state and held commits are lost by crash(), as a real application loses them.
-import { sha256 } from '../../../crypto/index.js';
+import { sha256 } from '@noded/crypto';
 import type {
   AppInfo,
   Application,
@@ -20,7 +20,7 @@ import type {
   ProcessProposalRequest,
   ValidatorUpdate,
   VerifyVoteExtensionRequest,
-} from '../../../types/index.js';
+} from '@noded/types';
 import type { CrashSwitch } from './crash.js';
 
 const enc = new TextEncoder();

@@ -1,5 +1,5 @@
 // A KVStore for the simulator: synced writes survive a crash, unsynced ones are lost.
-import type { BatchOp, KVStore, Range } from '../../../storage/index.js';
+import type { BatchOp, KVStore, Range } from '@noded/storage';
 import type { CrashSwitch } from './crash.js';
 
 const hex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');

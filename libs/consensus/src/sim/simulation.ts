@@ -4,13 +4,7 @@
 // of the power (double prevotes/precommits, conflicting proposals, withholding, and with vote
 // extensions on, precommits whose extension is forged or refused by the application). Every node is a real
 // ConsensusRuntime over in-memory stores; invariants are checked on every run.
-import {
-  ed25519Address,
-  ed25519Generate,
-  ed25519Sign,
-  ed25519Verify,
-  sha256,
-} from '../../../crypto/index.js';
+import { ed25519Address, ed25519Generate, ed25519Sign, ed25519Verify, sha256 } from '@noded/crypto';
 import type {
   Block,
   ConsensusParams,
@@ -19,8 +13,8 @@ import type {
   Proposal,
   TimeNs,
   Vote,
-} from '../../../types/index.js';
-import { EventBus, silentLogger } from '../../../types/index.js';
+} from '@noded/types';
+import { EventBus, silentLogger } from '@noded/types';
 import { makeBlock } from '../block.js';
 import { emptyBlockId, proposalSignBytes, voteExtensionSignBytes, voteSignBytes } from '../codec/types.js';
 import { step as engineStep } from '../engine/engine.js';

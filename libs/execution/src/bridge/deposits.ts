@@ -1,7 +1,7 @@
 // Bridge-in deposits: the AssetsLocked event of the source-chain contract (contracts/BTCBridgeSource.sol)
 // read from eth_getLogs answers, strictly (a source chain answering garbage yields a precise error,
 // never a deposit), and the attestation a validator puts in its vote extension.
-import { keccak256 } from '../../../crypto/index.js';
+import { keccak256 } from '@noded/crypto';
 
 /** One AssetsLocked event: `sequence` numbers deposits 1, 2, 3, … on the source contract. */
 export interface Deposit {

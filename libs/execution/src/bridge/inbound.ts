@@ -2,15 +2,9 @@
 // (kept from InitChain and FinalizeBlock's updates, applied at H + 2 as CometBFT does), the vote
 // extension of this validator (the next deposits its watcher saw), VerifyVoteExtension's rule, the
 // proposer's bridge transaction, ProcessProposal's check and FinalizeBlock's mint.
-import { ed25519Address } from '../../../crypto/index.js';
-import type { BatchOp, KVStore } from '../../../storage/index.js';
-import type {
-  ExecTxResult,
-  ExtendedCommitInfo,
-  Logger,
-  Validator,
-  ValidatorUpdate,
-} from '../../../types/index.js';
+import { ed25519Address } from '@noded/crypto';
+import type { BatchOp, KVStore } from '@noded/storage';
+import type { ExecTxResult, ExtendedCommitInfo, Logger, Validator, ValidatorUpdate } from '@noded/types';
 import { attr } from '../blockrun.js';
 import { toKey } from '../bytes.js';
 import {

@@ -3,9 +3,9 @@
 // those signed extensions so every validator can check the support in ProcessProposal (they never
 // see the proposer's extended commit). Built by the proposer (tallyAttestations), checked by
 // everyone (checkBridgeTx), applied by FinalizeBlock.
-import { voteExtensionSignBytes } from '../../../consensus/index.js';
-import { ed25519Verify } from '../../../crypto/index.js';
-import type { ExtendedCommitInfo } from '../../../types/index.js';
+import { voteExtensionSignBytes } from '@noded/consensus';
+import { ed25519Verify } from '@noded/crypto';
+import type { ExtendedCommitInfo } from '@noded/types';
 import { type Deposit, decodeAttestation, encodeAttestation, sameDeposit } from './deposits.js';
 
 /** "\xbd" + "brg": not an Ethereum transaction (those start with a type byte < 0x80 or an RLP list). */

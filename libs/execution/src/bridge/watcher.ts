@@ -2,9 +2,9 @@
 // contract in blocks at least `confirmations` deep, and keeps the deposits not yet minted on noded,
 // by sequence number. A source chain that is down, slow or answering garbage is logged and retried
 // at the next poll; the watcher never throws out of its loop and never invents a deposit.
-import type { KVStore } from '../../../storage/index.js';
-import type { Logger } from '../../../types/index.js';
-import { silentLogger } from '../../../types/index.js';
+import type { KVStore } from '@noded/storage';
+import type { Logger } from '@noded/types';
+import { silentLogger } from '@noded/types';
 import { metaKey } from '../store/keys.js';
 import {
   ASSETS_LOCKED_TOPIC,

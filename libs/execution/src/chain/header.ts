@@ -2,7 +2,7 @@
 // Cancun blob fields and beacon root, Prague requests hash). Its keccak256 is the block hash that
 // clients see, and it doubles as the app hash consensus agrees on (it commits to the state root,
 // receipts root, transactions root, bloom, gas and base fee).
-import { keccak256, sha256 } from '../../../crypto/index.js';
+import { keccak256, sha256 } from '@noded/crypto';
 import { bigIntToBytes, bytesToBigInt } from '../bytes.js';
 import { asBytes, asList, rlpDecode, rlpEncode } from '../rlp.js';
 import { EMPTY_TRIE_ROOT } from '../trie/mpt.js';

@@ -1,7 +1,7 @@
 // eth_getLogs criteria compiled to raw bytes, so stored logs are matched before any of them is
 // rendered as hex: only the logs a query returns pay for rendering.
-import { keccak256 } from '../../../crypto/index.js';
-import type { Hex } from '../../../types/index.js';
+import { keccak256 } from '@noded/crypto';
+import type { Hex } from '@noded/types';
 import { fromHex, normAddress, padLeft } from '../bytes.js';
 import type { StoredLog } from './store.js';
 

@@ -7,7 +7,7 @@ import type {
   EthReceipt,
   EthTx,
   Hex,
-} from '../../../types/index.js';
+} from '@noded/types';
 import { bytesToBigInt, minBig, toHex } from '../bytes.js';
 import { type RlpDecoded, rlpDecode } from '../rlp.js';
 import { EMPTY_TRIE_ROOT } from '../trie/mpt.js';

@@ -2,8 +2,8 @@
 // receipts with logs, the tx-hash index and the log indexes (by address and by topic, per block).
 // Written in the same batch as the block's state; read by the JSON-RPC.
 
-import { keccak256 } from '../../../crypto/index.js';
-import type { BatchOp, KVStore } from '../../../storage/index.js';
+import { keccak256 } from '@noded/crypto';
+import type { BatchOp, KVStore } from '@noded/storage';
 import { be64, bigIntToBytes, bytesToBigInt, concat, readBe64, toKey } from '../bytes.js';
 import {
   asBytes,

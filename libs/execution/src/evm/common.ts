@@ -6,7 +6,7 @@
 // hardfork at runtime, so a single shared instance is safe: copy() returns itself and a parameter
 // table is merged once.
 import { Common, type CustomCrypto, Hardfork, Mainnet } from '@ethereumjs/common';
-import { keccak256, secp256k1Recover, sha256 } from '../../../crypto/index.js';
+import { keccak256, secp256k1Recover, sha256 } from '@noded/crypto';
 
 /** The hardfork this chain runs (EthereumJS 10 supports Osaka; solc 0.8.37 targets it by default). */
 export const HARDFORK = Hardfork.Osaka;

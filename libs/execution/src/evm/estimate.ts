@@ -1,6 +1,6 @@
 // eth_estimateGas and eth_createAccessList with geth's algorithms (eth/gasestimator and
 // internal/ethapi AccessList), so wallets get the same numbers and errors as from geth.
-import { type AccessListEntry, type CallRequest, ChainError, type Hex } from '../../../types/index.js';
+import { type AccessListEntry, type CallRequest, ChainError, type Hex } from '@noded/types';
 import { minBig, toHex } from '../bytes.js';
 import { type CallOutcome, revertReason } from './run.js';
 

@@ -17,7 +17,7 @@ import {
 } from '@ethereumjs/tx';
 import { Account, Address } from '@ethereumjs/util';
 import { createVM, paramsVM, type RunTxResult, runTx, type VM } from '@ethereumjs/vm';
-import { type AccessListEntry, ChainError, type Hex } from '../../../types/index.js';
+import { type AccessListEntry, ChainError, type Hex } from '@noded/types';
 import { bytesToBigInt, equal, fromHex, toHex, toKey } from '../bytes.js';
 import { BRIDGE_OUT_ADDRESS, bridgeOutPrecompile } from '../precompiles/bridge-out.js';
 import { BTC_TOKEN_ADDRESS, btcTokenPrecompile } from '../precompiles/btc-token.js';

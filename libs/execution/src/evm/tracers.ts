@@ -2,7 +2,7 @@
 // Both listen to EthereumJS EVM events; `step` listeners make execution much slower, which is why
 // they are attached only for traces.
 import type { EVM, InterpreterStep, Message } from '@ethereumjs/evm';
-import type { TracerConfig } from '../../../types/index.js';
+import type { TracerConfig } from '@noded/types';
 import { toHex, toKey } from '../bytes.js';
 import { gethError, revertReason } from './run.js';
 

@@ -1,7 +1,7 @@
 // The little of the Solidity ABI the chain's precompiles speak: 4-byte selectors, 32-byte words in
 // and out, Error(string) revert data and log topics. A decode failure throws AbiError with a
 // message naming the argument and the rule, which the precompile turns into its revert reason.
-import { keccak256 } from '../../../crypto/index.js';
+import { keccak256 } from '@noded/crypto';
 import { bigIntToFixed, bytesToBigInt, concat } from '../bytes.js';
 
 const UINT256_MAX = (1n << 256n) - 1n;

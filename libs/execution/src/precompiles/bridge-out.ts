@@ -8,7 +8,7 @@
 // supply check accounts for it.
 import { EVMError, type ExecResult, type Log, type PrecompileInput } from '@ethereumjs/evm';
 import { Address } from '@ethereumjs/util';
-import { keccak256 } from '../../../crypto/index.js';
+import { keccak256 } from '@noded/crypto';
 import { bytesToBigInt, concat, equal, fromHex, stripZeros, toHex, toKey } from '../bytes.js';
 import { ExecutionError } from '../errors.js';
 import type { JournaledState } from '../state/journaled.js';

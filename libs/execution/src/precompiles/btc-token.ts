@@ -6,7 +6,7 @@
 import type { Common } from '@ethereumjs/common';
 import { type ExecResult, type Log, type PrecompileInput } from '@ethereumjs/evm';
 import { Address } from '@ethereumjs/util';
-import { ethAddressFromPublicKey, keccak256, secp256k1Recover } from '../../../crypto/index.js';
+import { ethAddressFromPublicKey, keccak256, secp256k1Recover } from '@noded/crypto';
 import { bytesToBigInt, concat, equal, fromHex, toHex, toKey } from '../bytes.js';
 import type { JournaledState } from '../state/journaled.js';
 import {

@@ -22,7 +22,7 @@
 // Every division rounds down, and what the rounding of a block (or of a booking) leaves over goes
 // to the carry, which the next block distributes: no base unit is ever owed twice, none is lost.
 
-import type { AbciEvent } from '../../../types/index.js';
+import type { AbciEvent } from '@noded/types';
 import { bigIntToBytes, bytesToBigInt, fromHex, toKey } from '../bytes.js';
 import { namedSlots } from './slots.js';
 import { FRACTION_ONE, type SlotStore, type StakingStore } from './staking-state.js';

@@ -1,6 +1,6 @@
 // Named storage slots of a precompile's account: keccak256(prefix ‖ name ‖ keys), each key a byte
 // string or a number as a 32-byte word. Slots without keys are cached.
-import { keccak256 } from '../../../crypto/index.js';
+import { keccak256 } from '@noded/crypto';
 import { bigIntToBytes, concat, toKey } from '../bytes.js';
 
 const utf8 = new TextEncoder();

@@ -1,6 +1,6 @@
 // The slice of the Solidity ABI the validator pool speaks: 32-byte words, addresses, uint256,
 // bytes32 and strings in calldata; address[] / uint256[] / strings in return data; Error(string).
-import { keccak256 } from '../../../crypto/index.js';
+import { keccak256 } from '@noded/crypto';
 import { bigIntToFixed, bytesToBigInt, concat } from '../bytes.js';
 
 const WORD = 32;

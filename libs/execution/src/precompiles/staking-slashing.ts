@@ -9,7 +9,7 @@
 //   it until block time + downtime_jail_duration.
 // Slashed base units leave the pool account's balance and are recorded as burned, so the block's
 // supply check (executor.ts) sees them as destroyed and the BTC token's totalSupply() drops with them.
-import type { AbciEvent, CommitInfo, Misbehavior } from '../../../types/index.js';
+import type { AbciEvent, CommitInfo, Misbehavior } from '@noded/types';
 import { equal, toHex } from '../bytes.js';
 import { RewardStore } from './reward-state.js';
 import {

@@ -6,8 +6,8 @@
 //
 // Slots are keccak256("noded.staking/<name>" ++ key bytes): no two names or keys collide.
 
-import { sha256 } from '../../../crypto/index.js';
-import type { ValidatorUpdate } from '../../../types/index.js';
+import { sha256 } from '@noded/crypto';
+import type { ValidatorUpdate } from '@noded/types';
 import { bigIntToBytes, bytesToBigInt, concat, equal, fromHex, toKey } from '../bytes.js';
 import { bigIntTo32, namedSlots } from './slots.js';
 

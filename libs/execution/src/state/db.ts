@@ -8,9 +8,9 @@
 // committed (and the last few committed) keep their changes in memory (`diffs`), so reads that race
 // a commit still see a consistent height.
 
-import { keccak256 } from '../../../crypto/index.js';
-import { type BatchOp, hasSyncReads, type KVStore, type SyncReader } from '../../../storage/index.js';
-import { ChainError } from '../../../types/index.js';
+import { keccak256 } from '@noded/crypto';
+import { type BatchOp, hasSyncReads, type KVStore, type SyncReader } from '@noded/storage';
+import { ChainError } from '@noded/types';
 import { be64, concat, equal, fromHex, toKey } from '../bytes.js';
 import { rlpEncode } from '../rlp.js';
 import { HIST_PREFIX, heightKey, LATEST_PREFIX, latestKey, P, type Table } from '../store/keys.js';

@@ -4,7 +4,7 @@
 // per write instead.
 import type { AccountFields, StateManagerInterface, StorageDump } from '@ethereumjs/common';
 import { Account, type Address } from '@ethereumjs/util';
-import { keccak256 } from '../../../crypto/index.js';
+import { keccak256 } from '@noded/crypto';
 import { equal, stripZeros, toHex, toKey } from '../bytes.js';
 import { type AccountData, EMPTY_CODE_HASH, newAccount } from './account.js';
 import type { BlockOverlay } from './db.js';

@@ -4,7 +4,7 @@
 // be recorded in history and pruned exactly. Small nodes (< 32 bytes encoded) are embedded in
 // their parent as Ethereum requires and are never stored on their own.
 
-import { keccak256 } from '../../../crypto/index.js';
+import { keccak256 } from '@noded/crypto';
 import { EMPTY, equal } from '../bytes.js';
 import {
   encodeBytes,

@@ -16,7 +16,7 @@ import type {
   TimeNs,
   Validator,
   Vote,
-} from '../../../types/index.js';
+} from '@noded/types';
 import { fromB64, fromHex, GO_ZERO_TIME, parseRfc3339 } from './wire.js';
 
 export class CometJsonError extends Error {

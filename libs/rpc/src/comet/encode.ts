@@ -1,6 +1,6 @@
 // CometBFT v0.38 JSON shapes of the consensus types, as its RPC prints them (cmtjson for Go
 // structs, gogoproto jsonpb with EmitDefaults for ExecTxResult, ResponseCheckTx and ResponseQuery).
-import { sha256 } from '../../../crypto/index.js';
+import { sha256 } from '@noded/crypto';
 import type {
   AbciEvent,
   Block,
@@ -18,7 +18,7 @@ import type {
   Validator,
   ValidatorUpdate,
   Vote,
-} from '../../../types/index.js';
+} from '@noded/types';
 import { b64, b64OrNull, GO_ZERO_TIME, hexUpper, rfc3339Nano, str } from './wire.js';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

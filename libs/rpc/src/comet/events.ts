@@ -1,7 +1,7 @@
 // CometBFT's event bus as the RPC sees it: NodeEvents from the node turned into CometBFT events
 // (type name, "tendermint/event/..." data, flattened "type.key" attributes) and fanned out to
 // subscriptions selected by the query language.
-import type { EventBus, Logger, NodeEvent } from '../../../types/index.js';
+import type { EventBus, Logger, NodeEvent } from '@noded/types';
 import {
   blockIdJson,
   blockJson,

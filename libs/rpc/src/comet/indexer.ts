@@ -9,8 +9,8 @@
 //   B <height 8>                                  -> "" (block.height)
 //   F <tag> 0x00 <value> 0x00 <height 8>          -> "" (indexed attribute of a FinalizeBlock event)
 //   M last                                        -> height 8 (highest block indexed)
-import { keccak256 } from '../../../crypto/index.js';
-import type { BatchOp, KVStore } from '../../../storage/index.js';
+import { keccak256 } from '@noded/crypto';
+import type { BatchOp, KVStore } from '@noded/storage';
 import type {
   AbciEvent,
   Block,
@@ -19,7 +19,7 @@ import type {
   FinalizeBlockResponse,
   Logger,
   NodeReader,
-} from '../../../types/index.js';
+} from '@noded/types';
 import { txHash } from './encode.js';
 import { parseNumberValue, Query } from './query.js';
 import { b64, bytesEqual, fromB64 } from './wire.js';

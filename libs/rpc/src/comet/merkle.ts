@@ -1,6 +1,6 @@
 // Transaction inclusion proofs as CometBFT's types.Txs.Proof builds them: the RFC 6962 Merkle tree
 // of libs/crypto over the sha256 hashes of the block's transactions.
-import { merkleProof, sha256 } from '../../../crypto/index.js';
+import { merkleProof, sha256 } from '@noded/crypto';
 import type { JsonObject } from './encode.js';
 import { b64, hexUpper, str } from './wire.js';
 

@@ -1,7 +1,7 @@
 // The routes of CometBFT v0.38's RPC (rpc/core/routes.go) over the NodeReader port, with its
 // argument names, defaults, limits and error messages.
-import type { TraceParent } from '../../../telemetry/index.js';
-import type { DuplicateVoteEvidence, Logger, NodeIdentity, NodeReader, Vote } from '../../../types/index.js';
+import type { TraceParent } from '@noded/telemetry';
+import type { DuplicateVoteEvidence, Logger, NodeIdentity, NodeReader, Vote } from '@noded/types';
 import {
   BLOCK_PROTOCOL,
   blockIdJson,

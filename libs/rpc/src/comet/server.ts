@@ -3,9 +3,9 @@
 // CometBFT v0.38's rpc/jsonrpc/server.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { inSpan, tracingEnabled } from '@noded/telemetry';
+import type { EventBus, Logger, NodeReader } from '@noded/types';
 import { type RawData, WebSocket, WebSocketServer } from 'ws';
-import { inSpan, tracingEnabled } from '../../../telemetry/index.js';
-import type { EventBus, Logger, NodeReader } from '../../../types/index.js';
 import {
   answerClientErrors,
   closeServer,

@@ -1,6 +1,6 @@
 // Primitive encodings of CometBFT's JSON (libs/json + gogoproto jsonpb): upper-case hex for hashes
 // and addresses, base64 for raw bytes, decimal strings for 64-bit integers, RFC3339Nano UTC times.
-import type { TimeNs } from '../../../types/index.js';
+import type { TimeNs } from '@noded/types';
 
 /** HexBytes: upper-case hex, "" for empty. */
 export function hexUpper(bytes: Uint8Array | undefined | null): string {

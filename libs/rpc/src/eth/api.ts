@@ -1,8 +1,8 @@
 // The method table of the Ethereum JSON-RPC (eth_, net_, web3_, txpool_, debug_, personal_sign):
 // each method decodes its params with geth's rules, resolves block parameters, calls the EthChain
 // port and renders the answer as geth does.
-import { keccak256 } from '../../../crypto/index.js';
-import type { TraceParent } from '../../../telemetry/index.js';
+import { keccak256 } from '@noded/crypto';
+import type { TraceParent } from '@noded/telemetry';
 import type {
   CallOptions,
   CallRequest,
@@ -15,7 +15,7 @@ import type {
   Logger,
   StateOverrides,
   TracerConfig,
-} from '../../../types/index.js';
+} from '@noded/types';
 import { BridgeReadError, BridgeReader } from '../bridge.js';
 import { CallCache, callKey } from './call-cache.js';
 import type { DevAccounts } from './dev-accounts.js';

@@ -5,8 +5,8 @@ import {
   isValidSecp256k1PrivateKey,
   keccak256,
   secp256k1Sign,
-} from '../../../crypto/index.js';
-import type { Hex } from '../../../types/index.js';
+} from '@noded/crypto';
+import type { Hex } from '@noded/types';
 import { parseTypedData, typedDataDigest } from './eip712.js';
 import { bytesToHex, hexToBytes } from './hex.js';
 import { type SignedTx, signTransaction, type UnsignedTx } from './tx-codec.js';

@@ -3,7 +3,7 @@
 // evm_snapshot / evm_revert and their anvil_ names, anvil_reset / hardhat_reset), answered
 // through the EthDevControl port. Only a single-validator chain-local node has them; every block
 // they make still goes through consensus (docs/json-rpc.md, "Dev chain: mining and time").
-import type { EthDevControl } from '../../../types/index.js';
+import type { EthDevControl } from '@noded/types';
 import { DEV_ONLY } from './dev-state.js';
 import { invalidParams, serverError } from './errors.js';
 import { quantity } from './hex.js';

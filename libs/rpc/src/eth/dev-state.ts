@@ -5,7 +5,7 @@
 // dev operations in the next block (libs/execution/src/dev.ts); the call returns once that block
 // is committed, so a read of 'latest' right after it sees the change.
 import { randomBytes } from 'node:crypto';
-import type { EthChain, Hex } from '../../../types/index.js';
+import type { EthChain, Hex } from '@noded/types';
 import { invalidParams, serverError } from './errors.js';
 import { bytesToHex, quantity } from './hex.js';
 import { type ArgSpec, type ArgsOf, address, bytes, type Decoder, decodeArgs, req } from './params.js';

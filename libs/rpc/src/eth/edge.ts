@@ -32,8 +32,8 @@ import type {
   PendingTxSummary,
   StateOverrides,
   TracerConfig,
-} from '../../../types/index.js';
-import { ChainError, EventBus } from '../../../types/index.js';
+} from '@noded/types';
+import { ChainError, EventBus } from '@noded/types';
 import { RecentLogs, type RecentLogsLimits } from './recent-logs.js';
 
 /** A worker thread, its parentPort, or a MessagePort. */

@@ -1,6 +1,6 @@
 // EIP-712 typed structured data hashing (eth_signTypedData_v4): encodeType, hashStruct and the
 // 0x1901-prefixed digest, with arrays, nested structs and all atomic types.
-import { keccak256 } from '../../../crypto/index.js';
+import { keccak256 } from '@noded/crypto';
 
 export interface TypedDataField {
   name: string;

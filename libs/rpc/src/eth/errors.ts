@@ -1,6 +1,6 @@
 // JSON-RPC errors as geth reports them (EIP-1474 codes, geth's messages), and the revert decoding
 // geth applies to code-3 errors.
-import type { Hex } from '../../../types/index.js';
+import type { Hex } from '@noded/types';
 
 /** Codes used on the wire; names follow EIP-1474 and geth's rpc/errors.go. */
 export const RpcErrorCode = {

@@ -2,7 +2,7 @@
 // node-wide, fed from the event bus, drained by eth_getFilterChanges, removed after filter_timeout
 // without a poll, and capped at filter_cap live filters.
 import { randomBytes } from 'node:crypto';
-import type { EthBlock, EthLog, Hex } from '../../../types/index.js';
+import type { EthBlock, EthLog, Hex } from '@noded/types';
 import { RpcError, RpcErrorCode, serverError } from './errors.js';
 
 /** Address and topic criteria shared by log filters, getLogs and logs subscriptions. */

@@ -9,7 +9,7 @@ import type {
   FeeHistory,
   Hex,
   PendingTxSummary,
-} from '../../../types/index.js';
+} from '@noded/types';
 import { checksumAddress, quantity, quantityFromHex } from './hex.js';
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };

@@ -1,6 +1,6 @@
 // Hex encodings as geth writes them: quantities without leading zeros, data as even-length lowercase.
-import { keccak256 } from '../../../crypto/index.js';
-import type { Hex } from '../../../types/index.js';
+import { keccak256 } from '@noded/crypto';
+import type { Hex } from '@noded/types';
 
 /** A hex quantity: "0x0", "0x1a" (never leading zeros). */
 export function quantity(n: bigint | number): Hex {

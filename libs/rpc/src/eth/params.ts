@@ -1,7 +1,7 @@
 // Decoding of positional JSON-RPC params with geth's rules and error texts, so that a client sees
 // exactly what geth would answer ("invalid argument 0: json: cannot unmarshal hex string without
 // 0x prefix into Go value of type common.Address", "missing value for required argument 1", ...).
-import type { AccessListEntry, Hex } from '../../../types/index.js';
+import type { AccessListEntry, Hex } from '@noded/types';
 import { invalidParams } from './errors.js';
 
 /**

@@ -4,7 +4,7 @@
 // for (those before the thread started, or skipped by a state sync) are filled from the chain by a
 // query with no criteria. A query is answered here only when every height of its range is held;
 // otherwise it goes to the chain as before.
-import type { EthLog, Hex, LogFilter } from '../../../types/index.js';
+import type { EthLog, Hex, LogFilter } from '@noded/types';
 import { type LogMatch, logMatches } from './filters.js';
 
 /**

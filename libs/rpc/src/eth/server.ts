@@ -3,8 +3,7 @@
 // the event bus, and the [evm.rpc] limits.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import { inSpan, tracingEnabled } from '../../../telemetry/index.js';
+import { inSpan, tracingEnabled } from '@noded/telemetry';
 import {
   ChainError,
   type EthBlock,
@@ -15,7 +14,8 @@ import {
   type Hex,
   type Logger,
   type NodeEvent,
-} from '../../../types/index.js';
+} from '@noded/types';
+import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import {
   answerClientErrors,
   closeServer,

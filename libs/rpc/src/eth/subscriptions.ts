@@ -1,7 +1,8 @@
 // One WebSocket connection's state: its eth_subscribe subscriptions, liveness for ping/pong, and a
 // send path that disconnects a subscriber whose unsent backlog passes ws_max_buffered_bytes.
+
+import type { Logger } from '@noded/types';
 import type { WebSocket } from 'ws';
-import type { Logger } from '../../../types/index.js';
 import type { LogMatch } from './filters.js';
 
 export type SubscriptionKind = 'newHeads' | 'logs' | 'newPendingTransactions' | 'syncing';

@@ -2,8 +2,8 @@
 // EIP-2930, EIP-1559), and the few fields of a raw transaction the RPC checks before the mempool
 // does (fee cap, EIP-155 replay protection).
 import { decode, encode, type Input } from '@ethereumjs/rlp';
-import { keccak256, secp256k1Sign } from '../../../crypto/index.js';
-import type { AccessListEntry, Hex } from '../../../types/index.js';
+import { keccak256, secp256k1Sign } from '@noded/crypto';
+import type { AccessListEntry, Hex } from '@noded/types';
 import { bigintToBytes, bytesToBigint, bytesToHex, hexToBytes } from './hex.js';
 
 export interface UnsignedTx {

@@ -5,7 +5,7 @@
 // one is refused by name. A consensus service that does not answer (refused, reset, past the timeout)
 // is `unavailable` (503 with the reason); an RPC error on a height or hash (not stored, not indexed)
 // is "not found" to the routes.
-import type { Block, BlockId, ExecTxResult, NodeIdentity, Validator } from '../../../types/index.js';
+import type { Block, BlockId, ExecTxResult, NodeIdentity, Validator } from '@noded/types';
 import { blockFromJson, blockIdFromJson, execTxResultFromJson, validatorFromJson } from '../comet/decode.js';
 import { type RestConsensus, unavailable } from './routes.js';
 

@@ -3,7 +3,7 @@
 // validator pool's pendingRewards / pendingCommission views, the params the reward stake's params(),
 // all read at the queried height. Amounts are DecCoins of abtc (base units), as the SDK prints
 // them: an empty list when there is nothing.
-import type { Hex } from '../../../types/index.js';
+import type { Hex } from '@noded/types';
 import type { JsonObject } from '../comet/encode.js';
 import { GatewayError, type RestContext, type RestRequest, type RestRoute } from './routes.js';
 import { addrArg, addressArray, callPool, dec, operators, selector, word } from './staking.js';

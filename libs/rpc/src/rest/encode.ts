@@ -1,6 +1,6 @@
 // Cosmos SDK gateway JSON (proto3 JSON with original field names and defaults emitted):
 // 64-bit integers as strings, bytes as base64, enums by name, timestamps RFC3339.
-import type { Block, BlockId, Commit, Header, TimeNs, Validator, Vote } from '../../../types/index.js';
+import type { Block, BlockId, Commit, Header, TimeNs, Validator, Vote } from '@noded/types';
 import type { JsonObject } from '../comet/encode.js';
 import { b64, hexUpper } from '../comet/wire.js';
 

@@ -1,6 +1,6 @@
 // The REST routes (:1317): Cosmos SDK gateway paths for node, blocks, validators, balances,
 // accounts and transactions, plus the chain's EVM and fee-market parameters.
-import { keccak256, sha256 } from '../../../crypto/index.js';
+import { keccak256, sha256 } from '@noded/crypto';
 import type {
   Block,
   BlockId,
@@ -11,7 +11,7 @@ import type {
   NodeIdentity,
   NodeReader,
   Validator,
-} from '../../../types/index.js';
+} from '@noded/types';
 import { BRIDGE_OUT_ADDRESS, BridgeReadError, BridgeReader, BTC_TOKEN_ADDRESS } from '../bridge.js';
 import type { JsonObject } from '../comet/encode.js';
 import type { TxIndexer } from '../comet/indexer.js';

@@ -8,8 +8,8 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { inSpan, tracingEnabled } from '../../../telemetry/index.js';
-import type { EthChain, Logger, NodeReader } from '../../../types/index.js';
+import { inSpan, tracingEnabled } from '@noded/telemetry';
+import type { EthChain, Logger, NodeReader } from '@noded/types';
 import type { TxIndexer } from '../comet/indexer.js';
 import {
   answerClientErrors,

@@ -1,8 +1,8 @@
 // The Cosmos SDK staking routes (x/staking v1beta1 gateway shapes) over the validator pool
 // precompile (docs/staking.md): each answer is read with calls of the pool's view functions at the
 // queried height, so the REST server needs no more than the EthChain it already has.
-import { keccak256 } from '../../../crypto/index.js';
-import type { Hex } from '../../../types/index.js';
+import { keccak256 } from '@noded/crypto';
+import type { Hex } from '@noded/types';
 import type { JsonObject } from '../comet/encode.js';
 import { bech32Decode } from './bech32.js';
 import { GatewayError, notFound, type RestContext, type RestRequest, type RestRoute } from './routes.js';

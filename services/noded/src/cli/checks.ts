@@ -19,7 +19,7 @@ import {
   loadNodeKey,
   loadValidatorKey,
   type ValidatorKey,
-} from '../../../../libs/config/index.js';
+} from '@noded/config';
 import { canCreate } from './util.js';
 
 export interface StartCheck {

@@ -30,8 +30,8 @@ import {
   renderConfigToml,
   renderGenesisJson,
   validatorKeyJson,
-} from '../../../../libs/config/index.js';
-import { ed25519Address } from '../../../../libs/crypto/index.js';
+} from '@noded/config';
+import { ed25519Address } from '@noded/crypto';
 import { CliError } from './util.js';
 
 export interface FileToWrite {

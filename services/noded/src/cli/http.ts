@@ -3,7 +3,7 @@
 // fetch, which refuses some ports outright and hides the socket error.
 import { get as httpGet } from 'node:http';
 import { get as httpsGet } from 'node:https';
-import { nodeHttpUrl } from '../../../../libs/config/index.js';
+import { nodeHttpUrl } from '@noded/config';
 import { CliError } from './util.js';
 
 /** The http(s) base URL of --node, or a CliError naming the flag. */

@@ -2,8 +2,8 @@
 // printing problem lists in the one style (`<file>: <key>: <rule>, got <value>`).
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { type ConfigProblem, defaultHome, formatProblem } from '@noded/config';
 import type { Command } from 'commander';
-import { type ConfigProblem, defaultHome, formatProblem } from '../../../../libs/config/index.js';
 
 /** Ends the command: `noded: <message>` (and any detail lines) on stderr, exit code 1. */
 export class CliError extends Error {

@@ -4,8 +4,8 @@
 // ChainError -32000 saying that light nodes hold no state. What a header cannot tell (state root,
 // receipts, bloom, gas) is zero; see docs/light-client.md for how these blocks differ from a full
 // node's (the hash is the CometBFT header hash, not the Ethereum header hash).
-import { headerHash, type LightStore } from '../../../../libs/consensus/index.js';
-import { keccak256 } from '../../../../libs/crypto/index.js';
+import { headerHash, type LightStore } from '@noded/consensus';
+import { keccak256 } from '@noded/crypto';
 import {
   type AccessListEntry,
   type AccountProof,
@@ -20,7 +20,7 @@ import {
   type Header,
   type Hex,
   type PendingTxSummary,
-} from '../../../../libs/types/index.js';
+} from '@noded/types';
 import { LIGHT_NO_STATE } from './reader.js';
 
 const hexOf = (b: Uint8Array): Hex => `0x${Buffer.from(b).toString('hex')}`;

@@ -1,7 +1,7 @@
 // NodeReader of a light node: the CometBFT RPC (:26657) reads verified headers, commits and
 // validator sets from the light store; everything that needs state, blocks' data, a mempool or a
 // consensus engine is refused with an error that says a light node holds no state.
-import { commitHash, headerHash, type LightStore } from '../../../../libs/consensus/index.js';
+import { commitHash, headerHash, type LightStore } from '@noded/consensus';
 import type {
   Block,
   BlockId,
@@ -17,7 +17,7 @@ import type {
   StoredBlockResults,
   SyncInfo,
   Validator,
-} from '../../../../libs/types/index.js';
+} from '@noded/types';
 
 /** The one sentence every refusal starts with, so clients and operators recognise it. */
 export const LIGHT_NO_STATE = 'light nodes hold no state';

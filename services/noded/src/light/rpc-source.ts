@@ -2,9 +2,9 @@
 // /validators (paged) the validator sets of the height and of the next one. A server is a source
 // like a peer: what it answers is verified by the light client, never trusted. A server that sent
 // data no honest node sends is left out for a while (it cannot be disconnected).
-import type { FetchedLightBlock } from '../../../../libs/consensus/index.js';
-import { commitFromJson, headerFromJson, validatorFromJson } from '../../../../libs/rpc/index.js';
-import type { Logger, Validator } from '../../../../libs/types/index.js';
+import type { FetchedLightBlock } from '@noded/consensus';
+import { commitFromJson, headerFromJson, validatorFromJson } from '@noded/rpc';
+import type { Logger, Validator } from '@noded/types';
 
 const PREFIX = 'rpc:';
 /** How long a server that sent a refused light block is not asked. */

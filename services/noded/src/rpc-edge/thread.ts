@@ -3,10 +3,10 @@
 // then use the second core and no longer wait for the block being executed, while state reads and
 // admission stay with the executor that owns the state (DESIGN.md: rpc-edge next to executor).
 import { type ResourceLimits, Worker } from 'node:worker_threads';
-import type { DevChainInfo, EdgeChannel, EdgeInit, EthRpcOptions } from '../../../../libs/rpc/index.js';
-import { EthEdgeHost } from '../../../../libs/rpc/index.js';
-import type { EthChain, EthDevControl, Logger, NodeEvent } from '../../../../libs/types/index.js';
-import { WORKER_LIMITS, workerFailure } from '../../../shared/src/worker-limits.js';
+import type { DevChainInfo, EdgeChannel, EdgeInit, EthRpcOptions } from '@noded/rpc';
+import { EthEdgeHost } from '@noded/rpc';
+import { WORKER_LIMITS, workerFailure } from '@noded/service-shared/src/worker-limits.js';
+import type { EthChain, EthDevControl, Logger, NodeEvent } from '@noded/types';
 
 /** workerData of the JSON-RPC thread. */
 export interface RpcThreadData {

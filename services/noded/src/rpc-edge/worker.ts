@@ -2,9 +2,9 @@
 // [evm] ws_address) built over an EthEdgeClient, whose chain, events, logs and metrics travel to
 // the main thread (see libs/rpc/src/eth/edge.ts). Started by thread.ts; never imported elsewhere.
 import { parentPort, workerData } from 'node:worker_threads';
-import { senderRecovery } from '../../../../libs/execution/index.js';
-import { DevAccounts, EthEdgeClient, EthRpcServer } from '../../../../libs/rpc/index.js';
-import { logReclaim, startIdleReclaim } from '../../../shared/src/idle-reclaim.js';
+import { senderRecovery } from '@noded/execution';
+import { DevAccounts, EthEdgeClient, EthRpcServer } from '@noded/rpc';
+import { logReclaim, startIdleReclaim } from '@noded/service-shared/src/idle-reclaim.js';
 import type { RpcThreadData } from './thread.js';
 
 if (parentPort === null) throw new Error('rpc-edge/worker.js runs only as a worker thread');

@@ -11,8 +11,8 @@ import {
   IndexerQueryError,
   type Query,
   type TxIndexBackend,
-} from '../../../../libs/rpc/index.js';
-import type { RocksMemory } from '../../../../libs/storage/index.js';
+} from '@noded/rpc';
+import type { RocksMemory } from '@noded/storage';
 import { WORKER_LIMITS, workerFailure } from '../worker-limits.js';
 
 /** workerData of the indexer thread. */

@@ -1,8 +1,8 @@
 // The indexer thread: owns data/tx_index.db and answers thread.ts's requests with a TxIndexStore.
 // Started by thread.ts; never imported elsewhere.
 import { parentPort, workerData } from 'node:worker_threads';
-import { Query, TxIndexStore } from '../../../../libs/rpc/index.js';
-import { RocksKV } from '../../../../libs/storage/index.js';
+import { Query, TxIndexStore } from '@noded/rpc';
+import { RocksKV } from '@noded/storage';
 import { startIdleReclaim } from '../idle-reclaim.js';
 import type { IndexerReady, IndexerReply, IndexerRequest, IndexerThreadData } from './thread.js';
 

@@ -1,7 +1,6 @@
 // Commands that check or read the home's files: `config validate`, `validate-genesis`,
 // `tendermint show-node-id`, `tendermint show-validator`.
 import { resolve } from 'node:path';
-import type { Command } from 'commander';
 import {
   homePaths,
   KeyFileError,
@@ -9,7 +8,8 @@ import {
   loadNodeConfig,
   loadNodeKey,
   loadValidatorKey,
-} from '../../../../../libs/config/index.js';
+} from '@noded/config';
+import type { Command } from 'commander';
 import { addHomeOption, CliError, type HomeOpts, homeOf, problemsError, say } from '../util.js';
 
 function keyError(err: unknown): CliError {

@@ -2,14 +2,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CHAIN_IDS, formatProblem, homePaths, loadNetworks, type NetworkInfo } from '@noded/config';
 import type { Command } from 'commander';
-import {
-  CHAIN_IDS,
-  formatProblem,
-  homePaths,
-  loadNetworks,
-  type NetworkInfo,
-} from '../../../../../libs/config/index.js';
 import { addHomeOption, CliError, type HomeOpts, homeOf, say, table } from '../util.js';
 
 interface NetOpts extends HomeOpts {

@@ -3,7 +3,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, relative } from 'node:path';
-import type { Command } from 'commander';
 import {
   CHAIN_IDS,
   type ChainId,
@@ -24,8 +23,9 @@ import {
   newEd25519Key,
   parseGenesisText,
   shippedGenesisPath,
-} from '../../../../../libs/config/index.js';
-import { nodeIdFromPublicKey } from '../../../../../libs/crypto/index.js';
+} from '@noded/config';
+import { nodeIdFromPublicKey } from '@noded/crypto';
+import type { Command } from 'commander';
 import {
   chainIdProblem,
   devAccountsOf,

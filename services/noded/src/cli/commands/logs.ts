@@ -1,8 +1,8 @@
 // noded logs [--follow] [--lines N]: shows the node's log file (pino JSON lines) as readable lines.
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { homePaths } from '@noded/config';
 import type { Command } from 'commander';
-import { homePaths } from '../../../../../libs/config/index.js';
 import { addHomeOption, CliError, type HomeOpts, homeOf, positiveInt } from '../util.js';
 
 interface LogsOpts extends HomeOpts {

@@ -1,6 +1,5 @@
 // Commands that ask a running node over its CometBFT-style RPC: `status`, `tendermint show-peers`.
 import { existsSync, readFileSync } from 'node:fs';
-import type { Command } from 'commander';
 import {
   type ClientToml,
   formatProblem,
@@ -8,7 +7,8 @@ import {
   parseAppToml,
   parseClientToml,
   parseDuration,
-} from '../../../../../libs/config/index.js';
+} from '@noded/config';
+import type { Command } from 'commander';
 import { getRpc, nodeUrlFromFlag } from '../http.js';
 import { addHomeOption, CliError, type HomeOpts, homeOf, say, table } from '../util.js';
 

@@ -3,14 +3,14 @@
 import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import { createInterface } from 'node:readline/promises';
-import type { Command } from 'commander';
 import {
   describeServices,
   homeLockHolder,
   homePaths,
   homeServices,
   initialValidatorStateJson,
-} from '../../../../../libs/config/index.js';
+} from '@noded/config';
+import type { Command } from 'commander';
 import { addHomeOption, CliError, type HomeOpts, homeOf, requireHome, say } from '../util.js';
 
 interface ResetOpts extends HomeOpts {

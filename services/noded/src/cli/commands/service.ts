@@ -4,10 +4,10 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { homePaths, LOG_LEVELS, loadGenesis, markHomeService } from '@noded/config';
+import type { ServiceModuleFactory } from '@noded/service-shared/src/bootstrap.js';
+import { SERVICE_NAMES, type ServiceName } from '@noded/service-shared/src/settings.js';
 import type { Command } from 'commander';
-import { homePaths, LOG_LEVELS, loadGenesis, markHomeService } from '../../../../../libs/config/index.js';
-import type { ServiceModuleFactory } from '../../../../shared/src/bootstrap.js';
-import { SERVICE_NAMES, type ServiceName } from '../../../../shared/src/settings.js';
 import {
   addHomeOption,
   CliError,
@@ -26,14 +26,14 @@ interface ServiceOpts extends HomeOpts {
 
 /** Each service's module factory, loaded only when that service runs (Nest stays out of `noded start`). */
 const MODULES: Record<ServiceName, () => Promise<ServiceModuleFactory>> = {
-  executor: async () => (await import('../../../../executor/src/executor.module.js')).executorModule,
-  consensus: async () => (await import('../../../../consensus/src/consensus.module.js')).consensusModule,
+  executor: async () => (await import('@noded/service-executor/src/executor.module.js')).executorModule,
+  consensus: async () => (await import('@noded/service-consensus/src/consensus.module.js')).consensusModule,
   'state-store': async () =>
-    (await import('../../../../state-store/src/state-store.module.js')).stateStoreModule,
-  'rpc-edge': async () => (await import('../../../../rpc-edge/src/rpc-edge.module.js')).rpcEdgeModule,
-  metrics: async () => (await import('../../../../metrics/src/metrics.module.js')).metricsModule,
+    (await import('@noded/service-state-store/src/state-store.module.js')).stateStoreModule,
+  'rpc-edge': async () => (await import('@noded/service-rpc-edge/src/rpc-edge.module.js')).rpcEdgeModule,
+  metrics: async () => (await import('@noded/service-metrics/src/metrics.module.js')).metricsModule,
   'p2p-gateway': async () =>
-    (await import('../../../../p2p-gateway/src/p2p-gateway.module.js')).p2pGatewayModule,
+    (await import('@noded/service-p2p-gateway/src/p2p-gateway.module.js')).p2pGatewayModule,
 };
 
 export function registerService(program: Command): void {
@@ -75,7 +75,7 @@ async function natsAuth(opts: HomeOpts & { out?: string }): Promise<void> {
       'nats-auth: the home has no valid genesis.json',
       g.problems.map((p) => `${p.file}: ${p.message}`),
     );
-  const { NATS_USERS, natsAuthConfig } = await import('../../../../shared/src/nats.js');
+  const { NATS_USERS, natsAuthConfig } = await import('@noded/service-shared/src/nats.js');
   const out = opts.out !== undefined ? resolve(opts.out) : join(homePaths(home).data, 'nats');
   mkdirSync(out, { recursive: true });
   const passwords = {} as Record<(typeof NATS_USERS)[number], string>;
@@ -115,8 +115,8 @@ async function runService(name: string, opts: ServiceOpts): Promise<void> {
   requireHome(home);
   const service = name as ServiceName;
 
-  const { loadServiceSettings, ServiceSettingsError } = await import('../../../../shared/src/settings.js');
-  const { bootstrapService } = await import('../../../../shared/src/bootstrap.js');
+  const { loadServiceSettings, ServiceSettingsError } = await import('@noded/service-shared/src/settings.js');
+  const { bootstrapService } = await import('@noded/service-shared/src/bootstrap.js');
   let settings: ReturnType<typeof loadServiceSettings>;
   try {
     settings = loadServiceSettings(service, home, process.env, {

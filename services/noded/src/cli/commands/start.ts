@@ -2,7 +2,6 @@
 // what would run (--dry-run) or hands over to the node runtime (services/noded/src/node.ts).
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import type { Command } from 'commander';
 import {
   acquireHomeLock,
   type ChainId,
@@ -18,7 +17,8 @@ import {
   NODE_MODES,
   type NodeMode,
   releaseHomeLock,
-} from '../../../../../libs/config/index.js';
+} from '@noded/config';
+import type { Command } from 'commander';
 import { checkStart, type StartCheck } from '../checks.js';
 import {
   addHomeOption,

@@ -8,7 +8,6 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from
 import { isIPv4 } from 'node:net';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve, sep } from 'node:path';
-import type { Command } from 'commander';
 import {
   CHAIN_IDS,
   type ChainId,
@@ -24,8 +23,9 @@ import {
   loadNodeConfig,
   newEd25519Key,
   PORTS,
-} from '../../../../../libs/config/index.js';
-import { nodeIdFromPublicKey } from '../../../../../libs/crypto/index.js';
+} from '@noded/config';
+import { nodeIdFromPublicKey } from '@noded/crypto';
+import type { Command } from 'commander';
 import {
   chainIdProblem,
   type DevAccounts,
