@@ -97,36 +97,29 @@ export class HoldingKV implements KVStore, SyncReader {
 
   async getMany(keys: Uint8Array[]): Promise<Array<Uint8Array | undefined>> {
     if (this.held.size === 0) return this.inner.getMany(keys);
-    return this.merged(keys, (missing) => this.inner.getMany(missing));
+    const s = this.split(keys);
+    if (s.missing.length > 0) s.fill(await this.inner.getMany(s.missing));
+    return s.out;
   }
 
   getManySync(keys: Uint8Array[]): Array<Uint8Array | undefined> {
     const reader = this.syncReader;
     if (!reader) throw new Error('HoldingKV.getManySync: the wrapped store has no synchronous reads');
     if (this.held.size === 0) return reader.getManySync(keys);
-    const out: Array<Uint8Array | undefined> = new Array(keys.length);
-    const missing: Uint8Array[] = [];
-    const at: number[] = [];
-    keys.forEach((k, i) => {
-      const v = this.held.get(str(k));
-      if (v === undefined) {
-        missing.push(k);
-        at.push(i);
-      } else out[i] = v ?? undefined;
-    });
-    if (missing.length > 0) {
-      const values = reader.getManySync(missing);
-      at.forEach((i, j) => {
-        out[i] = values[j];
-      });
-    }
-    return out;
+    const s = this.split(keys);
+    if (s.missing.length > 0) s.fill(reader.getManySync(s.missing));
+    return s.out;
   }
 
-  private async merged(
-    keys: Uint8Array[],
-    read: (missing: Uint8Array[]) => Promise<Array<Uint8Array | undefined>>,
-  ): Promise<Array<Uint8Array | undefined>> {
+  /**
+   * The held values of `keys` in their places of `out`, the keys the wrapped store must answer
+   * (`missing`), and `fill`, which puts its answers in their places.
+   */
+  private split(keys: Uint8Array[]): {
+    out: Array<Uint8Array | undefined>;
+    missing: Uint8Array[];
+    fill: (values: Array<Uint8Array | undefined>) => void;
+  } {
     const out: Array<Uint8Array | undefined> = new Array(keys.length);
     const missing: Uint8Array[] = [];
     const at: number[] = [];
@@ -137,13 +130,11 @@ export class HoldingKV implements KVStore, SyncReader {
         at.push(i);
       } else out[i] = v ?? undefined;
     });
-    if (missing.length > 0) {
-      const values = await read(missing);
+    const fill = (values: Array<Uint8Array | undefined>) =>
       at.forEach((i, j) => {
         out[i] = values[j];
       });
-    }
-    return out;
+    return { out, missing, fill };
   }
 
   /** The held keys inside `range`, in iteration order. */
