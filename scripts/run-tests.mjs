@@ -60,12 +60,14 @@ if (!runNode && !runCluster) {
 
 /** Totals of the runs' closing summaries ("# pass N" and so on at the start of a line). */
 const totals = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
+/** Every failed test, as "group: file > suite > test", so the closing lines name what failed. */
+const failures = [];
 
 /**
  * One `node --test` run, its output passed through as it comes; its exit status. The closing
  * summary of each run is added to `totals`, so the last line can count every group.
  */
-function run(list, env, extra = []) {
+function run(list, env, extra = [], group = '') {
   return new Promise((resolve) => {
     const child = spawn(
       process.execPath,
@@ -74,6 +76,11 @@ function run(list, env, extra = []) {
     );
     const last = {};
     let partial = '';
+    // The TAP reporter prints a test's "not ok" after its subtests, so a path of open subtests
+    // (by indent) names each failure in full.
+    const open = [];
+    // The failure whose YAML block is being read: its `location:` line gives the file.
+    let pending = -1;
     child.stdout.on('data', (chunk) => {
       process.stdout.write(chunk);
       const lines = (partial + chunk.toString()).split('\n');
@@ -81,6 +88,27 @@ function run(list, env, extra = []) {
       for (const line of lines) {
         const m = /^# (tests|pass|fail|cancelled|skipped|todo) (\d+)$/.exec(line);
         if (m) last[m[1]] = Number(m[2]);
+        const sub = /^( *)# Subtest: (.*)$/.exec(line);
+        if (sub) {
+          const depth = sub[1].length / 4;
+          open.length = depth;
+          open[depth] = sub[2];
+        }
+        const bad = /^( *)not ok \d+ - (.*?)(?: # .*)?$/.exec(line);
+        if (bad) {
+          const depth = bad[1].length / 4;
+          const path = [...open.slice(0, depth), bad[2]].map((n) => n.replace(`${process.cwd()}/`, ''));
+          // Only the innermost failure: a failed suite or file repeats its failed children.
+          const prefix = `${group}: ${path.join(' > ')}`;
+          pending = -1;
+          if (!failures.some((f) => f.startsWith(`${prefix} > `))) pending = failures.push(prefix) - 1;
+          open.length = depth;
+        }
+        const at = /^ +location: '(.*):(\d+):\d+'$/.exec(line);
+        if (at && pending >= 0) {
+          failures[pending] += ` (${at[1].replace(`${process.cwd()}/`, '')}:${at[2]})`;
+          pending = -1;
+        }
       }
     });
     child.on('close', (code) => {
@@ -93,7 +121,7 @@ function run(list, env, extra = []) {
 const results = [];
 if (runNode) {
   console.log(`# test group: target node (noded start), ${files.length} files`);
-  results.push(['target node', await run(files, { NODED_E2E_TARGET: 'node' })]);
+  results.push(['target node', await run(files, { NODED_E2E_TARGET: 'node' }, [], 'node')]);
 }
 if (runCluster) {
   const whole = clusterFiles.filter((f) => suiteOf(f).only === undefined);
@@ -102,7 +130,7 @@ if (runCluster) {
     `# test group: target cluster (NODED_E2E_TARGET=cluster, scripts/cluster.sh), ${clusterFiles.length} files`,
   );
   const env = { NODED_E2E_TARGET: 'cluster' };
-  let status = whole.length > 0 ? await run(whole, env) : 0;
+  let status = whole.length > 0 ? await run(whole, env, [], 'cluster') : 0;
   if (partial.length > 0) {
     for (const f of partial) {
       const s = suiteOf(f);
@@ -114,13 +142,17 @@ if (runCluster) {
     const patterns = partial.flatMap((f) =>
       suiteOf(f).only.map((n) => `--test-name-pattern=^${escapeRegExp(n)}$`),
     );
-    const code = await run(partial, env, patterns);
+    const code = await run(partial, env, patterns, 'cluster');
     if (status === 0) status = code;
   }
   results.push(['target cluster', status]);
 }
 for (const [group, status] of results)
   console.log(`# test group ${group}: ${status === 0 ? 'pass' : `fail (exit ${status})`}`);
+if (failures.length > 0) {
+  console.log(`# failed tests (${failures.length}):`);
+  for (const f of failures.slice(0, 40)) console.log(`#   ${f}`);
+}
 // The closing line over both groups (a cancelled test counts as failed); skipped and todo before it.
 if (totals.skipped + totals.todo > 0)
   console.log(`# ${totals.skipped} skipped, ${totals.todo} todo (reasons above)`);
