@@ -254,6 +254,42 @@ describe('Mempool over gRPC: an executor from before HasExecutable', () => {
       return true;
     });
   });
+  it('asks HasExecutable again once reprobeMs has passed, so an executor upgraded at the same address is used', async () => {
+    const calls: string[] = [];
+    let upgraded = false;
+    const server = new grpc.Server();
+    server.addService(mempoolProto.MempoolService as unknown as grpc.ServiceDefinition, {
+      hasExecutable: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => {
+        calls.push('hasExecutable');
+        if (upgraded) cb(null, { executable: true });
+        else cb({ code: grpc.status.UNIMPLEMENTED, details: 'unknown method HasExecutable' });
+      },
+      unconfirmedTxs: (
+        call: grpc.ServerUnaryCall<{ limit: number }, unknown>,
+        cb: grpc.sendUnaryData<unknown>,
+      ) => {
+        calls.push(`unconfirmedTxs(${call.request.limit})`);
+        cb(null, { txs: [], total: 0n, totalBytes: 0n, pending: 0n });
+      },
+    });
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
+        e ? reject(e) : resolve(p),
+      ),
+    );
+    cleanups.push(() => server.forceShutdown());
+    const mempool = new GrpcMempool(`127.0.0.1:${port}`, { reprobeMs: 200 });
+    cleanups.push(() => mempool.close());
+    assert.equal(await mempool.hasExecutable(), false);
+    assert.equal(await mempool.hasExecutable(), false);
+    // Within reprobeMs the fallback alone answers: one probe, two summaries.
+    assert.deepEqual(calls, ['hasExecutable', 'unconfirmedTxs(0)', 'unconfirmedTxs(0)']);
+    upgraded = true;
+    await new Promise((r) => setTimeout(r, 250));
+    assert.equal(await mempool.hasExecutable(), true);
+    assert.equal(await mempool.hasExecutable(), true);
+    assert.deepEqual(calls.slice(3), ['hasExecutable', 'hasExecutable']);
+  });
 });
 
 describe('ABCI over gRPC: malformed requests', () => {

@@ -188,15 +188,18 @@ export class GrpcMempool {
 
   constructor(
     readonly address: string,
-    opts: { credentials?: grpc.ChannelCredentials; deadlineMs?: number } = {},
+    opts: { credentials?: grpc.ChannelCredentials; deadlineMs?: number; reprobeMs?: number } = {},
   ) {
     this.client = new grpc.Client(address, opts.credentials ?? grpc.credentials.createInsecure(), {
       'grpc.max_receive_message_length': DEFAULT_MAX_MESSAGE_BYTES,
     });
     this.deadlineMs = opts.deadlineMs ?? 10_000;
+    this.reprobeMs = opts.reprobeMs ?? 60_000;
   }
 
   private readonly deadlineMs: number;
+  /** How long an UNIMPLEMENTED HasExecutable is believed before the executor is asked again. */
+  private readonly reprobeMs: number;
 
   close(): void {
     this.client.close();
@@ -272,20 +275,24 @@ export class GrpcMempool {
     };
   }
 
-  /** Set once the executor answered HasExecutable UNIMPLEMENTED (a version before it). */
-  private noHasExecutable = false;
+  /** When the executor last answered HasExecutable UNIMPLEMENTED (a version before it), ms. */
+  private noHasExecutableAt: number | undefined;
 
   /**
    * Whether the executor's pool holds an executable transaction (consensus, after each block). An
-   * executor from before HasExecutable is asked UnconfirmedTxs(0) instead, from then on.
+   * executor from before HasExecutable is asked UnconfirmedTxs(0) instead, and HasExecutable again
+   * once `reprobeMs` has passed, so an executor upgraded behind the same address is used at its best.
    */
   async hasExecutable(): Promise<boolean> {
-    if (!this.noHasExecutable) {
+    const at = this.noHasExecutableAt;
+    if (at === undefined || Date.now() - at >= this.reprobeMs) {
       try {
-        return (await this.unary(MempoolService.hasExecutable, {})).executable;
+        const { executable } = await this.unary(MempoolService.hasExecutable, {});
+        this.noHasExecutableAt = undefined;
+        return executable;
       } catch (err) {
         if (!(err instanceof MempoolCallError && err.grpcStatus === grpc.status.UNIMPLEMENTED)) throw err;
-        this.noHasExecutable = true;
+        this.noHasExecutableAt = Date.now();
       }
     }
     return (await this.unconfirmedTxs(0)).pending > 0;
