@@ -16,8 +16,7 @@ import { ed25519Generate, nodeIdFromPublicKey } from '@noded/crypto';
 import { P2P_PROTOCOL_VERSION, P2PHost, type PeerAddress } from '@noded/p2p';
 import { setTracingEnabled } from '@noded/telemetry';
 import { silentLogger } from '@noded/types';
-import { NodeSDK } from '@opentelemetry/sdk-node';
-import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { startDroppingSdk } from './dropping-sdk.js';
 
 const CHANNEL = '/bench/relay/1';
 
@@ -111,31 +110,6 @@ async function run(
   await server?.close();
   await receiver?.stop();
   return { ms, cpuUsPerFrame: (cpu.user + cpu.system) / frames };
-}
-
-/**
- * The SDK as a service starts it, exporting to nowhere; started once (the API's global provider can
- * be set once per process) and switched per run with setTracingEnabled, as libs/telemetry is.
- */
-function startDroppingSdk(): { stop: () => Promise<void>; exported: () => number } {
-  let exported = 0;
-  const dropping: SpanExporter = {
-    export: (spans: ReadableSpan[], done) => {
-      exported += spans.length;
-      done({ code: 0 });
-    },
-    shutdown: async () => {},
-  };
-  const sdk = new NodeSDK({
-    serviceName: 'bench',
-    autoDetectResources: false,
-    spanProcessors: [new BatchSpanProcessor(dropping)],
-    metricReaders: [],
-    logRecordProcessors: [],
-    instrumentations: [],
-  });
-  sdk.start();
-  return { stop: () => sdk.shutdown(), exported: () => exported };
 }
 
 const traced = process.argv.includes('--traced');

@@ -6,9 +6,8 @@
 // Usage: node dist/bench/tracing-cost.js [--calls 100000] [--rounds 5]
 
 import { setTracingEnabled } from '@noded/telemetry';
-import { NodeSDK } from '@opentelemetry/sdk-node';
-import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { startHarness } from '../test/rpc-eth/helpers.js';
+import { startDroppingSdk } from './dropping-sdk.js';
 import { arg } from './exec-fixtures.js';
 
 const calls = Number(arg('calls', '100000'));
@@ -32,29 +31,13 @@ async function median(): Promise<number> {
 }
 
 const off = await median();
-let exported = 0;
-const dropping: SpanExporter = {
-  export: (spans: ReadableSpan[], done) => {
-    exported += spans.length;
-    done({ code: 0 });
-  },
-  shutdown: async () => {},
-};
-const sdk = new NodeSDK({
-  serviceName: 'bench',
-  autoDetectResources: false,
-  spanProcessors: [new BatchSpanProcessor(dropping)],
-  metricReaders: [],
-  logRecordProcessors: [],
-  instrumentations: [],
-});
-sdk.start();
+const sdk = startDroppingSdk();
 setTracingEnabled(true);
 const on = await median();
 setTracingEnabled(false);
-await sdk.shutdown();
+await sdk.stop();
 await h.close();
 process.stdout.write(
-  `eth_blockNumber in-process, CPU per call (median of ${rounds} x ${calls}): tracing off ${off.toFixed(2)} us, on ${on.toFixed(2)} us (${exported} spans exported)\n`,
+  `eth_blockNumber in-process, CPU per call (median of ${rounds} x ${calls}): tracing off ${off.toFixed(2)} us, on ${on.toFixed(2)} us (${sdk.exported()} spans exported)\n`,
 );
 process.exit(0);
