@@ -85,6 +85,18 @@ describe('bridge in: a validator that sees a forged deposit', { timeout: 300_000
     assert.match(log, /"block sync progress"/, 'the fourth validator caught up by block sync');
     assert.doesNotMatch(log, /invalid consensus message/, 'no synced block was refused');
     for (const n of net.nodes) {
+      // :26657 answering does not mean :8545 does yet: its thread can bind later on a loaded machine
+      // (a CI run saw "fetch failed" here from the late-started validator).
+      await waitFor(
+        `node${n.index}'s :8545`,
+        () =>
+          eth(n.ethUrl, 'eth_blockNumber').then(
+            () => true,
+            () => false,
+          ),
+        30_000,
+        net,
+      );
       assert.equal(BigInt((await eth(n.ethUrl, 'eth_getBalance', [alice, 'latest'])) as string), 2n * BTC);
       assert.equal(BigInt((await eth(n.ethUrl, 'eth_getBalance', [thief, 'latest'])) as string), 0n);
       const p = (await eth(n.ethUrl, 'bridge_params')) as Record<string, string>;
