@@ -247,7 +247,9 @@ export async function startAllInOne(
     await waitForHttp(
       ethUrl,
       '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
-      45_000,
+      // A bound on failure, not a speed check: a quiet machine answers in about 2 s, one at load
+      // average 40 once took over 45 s to bind :8545 after a restart.
+      90_000,
       proc,
       minBlock,
     );

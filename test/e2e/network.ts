@@ -103,7 +103,9 @@ export function createNetwork(opts: {
       const proc = n.proc;
       if (!proc || proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
       return new Promise((resolve) => {
-        const hard = setTimeout(() => proc.kill('SIGKILL'), 15_000);
+        // A SIGTERM's grace: a node saves its address book and closes its stores on the way out,
+        // which took over 15 s on a machine at load average 40.
+        const hard = setTimeout(() => proc.kill('SIGKILL'), signal === 'SIGKILL' ? 0 : 30_000);
         proc.once('exit', () => {
           clearTimeout(hard);
           resolve();
