@@ -237,16 +237,17 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
 
     // Either transaction may have been proposed by the node it was sent to; the gateway's counters
     // show the gossip itself crossed the relay: mempool frames sent to both peers (the cluster's
-    // transaction) and received from node2 (its own).
+    // transaction, which the traced cluster sends with its trace context on /noded/mempool/2, which
+    // the all-in-one nodes take) and received from node2 (its own: untraced, /noded/mempool/1).
     const ids = await Promise.all(
       [1, 2].map(
         async (i) => ((await rpc(net.nodes[i]!.cometUrl, '/status')).node_info as { id: string }).id,
       ),
     );
-    const mempoolBytes = (text: string, dir: 'send' | 'receive', id: string) =>
+    const mempoolBytes = (text: string, dir: 'send' | 'receive', id: string, version: 1 | 2) =>
       Number(
         new RegExp(
-          `^cometbft_p2p_peer_${dir}_bytes_total\\{[^}]*peer_id="${id}",chID="/noded/mempool/1"\\} (\\d+)`,
+          `^cometbft_p2p_peer_${dir}_bytes_total\\{[^}]*peer_id="${id}",chID="/noded/mempool/${version}"\\} (\\d+)`,
           'm',
         ).exec(text)?.[1] ?? 0,
       );
@@ -255,9 +256,9 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
       async () => {
         const text = await (await fetch(`http://${gatewayMetrics}/metrics`)).text();
         return (
-          mempoolBytes(text, 'send', ids[0]!) > 0 &&
-          mempoolBytes(text, 'send', ids[1]!) > 0 &&
-          mempoolBytes(text, 'receive', ids[1]!) > 0
+          mempoolBytes(text, 'send', ids[0]!, 2) > 0 &&
+          mempoolBytes(text, 'send', ids[1]!, 2) > 0 &&
+          mempoolBytes(text, 'receive', ids[1]!, 1) > 0
         );
       },
       10_000,
