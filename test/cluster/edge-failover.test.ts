@@ -4,7 +4,7 @@
 //   probed with a backoff that doubles and stops growing at its bound, and reads go back to the first
 //   once a probe sees it answer;
 // - CometRpcFailover (the REST's consensus RPC list) over real HTTP on 127.0.0.1: a port nothing
-//   listens on is skipped, an RPC of another chain is never read from and named, a JSON-RPC error
+//   listens on, and one answering HTTP 503, are skipped, an RPC of another chain is never read from and named, a JSON-RPC error
 //   ("not stored") is the answer and goes nowhere else;
 // - NODED_CONSENSUS_RPC_ADDRESS as a list: each bad entry named.
 // The real processes (two consensus RPCs, one killed and restarted) are in p2p-gateway.test.ts.
@@ -107,9 +107,19 @@ describe('Failover', () => {
 });
 
 /** A CometBFT RPC on 127.0.0.1 answering `status` for `network`, `block` with an error (not stored). */
-async function cometRpc(network: string): Promise<{ address: string; server: Server; calls: string[] }> {
+async function cometRpc(
+  network: string,
+  status = 200,
+): Promise<{ address: string; server: Server; calls: string[] }> {
   const calls: string[] = [];
   const server = createServer((req, res) => {
+    if (status !== 200) {
+      // As a proxy in front of a consensus that is away answers, or a server shedding load.
+      res.statusCode = status;
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: -1, error: { code: -32603, message: 'unavailable' } }));
+      return;
+    }
     let body = '';
     req.on('data', (d) => {
       body += d;
@@ -157,10 +167,11 @@ async function cometRpc(network: string): Promise<{ address: string; server: Ser
 describe('CometRpcFailover', () => {
   it('skips an RPC that does not listen, never reads from one of another chain, and takes "not stored" as the answer', async () => {
     const dead = `127.0.0.1:${await closedPort()}`;
+    const shedding = await cometRpc('chain-local', 503);
     const other = await cometRpc('chain-other');
     const good = await cometRpc('chain-local');
     const events: string[] = [];
-    const c = new CometRpcFailover([dead, other.address, good.address], {
+    const c = new CometRpcFailover([dead, shedding.address, other.address, good.address], {
       chainId: 'chain-local',
       timeoutMs: 2_000,
       probeMinMs: 50,
@@ -172,7 +183,7 @@ describe('CometRpcFailover', () => {
     assert.equal(c.address, good.address);
     assert.deepEqual(
       c.health.map((h) => h.up),
-      [false, false, true],
+      [false, false, false, true],
     );
     // The RPC of another chain answered its status once and nothing else, then never again.
     assert.deepEqual(other.calls, ['status']);
@@ -181,6 +192,7 @@ describe('CometRpcFailover', () => {
     assert.equal(await c.block(99), undefined);
     assert.deepEqual([other.calls.length, good.calls.length], [before[0], before[1]! + 1]);
     assert.ok(events.includes(`${dead} down`));
+    assert.ok(events.includes(`${shedding.address} down`), 'an HTTP 503 (with a JSON body) is unavailable');
     assert.ok(events.includes(`${other.address} down`));
 
     // Alone, the RPC of another chain is refused by name (503, UNAVAILABLE).

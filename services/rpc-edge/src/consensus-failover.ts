@@ -2,8 +2,8 @@
 // block and results) over a list of CometBFT RPCs (NODED_CONSENSUS_RPC_ADDRESS, docs/cluster.md
 // "Edge failover"): the consensus service's own :26657 first, then, say, a full node or another
 // validator of the same chain. The same Failover as the state-store reads (libs/abci-grpc): the
-// first RPC up answers; one that does not answer (refused, reset, past its 5 s, an HTTP 5xx that is
-// not JSON-RPC) is marked down and the same read goes to the next; a probe (`status`) with a bounded
+// first RPC up answers; one that does not answer (refused, reset, past its 5 s, HTTP 502/503/504 or
+// a 5xx that is not JSON-RPC) is marked down and the same read goes to the next; a probe (`status`) with a bounded
 // backoff marks it up again and reads go back to it. Every call here is a read (status, block,
 // block_results, validators, tx), so running it again elsewhere is safe; nothing here writes.
 //
