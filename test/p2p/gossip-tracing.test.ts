@@ -3,11 +3,14 @@
 //   validator A: an EVM executor served over gRPC (serveApplication with its mempool), consensus'
 //     side of it (GrpcApplication, AdmissionStream, ExecutorGossipPool) and MempoolChannel on a real
 //     P2P host;
-//   validator B: the same, connected to A as a peer, and a consensus runtime over its executor.
+//   validator B: the same, its MempoolChannel over a p2p-gateway (GatewayRelay on a real host
+//     connected to A, GatewayHost on consensus' side, the relay stream over gRPC), and a consensus
+//     runtime over its executor.
 // A client span ("eth_sendRawTransaction", as an rpc-edge's) sends a transfer to A's mempool over
 // gRPC. Then:
 //   A's executor CheckTx (child of the client's span) -> its context on StreamAdmitted -> A's
-//   gossip on /noded/mempool/2 -> B's `abci CheckTx` (its child, across the validators) -> B's
+//   gossip on /noded/mempool/2 -> B's gateway `relay in` -> B's `deliver /noded/mempool/2` (which
+//   links to A's CheckTx) -> B's `abci CheckTx` (A's CheckTx's child, across the validators) -> B's
 //   executor CheckTx -> B's runtime proposes the block: B's PrepareProposal and FinalizeBlock link
 //   to B's CheckTx, whose trace is the client's.
 // And the other way, compatibility: a peer that lists only /noded/mempool/1 (a node before
@@ -15,7 +18,16 @@
 // In its own file: the SDK it starts is global to the process.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { AdmissionStream, GrpcApplication, GrpcMempool, serveApplication } from '@noded/abci-grpc';
+import {
+  AdmissionStream,
+  GatewayHost,
+  GatewayRelay,
+  GrpcApplication,
+  GrpcMempool,
+  serveApplication,
+  serveGateway,
+} from '@noded/abci-grpc';
+import { ed25519Generate, nodeIdFromPublicKey } from '@noded/crypto';
 import { Executor } from '@noded/execution';
 import {
   decodeTxBatch,
@@ -59,8 +71,11 @@ const GENESIS = {
   appState: genesisState([{ address: addr(SENDER), balance: 10n * ETH }]),
 };
 
-/** One cluster validator's executor and consensus' side of it, its chain at height 1. */
-async function validator(peers: Array<{ nodeId: string; port: number }> = []) {
+/**
+ * One cluster validator's executor and consensus' side of it, its chain at height 1; with
+ * `viaGateway`, its peers come through a p2p-gateway as in the cluster.
+ */
+async function validator(peers: Array<{ nodeId: string; port: number }> = [], viaGateway = false) {
   const executor = await Executor.open(executorOptions(new MemoryKV(), new EventBus()));
   cleanups.push(() => executor.close());
   const server = await serveApplication(executor, '127.0.0.1:0', { mempool: executor });
@@ -76,14 +91,48 @@ async function validator(peers: Array<{ nodeId: string; port: number }> = []) {
   cleanups.push(() => admissions.stop());
   const pool = new ExecutorGossipPool(app, mempool, admissions);
   cleanups.push(() => pool.close());
+  const dial = peers.map((p) => ({ nodeId: p.nodeId, host: '127.0.0.1', port: p.port }));
   let channel: MempoolChannel | undefined;
+  cleanups.push(() => channel?.close());
+  if (viaGateway) {
+    const key = ed25519Generate();
+    const gatewayId = nodeIdFromPublicKey(key.publicKey);
+    const relay = new GatewayRelay({
+      chainId: 'chain-local',
+      nodeId: gatewayId,
+      listenAddr: '127.0.0.1:0',
+      logger: silentLogger,
+      openHost: async (channels) =>
+        (
+          await startTestHost(
+            (h) => {
+              for (const c of channels) h.register(c);
+            },
+            { key, peers: dial },
+          )
+        ).host,
+    });
+    const gateway = await serveGateway(relay, '127.0.0.1:0');
+    cleanups.push(() => gateway.close());
+    const remote = new GatewayHost({
+      address: `127.0.0.1:${gateway.port}`,
+      chainId: 'chain-local',
+      nodeId: gatewayId,
+      logger: silentLogger,
+    });
+    cleanups.push(() => remote.stop());
+    channel = new MempoolChannel(remote, pool, 1 << 20, silentLogger);
+    remote.start();
+    await remote.waitAttached(10_000);
+    admissions.start();
+    return { executor, server, app, chain, mempool, id: gatewayId };
+  }
   const t = await startTestHost(
     (h) => {
       channel = new MempoolChannel(h, pool, 1 << 20, silentLogger);
     },
-    { peers: peers.map((p) => ({ nodeId: p.nodeId, host: '127.0.0.1', port: p.port })) },
+    { peers: dial },
   );
-  cleanups.push(() => channel?.close());
   admissions.start();
   return { executor, server, app, chain, mempool, host: t.host, id: t.id, port: t.port };
 }
@@ -107,7 +156,8 @@ describe('trace context between validators', () => {
     });
 
     const a = await validator();
-    const b = await validator([{ nodeId: a.id, port: a.port }]);
+    const aHost = a.host!;
+    const b = await validator([{ nodeId: a.id, port: a.port! }], true);
     // A peer of a version before /noded/mempool/2: it lists /noded/mempool/1 only.
     const oldBatches: Uint8Array[][] = [];
     let old: P2PHost | undefined;
@@ -120,10 +170,10 @@ describe('trace context between validators', () => {
           onMessage: (_peer, payload) => oldBatches.push(decodeTxBatch(payload)),
         });
       },
-      { peers: [{ nodeId: a.id, host: '127.0.0.1', port: a.port }] },
+      { peers: [{ nodeId: a.id, host: '127.0.0.1', port: a.port! }] },
     );
-    await until('A has both peers', () => a.host.peerIds().length === 2, 15_000);
-    const peerInfo = (id: string) => a.host.peerInfos().find((p) => p.nodeId === id);
+    await until('A has both peers', () => aHost.peerIds().length === 2, 15_000);
+    const peerInfo = (id: string) => aHost.peerInfos().find((p) => p.nodeId === id);
     assert.ok(peerInfo(b.id)?.channels?.includes(MEMPOOL_TRACED_PROTOCOL), 'B lists /noded/mempool/2');
     assert.ok(!peerInfo(oldPeer.id)?.channels?.includes(MEMPOOL_TRACED_PROTOCOL), 'the old peer does not');
     assert.ok(old);
@@ -177,10 +227,16 @@ describe('trace context between validators', () => {
     assert.ok(checkB, "B's executor CheckTx is the child of B's abci CheckTx");
     for (const s of [checkA, abciB, checkB])
       assert.equal(s.spanContext().traceId, clientSpan.traceId, `${s.name} is in the client's trace`);
-
-    // B's block spans link to B's CheckTx: the proposer's block building follows from the trace.
+    // B's gateway relayed the frame in a trace of its own; consensus' deliver span (its child) links
+    // to the context of the transaction the frame carried.
     const linksTo = (s: ReadableSpan, target: ReadableSpan) =>
       s.links.some((l) => l.context.spanId === target.spanContext().spanId);
+    const deliver = spans.find((s) => s.name === `deliver ${MEMPOOL_TRACED_PROTOCOL}` && linksTo(s, checkA));
+    assert.ok(deliver, `B's deliver ${MEMPOOL_TRACED_PROTOCOL} links to A's CheckTx`);
+    assert.notEqual(deliver.spanContext().traceId, clientSpan.traceId);
+    assert.equal(byId.get(parentOf(deliver) ?? '')?.name, `relay in ${MEMPOOL_TRACED_PROTOCOL}`);
+
+    // B's block spans link to B's CheckTx: the proposer's block building follows from the trace.
     const prepare = spans.find((s) => s.name === 'PrepareProposal' && linksTo(s, checkB));
     assert.ok(prepare, "B's PrepareProposal links to B's CheckTx of the transaction");
     assert.equal(
