@@ -25,6 +25,15 @@ export {
 } from './src/constants.js';
 // Wire <-> libs/types conversions with the contract's field rules (tests, other transports).
 export { AbciFieldError, type CheckTxKind, fromProto, toProto } from './src/convert.js';
+// Reads over an ordered list of equivalent backends: the first one up answers, the next when it
+// cannot, back to it once a probe (bounded backoff) sees it answer. An rpc-edge's state-store reads
+// and its REST's consensus RPC reads both run on it.
+export {
+  Failover,
+  type FailoverEvents,
+  type FailoverFailure,
+  type FailoverOptions,
+} from './src/failover.js';
 // The p2p-gateway relay (proto/noded/p2p/v1/gateway.proto): the gateway's side and consensus's host.
 export {
   GATEWAY_OWN_PROTOCOLS,

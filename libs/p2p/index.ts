@@ -44,13 +44,19 @@ export {
   MAX_LIGHT_MESSAGE_BYTES,
   MAX_REQUESTS_IN_FLIGHT,
 } from './src/light-channel.js';
-// Mempool gossip: admitted transactions to every peer, peers' transactions through CheckTx.
+// Mempool gossip: admitted transactions to every peer, peers' transactions through CheckTx; on
+// /noded/mempool/2 each with its trace context, so a transaction's trace goes on at the next node.
 export {
+  decodeTracedTxBatch,
   decodeTxBatch,
+  encodeTracedTxBatch,
   encodeTxBatch,
   type GossipPool,
+  MAX_GOSSIP_TRACE_BYTES,
   MEMPOOL_PROTOCOL,
+  MEMPOOL_TRACED_PROTOCOL,
   MempoolChannel,
+  type TracedTx,
 } from './src/mempool-channel.js';
 // The handshake's node info and its compatibility rule.
 export {

@@ -24,16 +24,20 @@ export { MetricsServer, type MetricsServerDeps, type Readiness } from './src/ser
 // Tracing for libs through the OpenTelemetry API (no-op until a service starts the SDK): spans,
 // W3C trace context over any carrier, and a bounded book of span contexts to link work later.
 export {
+  activeTraceCarrier,
   extractTraceContext,
   injectTraceContext,
   inSpan,
   inSpanSync,
+  linkActiveSpan,
   type SpanOptions,
   setTracingEnabled,
   TraceBook,
+  type TraceCarrier,
   type TraceContext,
   type TraceParent,
   type TraceSpan,
   type TraceSpanKind,
   tracingEnabled,
+  withTraceCarrier,
 } from './src/tracing.js';

@@ -8,7 +8,9 @@
 // services export traces to an OTLP receiver here: that transaction's trace runs from the gateway's
 // `relay in` through consensus' `deliver` and `abci CheckTx` to the executor's CheckTx), the gateway's metrics and readiness, and that kill -9 of
 // the gateway (then its restart) and kill -9 of consensus (then its restart) leave the chain going
-// with the cluster validator signing again.
+// with the cluster validator signing again; while consensus is away, the edge's REST reads blocks,
+// validator sets and node info from node1's RPC (NODED_CONSENSUS_RPC_ADDRESS lists both), and from
+// consensus again once it is back, with no read failing.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { JsonRpcProvider, Transaction, Wallet } from 'ethers';
@@ -34,6 +36,7 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
   let nats: NatsServer;
   let env: NodeJS.ProcessEnv;
   let gatewayMetrics: string;
+  let edgeMetrics: string;
   let receiver: OtlpReceiver;
   const cluster: Record<string, ServiceProcess> = {};
   const tails = () =>
@@ -55,6 +58,17 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
   const kill9 = async (s: ServiceProcess) => {
     s.proc.kill('SIGKILL');
     await s.exited;
+  };
+  /** The consensus RPC the edge's metrics say its REST reads from (the in_use gauge at 1). */
+  const consensusRpcInUse = async () => {
+    const text = await (
+      await fetch(`http://${edgeMetrics}/metrics`, { signal: AbortSignal.timeout(10_000) })
+    ).text();
+    const using = [...text.matchAll(/_rpc_edge_consensus_rpc_in_use\{address="([^"]+)"\} 1\b/g)].map(
+      (m) => m[1]!,
+    );
+    assert.equal(using.length, 1, `one consensus RPC in use, got ${JSON.stringify(using)}`);
+    return using[0]!;
   };
   /** node0's validator signed the commit of `height` (read from another node). */
   const signedBy0 = async (height: number, address: string) => {
@@ -87,7 +101,13 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
     // The read side: a state-store following the executor's stream and an edge on node0's :8545.
     cluster.store = spawnService('state-store', net.nodes[0]!.home, env);
     await waitForService(cluster.store, /noded service state-store is running/, 90_000);
-    cluster.edge = spawnService('rpc-edge', net.nodes[0]!.home, env);
+    // Its REST reads blocks and node info from consensus' :26657, or node1's while consensus is away.
+    edgeMetrics = `127.0.0.1:${await freePort()}`;
+    cluster.edge = spawnService('rpc-edge', net.nodes[0]!.home, {
+      ...env,
+      NODED_CONSENSUS_RPC_ADDRESS: `${net.nodes[0]!.ip}:26657,${net.nodes[1]!.ip}:26657`,
+      NODED_SERVICE_METRICS_ADDRESS: edgeMetrics,
+    });
     await waitForService(cluster.edge, /noded service rpc-edge is running/, 90_000);
   });
   after(async () => {
@@ -217,16 +237,17 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
 
     // Either transaction may have been proposed by the node it was sent to; the gateway's counters
     // show the gossip itself crossed the relay: mempool frames sent to both peers (the cluster's
-    // transaction) and received from node2 (its own).
+    // transaction, which the traced cluster sends with its trace context on /noded/mempool/2, which
+    // the all-in-one nodes take) and received from node2 (its own: untraced, /noded/mempool/1).
     const ids = await Promise.all(
       [1, 2].map(
         async (i) => ((await rpc(net.nodes[i]!.cometUrl, '/status')).node_info as { id: string }).id,
       ),
     );
-    const mempoolBytes = (text: string, dir: 'send' | 'receive', id: string) =>
+    const mempoolBytes = (text: string, dir: 'send' | 'receive', id: string, version: 1 | 2) =>
       Number(
         new RegExp(
-          `^cometbft_p2p_peer_${dir}_bytes_total\\{[^}]*peer_id="${id}",chID="/noded/mempool/1"\\} (\\d+)`,
+          `^cometbft_p2p_peer_${dir}_bytes_total\\{[^}]*peer_id="${id}",chID="/noded/mempool/${version}"\\} (\\d+)`,
           'm',
         ).exec(text)?.[1] ?? 0,
       );
@@ -235,9 +256,9 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
       async () => {
         const text = await (await fetch(`http://${gatewayMetrics}/metrics`)).text();
         return (
-          mempoolBytes(text, 'send', ids[0]!) > 0 &&
-          mempoolBytes(text, 'send', ids[1]!) > 0 &&
-          mempoolBytes(text, 'receive', ids[1]!) > 0
+          mempoolBytes(text, 'send', ids[0]!, 2) > 0 &&
+          mempoolBytes(text, 'send', ids[1]!, 2) > 0 &&
+          mempoolBytes(text, 'receive', ids[1]!, 1) > 0
         );
       },
       10_000,
@@ -315,13 +336,64 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
     );
 
     // kill -9 of consensus: the gateway keeps its peers and lets a restarted consensus attach again.
+    // Meanwhile the edge's REST reads blocks and node info from node1's RPC (the next of its
+    // NODED_CONSENSUS_RPC_ADDRESS), and goes back to consensus once it answers: no read fails.
+    const rest = `http://${net.nodes[0]!.ip}:1317/cosmos/base/tendermint/v1beta1`;
+    const restGet = async (path: string) => {
+      const res = await fetch(`${rest}/${path}`, { signal: AbortSignal.timeout(30_000) });
+      const body = (await res.json()) as Record<string, unknown>;
+      if (res.status !== 200) throw new Error(`${path}: ${res.status} ${JSON.stringify(body)}`);
+      return body;
+    };
+    const nodeIdVia = async () =>
+      String(((await restGet('node_info')).default_node_info as { default_node_id: string }).default_node_id);
+    const consensusRpc = `${net.nodes[0]!.ip}:26657`;
+    const node1Rpc = `${net.nodes[1]!.ip}:26657`;
+    const consensusId = ((await rpc(net.nodes[0]!.cometUrl, '/status')).node_info as { id: string }).id;
+    const node1Id = ((await rpc(net.nodes[1]!.cometUrl, '/status')).node_info as { id: string }).id;
+    assert.equal(await consensusRpcInUse(), consensusRpc);
+    assert.equal(await nodeIdVia(), consensusId);
+    const restFailures: string[] = [];
+    let restReads = 0;
+    let reading = true;
+    const reader = (async () => {
+      while (reading) {
+        try {
+          await restGet('blocks/latest');
+          await restGet('validatorsets/latest');
+          restReads++;
+        } catch (err) {
+          restFailures.push((err as Error).message);
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 300));
     await kill9(cluster.consensus!);
     await new Promise((r) => setTimeout(r, 1500));
     const metrics = await (await fetch(`http://${gatewayMetrics}/metrics`)).text();
     assert.match(metrics, /^cometbft_p2p_peers\{[^}]*\} 2$/m, 'the gateway kept both peers');
     assert.equal((await fetch(`http://${gatewayMetrics}/readyz`)).status, 503, 'not ready without consensus');
     const stalled = Math.max(...(await Promise.all([1, 2].map((i) => heightOf(net.nodes[i]!)))));
+    await waitFor('the edge reads from node1', async () => (await consensusRpcInUse()) === node1Rpc, 15_000);
+    assert.equal(await nodeIdVia(), node1Id);
+    const readsWhileDown = restReads;
     await startConsensus();
+    await waitFor(
+      'the edge reads from consensus again',
+      async () => (await consensusRpcInUse()) === consensusRpc,
+      30_000,
+    );
+    assert.equal(await nodeIdVia(), consensusId);
+    reading = false;
+    await reader;
+    assert.deepEqual(restFailures, [], 'no REST read through the edge failed');
+    assert.ok(
+      readsWhileDown > 3 && restReads > readsWhileDown,
+      `REST reads went on: ${readsWhileDown}, ${restReads}`,
+    );
+    assert.match(cluster.edge!.output(), /consensus RPC unavailable; reading from the next one/);
+    assert.match(cluster.edge!.output(), /consensus RPC answers again/);
     await waitFor(
       'the restarted consensus attached to the gateway',
       async () => (cluster.gateway!.output().match(/consensus service attached/g) ?? []).length >= 2,

@@ -16,7 +16,14 @@ import {
   serveGateway,
 } from '@noded/abci-grpc';
 import { ed25519Generate, nodeIdFromPublicKey } from '@noded/crypto';
-import { decodeTxBatch, encodeTxBatch, MEMPOOL_PROTOCOL, MempoolChannel } from '@noded/p2p';
+import {
+  decodeTxBatch,
+  encodeTxBatch,
+  MAX_GOSSIP_TRACE_BYTES,
+  MEMPOOL_PROTOCOL,
+  MEMPOOL_TRACED_PROTOCOL,
+  MempoolChannel,
+} from '@noded/p2p';
 import { silentLogger } from '@noded/types';
 import { startTestHost, stopTestHosts, until } from './helpers.js';
 
@@ -342,8 +349,14 @@ describe('p2p-gateway relay', () => {
     // Its cancel frees the gateway's single slot: another consensus attaches at once.
     await until('detached after stop', () => !gw.relay.attached);
     const next = openStream(gw.address);
+    // (The same channels as MempoolChannel's: the gateway's host has advertised them.)
     next.call.write(
-      attachOf(gw.nodeId, { channels: [{ protocol: MEMPOOL_PROTOCOL, maxMessageBytes: 1024 * 1024 + 4 }] }),
+      attachOf(gw.nodeId, {
+        channels: [
+          { protocol: MEMPOOL_PROTOCOL, maxMessageBytes: 1024 * 1024 + 4 },
+          { protocol: MEMPOOL_TRACED_PROTOCOL, maxMessageBytes: 1024 * 1024 + 6 + MAX_GOSSIP_TRACE_BYTES },
+        ],
+      }),
     );
     await until('attached after a stopped GatewayHost', () => next.events.some((e) => e.attached));
     next.call.end();

@@ -2,7 +2,15 @@
 // connects later gets what the pool already holds (in order, once), and batches keep their rules.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { decodeTxBatch, encodeTxBatch, type GossipPool, MempoolChannel } from '@noded/p2p';
+import {
+  decodeTracedTxBatch,
+  decodeTxBatch,
+  encodeTracedTxBatch,
+  encodeTxBatch,
+  type GossipPool,
+  MAX_GOSSIP_TRACE_BYTES,
+  MempoolChannel,
+} from '@noded/p2p';
 import { silentLogger } from '@noded/types';
 import { startTestHost, stopTestHosts, until } from './helpers.js';
 
@@ -57,6 +65,53 @@ describe('mempool gossip', () => {
     );
     assert.throws(() => decodeTxBatch(Uint8Array.of(0, 0, 0, 0)), /empty transaction at byte 0/);
     assert.throws(() => decodeTxBatch(Uint8Array.of(0, 0)), /truncated length at byte 0/);
+  });
+
+  it('a /noded/mempool/2 batch holds each transaction with its trace context; a malformed one is refused by name', () => {
+    const trace = {
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      tracestate: 'k=v',
+    };
+    const txs = [{ tx: Uint8Array.of(1, 2, 3), trace }, { tx: Uint8Array.of(4) }];
+    const bytes = encodeTracedTxBatch(txs);
+    assert.deepEqual(decodeTracedTxBatch(bytes), txs);
+    // [u32 3][1 2 3][u16 n][JSON] then [u32 1][4][u16 0]
+    assert.equal(bytes.length, 4 + 3 + 2 + JSON.stringify(trace).length + 4 + 1 + 2);
+    // A context over the bound is not sent (the transaction is).
+    const big = { traceparent: 'x'.repeat(MAX_GOSSIP_TRACE_BYTES) };
+    assert.deepEqual(decodeTracedTxBatch(encodeTracedTxBatch([{ tx: Uint8Array.of(9), trace: big }])), [
+      { tx: Uint8Array.of(9) },
+    ]);
+    const entry = (json: string) => {
+      const j = Buffer.from(json);
+      return Uint8Array.from([0, 0, 0, 1, 7, j.length >> 8, j.length & 0xff, ...j]);
+    };
+    assert.throws(() => decodeTracedTxBatch(entry('{"a":')), /the trace context at byte 7 is not JSON/);
+    assert.throws(() => decodeTracedTxBatch(entry('["x"]')), /the trace context at byte 7 is not an object/);
+    assert.throws(
+      () => decodeTracedTxBatch(entry('{"traceparent":5}')),
+      /the trace context at byte 7 has a number under "traceparent" \(strings only\)/,
+    );
+    assert.throws(
+      () =>
+        decodeTracedTxBatch(
+          entry(JSON.stringify(Object.fromEntries([...Array(9)].map((_, i) => [`k${i}`, 'v'])))),
+        ),
+      /has 9 keys \(at most 8\)/,
+    );
+    assert.throws(
+      () => decodeTracedTxBatch(Uint8Array.of(0, 0, 0, 1, 7, 0x04, 0x01)),
+      /a trace context of 1025 bytes at byte 5 \(at most 1024\)/,
+    );
+    assert.throws(
+      () => decodeTracedTxBatch(Uint8Array.of(0, 0, 0, 1, 7, 0, 9, 1)),
+      /trace context of 9 bytes runs past the end/,
+    );
+    assert.throws(
+      () => decodeTracedTxBatch(Uint8Array.of(0, 0, 0, 1, 7)),
+      /transaction of 1 bytes runs past the end/,
+    );
+    assert.throws(() => decodeTracedTxBatch(Uint8Array.of(0, 0, 0, 0)), /empty transaction at byte 0/);
   });
 
   it('a peer that connects later gets the transactions the pool already holds, in order, once', async () => {

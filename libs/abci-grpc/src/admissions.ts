@@ -12,6 +12,7 @@
 // side (AdmissionStream) acknowledges each response once its listeners ran, and reconnects with
 // backoff when the stream ends (the executor restarted).
 import * as grpc from '@grpc/grpc-js';
+import { activeTraceCarrier, type TraceCarrier } from '@noded/telemetry';
 import type { Logger } from '@noded/types';
 import { DEFAULT_MAX_MESSAGE_BYTES } from './constants.js';
 import {
@@ -28,6 +29,15 @@ export const DEFAULT_ADMISSION_STREAM_MAX_BYTES = 64 * 1024 * 1024;
 const BATCH_BYTES = 1024 * 1024;
 /** Bytes counted per transaction beyond its raw bytes (hash, framing). */
 const TX_OVERHEAD = 40;
+/** A trace context's bytes on the wire at most (traceparent is 55; tracestate is bounded by W3C at 512). */
+const MAX_TRACE_CONTEXT_BYTES = 1024;
+
+/** A trace context's size as counted against the bounds (its keys and values, plus framing). */
+function traceContextBytes(c: TraceCarrier): number {
+  let n = 0;
+  for (const [k, v] of Object.entries(c)) n += k.length + v.length + 4;
+  return n;
+}
 
 /** What the server needs of the mempool (the EVM Executor has both). */
 export interface AdmissionSource {
@@ -113,7 +123,7 @@ export function admissionHandler(
       let n = 0;
       let bytes = 0;
       while (n < from.length) {
-        const size = from[n]!.raw.length + TX_OVERHEAD;
+        const size = from[n]!.raw.length + TX_OVERHEAD + traceContextBytes(from[n]!.traceContext);
         if (n > 0 && bytes + size > BATCH_BYTES) break;
         bytes += size;
         n++;
@@ -139,7 +149,15 @@ export function admissionHandler(
     };
     const admitted = (raw: Uint8Array, hash: string) => {
       if (ended) return;
-      const size = raw.length + TX_OVERHEAD;
+      // The mempool calls this inside the span that admitted the transaction (the executor's
+      // CheckTx), so its context is the active one: it goes with the transaction to consensus.
+      let traceContext = activeTraceCarrier() ?? {};
+      let extra = traceContextBytes(traceContext);
+      if (extra > MAX_TRACE_CONTEXT_BYTES) {
+        traceContext = {};
+        extra = 0;
+      }
+      const size = raw.length + TX_OVERHEAD + extra;
       // Behind: admissions sent and not acknowledged, and those waiting to be sent (the pool's own
       // transactions still to send are the pool's buffers, not copies, and are not counted).
       if (unackedBytes + queuedBytes + size > max) {
@@ -154,7 +172,7 @@ export function admissionHandler(
         });
         return;
       }
-      queue.push({ raw, hash: hashBytes(hash) });
+      queue.push({ raw, hash: hashBytes(hash), traceContext });
       queuedBytes += size;
       if (!scheduled) {
         scheduled = true;
@@ -172,7 +190,7 @@ export function admissionHandler(
       call.sendMetadata(new grpc.Metadata());
       if (!includePool) return;
       const { pending, queued } = src.pendingPool();
-      snapshot = [...pending, ...queued].map((t) => ({ raw: t.raw, hash: t.hash }));
+      snapshot = [...pending, ...queued].map((t) => ({ raw: t.raw, hash: t.hash, traceContext: {} }));
       // An empty pool still gets one message: the consumer learns that the snapshot is complete.
       if (snapshot.length === 0) write([], true, TX_OVERHEAD);
       else pump();
@@ -218,7 +236,8 @@ export function admissionHandler(
 
 /** A batch as the consumer gets it: hashes as 0x hex. */
 export interface AdmittedBatch {
-  txs: Array<{ raw: Uint8Array; hash: string }>;
+  /** `trace`: the context of the span that admitted it, when the executor traces and sent one. */
+  txs: Array<{ raw: Uint8Array; hash: string; trace?: TraceCarrier }>;
   /** These were in the pool when the stream (re)started. */
   pool: boolean;
 }
@@ -303,7 +322,14 @@ export class AdmissionStream {
       }
       const batch: AdmittedBatch = {
         pool: m.pool,
-        txs: m.txs.map((t) => ({ raw: t.raw, hash: `0x${Buffer.from(t.hash).toString('hex')}` })),
+        txs: m.txs.map((t) => {
+          const hash = `0x${Buffer.from(t.hash).toString('hex')}`;
+          const trace = t.traceContext ?? {};
+          // Kept only when small enough to be a trace context (what a peer gets is bounded too).
+          return Object.keys(trace).length > 0 && traceContextBytes(trace) <= MAX_TRACE_CONTEXT_BYTES
+            ? { raw: t.raw, hash, trace }
+            : { raw: t.raw, hash };
+        }),
       };
       for (const l of this.listeners) l(batch);
       // Handled: the server may forget it (its bound counts what is not acknowledged).

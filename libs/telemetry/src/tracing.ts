@@ -171,6 +171,51 @@ export function extractTraceContext(get: (key: string) => string | undefined): C
   });
 }
 
+/** A trace context written down (W3C `traceparent` and `tracestate`): what travels with a message. */
+export type TraceCarrier = Record<string, string>;
+
+/** The active trace context as a carrier; undefined when tracing is off or no span is active. */
+export function activeTraceCarrier(): TraceCarrier | undefined {
+  if (!enabled) return undefined;
+  const carrier: TraceCarrier = {};
+  injectTraceContext((k, v) => {
+    carrier[k] = v;
+  });
+  return Object.keys(carrier).length > 0 ? carrier : undefined;
+}
+
+/** The span context a carrier names, if it names a valid one (and tracing is on). */
+function carriedSpanContext(carrier: TraceCarrier): SpanContext | undefined {
+  const ctx = extractTraceContext((k) => carrier[k]);
+  const span = ctx === undefined ? undefined : trace.getSpanContext(ctx);
+  return span !== undefined && trace.isSpanContextValid(span) ? span : undefined;
+}
+
+/**
+ * Runs `fn` with the context `carrier` names as the active one, so the spans `fn` opens are its
+ * children (a transaction's work on this node continues the trace it came with from a peer). A
+ * carrier without a valid context, or tracing off: `fn` runs as it would have.
+ */
+export function withTraceCarrier<T>(carrier: TraceCarrier | undefined, fn: () => T): T {
+  if (!enabled || carrier === undefined) return fn();
+  const ctx = extractTraceContext((k) => carrier[k]);
+  if (ctx === undefined || trace.getSpanContext(ctx) === undefined) return fn();
+  return context.with(ctx, fn);
+}
+
+/** Links the active span (a batch's span) to the context each carrier names (its messages' own). */
+export function linkActiveSpan(carriers: Array<TraceCarrier | undefined>): void {
+  if (!enabled) return;
+  const span = trace.getActiveSpan();
+  if (span === undefined) return;
+  const links: Link[] = [];
+  for (const c of carriers) {
+    const sc = c === undefined ? undefined : carriedSpanContext(c);
+    if (sc !== undefined) links.push({ context: sc });
+  }
+  if (links.length > 0) span.addLinks(links);
+}
+
 /**
  * Span contexts kept by key until the work that follows from them runs: a transaction's CheckTx
  * until the block that holds it (keyed by tx hash), a block's FinalizeBlock until it is published,

@@ -11,9 +11,10 @@
 // call, so an executor that cannot stream cannot answer a poll either.
 import type { AdmissionStream, GrpcApplication, GrpcMempool } from '@noded/abci-grpc';
 import type { GossipPool } from '@noded/p2p';
+import type { TraceCarrier } from '@noded/telemetry';
 
 export class ExecutorGossipPool implements GossipPool {
-  private readonly listeners = new Set<(raw: Uint8Array, hash: string) => void>();
+  private readonly listeners = new Set<(raw: Uint8Array, hash: string, trace?: TraceCarrier) => void>();
   private readonly off: () => void;
 
   constructor(
@@ -22,7 +23,9 @@ export class ExecutorGossipPool implements GossipPool {
     admissions: AdmissionStream,
   ) {
     this.off = admissions.onBatch((b) => {
-      for (const t of b.txs) for (const l of this.listeners) l(t.raw, t.hash);
+      // With the context of the executor's CheckTx that admitted it, when it traces: gossip carries
+      // it to peers (/noded/mempool/2), so the trace goes on at the validator that proposes it.
+      for (const t of b.txs) for (const l of this.listeners) l(t.raw, t.hash, t.trace);
     });
   }
 
@@ -31,7 +34,7 @@ export class ExecutorGossipPool implements GossipPool {
     return { code: r.code, log: r.log };
   }
 
-  onTxAdmitted(listener: (raw: Uint8Array, hash: string) => void): () => void {
+  onTxAdmitted(listener: (raw: Uint8Array, hash: string, trace?: TraceCarrier) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }

@@ -6,7 +6,8 @@
 // NODED_EXECUTOR_GRPC_ADDRESS, new heads and admitted transactions from NATS. And the REST API on
 // [api] address with every [api] limit: its state routes over the same EdgeChain, its CometBFT-shaped
 // routes (blocks, validator sets, node info, syncing, a transaction's block) over the consensus
-// service's CometBFT RPC at NODED_CONSENSUS_RPC_ADDRESS. It holds no chain state; run as many as
+// service's CometBFT RPC at NODED_CONSENSUS_RPC_ADDRESS (a comma-separated list: the next one when
+// it does not answer, back when it returns). It holds no chain state; run as many as
 // needed, each on its own ports.
 import { arch, platform } from 'node:os';
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
@@ -18,7 +19,7 @@ import {
   toExecutorSettings,
   toInstrumentationOptions,
 } from '@noded/config';
-import { CometRpcConsensus, DevAccounts, EthRpcServer, RestServer } from '@noded/rpc';
+import { DevAccounts, EthRpcServer, RestServer } from '@noded/rpc';
 import { dialHost, hostPort } from '@noded/service-shared/src/addresses.js';
 import {
   Closers,
@@ -35,6 +36,7 @@ import { decodeHead, decodePendingTxs, headsSubject, pendingTxsSubject } from '@
 import { EventBus, type Logger } from '@noded/types';
 import { connect, type NatsConnection } from 'nats';
 import { Gauge } from 'prom-client';
+import { CometRpcFailover } from './consensus-failover.js';
 import { EdgeChain, HeadFeed, restChain } from './edge-chain.js';
 
 /** How long the edge waits for its state-store at start. */
@@ -81,14 +83,15 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
         // Mutual TLS on both links when NODED_GRPC_TLS_* name the files; plaintext otherwise.
         const tls = s.cluster.grpcTls ? { credentials: mutualTlsChannelCredentials(s.cluster.grpcTls) } : {};
         const stores = s.cluster.stateStoreGrpcAddresses;
+        const ns = toInstrumentationOptions(s.loaded.config).namespace;
         const inUse = new Gauge({
-          name: `${toInstrumentationOptions(s.loaded.config).namespace}_rpc_edge_state_store_in_use`,
+          name: `${ns}_rpc_edge_state_store_in_use`,
           help: 'The state-store this rpc-edge reads from (1) among those of its list (0).',
           labelNames: ['address'] as const,
           registers: [metrics.registry],
         });
         const up = new Gauge({
-          name: `${toInstrumentationOptions(s.loaded.config).namespace}_rpc_edge_state_store_up`,
+          name: `${ns}_rpc_edge_state_store_up`,
           help: 'Whether each state-store of this rpc-edge list answers (1) or is marked down (0).',
           labelNames: ['address'] as const,
           registers: [metrics.registry],
@@ -220,12 +223,49 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
           serving = false;
           return server.close();
         });
-        // REST: state routes through the state-store, CometBFT-shaped routes through consensus' RPC.
+        // REST: state routes through the state-store, CometBFT-shaped routes through consensus' RPC
+        // (the first of NODED_CONSENSUS_RPC_ADDRESS that answers).
         const rpcAt = hostPort(s.loaded.config.rpc.laddr.raw);
-        const consensusRpc = s.cluster.consensusRpcAddress ?? `${dialHost(rpcAt.host)}:${rpcAt.port}`;
+        const consensusRpcs = s.cluster.consensusRpcAddresses ?? [`${dialHost(rpcAt.host)}:${rpcAt.port}`];
         if (apiOptions.enable) {
+          const rpcInUse = new Gauge({
+            name: `${ns}_rpc_edge_consensus_rpc_in_use`,
+            help: 'The consensus RPC this rpc-edge REST reads blocks and validator sets from (1) among those of its list (0).',
+            labelNames: ['address'] as const,
+            registers: [metrics.registry],
+          });
+          const rpcUp = new Gauge({
+            name: `${ns}_rpc_edge_consensus_rpc_up`,
+            help: 'Whether each consensus RPC of this rpc-edge list answers (1) or is marked down (0).',
+            labelNames: ['address'] as const,
+            registers: [metrics.registry],
+          });
+          for (const a of consensusRpcs) {
+            rpcInUse.set({ address: a }, a === consensusRpcs[0] ? 1 : 0);
+            rpcUp.set({ address: a }, 1);
+          }
+          const consensus = new CometRpcFailover(consensusRpcs, {
+            chainId: s.genesis.runtime.chainId,
+            events: {
+              health: (address, isUp, reason) => {
+                rpcUp.set({ address }, isUp ? 1 : 0);
+                if (isUp) log.info({ consensusRpc: address }, 'consensus RPC answers again');
+                else
+                  log.warn(
+                    { consensusRpc: address, reason },
+                    'consensus RPC unavailable; reading from the next one',
+                  );
+              },
+              switched: (to, from) => {
+                rpcInUse.set({ address: from }, 0);
+                rpcInUse.set({ address: to }, 1);
+                log.info({ consensusRpc: to, was: from }, 'reading from another consensus RPC');
+              },
+            },
+          });
+          closers.add('consensus RPC client', () => consensus.close());
           const rest = new RestServer({
-            consensus: new CometRpcConsensus(consensusRpc),
+            consensus,
             chain: restChain(chain),
             logger: logger.child({ module: 'api' }),
             options: apiOptions,
@@ -247,7 +287,7 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
             stateStores: stores,
             readYourWrites: s.cluster.edgeReadYourWrites,
             executor: s.cluster.executorGrpcAddress,
-            consensusRpc,
+            consensusRpcs,
             height: head.latestHeight.toString(),
           },
           'serving the Ethereum JSON-RPC and the REST API',

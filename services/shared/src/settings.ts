@@ -118,10 +118,11 @@ export interface ClusterSettings {
    */
   edgeReadYourWrites: boolean;
   /**
-   * NODED_CONSENSUS_RPC_ADDRESS: the consensus service's CometBFT RPC an rpc-edge's REST reads blocks,
-   * validator sets and node info from (host:port); unset: the home's `[rpc] laddr` on its dialable host.
+   * NODED_CONSENSUS_RPC_ADDRESS: the CometBFT RPCs an rpc-edge's REST reads blocks, validator sets and
+   * node info from: one or more comma-separated host:port, in order of preference (the first one up
+   * answers, docs/cluster.md "Edge failover"); unset: the home's `[rpc] laddr` on its dialable host.
    */
-  consensusRpcAddress?: string;
+  consensusRpcAddresses?: string[];
   /**
    * NODED_P2P_GATEWAY_ADDRESS: where the p2p-gateway serves its relay (host:port) and consensus dials
    * it. The gateway defaults to DEFAULT_P2P_GATEWAY_ADDRESS; for consensus, null (unset) means no
@@ -177,6 +178,15 @@ function checkHostPort(name: string, value: string, problems: string[]): void {
   const port = Number(m[2]);
   if (port < 1 || port > 65535)
     problems.push(`$${name}: port must be 1..65535, got ${port} in ${JSON.stringify(value)}`);
+}
+
+/** A comma-separated list of host:port in order of preference: each checked, none twice. */
+function hostPortList(name: string, value: string, problems: string[]): string[] {
+  const list = value.split(',').map((a) => a.trim());
+  for (const a of list) checkHostPort(name, a, problems);
+  const twice = list.find((a, i) => a !== '' && list.indexOf(a) !== i);
+  if (twice !== undefined) problems.push(`$${name}: names ${JSON.stringify(twice)} twice`);
+  return list;
 }
 
 function natsUrlsOf(value: string, problems: string[]): string[] {
@@ -386,13 +396,11 @@ export function clusterSettingsOf(
       problems.push(`$NODED_STATE_STORE_DB: must not be the node's own ${own}, got ${JSON.stringify(db)}`);
     }
   }
-  const stateStoreGrpcAddresses = (env.NODED_STATE_STORE_GRPC_ADDRESS ?? DEFAULT_STATE_STORE_GRPC_ADDRESS)
-    .split(',')
-    .map((a) => a.trim());
-  for (const a of stateStoreGrpcAddresses) checkHostPort('NODED_STATE_STORE_GRPC_ADDRESS', a, problems);
-  const twice = stateStoreGrpcAddresses.find((a, i) => stateStoreGrpcAddresses.indexOf(a) !== i);
-  if (twice !== undefined)
-    problems.push(`$NODED_STATE_STORE_GRPC_ADDRESS: names ${JSON.stringify(twice)} twice`);
+  const stateStoreGrpcAddresses = hostPortList(
+    'NODED_STATE_STORE_GRPC_ADDRESS',
+    env.NODED_STATE_STORE_GRPC_ADDRESS ?? DEFAULT_STATE_STORE_GRPC_ADDRESS,
+    problems,
+  );
   if (service === 'state-store' && stateStoreGrpcAddresses.length > 1)
     problems.push(
       `$NODED_STATE_STORE_GRPC_ADDRESS: a state-store listens on one host:port (a comma-separated list is an rpc-edge's), got ${JSON.stringify(env.NODED_STATE_STORE_GRPC_ADDRESS)}`,
@@ -418,9 +426,10 @@ export function clusterSettingsOf(
   if (ryw !== undefined && ryw !== 'true' && ryw !== 'false')
     problems.push(`$NODED_EDGE_READ_YOUR_WRITES: must be true or false, got ${JSON.stringify(ryw)}`);
   const edgeReadYourWrites = ryw !== 'false';
-  const consensusRpcAddress = env.NODED_CONSENSUS_RPC_ADDRESS;
-  if (consensusRpcAddress !== undefined)
-    checkHostPort('NODED_CONSENSUS_RPC_ADDRESS', consensusRpcAddress, problems);
+  const consensusRpcAddresses =
+    env.NODED_CONSENSUS_RPC_ADDRESS === undefined
+      ? undefined
+      : hostPortList('NODED_CONSENSUS_RPC_ADDRESS', env.NODED_CONSENSUS_RPC_ADDRESS, problems);
   const gatewayEnv = env.NODED_P2P_GATEWAY_ADDRESS;
   if (gatewayEnv !== undefined) checkHostPort('NODED_P2P_GATEWAY_ADDRESS', gatewayEnv, problems);
   const p2pGatewayAddress = gatewayEnv ?? (service === 'p2p-gateway' ? DEFAULT_P2P_GATEWAY_ADDRESS : null);
@@ -457,7 +466,7 @@ export function clusterSettingsOf(
     stateStoreGrpcAddresses,
     stateStoreReadWaitMs,
     edgeReadYourWrites,
-    ...(consensusRpcAddress !== undefined ? { consensusRpcAddress } : {}),
+    ...(consensusRpcAddresses !== undefined ? { consensusRpcAddresses } : {}),
     p2pGatewayAddress,
     serviceMetricsAddress,
     metricsTargets,

@@ -2,8 +2,8 @@
 // consensus service (docs/cluster.md "rpc-edge"). JSON-RPC 2.0 over HTTP POST: `status` (node info,
 // sync info, the stored height range), `block`, `block_results`, `validators` (paged) and `tx`
 // (CometBFT hash to raw bytes). Answers are decoded with the light client's decoders, so a malformed
-// one is refused by name. A consensus service that does not answer (refused, reset, past the timeout)
-// is `unavailable` (503 with the reason); an RPC error on a height or hash (not stored, not indexed)
+// one is refused by name. A consensus service that does not answer (refused, reset, past the timeout,
+// HTTP 502/503/504) is `unavailable` (503 with the reason); an RPC error on a height or hash (not stored, not indexed)
 // is "not found" to the routes.
 import type { Block, BlockId, ExecTxResult, NodeIdentity, Validator } from '@noded/types';
 import { blockFromJson, blockIdFromJson, execTxResultFromJson, validatorFromJson } from '../comet/decode.js';
@@ -65,6 +65,10 @@ export class CometRpcConsensus implements RestConsensus {
           ? `no answer within ${this.timeoutMs} ms`
           : (e.cause?.code ?? e.cause?.message ?? e.message);
       throw unavailable(`the consensus service's RPC at ${this.address} is unreachable: ${why}`);
+    }
+    // 502/503/504: a proxy or the server itself says it cannot answer now (whatever the body says).
+    if (res.status === 502 || res.status === 503 || res.status === 504) {
+      throw unavailable(`the consensus service's RPC at ${this.address} answered HTTP ${res.status}`);
     }
     let body: { result?: unknown; error?: { message?: string; data?: string } };
     try {

@@ -67,6 +67,19 @@ export interface AdmittedTx {
   raw: Uint8Array;
   /** keccak256 of raw (32 bytes). */
   hash: Uint8Array;
+  /**
+   * The W3C trace context (`traceparent`, `tracestate`) of the span that admitted it (the executor's
+   * CheckTx), when the executor traces (docs/cluster.md "Tracing"); empty otherwise, and always for
+   * the pool's transactions (include_pool). Consensus sends it with the transaction to its peers
+   * (/noded/mempool/2), so the trace goes on at the validator that proposes the block. Added after
+   * v1's first messages: an older executor sends none.
+   */
+  traceContext: { [key: string]: string };
+}
+
+export interface AdmittedTx_TraceContextEntry {
+  key: string;
+  value: string;
 }
 
 export interface StreamAdmittedResponse {
@@ -403,7 +416,7 @@ export const StreamAdmittedRequest: MessageFns<StreamAdmittedRequest> = {
 };
 
 function createBaseAdmittedTx(): AdmittedTx {
-  return { raw: new Uint8Array(0), hash: new Uint8Array(0) };
+  return { raw: new Uint8Array(0), hash: new Uint8Array(0), traceContext: {} };
 }
 
 export const AdmittedTx: MessageFns<AdmittedTx> = {
@@ -414,6 +427,9 @@ export const AdmittedTx: MessageFns<AdmittedTx> = {
     if (message.hash.length !== 0) {
       writer.uint32(18).bytes(message.hash);
     }
+    globalThis.Object.entries(message.traceContext).forEach(([key, value]: [string, string]) => {
+      AdmittedTx_TraceContextEntry.encode({ key: key as any, value }, writer.uint32(26).fork()).join();
+    });
     return writer;
   },
 
@@ -446,6 +462,17 @@ export const AdmittedTx: MessageFns<AdmittedTx> = {
             message.hash = reader.bytes();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            const entry3 = AdmittedTx_TraceContextEntry.decode(reader, reader.uint32());
+            if (entry3.value !== undefined) {
+              message.traceContext[entry3.key] = entry3.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -465,6 +492,82 @@ export const AdmittedTx: MessageFns<AdmittedTx> = {
     const message = createBaseAdmittedTx();
     message.raw = object.raw ?? new Uint8Array(0);
     message.hash = object.hash ?? new Uint8Array(0);
+    message.traceContext = (globalThis.Object.entries(object.traceContext ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseAdmittedTx_TraceContextEntry(): AdmittedTx_TraceContextEntry {
+  return { key: "", value: "" };
+}
+
+export const AdmittedTx_TraceContextEntry: MessageFns<AdmittedTx_TraceContextEntry> = {
+  encode(message: AdmittedTx_TraceContextEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AdmittedTx_TraceContextEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAdmittedTx_TraceContextEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<AdmittedTx_TraceContextEntry>, I>>(base?: I): AdmittedTx_TraceContextEntry {
+    return AdmittedTx_TraceContextEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AdmittedTx_TraceContextEntry>, I>>(object: I): AdmittedTx_TraceContextEntry {
+    const message = createBaseAdmittedTx_TraceContextEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };
