@@ -34,6 +34,7 @@ describe('Failover', () => {
     const a = backend('A');
     const b = backend('B');
     const events: string[] = [];
+    const pauses: string[] = [];
     const f = new Failover<Backend>([a, b], {
       addressOf: (x) => x.name,
       isUnavailable: (err) => err instanceof Down,
@@ -46,6 +47,7 @@ describe('Failover', () => {
       events: {
         health: (addr, up) => events.push(`${addr} ${up ? 'up' : 'down'}`),
         switched: (to) => events.push(`use ${to}`),
+        probeScheduled: (addr, ms) => pauses.push(`${addr} ${ms}`),
       },
     });
     cleanups.push(() => f.close());
@@ -79,18 +81,22 @@ describe('Failover', () => {
     assert.equal(await read('3'), 'B:3');
     assert.equal(a.calls, aCalls);
 
-    // The probes of A: 40, 80, 160, 160 ms apart (doubling, bounded at 160).
-    while (a.probes.length < 5 && Date.now() - downAt < 10_000) await new Promise((r) => setTimeout(r, 20));
-    const gaps = [a.probes[0]! - downAt, ...a.probes.slice(1).map((t, i) => t - a.probes[i]!)];
+    // The probes of A: 40, 80, 160, 160 ms apart (doubling, bounded at 160). The schedule is
+    // asserted as planned; the clock only from below (a loaded machine fires timers late, never early).
+    while (a.probes.length < 5 && Date.now() - downAt < 20_000) await new Promise((r) => setTimeout(r, 20));
     const want = [40, 80, 160, 160, 160];
+    assert.deepEqual(
+      pauses.slice(0, 5),
+      want.map((ms) => `A ${ms}`),
+    );
+    const gaps = [a.probes[0]! - downAt, ...a.probes.slice(1).map((t, i) => t - a.probes[i]!)];
     gaps.forEach((g, i) => {
       assert.ok(g >= want[i]! - 5, `probe ${i} came ${g} ms after the last (want ${want[i]})`);
-      assert.ok(g < want[i]! + 400, `probe ${i} came ${g} ms after the last (want ${want[i]})`);
     });
 
     // A answers again: the next probe marks it up and reads go back to it.
     a.up = true;
-    const deadline = Date.now() + 5_000;
+    const deadline = Date.now() + 20_000;
     while (!events.includes('A up') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     assert.equal(await read('4'), 'A:4');
     assert.deepEqual(events, ['A down', 'use B', 'A up', 'use A']);

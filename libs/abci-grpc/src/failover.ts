@@ -17,6 +17,8 @@ export interface FailoverEvents {
   health?(address: string, up: boolean, reason?: string): void;
   /** Reads now go to `to` (they went to `from`). */
   switched?(to: string, from: string): void;
+  /** The next probe of a backend down is due in `pauseMs`. */
+  probeScheduled?(address: string, pauseMs: number): void;
 }
 
 export interface FailoverOptions<B> {
@@ -167,6 +169,7 @@ export class Failover<B> {
   /** The next probe of a backend down, after its pause; a failed probe doubles the pause (bounded). */
   private schedule(s: Slot<B>): void {
     if (this.closed || s.timer || s.excluded) return;
+    this.opts.events?.probeScheduled?.(s.address, s.pauseMs);
     s.timer = setTimeout(() => {
       s.timer = undefined;
       if (!s.down || s.excluded || s.probing || this.closed) return;
