@@ -459,7 +459,7 @@ function hostPort(url: string): { host: string; port: number } {
 }
 
 function httpRequest(
-  agent: http.Agent,
+  agent: http.Agent | false,
   url: string,
   method: string,
   path: string,
@@ -491,9 +491,11 @@ function httpRequest(
     req.on('timeout', () => req.destroy(new Error('no answer within 15 s')));
     req.on('error', (err: NodeJS.ErrnoException) => {
       // A kept-alive connection the server closed as idle just as this request went out on it: the
-      // request never reached the server, so it is sent again (Node's documented reusedSocket case).
+      // request never reached the server, so it is sent again (Node's documented reusedSocket case),
+      // on a connection of its own: the pool's next idle one may be just as stale (a run at load 45
+      // met two in a row), and a failure on a fresh connection is the server's.
       if (req.reusedSocket && err.code === 'ECONNRESET' && retry) {
-        httpRequest(agent, url, method, path, body, headers, false).then(resolve, reject);
+        httpRequest(false, url, method, path, body, headers, false).then(resolve, reject);
       } else {
         reject(
           new Error(
