@@ -19,6 +19,7 @@ COPY libs/consensus/package.json libs/consensus/package.json
 COPY libs/crypto/package.json libs/crypto/package.json
 COPY libs/execution/package.json libs/execution/package.json
 COPY libs/p2p/package.json libs/p2p/package.json
+COPY libs/proto/package.json libs/proto/package.json
 COPY libs/rpc/package.json libs/rpc/package.json
 COPY libs/storage/package.json libs/storage/package.json
 COPY libs/stream/package.json libs/stream/package.json
@@ -38,7 +39,6 @@ COPY tsconfig.json ./
 COPY bin bin
 COPY libs libs
 COPY services services
-COPY proto proto
 COPY test test
 COPY bench bench
 COPY scripts/dist-packages.mjs scripts/dist-packages.mjs
@@ -74,6 +74,7 @@ COPY libs/consensus/package.json libs/consensus/package.json
 COPY libs/crypto/package.json libs/crypto/package.json
 COPY libs/execution/package.json libs/execution/package.json
 COPY libs/p2p/package.json libs/p2p/package.json
+COPY libs/proto/package.json libs/proto/package.json
 COPY libs/rpc/package.json libs/rpc/package.json
 COPY libs/storage/package.json libs/storage/package.json
 COPY libs/stream/package.json libs/stream/package.json
@@ -144,6 +145,7 @@ COPY libs/consensus/package.json libs/consensus/package.json
 COPY libs/crypto/package.json libs/crypto/package.json
 COPY libs/execution/package.json libs/execution/package.json
 COPY libs/p2p/package.json libs/p2p/package.json
+COPY libs/proto/package.json libs/proto/package.json
 COPY libs/rpc/package.json libs/rpc/package.json
 COPY libs/storage/package.json libs/storage/package.json
 COPY libs/stream/package.json libs/stream/package.json
