@@ -31,8 +31,23 @@ const SERVICES = ['executor', 'p2p-gateway', 'consensus', 'state-store', 'rpc-ed
 type Service = (typeof SERVICES)[number];
 
 const cleanups: Array<() => Promise<void> | void> = [];
+/** The images' directories: about 45,000 files each, removed at the end all at once (one `rm` each). */
+const imageDirs: string[] = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c();
+  await Promise.all(
+    imageDirs.map(
+      (d) =>
+        new Promise<void>((resolve) => {
+          const rm = spawn('rm', ['-rf', d], { stdio: 'ignore' });
+          rm.once('exit', () => resolve());
+          rm.once('error', () => {
+            removeDir(d);
+            resolve();
+          });
+        }),
+    ),
+  );
 });
 
 /** The instructions of the stage named `name` (FROM ... AS name), without the FROM. */
@@ -87,7 +102,7 @@ interface BuiltImage {
 /** The `service` stage for `service`, run as described at the top, in a new directory. */
 async function buildServiceImage(text: string, service: Service): Promise<BuiltImage> {
   const dir = tempDir(`noded-svcimage-${service}-`);
-  cleanups.push(() => removeDir(dir));
+  imageDirs.push(dir);
   const binDir = join(dir, '.usr-local-bin');
   mkdirSync(binDir, { recursive: true });
   const map = (s: string) =>
@@ -231,6 +246,29 @@ describe('per-service images', () => {
     }
   });
 
+  it('a service entry point takes the options of `noded service <name>` and refuses others, naming them', () => {
+    const main = join(dist, 'services', 'metrics', 'src', 'main.js');
+    const run = (args: string[]) =>
+      spawnSync(process.execPath, [main, ...args], { encoding: 'utf8', timeout: 60_000 });
+    const version = run(['--version']);
+    assert.equal(version.status, 0, version.stderr);
+    assert.equal(version.stdout, `${JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version}\n`);
+    assert.match(run(['--help']).stdout, /^Usage: noded-metrics \[options\][\s\S]*--log-format <format>/);
+    const cases: Array<[string[], RegExp]> = [
+      [['--bogus'], /^noded-metrics: bad arguments\n {2}Unknown option '--bogus'/],
+      [['extra'], /^noded-metrics: bad arguments\n {2}.*positional argument/i],
+      [['--log-level', 'loud'], /--log-level: must be one of trace, debug, info, warn, error, got "loud"/],
+      [['--log-format', 'xml'], /--log-format: must be one of plain, json, got "xml"/],
+      [['--home', ''], /--home: must not be empty/],
+      [['--home', '/nonexistent/noded'], /no node home at \/nonexistent\/noded \(no config\/ directory\)/],
+    ];
+    for (const [args, re] of cases) {
+      const r = run(args);
+      assert.equal(r.status, 1, `${args.join(' ')}: exit ${r.status}`);
+      assert.match(r.stderr, re, args.join(' '));
+    }
+  });
+
   it('the stage installs one workspace without dev dependencies, links its main as the ENTRYPOINT, runs as node, and comes before the default (all-in-one) stage', () => {
     const s = stage(dockerfile, 'service');
     const runs = s.filter((i) => i.keyword === 'RUN').map((i) => i.args);
@@ -345,14 +383,16 @@ describe('per-service images', () => {
     };
     const procs: Array<{ svc: Service; proc: ChildProcess; out: () => string }> = [];
     cleanups.push(async () => {
-      for (const { proc } of [...procs].reverse()) {
-        if (proc.exitCode !== null || proc.signalCode !== null) continue;
-        const exited = new Promise((r) => proc.once('exit', r));
-        const killer = setTimeout(() => proc.kill('SIGKILL'), 15_000);
-        proc.kill('SIGTERM');
-        await exited;
-        clearTimeout(killer);
-      }
+      await Promise.all(
+        procs.map(async ({ proc }) => {
+          if (proc.exitCode !== null || proc.signalCode !== null) return;
+          const exited = new Promise((r) => proc.once('exit', r));
+          const killer = setTimeout(() => proc.kill('SIGKILL'), 15_000);
+          proc.kill('SIGTERM');
+          await exited;
+          clearTimeout(killer);
+        }),
+      );
     });
     for (const svc of SERVICES) {
       const img = bySvc.get(svc)!;
