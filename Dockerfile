@@ -19,6 +19,7 @@ COPY libs/consensus/package.json libs/consensus/package.json
 COPY libs/crypto/package.json libs/crypto/package.json
 COPY libs/execution/package.json libs/execution/package.json
 COPY libs/p2p/package.json libs/p2p/package.json
+COPY libs/proto/package.json libs/proto/package.json
 COPY libs/rpc/package.json libs/rpc/package.json
 COPY libs/storage/package.json libs/storage/package.json
 COPY libs/stream/package.json libs/stream/package.json
@@ -38,11 +39,81 @@ COPY tsconfig.json ./
 COPY bin bin
 COPY libs libs
 COPY services services
-COPY proto proto
 COPY test test
 COPY bench bench
 COPY scripts/dist-packages.mjs scripts/dist-packages.mjs
 RUN npm run build
+
+# ---- service: one cluster service alone, with only its own production dependencies -----------------
+# docs/deploy.md "Per-service images". No CLI in it: the entry point is the service's own main.
+#   docker build --target service --build-arg SERVICE=rpc-edge -t noded-rpc-edge:0.1.0 .
+#   docker run -d -v noded-home:/data:ro noded-rpc-edge:0.1.0 --log-file -
+FROM node:22.20.0-bookworm-slim AS service
+ARG SERVICE
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="noded-${SERVICE}" \
+      org.opencontainers.image.description="The ${SERVICE} service of the noded cluster" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="UNLICENSED" \
+      org.opencontainers.image.documentation="docs/deploy.md"
+# As the runtime stage below (the malloc settings: see there).
+ENV NODE_ENV=production \
+    NODED_HOME=/data \
+    NODED_HEALTH_URL=http://127.0.0.1:26660/healthz \
+    MALLOC_ARENA_MAX=2 \
+    MALLOC_MMAP_THRESHOLD_=131072 \
+    MALLOC_TRIM_THRESHOLD_=131072
+WORKDIR /opt/noded
+COPY package.json package-lock.json ./
+# The workspaces: each package.json (npm ci installs a workspace tree from them).
+COPY libs/abci-grpc/package.json libs/abci-grpc/package.json
+COPY libs/config/package.json libs/config/package.json
+COPY libs/consensus/package.json libs/consensus/package.json
+COPY libs/crypto/package.json libs/crypto/package.json
+COPY libs/execution/package.json libs/execution/package.json
+COPY libs/p2p/package.json libs/p2p/package.json
+COPY libs/proto/package.json libs/proto/package.json
+COPY libs/rpc/package.json libs/rpc/package.json
+COPY libs/storage/package.json libs/storage/package.json
+COPY libs/stream/package.json libs/stream/package.json
+COPY libs/telemetry/package.json libs/telemetry/package.json
+COPY libs/types/package.json libs/types/package.json
+COPY services/consensus/package.json services/consensus/package.json
+COPY services/executor/package.json services/executor/package.json
+COPY services/metrics/package.json services/metrics/package.json
+COPY services/noded/package.json services/noded/package.json
+COPY services/p2p-gateway/package.json services/p2p-gateway/package.json
+COPY services/rpc-edge/package.json services/rpc-edge/package.json
+COPY services/shared/package.json services/shared/package.json
+COPY services/state-store/package.json services/state-store/package.json
+COPY scripts/patch-deps.mjs scripts/patch-deps.mjs
+COPY scripts/service-dist.mjs scripts/service-dist.mjs
+# Only the service's workspace and what it needs at run time (each package.json lists its runtime
+# imports; types come from tsconfig paths at build time). npm ci refuses a name that is no workspace.
+RUN test -n "${SERVICE}" \
+    && npm ci --omit=dev --workspace "@noded/service-${SERVICE}" --no-audit --no-fund \
+    && npm cache clean --force
+COPY libs/config/networks libs/config/networks
+# The compiled packages npm linked above, from the build stage's dist/ (a mount: nothing else of it
+# lands in a layer); then the entry point is loaded once, so a package missing from the closure, or a
+# native module that does not load, fails the build and not the first start.
+RUN --mount=type=bind,from=build,source=/src/dist,target=/mnt/dist \
+    node scripts/service-dist.mjs /mnt/dist dist \
+    && node "dist/services/${SERVICE}/src/main.js" --version
+RUN chmod 0755 "dist/services/${SERVICE}/src/main.js" \
+    && ln -s "/opt/noded/dist/services/${SERVICE}/src/main.js" /usr/local/bin/noded-service
+# /nats-auth: as in the runtime stage (compose mounts the NATS logins there).
+RUN mkdir -p /data /nats-auth \
+    && chown node:node /data /nats-auth
+USER node:node
+VOLUME ["/data"]
+EXPOSE 26656 26657 1317 8545 8546 26660 26670 26671 26672 26680 26681 26682 26683 26684
+# A service's health is on its own metrics port: compose, Kubernetes and Helm set NODED_HEALTH_URL.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=4 \
+  CMD ["node", "-e", "fetch(process.env.NODED_HEALTH_URL,{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+ENTRYPOINT ["noded-service"]
 
 # ---- runtime: production dependencies only, non-root -----------------------------------------------
 FROM node:22.20.0-bookworm-slim AS runtime
@@ -74,6 +145,7 @@ COPY libs/consensus/package.json libs/consensus/package.json
 COPY libs/crypto/package.json libs/crypto/package.json
 COPY libs/execution/package.json libs/execution/package.json
 COPY libs/p2p/package.json libs/p2p/package.json
+COPY libs/proto/package.json libs/proto/package.json
 COPY libs/rpc/package.json libs/rpc/package.json
 COPY libs/storage/package.json libs/storage/package.json
 COPY libs/stream/package.json libs/stream/package.json

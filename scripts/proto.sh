@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `npm run proto`: regenerates the TypeScript of the gRPC contracts in proto/ with protoc and ts-proto,
-# into libs/abci-grpc/src/gen/ (committed, never edited by hand), and writes gen/SHA256SUMS: the
+# `npm run proto`: regenerates the TypeScript of the gRPC contracts in libs/proto/proto/ (the package
+# @noded/proto) with protoc and ts-proto, into libs/proto/src/gen/ (committed, never edited by hand), and writes gen/SHA256SUMS: the
 # sha256 of every .proto file, of this script (it holds the ts-proto options) and of every generated
 # file. test/cluster/proto-gen.test.ts checks those sums, so a .proto changed without regenerating,
 # or a generated file edited by hand, fails the tests without needing protoc.
@@ -10,8 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-OUT=libs/abci-grpc/src/gen
-# The .proto files generated, relative to proto/. google/protobuf/{timestamp,duration}.proto come
+OUT=libs/proto/src/gen
+PROTO=libs/proto/proto
+# The .proto files generated, relative to $PROTO. google/protobuf/{timestamp,duration}.proto come
 # with protoc's include directory and are generated alongside as imports.
 PROTOS=(noded/abci/v1/abci.proto noded/stream/v1/committed.proto noded/state/v1/state.proto noded/mempool/v1/mempool.proto noded/p2p/v1/gateway.proto grpc/health/v1/health.proto)
 # ts-proto options (https://github.com/stephenh/ts-proto#supported-options):
@@ -37,12 +38,12 @@ PLUGIN=node_modules/.bin/protoc-gen-ts_proto
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
-protoc --plugin="protoc-gen-ts_proto=$PLUGIN" -I proto -I "$INCLUDE" \
-  --ts_proto_out="$OUT" --ts_proto_opt="$OPTS" "${PROTOS[@]/#/proto/}"
+protoc --plugin="protoc-gen-ts_proto=$PLUGIN" -I "$PROTO" -I "$INCLUDE" \
+  --ts_proto_out="$OUT" --ts_proto_opt="$OPTS" "${PROTOS[@]/#/$PROTO/}"
 
 # Sorted, paths relative to the repository root, in `sha256sum -c` format.
 {
-  find proto -name '*.proto' -type f
+  find "$PROTO" -name '*.proto' -type f
   echo scripts/proto.sh
   find "$OUT" -name '*.ts' -type f
 } | LC_ALL=C sort | xargs sha256sum >"$OUT/SHA256SUMS.tmp"

@@ -83,6 +83,11 @@ for (const group of PACKAGE_GROUPS) {
       dir: rel,
       name: packageName(group, dir),
       hasIndex: existsSync(join(ROOT, rel, 'index.ts')),
+      // A service with src/main.ts runs on its own (its image needs no CLI): `noded-<x>`.
+      bin:
+        group === 'services' && existsSync(join(ROOT, rel, 'src', 'main.ts'))
+          ? { [`noded-${dir}`]: './src/main.js' }
+          : undefined,
     });
   }
 }
@@ -112,9 +117,32 @@ function specifiers(text) {
   for (const m of text.matchAll(SPECIFIER)) {
     const at = m.index + m[1].length;
     if (isCommentAt(text, m.index + (m[1].match(/^\s*/)?.[0].length ?? 0))) continue;
-    out.push({ start: at, end: at + m[3].length + 2, quote: m[2], spec: m[3] });
+    const typeOnly = /^\s*from/.test(m[1]) && isTypeOnly(text, m.index);
+    out.push({ start: at, end: at + m[3].length + 2, quote: m[2], spec: m[3], typeOnly });
   }
   return out;
+}
+
+/**
+ * Whether the `import ... from` / `export ... from` that ends at `fromAt` brings in types only, so
+ * tsc erases it and the compiled file does not load the package: `import type ...`, `export type
+ * ...`, or braces in which every name is marked `type` (`import { type A, type B }`). Anything else
+ * counts as a runtime import (an unmarked import of a type that tsc elides is counted too: safe).
+ */
+function isTypeOnly(text, fromAt) {
+  const head = text.slice(0, fromAt);
+  const starts = [...head.matchAll(/^[ \t]*(import|export)\b/gm)];
+  const start = starts.at(-1);
+  if (start === undefined) return false;
+  const clause = head.slice(start.index).trim();
+  if (/^(import|export)\s+type\b/.test(clause)) return true;
+  const braces = clause.match(/^(import|export)\s*\{([^}]*)\}\s*$/);
+  if (!braces) return false;
+  const names = braces[2]
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  return names.length > 0 && names.every((n) => /^type\s/.test(n));
 }
 
 function rewriteTarget(file, spec) {
@@ -139,6 +167,8 @@ function npmPackage(spec) {
 }
 
 const imports = new Map(); // package dir or '' (root) -> Set of package names imported
+// package dir -> Set of package names that its files import for their types only (never loaded)
+const typeImports = new Map();
 let rewritten = 0;
 for (const root of SOURCE_ROOTS) {
   for (const file of walk(root)) {
@@ -146,13 +176,15 @@ for (const root of SOURCE_ROOTS) {
     const owner = packageOf(file)?.dir ?? '';
     const used = imports.get(owner) ?? new Set();
     imports.set(owner, used);
+    const typesUsed = typeImports.get(owner) ?? new Set();
+    typeImports.set(owner, typesUsed);
     let out = '';
     let last = 0;
     for (const s of specifiers(text)) {
       const next = GENERATED.test(file) ? undefined : rewriteTarget(file, s.spec);
       const spec = next ?? s.spec;
       const pkg = npmPackage(spec);
-      if (pkg) used.add(pkg);
+      if (pkg) (s.typeOnly ? typesUsed : used).add(pkg);
       if (next !== undefined) {
         out += `${text.slice(last, s.start)}${s.quote}${next}${s.quote}`;
         last = s.end;
@@ -170,7 +202,9 @@ const ranges = new Map();
 for (const p of packages) {
   const path = `${p.dir}/package.json`;
   if (!existsSync(join(ROOT, path))) continue;
-  for (const [n, r] of Object.entries(JSON.parse(read(path)).dependencies ?? {})) ranges.set(n, r);
+  const manifest = JSON.parse(read(path));
+  for (const field of ['devDependencies', 'dependencies'])
+    for (const [n, r] of Object.entries(manifest[field] ?? {})) ranges.set(n, r);
 }
 for (const field of ['devDependencies', 'dependencies']) {
   for (const [n, r] of Object.entries(rootPkg[field] ?? {})) ranges.set(n, r);
@@ -188,7 +222,14 @@ function dependenciesOf(used, selfName) {
 }
 const json = (o) => `${JSON.stringify(o, null, 2)}\n`;
 for (const p of packages) {
-  const deps = dependenciesOf(imports.get(p.dir) ?? new Set(), p.name);
+  const runtime = imports.get(p.dir) ?? new Set();
+  const deps = dependenciesOf(runtime, p.name);
+  // Imported for types only: needed to build, not to run. A workspace's types come through
+  // tsconfig.json's `paths`, so it is not listed at all; an npm package is a devDependency. Listed
+  // as a devDependency, a workspace would still be installed by `npm ci --omit=dev --workspace
+  // <service>` (npm follows a workspace's dev edges there), the install of one service's image.
+  const typesOnly = [...(typeImports.get(p.dir) ?? [])].filter((n) => !runtime.has(n) && !names.has(n));
+  const devDeps = dependenciesOf(new Set(typesOnly), p.name);
   const manifest = {
     name: p.name,
     version: rootPkg.version,
@@ -196,14 +237,16 @@ for (const p of packages) {
     type: 'module',
     license: rootPkg.license,
     exports: { ...(p.hasIndex ? { '.': './index.js' } : {}), './*': './*' },
+    ...(p.bin ? { bin: p.bin } : {}),
     dependencies: deps,
+    ...(Object.keys(devDeps).length > 0 ? { devDependencies: devDeps } : {}),
   };
   write(`${p.dir}/package.json`, json(manifest));
 }
 
 // ---- 4. root package.json -----------------------------------------------------------------------
 const cli = packages.find((p) => p.name === `${SCOPE}/cli`);
-const rootUsed = new Set(imports.get('') ?? []);
+const rootUsed = new Set([...(imports.get('') ?? []), ...(typeImports.get('') ?? [])]);
 const dev = { ...(rootPkg.devDependencies ?? {}) };
 for (const n of rootUsed) {
   if (names.has(n) || dev[n] !== undefined) continue;
@@ -215,7 +258,9 @@ for (const n of rootUsed) {
 for (const p of packages) if (rootUsed.has(p.name) && p !== cli) dev[p.name] = rootPkg.version;
 // Production dependencies that no file imports by name (a peer such as rxjs for @nestjs/core,
 // something loaded by a string) stay where they were: the root, so that `npm ci --omit=dev` keeps them.
-const importedByPackages = new Set(packages.flatMap((p) => [...(imports.get(p.dir) ?? [])]));
+const importedByPackages = new Set(
+  packages.flatMap((p) => [...(imports.get(p.dir) ?? []), ...(typeImports.get(p.dir) ?? [])]),
+);
 const keptDeps = {};
 for (const [n, r] of Object.entries(rootPkg.dependencies ?? {})) {
   if (!names.has(n) && !importedByPackages.has(n) && !rootUsed.has(n)) keptDeps[n] = r;

@@ -1,5 +1,8 @@
 // libs/abci-grpc: the consensus <-> executor contract (proto/noded/abci/v1/abci.proto) over gRPC.
 
+// The generated messages, service definitions and health client (@noded/proto), for raw calls
+// (tests, probes).
+export { abciProto, gatewayProto, healthProto, mempoolProto, stateProto } from '@noded/proto';
 // The mempool's admissions as a stream (StreamAdmitted): the executor's bounded server side and
 // consensus' reconnecting consumer, for mempool gossip and blocks on demand.
 export {
@@ -48,12 +51,6 @@ export {
   type RelayedHost,
   serveGateway,
 } from './src/gateway.js';
-export * as healthProto from './src/gen/grpc/health/v1/health.js';
-// The generated messages, service definitions and health client, for raw calls (tests, probes).
-export * as abciProto from './src/gen/noded/abci/v1/abci.js';
-export * as mempoolProto from './src/gen/noded/mempool/v1/mempool.js';
-export * as gatewayProto from './src/gen/noded/p2p/v1/gateway.js';
-export * as stateProto from './src/gen/noded/state/v1/state.js';
 // Health status table and its values (a service flips to NOT_SERVING while draining).
 export { HealthStatus, ServingStatus } from './src/health.js';
 // The executor's mempool for rpc-edges (proto/noded/mempool/v1/mempool.proto).

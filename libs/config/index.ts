@@ -81,6 +81,15 @@ export {
 export { keyPaths } from './src/schema/section.js';
 // app_state.staking: the validator pool's parameters and the genesis bonds (issue 25).
 export * from './src/staking.js';
+// The cluster's NATS subjects and JetStream stream name per chain (docs/cluster.md "NATS"); also
+// exported by @noded/stream, beside the messages they carry.
+export {
+  blocksStreamName,
+  blocksSubject,
+  checkSubjectToken,
+  headsSubject,
+  pendingTxsSubject,
+} from './src/subjects.js';
 // Value parsers shared by the CLI and libs that read addresses and durations.
 export {
   checkListenAddress,

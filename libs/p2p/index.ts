@@ -10,6 +10,7 @@ export {
   MAX_BOOK_SIZE,
   MAX_FAILED_ATTEMPTS,
   parsePeerAddress,
+  peerAddresses,
 } from './src/addrbook.js';
 // Block sync's own protocol (/noded/blocksync/1): the runtime's BlockSyncNetwork port over the host.
 export { BLOCKSYNC_PROTOCOL, BlockSyncChannel } from './src/blocksync-channel.js';

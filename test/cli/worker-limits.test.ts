@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { IndexerThread } from '@noded/service-shared/src/indexer-thread/thread.js';
+import { IndexerThread } from '@noded/service-consensus/src/indexer-thread/thread.js';
 import { WORKER_LIMITS } from '@noded/service-shared/src/worker-limits.js';
 
 const SMALL = { maxOldGenerationSizeMb: 32, maxYoungGenerationSizeMb: 4 };

@@ -1,6 +1,6 @@
 // The generated code of the gRPC contracts is up to date, without protoc: `npm run proto` records the
 // sha256 of every .proto file, of scripts/proto.sh (the ts-proto options) and of every generated file
-// in libs/abci-grpc/src/gen/SHA256SUMS. A .proto edited without regenerating, a generated file edited
+// in libs/proto/src/gen/SHA256SUMS. A .proto edited without regenerating, a generated file edited
 // by hand, a new .proto not generated or a stray file in gen/ fails here with the file named.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -9,7 +9,8 @@ import { dirname, join, relative } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-const GEN = 'libs/abci-grpc/src/gen';
+const GEN = 'libs/proto/src/gen';
+const PROTO = 'libs/proto/proto';
 
 function repoRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
@@ -46,7 +47,7 @@ describe('generated gRPC code (npm run proto)', () => {
 
   it('lists every .proto file, scripts/proto.sh and every generated file, and nothing else', () => {
     const expected = [
-      ...filesUnder(root, 'proto', '.proto'),
+      ...filesUnder(root, PROTO, '.proto'),
       'scripts/proto.sh',
       ...filesUnder(root, GEN, '.ts'),
     ].sort();

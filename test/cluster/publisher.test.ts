@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { RLP } from '@ethereumjs/rlp';
-import { CommittedHeight } from '@noded/abci-grpc/src/gen/noded/stream/v1/committed.js';
 import { Executor } from '@noded/execution';
+import { CommittedHeight } from '@noded/proto/src/gen/noded/stream/v1/committed.js';
 import { BlockPublisher } from '@noded/service-executor/src/publisher.js';
 import { RocksKV } from '@noded/storage';
 import {

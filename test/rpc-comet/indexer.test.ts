@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { keccak256, sha256 } from '@noded/crypto';
 import { IndexerQueryError, TxIndexer } from '@noded/rpc/src/comet/index.js';
-import { IndexerThread } from '@noded/service-shared/src/indexer-thread/thread.js';
+import { IndexerThread } from '@noded/service-consensus/src/indexer-thread/thread.js';
 import { MemoryKV, RocksKV } from '@noded/storage';
 import { silentLogger } from '@noded/types';
 import { FakeChain } from './fake-node.js';

@@ -12,15 +12,15 @@
 // side (AdmissionStream) acknowledges each response once its listeners ran, and reconnects with
 // backoff when the stream ends (the executor restarted).
 import * as grpc from '@grpc/grpc-js';
-import { activeTraceCarrier, type TraceCarrier } from '@noded/telemetry';
-import type { Logger } from '@noded/types';
-import { DEFAULT_MAX_MESSAGE_BYTES } from './constants.js';
 import {
   type AdmittedTx,
   MempoolService,
   type StreamAdmittedRequest,
   type StreamAdmittedResponse,
-} from './gen/noded/mempool/v1/mempool.js';
+} from '@noded/proto/src/gen/noded/mempool/v1/mempool.js';
+import { activeTraceCarrier, type TraceCarrier } from '@noded/telemetry';
+import type { Logger } from '@noded/types';
+import { DEFAULT_MAX_MESSAGE_BYTES } from './constants.js';
 import { UndecodableRequest } from './lenient.js';
 
 /** A stream's default bound on bytes waiting to be written (NODED_MEMPOOL_STREAM_MAX_BYTES). */

@@ -8,6 +8,7 @@
 // its handshake replays the missing blocks after a restart. Use waitReady() at start to wait for an
 // executor that is still coming up.
 import * as grpc from '@grpc/grpc-js';
+import { ApplicationService } from '@noded/proto/src/gen/noded/abci/v1/abci.js';
 import { inSpan } from '@noded/telemetry';
 import type {
   AppInfo,
@@ -26,7 +27,6 @@ import type {
 } from '@noded/types';
 import { type AbciMethod, DEFAULT_MAX_MESSAGE_BYTES, ERROR_CODE_TRAILER } from './constants.js';
 import { AbciFieldError, type CheckTxKind, fromProto, toProto } from './convert.js';
-import { ApplicationService } from './gen/noded/abci/v1/abci.js';
 import { withTraceContext } from './trace.js';
 
 /**

@@ -1,5 +1,5 @@
 // Names and limits both ends of noded.abci.v1.Application agree on.
-import type { ApplicationService } from './gen/noded/abci/v1/abci.js';
+import type { ApplicationService } from '@noded/proto/src/gen/noded/abci/v1/abci.js';
 
 /** The calls of the service, as the Application port names them ("finalizeBlock"). */
 export type AbciMethod = keyof typeof ApplicationService;

@@ -3,6 +3,10 @@
 // rule a field has (proto/noded/abci/v1/abci.proto), throwing AbciFieldError naming the field, so a
 // malformed message stops at the boundary (the server answers INVALID_ARGUMENT, the client reports an
 // invalid response) and never reaches the application or the consensus runtime.
+
+import type { Duration } from '@noded/proto/src/gen/google/protobuf/duration.js';
+import type { Timestamp } from '@noded/proto/src/gen/google/protobuf/timestamp.js';
+import * as pb from '@noded/proto/src/gen/noded/abci/v1/abci.js';
 import type {
   AbciEvent,
   AppInfo,
@@ -26,9 +30,6 @@ import type {
   ValidatorUpdate,
   VerifyVoteExtensionRequest,
 } from '@noded/types';
-import type { Duration } from './gen/google/protobuf/duration.js';
-import type { Timestamp } from './gen/google/protobuf/timestamp.js';
-import * as pb from './gen/noded/abci/v1/abci.js';
 
 /** A field of a received message breaks its rule; `field` is its path, as in the .proto file. */
 export class AbciFieldError extends Error {

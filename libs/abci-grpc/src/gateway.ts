@@ -21,8 +21,6 @@ import {
   type PeerEvents,
   parsePeerAddress,
 } from '@noded/p2p';
-import { extractTraceContext, injectTraceContext, inSpanSync } from '@noded/telemetry';
-import type { Logger, PeerInfo } from '@noded/types';
 import {
   type ChannelSpec,
   type Frame as FrameMessage,
@@ -30,7 +28,9 @@ import {
   type Peer as PeerMessage,
   type RelayEvent,
   type RelayRequest,
-} from './gen/noded/p2p/v1/gateway.js';
+} from '@noded/proto/src/gen/noded/p2p/v1/gateway.js';
+import { extractTraceContext, injectTraceContext, inSpanSync } from '@noded/telemetry';
+import type { Logger, PeerInfo } from '@noded/types';
 import { HealthStatus, ServingStatus } from './health.js';
 import { lenientDefinition, UndecodableRequest } from './lenient.js';
 

@@ -8,7 +8,7 @@ import {
   type HealthServer,
   HealthService,
   HealthCheckResponse_ServingStatus as ServingStatus,
-} from './gen/grpc/health/v1/health.js';
+} from '@noded/proto/src/gen/grpc/health/v1/health.js';
 
 export { ServingStatus };
 

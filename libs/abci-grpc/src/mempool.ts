@@ -6,11 +6,11 @@
 // naming the field, and undecodable bytes are refused the same way; the server keeps serving. A
 // refused transaction is FAILED_PRECONDITION with its JSON-RPC code in a trailer (as StateReader).
 import * as grpc from '@grpc/grpc-js';
+import { MempoolService, type PoolTx } from '@noded/proto/src/gen/noded/mempool/v1/mempool.js';
 import { inSpan, type TraceBook, type TraceSpan, tracingEnabled } from '@noded/telemetry';
 import { ChainError, type Hex, type Logger } from '@noded/types';
 import { type AdmissionServerOptions, admissionHandler } from './admissions.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from './constants.js';
-import { MempoolService, type PoolTx } from './gen/noded/mempool/v1/mempool.js';
 import { lenientDefinition, UndecodableRequest } from './lenient.js';
 import { CHAIN_ERROR_CODE_TRAILER, CHAIN_ERROR_DATA_TRAILER } from './state.js';
 import { traceParentOf, withTraceContext } from './trace.js';

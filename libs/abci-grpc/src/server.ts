@@ -5,6 +5,7 @@
 // has one, in the `noded-error-code` trailer). The server keeps serving after either.
 import * as grpc from '@grpc/grpc-js';
 import { keccak256 } from '@noded/crypto';
+import { ApplicationService } from '@noded/proto/src/gen/noded/abci/v1/abci.js';
 import { inSpan, TraceBook, type TraceContext, type TraceSpan, tracingEnabled } from '@noded/telemetry';
 import { type Application, type Logger, silentLogger } from '@noded/types';
 import type { AdmissionServerOptions } from './admissions.js';
@@ -15,7 +16,6 @@ import {
   ERROR_CODE_TRAILER,
 } from './constants.js';
 import { AbciFieldError, fromProto, toProto } from './convert.js';
-import { ApplicationService } from './gen/noded/abci/v1/abci.js';
 import { HealthStatus, ServingStatus, shutdownGracefully } from './health.js';
 import { lenientDefinition, UndecodableRequest } from './lenient.js';
 import { addMempoolService, MEMPOOL_SERVICE_NAME, type MempoolSource } from './mempool.js';

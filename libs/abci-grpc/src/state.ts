@@ -14,9 +14,6 @@
 // UNAVAILABLE "header not found: ..." with the replica's height in the noded-state-height trailer,
 // which the client raises as StateStoreBehindError.
 import * as grpc from '@grpc/grpc-js';
-import { inSpan, type TraceBook, tracingEnabled } from '@noded/telemetry';
-import { ChainError, type EthChain, type Logger, silentLogger } from '@noded/types';
-import { DEFAULT_MAX_MESSAGE_BYTES, ERROR_CODE_TRAILER } from './constants.js';
 import {
   type ChainHead,
   type HeadRequest,
@@ -24,7 +21,10 @@ import {
   type ReadRequest,
   type ReadResponse,
   StateReaderService,
-} from './gen/noded/state/v1/state.js';
+} from '@noded/proto/src/gen/noded/state/v1/state.js';
+import { inSpan, type TraceBook, tracingEnabled } from '@noded/telemetry';
+import { ChainError, type EthChain, type Logger, silentLogger } from '@noded/types';
+import { DEFAULT_MAX_MESSAGE_BYTES, ERROR_CODE_TRAILER } from './constants.js';
 import { HealthStatus, ServingStatus, shutdownGracefully } from './health.js';
 import { lenientDefinition, UndecodableRequest } from './lenient.js';
 import { traceParentOf, withTraceContext } from './trace.js';

@@ -33,6 +33,15 @@ export function parsePeerAddress(s: string): PeerAddress | undefined {
   return { nodeId: m[1]!.toLowerCase(), host, port };
 }
 
+/** Parses dial_peers / dial_seeds addresses, naming the first bad one. */
+export function peerAddresses(list: string[]): PeerAddress[] {
+  return list.map((s) => {
+    const a = parsePeerAddress(s);
+    if (!a) throw new Error(`address (${s}) is not "<node_id>@<host>:<port>" with a 40-hex-digit node id`);
+    return a;
+  });
+}
+
 export function formatPeerAddress(a: PeerAddress): string {
   return `${a.nodeId}@${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}`;
 }

@@ -1,13 +1,13 @@
 // CommittedRecord (libs/execution) <-> noded.stream.v1.CommittedHeight bytes. Decoding checks every
 // field's rule and names the field that breaks one, so a replica never applies a malformed height.
 
+import type { CommittedRecord } from '@noded/execution';
 import {
   CommittedHeight,
   NewHead,
   PendingTransactions,
   StateChange_Kind,
-} from '@noded/abci-grpc/src/gen/noded/stream/v1/committed.js';
-import type { CommittedRecord } from '@noded/execution';
+} from '@noded/proto/src/gen/noded/stream/v1/committed.js';
 
 export class StreamFieldError extends Error {
   constructor(

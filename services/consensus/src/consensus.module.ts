@@ -45,13 +45,13 @@ import {
   type ServiceFatal,
   type ServiceModuleFactory,
 } from '@noded/service-shared/src/bootstrap.js';
-import { IndexerThread } from '@noded/service-shared/src/indexer-thread/thread.js';
 import { serveServiceMetrics } from '@noded/service-shared/src/service-metrics.js';
 import type { ServiceSettings } from '@noded/service-shared/src/settings.js';
 import { NODED_VERSION } from '@noded/service-shared/src/version.js';
 import { type KVStore, RocksKV } from '@noded/storage';
 import { EventBus, type Logger } from '@noded/types';
 import { ExecutorGossipPool } from './gossip-pool.js';
+import { IndexerThread } from './indexer-thread/thread.js';
 import { ClusterNodeReader } from './reader.js';
 
 export const BLOCKSTORE_DB = Symbol('blockstore.db');

@@ -5,7 +5,7 @@
 // mempool (noded.mempool.v1.Mempool).
 import type { GatewayHost, GrpcApplication, GrpcMempool } from '@noded/abci-grpc';
 import type { ConsensusRuntime } from '@noded/consensus';
-import { peerAddresses } from '@noded/service-shared/src/addresses.js';
+import { peerAddresses } from '@noded/p2p';
 import type {
   AppInfo,
   Block,

@@ -26,8 +26,8 @@ import {
 import { ed25519Verify } from '@noded/crypto';
 import { LightChannel, LightRequestError } from '@noded/p2p';
 import { CometRpcServer, EthRpcServer, TxIndexer } from '@noded/rpc';
+import { p2pHostFor } from '@noded/service-p2p-gateway/src/p2p-host.js';
 import { dialHost, hostPort } from '@noded/service-shared/src/addresses.js';
-import { p2pHostFor } from '@noded/service-shared/src/p2p-host.js';
 import { NODED_VERSION } from '@noded/service-shared/src/version.js';
 import { RocksKV } from '@noded/storage';
 import { createLogger, MetricsServer, NodeMetrics } from '@noded/telemetry';

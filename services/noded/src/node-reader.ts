@@ -2,8 +2,7 @@
 // (block store, round state) and execution (mempool, state) through this one object.
 import type { ConsensusRuntime } from '@noded/consensus';
 import type { Executor } from '@noded/execution';
-import type { PeerAddress } from '@noded/p2p';
-import { peerAddresses } from '@noded/service-shared/src/addresses.js';
+import { type PeerAddress, peerAddresses } from '@noded/p2p';
 import type {
   AppInfo,
   Block,

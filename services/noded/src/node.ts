@@ -27,11 +27,11 @@ import {
   MempoolChannel,
 } from '@noded/p2p';
 import { CometRpcServer, DevAccounts, RestServer, TxIndexer } from '@noded/rpc';
+import { IndexerThread } from '@noded/service-consensus/src/indexer-thread/thread.js';
+import { p2pHostFor } from '@noded/service-p2p-gateway/src/p2p-host.js';
 import { dialHost, hostPort } from '@noded/service-shared/src/addresses.js';
 import { devAccountKeys } from '@noded/service-shared/src/dev-keys.js';
 import { logReclaim, startIdleReclaim } from '@noded/service-shared/src/idle-reclaim.js';
-import { IndexerThread } from '@noded/service-shared/src/indexer-thread/thread.js';
-import { p2pHostFor } from '@noded/service-shared/src/p2p-host.js';
 import { NODED_VERSION } from '@noded/service-shared/src/version.js';
 import { type KVStore, RocksKV } from '@noded/storage';
 import { createLogger, MetricsServer, NodeMetrics } from '@noded/telemetry';

@@ -20,10 +20,10 @@ import {
   SERVICE_SETTINGS,
   type ServiceModuleFactory,
 } from '@noded/service-shared/src/bootstrap.js';
-import { p2pHostFor } from '@noded/service-shared/src/p2p-host.js';
 import { serveServiceMetrics } from '@noded/service-shared/src/service-metrics.js';
 import type { ServiceSettings } from '@noded/service-shared/src/settings.js';
 import type { Logger } from '@noded/types';
+import { p2pHostFor } from './p2p-host.js';
 
 /** How often the peer gauges and traffic counters are sampled into the metrics (ms). */
 const SAMPLE_MS = 1_000;

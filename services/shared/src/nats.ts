@@ -2,7 +2,7 @@
 // nats-server user per service, each allowed to publish and subscribe only on what it owns, the
 // nats-server configuration block that declares them, and the connection options each service uses.
 
-import { blocksStreamName, blocksSubject, headsSubject, pendingTxsSubject } from '@noded/stream';
+import { blocksStreamName, blocksSubject, headsSubject, pendingTxsSubject } from '@noded/config';
 import type { Logger } from '@noded/types';
 import { connect } from 'nats';
 import type { ClusterSettings } from './settings.js';

@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import type { GrpcTlsMaterial } from '@noded/abci-grpc';
 import {
   type ConfigProblem,
+  checkSubjectToken,
   type Env,
   homeLockHolder,
   homePaths,
@@ -15,7 +16,6 @@ import {
   loadGenesis,
   loadNodeConfig,
 } from '@noded/config';
-import { checkSubjectToken } from '@noded/stream';
 import { type TracingSettings, tracingSettingsOf } from './tracing.js';
 
 /** The services `noded service <name>` runs today. */

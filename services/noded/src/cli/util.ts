@@ -61,13 +61,8 @@ export function canCreate(path: string): string | undefined {
   }
 }
 
-/**
- * A stop signal within this long of the first is the same request delivered twice, not a second one:
- * a terminal's Ctrl-C (the whole process group) and a service manager's stop (the whole cgroup) reach
- * both bin/noded.js's first process, which passes signals on (malloc-env.ts), and the node itself.
- * A later one still means "stop now, without waiting".
- */
-export const REPEATED_SIGNAL_MS = 1000;
+// How a repeated stop signal is read, the same for `noded start` and every service.
+export { REPEATED_SIGNAL_MS } from '@noded/service-shared/src/signals.js';
 
 export function say(line = ''): void {
   console.log(line);

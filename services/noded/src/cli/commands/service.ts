@@ -4,19 +4,11 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { homePaths, LOG_LEVELS, loadGenesis, markHomeService } from '@noded/config';
+import { homePaths, LOG_LEVELS, loadGenesis } from '@noded/config';
 import type { ServiceModuleFactory } from '@noded/service-shared/src/bootstrap.js';
 import { SERVICE_NAMES, type ServiceName } from '@noded/service-shared/src/settings.js';
 import type { Command } from 'commander';
-import {
-  addHomeOption,
-  CliError,
-  type HomeOpts,
-  homeOf,
-  REPEATED_SIGNAL_MS,
-  requireHome,
-  say,
-} from '../util.js';
+import { addHomeOption, CliError, type HomeOpts, homeOf, requireHome, say } from '../util.js';
 
 interface ServiceOpts extends HomeOpts {
   logLevel?: string;
@@ -99,76 +91,22 @@ async function natsAuth(opts: HomeOpts & { out?: string }): Promise<void> {
 }
 
 async function runService(name: string, opts: ServiceOpts): Promise<void> {
+  const { runServiceProcess, serviceOptionProblems, ServiceRunError } = await import(
+    '@noded/service-shared/src/run.js'
+  );
   const errors: string[] = [];
   if (!(SERVICE_NAMES as readonly string[]).includes(name)) {
     errors.push(`<name>: must be one of ${SERVICE_NAMES.join(', ')}, got ${JSON.stringify(name)}`);
   }
-  if (opts.logLevel !== undefined && !(LOG_LEVELS as readonly string[]).includes(opts.logLevel)) {
-    errors.push(`--log-level: must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(opts.logLevel)}`);
-  }
-  if (opts.logFormat !== undefined && opts.logFormat !== 'plain' && opts.logFormat !== 'json') {
-    errors.push(`--log-format: must be one of plain, json, got ${JSON.stringify(opts.logFormat)}`);
-  }
-  if (opts.logFile === '') errors.push('--log-file: must not be empty');
+  errors.push(...serviceOptionProblems(opts));
   if (errors.length > 0) throw new CliError('service: bad arguments', errors);
   const home = homeOf(opts);
   requireHome(home);
   const service = name as ServiceName;
-
-  const { loadServiceSettings, ServiceSettingsError } = await import('@noded/service-shared/src/settings.js');
-  const { bootstrapService } = await import('@noded/service-shared/src/bootstrap.js');
-  let settings: ReturnType<typeof loadServiceSettings>;
   try {
-    settings = loadServiceSettings(service, home, process.env, {
-      logLevel: opts.logLevel,
-      logFile: opts.logFile === undefined ? undefined : opts.logFile === '-' ? null : resolve(opts.logFile),
-    });
+    await runServiceProcess(service, await MODULES[service](), { ...opts, home }, say);
   } catch (err) {
-    if (err instanceof ServiceSettingsError) throw new CliError(err.message, err.problems);
+    if (err instanceof ServiceRunError) throw new CliError(err.message, err.problems);
     throw err;
-  }
-  // data/services/<name>.<pid>.<nonce>: `unsafe-reset-all` and `noded start` refuse while it is there.
-  const mark = markHomeService(home, service);
-  process.on('exit', mark.release);
-  if (mark.file === null)
-    say(
-      `${homePaths(home).servicesDir}: the home is read-only here; this ${service} is not marked on it (it writes nothing there)`,
-    );
-  const seeLog = settings.logFile === null ? 'see its output above' : `see ${settings.logFile}`;
-  const moduleOf = await MODULES[service]();
-  let running: Awaited<ReturnType<typeof bootstrapService>>;
-  try {
-    running = await bootstrapService(settings, moduleOf, {
-      logFormat: opts.logFormat as 'plain' | 'json' | undefined,
-    });
-  } catch (err) {
-    throw new CliError(`service ${service} failed to start: ${(err as Error).message} (${seeLog})`);
-  }
-  say(`noded service ${service} is running (pid ${process.pid}); Ctrl-C or SIGTERM stops it`);
-
-  let stoppingSince: number | undefined;
-  const shutdown = async (signal: string) => {
-    if (stoppingSince !== undefined) {
-      if (Date.now() - stoppingSince < REPEATED_SIGNAL_MS) return;
-      console.error(`noded: ${signal} again, exiting without waiting`);
-      process.exit(1);
-    }
-    stoppingSince = Date.now();
-    console.error(`noded: ${signal} received, stopping service ${service}`);
-    let code = 0;
-    try {
-      await running.stop();
-    } catch (err) {
-      console.error(`noded: stopping failed: ${(err as Error).message}`);
-      code = 1;
-    }
-    process.exit(code);
-  };
-  process.on('SIGINT', () => void shutdown('SIGINT'));
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  try {
-    await running.done;
-  } catch (err) {
-    throw new CliError(`service ${service} stopped with an error: ${(err as Error).message} (${seeLog})`);
   }
 }

@@ -2,9 +2,9 @@
 import type { ConfigToml } from '@noded/config';
 import { BLOCK_PROTOCOL } from '@noded/consensus';
 import { AddressBook, P2P_PROTOCOL_VERSION, P2PHost, PexReactor } from '@noded/p2p';
+import { hostPort } from '@noded/service-shared/src/addresses.js';
+import { NODED_VERSION } from '@noded/service-shared/src/version.js';
 import type { Logger } from '@noded/types';
-import { hostPort } from './addresses.js';
-import { NODED_VERSION } from './version.js';
 
 /**
  * The P2P host on config.toml [p2p], as both node kinds run it: what it advertises in the handshake,

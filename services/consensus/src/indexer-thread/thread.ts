@@ -12,8 +12,8 @@ import {
   type Query,
   type TxIndexBackend,
 } from '@noded/rpc';
+import { WORKER_LIMITS, workerFailure } from '@noded/service-shared/src/worker-limits.js';
 import type { RocksMemory } from '@noded/storage';
-import { WORKER_LIMITS, workerFailure } from '../worker-limits.js';
 
 /** workerData of the indexer thread. */
 export interface IndexerThreadData {

@@ -2,8 +2,8 @@
 // Started by thread.ts; never imported elsewhere.
 import { parentPort, workerData } from 'node:worker_threads';
 import { Query, TxIndexStore } from '@noded/rpc';
+import { startIdleReclaim } from '@noded/service-shared/src/idle-reclaim.js';
 import { RocksKV } from '@noded/storage';
-import { startIdleReclaim } from '../idle-reclaim.js';
 import type { IndexerReady, IndexerReply, IndexerRequest, IndexerThreadData } from './thread.js';
 
 if (parentPort === null) throw new Error('indexer-thread/worker.js runs only as a worker thread');
