@@ -30,7 +30,7 @@ async function eth(
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    signal: AbortSignal.timeout(3000),
+    signal: AbortSignal.timeout(15_000),
   });
   return (await res.json()) as { result?: unknown; error?: { code: number; message: string } };
 }
