@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Wallet } from 'ethers';
 import { parse, stringify } from 'smol-toml';
-import { createNetwork, heightOf, type Network, rpc, waitFor, waitHeight } from './network.js';
+import { createNetwork, heightOf, NETWORK_UP_MS, type Network, rpc, waitFor, waitHeight } from './network.js';
 import {
   BTC,
   bridgeAppSection,
@@ -120,7 +120,7 @@ describe('bridge in: the proposer of the minting block is killed', { timeout: 54
       writeFileSync(c, stringify(config));
     }
     for (let i = 0; i < 4; i++) net.start(i);
-    await waitHeight(net, [0, 1, 2, 3], 2, 90_000);
+    await waitHeight(net, [0, 1, 2, 3], 2, NETWORK_UP_MS);
     for (const n of net.nodes) {
       const st = await rpc(n.cometUrl, '/status');
       byAddress.set(String((st.validator_info as Record<string, unknown>).address).toUpperCase(), n.index);

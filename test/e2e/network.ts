@@ -27,6 +27,13 @@ export interface Network {
   cleanup(): Promise<void>;
 }
 
+/**
+ * How long a freshly started network may take to make its first heights. At load 45-55 (a shared
+ * 2-core machine) four nodes took about two minutes from spawn to height 1, and e2e/evidence and
+ * e2e/bridge-crash failed their 90 s wait for height 2; on a quiet machine it takes seconds.
+ */
+export const NETWORK_UP_MS = 180_000;
+
 export function randomBaseIp(): string {
   const a = 10 + Math.floor(Math.random() * 240);
   const b = Math.floor(Math.random() * 250);
