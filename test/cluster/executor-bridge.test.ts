@@ -22,7 +22,7 @@ function value(text: string, name: string): number | undefined {
   return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
-describe('cluster executor service: bridge in and its metrics', { timeout: 240_000 }, () => {
+describe('cluster executor service: bridge in and its metrics', { timeout: 420_000 }, () => {
   it('mints an attested deposit and exports the bridge_* series on its own metrics page', async () => {
     const src = await startSourceChain();
     cleanups.push(() => src.stop().catch(() => {}));

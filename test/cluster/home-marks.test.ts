@@ -45,7 +45,7 @@ function writeMark(home: string, name: string, mark: Record<string, unknown>, ag
 
 const reset = (home: string) => runCli(['unsafe-reset-all', '--yes', '--home', home]);
 
-describe('home marks of cluster services', { timeout: 180_000 }, () => {
+describe('home marks of cluster services', { timeout: 420_000 }, () => {
   it('record host, boot and start; a heartbeat keeps them fresh; marks of other containers and reused pids are judged right', async () => {
     const { home } = await initLocalHome();
     cleanups.push(() => rmSync(home, { recursive: true, force: true }));

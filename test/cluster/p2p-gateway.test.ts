@@ -127,18 +127,26 @@ describe('a cluster validator behind a p2p-gateway among all-in-one validators',
       const hashes = await Promise.all(ALL.map((i) => blockHashAt(net.nodes[i]!, h)));
       assert.equal(new Set(hashes).size, 1, `disagreement at height ${h}: ${hashes.join(' ')}`);
     }
-    // Block pace with a validator behind the relay (timeout_commit 1 s): the median interval over
-    // heights 3..9, printed as a diagnostic; bounded loosely, the machine running tests is shared.
+    // Block pace with a validator behind the relay (timeout_commit 1 s, timeout_propose 3 s): a relay
+    // that held or lost consensus messages would make heights wait for timeout_propose and commit in a
+    // later round. Over heights 3..9 most must commit in round 0, and the median interval must stay
+    // under timeout_commit + timeout_propose (4 s). It was 3 s, which a loaded machine (load 40)
+    // missed by 11 ms: "median block interval 3011 ms (gaps 3385, 2612, 3011, 2936, 2376, 3066)".
     await waitHeight(net, [0], 9, 120_000);
     const times: number[] = [];
+    const rounds: number[] = [];
     for (let h = 3; h <= 9; h++) {
       const r = await rpc(net.nodes[0]!.cometUrl, `/header?height=${h}`);
       times.push(Date.parse(String((r.header as { time: string }).time).replace(/(\.\d{3})\d*/, '$1')));
+      const c = await rpc(net.nodes[0]!.cometUrl, `/commit?height=${h}`);
+      rounds.push((c.signed_header as { commit: { round: number } }).commit.round);
     }
     const gaps = times.slice(1).map((x, i) => x - times[i]!);
     const median = [...gaps].sort((a, b) => a - b)[Math.floor(gaps.length / 2)]!;
-    t.diagnostic(`median block interval ${median} ms (gaps ${gaps.join(', ')})`);
-    assert.ok(median < 3000, `median block interval ${median} ms (gaps ${gaps.join(', ')})`);
+    const pace = `median block interval ${median} ms (gaps ${gaps.join(', ')}; rounds ${rounds.join(', ')})`;
+    t.diagnostic(pace);
+    assert.ok(rounds.filter((r) => r === 0).length > rounds.length / 2, pace);
+    assert.ok(median < 4000, pace);
     const ids = await Promise.all(
       [1, 2].map(
         async (i) => ((await rpc(net.nodes[i]!.cometUrl, '/status')).node_info as { id: string }).id,

@@ -43,8 +43,11 @@ export function spawnService(name: string, home: string, env: NodeJS.ProcessEnv)
   };
 }
 
-/** Waits until the service's output matches `re` (it exiting first is an error with its output). */
-export async function waitForService(s: ServiceProcess, re: RegExp, ms = 45_000): Promise<void> {
+/**
+ * Waits until the service's output matches `re` (it exiting first is an error with its output). The
+ * default bound is for a start: at load 51-60 a `noded start` took 50 s to write its genesis state.
+ */
+export async function waitForService(s: ServiceProcess, re: RegExp, ms = 120_000): Promise<void> {
   const until = Date.now() + ms;
   while (!re.test(s.output())) {
     if (s.proc.exitCode !== null || s.proc.signalCode !== null || Date.now() > until) {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { JsonRpcProvider, parseEther, Wallet } from 'ethers';
 import { DEV_KEYS } from './harness.js';
-import { createNetwork, heightOf, type Network, rpc, waitFor } from './network.js';
+import { createNetwork, heightOf, NETWORK_UP_MS, type Network, rpc, waitFor } from './network.js';
 
 const EMPTY_BLOCKS = 1500;
 
@@ -43,7 +43,7 @@ async function catchingUp(url: string): Promise<boolean> {
   return (st.sync_info as Record<string, unknown>).catching_up === true;
 }
 
-describe('block sync of a fresh full node, killed twice while it syncs', { timeout: 400_000 }, () => {
+describe('block sync of a fresh full node, killed twice while it syncs', { timeout: 520_000 }, () => {
   let net: Network;
   after(async () => {
     await net?.cleanup();
@@ -60,7 +60,7 @@ describe('block sync of a fresh full node, killed twice while it syncs', { timeo
           () => true,
           () => false,
         ),
-      60_000,
+      NETWORK_UP_MS,
       net,
     );
     // Blocks of transfers at the start and at the end, empty blocks between.

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Wallet } from 'ethers';
 import { parse, stringify } from 'smol-toml';
-import { createNetwork, heightOf, type Network, rpc, waitFor, waitHeight } from './network.js';
+import { createNetwork, heightOf, NETWORK_UP_MS, type Network, rpc, waitFor, waitHeight } from './network.js';
 import {
   BTC,
   bridgeAppSection,
@@ -23,13 +23,23 @@ import {
 } from './source-chain.js';
 
 const ROUNDS = 3;
+/**
+ * The network's timeout_commit. Both races of a round are won inside it: the deposits must be locked,
+ * buried and read by every watcher between the start of a height and the validators' precommits of
+ * it, and the proposer of the next height must be killed between node 0 entering that height and the
+ * proposer's proposal. At the seed's 1 s a machine at load 30-45 lost the first race in most attempts
+ * ("only 2 of 3 kills timed right", 2 of 3 runs); 3 s leaves the same checks room to pass.
+ */
+const TIMEOUT_COMMIT = '3s';
+/** Attempts that may miss their timing (each is let mint and is still checked at the end). */
+const SPARE_ATTEMPTS = 6;
 
 async function eth(url: string, method: string, params: unknown[] = []): Promise<unknown> {
   const res = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    signal: AbortSignal.timeout(5000),
+    signal: AbortSignal.timeout(15_000),
   });
   const body = (await res.json()) as { result?: unknown; error?: { message: string } };
   if (body.error) throw new Error(`${method}: ${body.error.message}`);
@@ -65,10 +75,20 @@ const supplyAt = async (url: string, height: number) =>
     ])) as string,
   );
 
+/** The round in which `height` was committed and its proposer (upper-case hex), from a node's store. */
+async function commitOf(url: string, height: number): Promise<{ round: number; proposer: string }> {
+  const b = await rpc(url, `/block?height=${height}`, 10_000);
+  const c = await rpc(url, `/commit?height=${height}`, 10_000);
+  return {
+    proposer: (b.block as { header: { proposer_address: string } }).header.proposer_address.toUpperCase(),
+    round: (c.signed_header as { commit: { round: number } }).commit.round,
+  };
+}
+
 const lastSequence = async (url: string) =>
   ((await eth(url, 'bridge_params').catch(() => ({}))) as Record<string, string>).inbound_last_sequence;
 
-describe('bridge in: the proposer of the minting block is killed', { timeout: 240_000 }, () => {
+describe('bridge in: the proposer of the minting block is killed', { timeout: 600_000 }, () => {
   let src: SourceChain;
   let net: Network;
   /** Validator address (upper-case hex) -> node index. */
@@ -80,7 +100,7 @@ describe('bridge in: the proposer of the minting block is killed', { timeout: 24
       validators: 4,
       // A dead proposer costs one timeout_propose before the next round's proposer takes over.
       editConfig: (doc) => {
-        doc.consensus = { ...doc.consensus, timeout_propose: '1s' };
+        doc.consensus = { ...doc.consensus, timeout_propose: '1s', timeout_commit: TIMEOUT_COMMIT };
       },
     });
     for (const n of net.nodes) {
@@ -100,7 +120,7 @@ describe('bridge in: the proposer of the minting block is killed', { timeout: 24
       writeFileSync(c, stringify(config));
     }
     for (let i = 0; i < 4; i++) net.start(i);
-    await waitHeight(net, [0, 1, 2, 3], 2, 90_000);
+    await waitHeight(net, [0, 1, 2, 3], 2, NETWORK_UP_MS);
     for (const n of net.nodes) {
       const st = await rpc(n.cometUrl, '/status');
       byAddress.set(String((st.validator_info as Record<string, unknown>).address).toUpperCase(), n.index);
@@ -113,7 +133,7 @@ describe('bridge in: the proposer of the minting block is killed', { timeout: 24
     await src?.stop();
   });
 
-  it('mints every sequence number exactly once, in order, on every node', async () => {
+  it('mints every sequence number exactly once, in order, on every node', async (t) => {
     const expected: Array<[bigint, string, bigint]> = [];
     const kills: Array<{ victim: number; height: number; round: number; step: number; seq: bigint }> = [];
     let seq = 0n;
@@ -128,10 +148,13 @@ describe('bridge in: the proposer of the minting block is killed', { timeout: 24
         net,
       );
     for (let attempt = 0; kills.length < ROUNDS; attempt++) {
-      assert.ok(attempt < ROUNDS + 4, `only ${kills.length} of ${ROUNDS} kills timed right`);
-      // Deposits locked and buried right after a height X starts (during its timeout_commit, 1 s)
-      // are read by every watcher (poll_interval 100 ms) before the precommits of X, whose vote
-      // extensions then carry them: the block of X + 1 is the one that mints.
+      assert.ok(
+        attempt < ROUNDS + SPARE_ATTEMPTS,
+        `only ${kills.length} of ${ROUNDS} kills timed right in ${attempt} attempts`,
+      );
+      // Deposits locked and buried right after node 0 enters a height x + 1 (during its timeout_commit)
+      // are read by every watcher (poll_interval 100 ms) before the precommits of that height, whose
+      // vote extensions then carry them: the block of the height after it is the one that mints.
       const x = (await consensus(net.nodes[0]!.cometUrl)).height;
       await waitFor(
         `height ${x + 1}`,
@@ -152,34 +175,69 @@ describe('bridge in: the proposer of the minting block is killed', { timeout: 24
         30_000,
         net,
       );
-      // Every validator must still be before its precommit of x + 1 now that every watcher has the
-      // deposits: each one's vote extension is made at its own precommit, so one that was already past
-      // it (node 0 alone was checked before, and a run on Node 22 minted a height late) leaves the
-      // extensions of x + 1 short of the deposits.
+      // Every validator must be at one height H, still before its precommit of it, now that every
+      // watcher has the deposits: each one's vote extension is made at its own precommit, so the
+      // extensions of H all carry them and the block of H + 1 mints (one validator already past its
+      // precommit, as in a Node 22 run, leaves H's extensions short). H is usually x + 1; on a loaded
+      // machine locking and reading the deposits can take longer than a height, and any H serves.
       const states = await Promise.all(net.nodes.map((n) => consensus(n.cometUrl)));
       const at = states[0]!;
-      if (states.some((s) => s.height !== x + 1 || s.step >= PRECOMMIT)) {
+      if (states.some((s) => s.height !== at.height || s.step >= PRECOMMIT)) {
         // Too slow (a loaded machine): which height mints is not known. Let it mint, try again.
+        t.diagnostic(
+          `attempt ${attempt}: too slow, at ${states.map((s) => `${s.height}/${s.step}`).join(' ')}`,
+        );
         await allMinted([0, 1, 2, 3]);
         continue;
       }
-      // Kill the proposer of X + 1 as soon as that height starts, before it proposes.
+      // Kill the proposer of H + 1 as soon as that height starts, before it proposes.
       let rs = at;
-      while (rs.height <= at.height) {
+      for (const until = Date.now() + 60_000; rs.height <= at.height; ) {
+        if (Date.now() > until) throw new Error(`node 0 did not leave height ${at.height} in 60 s`);
         await new Promise((r) => setTimeout(r, 20));
         rs = await consensus(net.nodes[0]!.cometUrl);
+      }
+      // When H > x + 1, enough watchers may have read the deposits before their precommits of H - 1
+      // for the block of H to mint them already; then H + 1 is not the minting block. Block H is
+      // committed on node 0 now: if it minted, this attempt is let go like a slow one.
+      let early: boolean | undefined;
+      await waitFor(
+        `the results of block ${at.height} on node 0`,
+        async () => {
+          const mints = await bridgeMints(net.nodes[0]!.cometUrl, at.height, at.height);
+          early = mints.some((m) => m.sequence === seq);
+          return true;
+        },
+        15_000,
+        net,
+      );
+      if (early) {
+        t.diagnostic(`attempt ${attempt}: the deposits were minted at ${at.height}, before the kill`);
+        await allMinted([0, 1, 2, 3]);
+        continue;
       }
       const victim = byAddress.get(rs.proposer);
       assert.ok(victim !== undefined, `the proposer ${rs.proposer} is one of the four`);
       await net.kill(victim);
-      kills.push({ victim, height: rs.height, round: rs.round, step: rs.step, seq });
       const survivors = [0, 1, 2, 3].filter((i) => i !== victim);
       await allMinted(survivors);
+      // A kill that came after the victim's proposal of round 0 had gone out (node 0 entered the
+      // height late, or its answer was slow) lets that proposal commit: the victim crashed, but not
+      // before proposing. Such a round is not counted; the final checks still cover its deposits.
+      const committed = await commitOf(net.nodes[survivors[0]!]!.cometUrl, rs.height);
+      if (committed.round === 0 && byAddress.get(committed.proposer) === victim) {
+        t.diagnostic(
+          `attempt ${attempt}: node${victim} was killed after proposing ${rs.height}; not counted`,
+        );
+      } else {
+        kills.push({ victim, height: rs.height, round: rs.round, step: rs.step, seq });
+      }
       // The killed validator restarts (replaying from its own store) and catches up before the next
       // round, so that three of four are always up.
       net.start(victim);
       const h = Math.max(...(await Promise.all(survivors.map((i) => heightOf(net.nodes[i]!)))));
-      await waitHeight(net, [0, 1, 2, 3], h + 1, 60_000);
+      // A restart is a start: at load 50 the victim took 46 s to its handshake, and missed 60 s.
+      await waitHeight(net, [0, 1, 2, 3], h + 1, NETWORK_UP_MS);
       await allMinted([0, 1, 2, 3]);
     }
     // Where each round's deposits were minted: the block of the height whose round-0 proposer was

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Wallet } from 'ethers';
 import { parse, stringify } from 'smol-toml';
-import { createNetwork, type Network, waitFor, waitHeight } from './network.js';
+import { createNetwork, NETWORK_UP_MS, type Network, waitFor, waitHeight } from './network.js';
 import {
   BTC,
   bridgeAppSection,
@@ -23,14 +23,14 @@ async function eth(url: string, method: string, params: unknown[] = []): Promise
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    signal: AbortSignal.timeout(5000),
+    signal: AbortSignal.timeout(15_000),
   });
   const body = (await res.json()) as { result?: unknown; error?: { message: string } };
   if (body.error) throw new Error(`${method}: ${body.error.message}`);
   return body.result;
 }
 
-describe('bridge in: a validator that sees a forged deposit', { timeout: 300_000 }, () => {
+describe('bridge in: a validator that sees a forged deposit', { timeout: 420_000 }, () => {
   let real: SourceChain;
   let forged: SourceChain;
   let net: Network;
@@ -51,7 +51,7 @@ describe('bridge in: a validator that sees a forged deposit', { timeout: 300_000
     // The fourth starts once the deposit is minted: it catches up by block sync, every block with
     // its extended commit (extensions are on from height 1), and then votes with its forged view.
     for (let i = 0; i < 3; i++) net.start(i);
-    await waitHeight(net, [0, 1, 2], 2, 90_000);
+    await waitHeight(net, [0, 1, 2], 2, NETWORK_UP_MS);
   });
 
   after(async () => {

@@ -39,7 +39,7 @@ async function rest(
   return { status: res.status, json: (await res.json()) as Record<string, unknown> };
 }
 
-describe('bridge-out precompile against noded chain-local', { timeout: 240_000 }, () => {
+describe('bridge-out precompile against noded chain-local', { timeout: 420_000 }, () => {
   let home: string;
   let ports: Awaited<ReturnType<typeof initLocalHome>>['ports'];
   let node: RunningNode;

@@ -41,7 +41,7 @@ function fee(r: { gasUsed: bigint; gasPrice: bigint }): bigint {
   return r.gasUsed * r.gasPrice;
 }
 
-describe('BTC token precompile against noded chain-local', { timeout: 240_000 }, () => {
+describe('BTC token precompile against noded chain-local', { timeout: 420_000 }, () => {
   const chain = useWalletNode();
   let env: LocalNode;
   let provider: JsonRpcProvider;

@@ -5,7 +5,7 @@ import { Comet38Client, HttpClient, WebsocketClient } from '@cosmjs/tendermint-r
 import { Transaction, Wallet } from 'ethers';
 import { DEV_KEYS, startLocalNode } from './harness.js';
 
-describe('@cosmjs/tendermint-rpc against noded :26657', { timeout: 180_000 }, () => {
+describe('@cosmjs/tendermint-rpc against noded :26657', { timeout: 420_000 }, () => {
   let env: Awaited<ReturnType<typeof startLocalNode>>;
   let client: Comet38Client;
 

@@ -394,7 +394,7 @@ async function assertRefused(url: string): Promise<void> {
   assert.ok(!accounts.includes(who.toLowerCase()), 'not impersonated');
 }
 
-describe('dev-chain methods elsewhere', { timeout: 120_000 }, () => {
+describe('dev-chain methods elsewhere', { timeout: 420_000 }, () => {
   it("a chain-local node that does not hold the validator's key refuses them", async () => {
     const { home, ports } = await initLocalHome();
     const other = await initLocalHome();

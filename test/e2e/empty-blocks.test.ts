@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { JsonRpcProvider, Wallet } from 'ethers';
 import { DEV_KEYS, initLocalHome, type RunningNode, startNode } from './harness.js';
 
-describe('create_empty_blocks = false', { timeout: 120_000 }, () => {
+describe('create_empty_blocks = false', { timeout: 420_000 }, () => {
   let home: string;
   let node: RunningNode | undefined;
   let provider: JsonRpcProvider;

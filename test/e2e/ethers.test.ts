@@ -15,7 +15,7 @@ import {
 import { compile, PROBE_SOURCE, TOKEN_SOURCE } from './contracts.js';
 import { DEV_ADDRESSES, DEV_KEYS, startLocalNode } from './harness.js';
 
-describe('ethers v6 against noded chain-local', { timeout: 240_000 }, () => {
+describe('ethers v6 against noded chain-local', { timeout: 420_000 }, () => {
   let env: Awaited<ReturnType<typeof startLocalNode>>;
   let provider: JsonRpcProvider;
 

@@ -7,9 +7,9 @@ import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { initialValidatorStateJson } from '@noded/config';
-import { createNetwork, heightOf, type Network, rpc, waitFor, waitHeight } from './network.js';
+import { createNetwork, heightOf, NETWORK_UP_MS, type Network, rpc, waitFor, waitHeight } from './network.js';
 
-describe('duplicate votes from one key on two nodes', { timeout: 300_000 }, () => {
+describe('duplicate votes from one key on two nodes', { timeout: 420_000 }, () => {
   let net: Network;
 
   before(() => {
@@ -29,7 +29,7 @@ describe('duplicate votes from one key on two nodes', { timeout: 300_000 }, () =
   });
 
   it('commits duplicate-vote evidence naming the doubled validator, and the chain goes on', async () => {
-    await waitHeight(net, [0, 1, 2], 2, 90_000);
+    await waitHeight(net, [0, 1, 2], 2, NETWORK_UP_MS);
     const validators = (await rpc(net.nodes[0]!.cometUrl, '/validators')).validators as Array<{
       address: string;
       pub_key: { value: string };

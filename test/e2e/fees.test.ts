@@ -20,7 +20,7 @@ async function waitFor<T>(what: string, ms: number, probe: () => Promise<T | und
   }
 }
 
-describe('fees: suggestion and replacement against noded chain-local', { timeout: 240_000 }, () => {
+describe('fees: suggestion and replacement against noded chain-local', { timeout: 420_000 }, () => {
   let env: Awaited<ReturnType<typeof startLocalNode>>;
   let provider: JsonRpcProvider;
 

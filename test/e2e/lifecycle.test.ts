@@ -13,7 +13,7 @@ async function blockNumber(url: string): Promise<number> {
   return Number(BigInt(((await res.json()) as { result: string }).result));
 }
 
-describe('node lifecycle', { timeout: 240_000 }, () => {
+describe('node lifecycle', { timeout: 420_000 }, () => {
   let home: string;
   let ports: Awaited<ReturnType<typeof initLocalHome>>['ports'];
   let node: RunningNode | undefined;

@@ -14,7 +14,16 @@ import type { Logger } from '@noded/types';
 import { Contract, HDNodeWallet, JsonRpcProvider, parseEther } from 'ethers';
 import { POOL, POOL_FRAGMENTS } from '../staking-abi.js';
 import { runCli } from './harness.js';
-import { createNetwork, heightOf, makeLight, type Network, rpc, waitFor, waitHeight } from './network.js';
+import {
+  createNetwork,
+  heightOf,
+  makeLight,
+  NETWORK_UP_MS,
+  type Network,
+  rpc,
+  waitFor,
+  waitHeight,
+} from './network.js';
 
 const VALIDATORS = [0, 1, 2, 3];
 const LIGHT = 4;
@@ -30,7 +39,7 @@ async function eth(
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    signal: AbortSignal.timeout(3000),
+    signal: AbortSignal.timeout(15_000),
   });
   return (await res.json()) as { result?: unknown; error?: { code: number; message: string } };
 }
@@ -49,7 +58,7 @@ function logLines(output: string): Array<Record<string, unknown>> {
   return out;
 }
 
-describe('a light node following a 4-validator network', { timeout: 300_000 }, () => {
+describe('a light node following a 4-validator network', { timeout: 420_000 }, () => {
   let net: Network;
 
   before(async () => {
@@ -66,7 +75,7 @@ describe('a light node following a 4-validator network', { timeout: 300_000 }, (
     makeLight(net, LIGHT);
     makeLight(net, RPC_LIGHT, { rpc_servers: `${net.nodes[0]!.cometUrl},${net.nodes[1]!.cometUrl}` });
     for (const i of VALIDATORS) net.start(i);
-    await waitHeight(net, VALIDATORS, 2, 90_000);
+    await waitHeight(net, VALIDATORS, 2, NETWORK_UP_MS);
     net.start(LIGHT);
     net.start(RPC_LIGHT);
   });
@@ -82,7 +91,7 @@ describe('a light node following a 4-validator network', { timeout: 300_000 }, (
         const [v, l] = await Promise.all([heightOf(net.nodes[0]!), heightOf(light)]);
         return l > 2 && l >= v - 1;
       },
-      60_000,
+      NETWORK_UP_MS,
       net,
     );
     // It keeps following: over five seconds it never falls more than two heights behind.
@@ -297,7 +306,7 @@ describe('a light node following a 4-validator network', { timeout: 300_000 }, (
         const [v, l] = await Promise.all([heightOf(v0), heightOf(light)]);
         return l > 2 && l >= v - 2;
       },
-      60_000,
+      NETWORK_UP_MS,
       net,
     );
     assert.equal((await rpc(light.cometUrl, '/net_info')).n_peers, '0');

@@ -27,6 +27,13 @@ export interface Network {
   cleanup(): Promise<void>;
 }
 
+/**
+ * How long a freshly started network may take to make its first heights. At load 45-55 (a shared
+ * 2-core machine) four nodes took about two minutes from spawn to height 1, and e2e/evidence and
+ * e2e/bridge-crash failed their 90 s wait for height 2; on a quiet machine it takes seconds.
+ */
+export const NETWORK_UP_MS = 180_000;
+
 export function randomBaseIp(): string {
   const a = 10 + Math.floor(Math.random() * 240);
   const b = Math.floor(Math.random() * 250);
@@ -124,17 +131,37 @@ export function createNetwork(opts: {
   return net;
 }
 
-export async function rpc(url: string, path: string, timeoutMs = 3000): Promise<Record<string, unknown>> {
-  const res = await fetch(`${url}${path}`, { signal: AbortSignal.timeout(timeoutMs) });
+/**
+ * How long an answer the tests act on may take. A node of a 4-6 node network on a machine at load 30-45
+ * took more than 3 s to answer /consensus_state (seen in e2e/bridge-crash, "The operation was aborted
+ * due to timeout"): a slow answer is not a failure of what these tests check.
+ */
+const ANSWER_MS = 15_000;
+
+export async function rpc(
+  url: string,
+  path: string,
+  timeoutMs = ANSWER_MS,
+): Promise<Record<string, unknown>> {
+  let res: Response;
+  try {
+    res = await fetch(`${url}${path}`, { signal: AbortSignal.timeout(timeoutMs) });
+  } catch (err) {
+    // undici says only "fetch failed"; its cause (ECONNREFUSED, a reset, the timeout) is what tells.
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    throw new Error(
+      `${url}${path}: ${(err as Error).message}${cause ? ` (${cause.code ?? cause.message})` : ''}`,
+    );
+  }
   const json = (await res.json()) as { result?: Record<string, unknown>; error?: unknown };
   if (!json.result) throw new Error(`${path}: ${JSON.stringify(json.error)}`);
   return json.result;
 }
 
-/** The node's latest committed height, or -1 when it does not answer. */
+/** The node's latest committed height, or -1 when it does not answer (within 10 s: it is down or hung). */
 export async function heightOf(n: NetNode): Promise<number> {
   try {
-    const st = await rpc(n.cometUrl, '/status', 2000);
+    const st = await rpc(n.cometUrl, '/status', 10_000);
     return Number((st.sync_info as Record<string, unknown>).latest_block_height);
   } catch {
     return -1;
@@ -146,6 +173,11 @@ export async function blockHashAt(n: NetNode, height: number): Promise<string> {
   return String((b.block_id as Record<string, unknown>).hash);
 }
 
+/**
+ * Polls `cond` every 250 ms until it holds; fails naming `what` after `ms`. A condition that throws
+ * (a node restarting, an answer slower than its timeout) counts as "not yet"; the last such error is
+ * in the failure message.
+ */
 export async function waitFor(
   what: string,
   cond: () => Promise<boolean>,
@@ -153,14 +185,20 @@ export async function waitFor(
   net?: Network,
 ): Promise<void> {
   const end = Date.now() + ms;
+  let last: unknown;
   while (Date.now() < end) {
-    if (await cond()) return;
+    try {
+      if (await cond()) return;
+    } catch (err) {
+      last = err;
+    }
     await new Promise((r) => setTimeout(r, 250));
   }
   const tails = net
     ? net.nodes.map((n) => `--- node${n.index} ---\n${n.output.slice(-2500)}`).join('\n')
     : '';
-  throw new Error(`timed out after ${ms} ms waiting for ${what}\n${tails}`);
+  const why = last === undefined ? '' : ` (last error: ${(last as Error).message ?? String(last)})`;
+  throw new Error(`timed out after ${ms} ms waiting for ${what}${why}\n${tails}`);
 }
 
 /** Waits until every listed node has committed at least `height`. */

@@ -9,7 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse, stringify } from 'smol-toml';
-import { createNetwork, type Network, rpc, waitFor, waitHeight } from './network.js';
+import { createNetwork, NETWORK_UP_MS, type Network, rpc, waitFor, waitHeight } from './network.js';
 
 function nodeIdOf(net: Network, i: number): string {
   // node1's testnet persistent_peers names every other node: pick node i's entry by its IP.
@@ -27,7 +27,7 @@ async function peerIds(net: Network, i: number): Promise<string[]> {
   return (info.peers as Array<{ node_info: { id: string } }>).map((p) => p.node_info.id);
 }
 
-describe('peer exchange between real nodes', { timeout: 240_000 }, () => {
+describe('peer exchange between real nodes', { timeout: 480_000 }, () => {
   let net: Network;
   const ids: string[] = [];
 
@@ -49,7 +49,7 @@ describe('peer exchange between real nodes', { timeout: 240_000 }, () => {
     await waitFor(
       'node0 serving',
       async () => (await peerIds(net, 0).catch(() => null)) !== null,
-      60_000,
+      NETWORK_UP_MS,
       net,
     );
     net.start(1);
@@ -67,7 +67,7 @@ describe('peer exchange between real nodes', { timeout: 240_000 }, () => {
       90_000,
       net,
     );
-    await waitHeight(net, [0, 1, 2], 3, 90_000);
+    await waitHeight(net, [0, 1, 2], 3, NETWORK_UP_MS);
     for (const i of [0, 1, 2]) {
       const peers = new Set(await peerIds(net, i));
       for (const j of [0, 1, 2])
@@ -80,7 +80,7 @@ describe('peer exchange between real nodes', { timeout: 240_000 }, () => {
     await waitFor(
       'node3 serving',
       async () => (await peerIds(net, 3).catch(() => null)) !== null,
-      60_000,
+      NETWORK_UP_MS,
       net,
     );
     assert.deepEqual(await peerIds(net, 3), [], 'no peers without PEX, seeds or persistent peers');

@@ -13,7 +13,7 @@ import { POOL_FRAGMENTS as ABI, POOL } from '../staking-abi.js';
 import { DEV_ADDRESSES, DEV_KEYS } from './harness.js';
 import { revertReason, useWalletNode } from './wallet.js';
 
-describe('redelegation against noded chain-local', { timeout: 240_000 }, () => {
+describe('redelegation against noded chain-local', { timeout: 420_000 }, () => {
   const chain = useWalletNode();
 
   it('moves stake between validators in one transaction; a transitive move is refused; REST shows the entry', async () => {

@@ -27,7 +27,7 @@ async function feeTransfer(from: Wallet, value: bigint, tip: bigint) {
   return rc;
 }
 
-describe('reward stake and fee split against noded chain-local', { timeout: 240_000 }, () => {
+describe('reward stake and fee split against noded chain-local', { timeout: 420_000 }, () => {
   const chain = useWalletNode();
 
   /** The node's REST answer to `path` at `height`; asserts a 200. */

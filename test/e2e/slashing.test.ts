@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULT_DEV_MNEMONIC, initialValidatorStateJson } from '@noded/config';
 import { Contract, HDNodeWallet, JsonRpcProvider, parseEther } from 'ethers';
-import { createNetwork, heightOf, type Network, rpc, waitFor, waitHeight } from './network.js';
+import { createNetwork, heightOf, NETWORK_UP_MS, type Network, rpc, waitFor, waitHeight } from './network.js';
 
 const POOL = '0x7b7c000000000000000000000000000000000011';
 const BTC_TOKEN = '0x7b7c000000000000000000000000000000000000';
@@ -115,7 +115,7 @@ describe('slashing and jailing on a 5-validator network', { timeout: 600_000 }, 
   });
 
   it('a double-signing key is slashed by exactly the fraction, tombstoned, and leaves the set', async () => {
-    await waitHeight(net, HONEST, 2, 120_000);
+    await waitHeight(net, HONEST, 2, NETWORK_UP_MS);
     const op4 = devWallet(4).address;
     await waitFor(
       'node4 jailed for its double sign',

@@ -298,7 +298,7 @@ export interface BridgeMint {
 export async function bridgeMints(cometUrl: string, from: number, to: number): Promise<BridgeMint[]> {
   const mints: BridgeMint[] = [];
   for (let h = from; h <= to; h++) {
-    const res = await fetch(`${cometUrl}/block_results?height=${h}`, { signal: AbortSignal.timeout(5000) });
+    const res = await fetch(`${cometUrl}/block_results?height=${h}`, { signal: AbortSignal.timeout(15_000) });
     const body = (await res.json()) as {
       result?: {
         txs_results: Array<{

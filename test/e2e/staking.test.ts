@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULT_DEV_MNEMONIC } from '@noded/config';
 import { Contract, HDNodeWallet, JsonRpcProvider, parseEther } from 'ethers';
-import { createNetwork, heightOf, type Network, rpc, waitFor, waitHeight } from './network.js';
+import { createNetwork, heightOf, NETWORK_UP_MS, type Network, rpc, waitFor, waitHeight } from './network.js';
 
 const POOL = '0x7b7c000000000000000000000000000000000011';
 const ABI = [
@@ -102,7 +102,7 @@ describe('validation stake on a 4-validator network', { timeout: 480_000 }, () =
   });
 
   it('the genesis validators are bonded by their dev accounts', async () => {
-    await waitHeight(net, ALL, 2, 120_000);
+    await waitHeight(net, ALL, 2, NETWORK_UP_MS);
     // The Ethereum JSON-RPC server may come up after the CometBFT one on a loaded machine.
     await waitFor(
       "node0's Ethereum JSON-RPC",

@@ -7,7 +7,7 @@
 // storm-cli.ts (`npm run storm -- --kills 100`, recorded in docs/reliability.md).
 import { JsonRpcProvider, Wallet } from 'ethers';
 import { DEV_KEYS } from './harness.js';
-import { createNetwork, heightOf, type Network, rpc, waitHeight } from './network.js';
+import { createNetwork, heightOf, NETWORK_UP_MS, type Network, rpc, waitHeight } from './network.js';
 
 export interface StormOptions {
   kills: number;
@@ -59,7 +59,7 @@ export async function runStorm(opts: StormOptions): Promise<StormReport> {
   let conflicts = 0;
   try {
     for (const i of all) net.start(i);
-    await waitHeight(net, all, 2, 120_000);
+    await waitHeight(net, all, 2, NETWORK_UP_MS);
     log(`network up: ${net.nodes.map((n) => n.ip).join(' ')}`);
 
     // Transfers from 4 dev accounts, each through a node that is up, receipts remembered.

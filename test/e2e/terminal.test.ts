@@ -21,7 +21,7 @@ async function until(what: string, ok: () => boolean | Promise<boolean>, ms: num
   throw new Error(`timed out waiting for ${what}`);
 }
 
-describe('noded start on a terminal', { timeout: 180_000 }, () => {
+describe('noded start on a terminal', { timeout: 420_000 }, () => {
   let home: string;
   let ports: NodePorts;
   let proc: ChildProcess | undefined;

@@ -56,7 +56,7 @@ async function sendTransfer(node: RunningNode): Promise<{ raw: string; height: n
   }
 }
 
-describe('tx index of a running node', { timeout: 120_000 }, () => {
+describe('tx index of a running node', { timeout: 420_000 }, () => {
   let node: RunningNode | undefined;
   let cleanup: (() => Promise<void>) | undefined;
 
@@ -103,7 +103,7 @@ describe('tx index of a running node', { timeout: 120_000 }, () => {
   });
 });
 
-describe('[tx_index] indexer = "null"', { timeout: 120_000 }, () => {
+describe('[tx_index] indexer = "null"', { timeout: 420_000 }, () => {
   let node: RunningNode | undefined;
   let cleanup: (() => Promise<void>) | undefined;
 

@@ -7,7 +7,7 @@ import { Web3 } from 'web3';
 import { compile, PROBE_SOURCE, TOKEN_SOURCE } from './contracts.js';
 import { DEV_ADDRESSES, DEV_KEYS, startLocalNode } from './harness.js';
 
-describe('viem and web3.js against noded chain-local', { timeout: 240_000 }, () => {
+describe('viem and web3.js against noded chain-local', { timeout: 420_000 }, () => {
   let env: Awaited<ReturnType<typeof startLocalNode>>;
 
   before(async () => {
