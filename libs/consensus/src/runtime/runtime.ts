@@ -95,6 +95,8 @@ const BLOCK_SYNC_STATUS_MS = 1000;
 const UNPUBLISHED_FLUSH_MS = 250;
 const CATCHUP_SYNC_BLOCKS = 100;
 const CATCHUP_SYNC_TX_BYTES = 8 * 1024 * 1024;
+/** Block sync: the answers to one range request are sent in groups of about this many bytes. */
+const RANGE_SEND_BYTES = 256 * 1024;
 
 interface SyncStats {
   since: number;
@@ -1300,15 +1302,38 @@ export class ConsensusRuntime {
         return;
       case 'blockRequest': {
         // Each height of the range (one without `count`) gets its block or a "no block", in order.
+        // The answers are sent together, up to RANGE_SEND_BYTES at a time, so that the P2P host
+        // writes them as one frame (writeNow's coalescing); a block read for the height after
+        // serves the one before it its canonical commit, and is not read again.
         const end = m.height + (m.count ?? 1);
+        let out: BlockSyncMessage[] = [];
+        let outBytes = 0;
+        const send = () => {
+          for (const o of out) net.send(peer, o);
+          out = [];
+          outBytes = 0;
+        };
+        let ahead: { height: number; block: Block | undefined } | undefined;
+        const load = async (h: number, top: number) => {
+          if (ahead?.height === h) return ahead.block;
+          return h <= top && h >= this.blockStore.base && h > 0
+            ? await this.blockStore.loadBlock(h)
+            : undefined;
+        };
         for (let h = m.height; h < end && !this.stopped; h++) {
           const top = Math.min(this.blockStore.height, this.chain.lastBlockHeight);
-          const block =
-            h <= top && h >= this.blockStore.base && h > 0 ? await this.blockStore.loadBlock(h) : undefined;
-          const c = block ? await this.blockStore.loadCommit(h) : undefined;
-          const ext = c ? await this.blockStore.loadExtendedCommit(h) : undefined;
-          if (!block || !c) {
-            net.send(peer, { kind: 'noBlock', height: h });
+          const block = await load(h, top);
+          // The canonical commit of h is the next block's last commit; the top one is the seen commit.
+          let commit: Commit | undefined;
+          if (block && h < this.blockStore.height) {
+            const next = await load(h + 1, this.blockStore.height);
+            ahead = { height: h + 1, block: h + 1 <= top ? next : undefined };
+            commit = next?.lastCommit ?? undefined;
+          }
+          if (block && !commit) commit = await this.blockStore.loadSeenCommit(h);
+          const ext = commit ? await this.blockStore.loadExtendedCommit(h) : undefined;
+          if (!block || !commit) {
+            out.push({ kind: 'noBlock', height: h });
             continue;
           }
           // Where extensions are on, a block goes with its extended commit, or with its plain commit
@@ -1320,8 +1345,12 @@ export class ConsensusRuntime {
               { peer, height: h },
               'block sync: no extended commit stored; sending the commit',
             );
-          net.send(peer, { kind: 'block', block, commit: c.commit, ...(ext ? { extendedCommit: ext } : {}) });
+          out.push({ kind: 'block', block, commit, ...(ext ? { extendedCommit: ext } : {}) });
+          outBytes += 1024;
+          for (const tx of block.data.txs) outBytes += tx.length;
+          if (outBytes >= RANGE_SEND_BYTES) send();
         }
+        send();
         return;
       }
       case 'noBlock':
