@@ -76,6 +76,20 @@ function parseArgs(argv: string[]): Args {
 
 const running = new Set<ChildProcess>();
 
+/** CPU time (user + system, all threads) a child process has used so far, in ms; 0 once it is gone. */
+function cpuMs(p: ChildProcess): number {
+  try {
+    // Fields after the command's closing parenthesis: state is the 3rd, utime the 14th, stime the 15th.
+    const stat = readFileSync(`/proc/${p.pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+/** USER_HZ, the unit of /proc/<pid>/stat times: 100 on Linux. */
+const CLOCK_TICKS = 100;
+
 async function comet(ip: string, path: string): Promise<Record<string, unknown>> {
   const res = await fetch(`http://${ip}:26657${path}`, { signal: AbortSignal.timeout(5000) });
   const j = (await res.json()) as { result?: Record<string, unknown> };
@@ -291,14 +305,20 @@ async function main(): Promise<void> {
       cpSync(out, join(args.snapshot, 'net'), { recursive: true });
       writeFileSync(metaFile, `${JSON.stringify(chain, null, 2)}\n`);
       log(`chain kept in ${args.snapshot}`);
-      for (let i = 0; i < syncing; i++) startNode(i);
+      for (let i = 0; i < syncing; i++) servers[i] = startNode(i);
     }
     for (let i = 0; i < syncing; i++)
       await waitFor(`serving node ${i} up at the tip`, 120_000, async () => (await height(ips[i]!)) >= tip);
 
     // 2. The fresh full node catches up.
     const f = ips[syncing]!;
-    startNode(syncing);
+    const syncProc = startNode(syncing);
+    // CPU time of the syncing node and of the serving ones (all threads, /proc), at the first
+    // height seen (after the node's start-up) and when the empty range is in: on a shared machine
+    // CPU ms per block moves less with the load than blocks per second does.
+    const cpuNow = () => [cpuMs(syncProc), servers.reduce((a, p) => a + cpuMs(p), 0)];
+    let cpuAtStart = [0, 0];
+    let cpuAtEmpty = [0, 0];
     let first = -1;
     let tFirst = 0;
     let tEmpty = 0;
@@ -311,8 +331,12 @@ async function main(): Promise<void> {
       if (first < 0 && h > 0) {
         first = h;
         tFirst = now;
+        cpuAtStart = cpuNow();
       }
-      if (tEmpty === 0 && h >= emptyTip) tEmpty = now;
+      if (tEmpty === 0 && h >= emptyTip) {
+        tEmpty = now;
+        cpuAtEmpty = cpuNow();
+      }
       if (h >= tip) {
         tTip = now;
         break;
@@ -323,6 +347,10 @@ async function main(): Promise<void> {
     const agree = (hv.block_id as { hash: string }).hash === (hf.block_id as { hash: string }).hash;
     if (!agree) throw new Error(`the full node holds another block at ${tip}`);
     const emptyRate = (emptyTip - first) / ((tEmpty - tFirst) / 1000);
+    const cpuPerEmptyBlock = {
+      syncing: (cpuAtEmpty[0]! - cpuAtStart[0]!) / (emptyTip - first),
+      serving: (cpuAtEmpty[1]! - cpuAtStart[1]!) / (emptyTip - first),
+    };
     const fullRate = args.full > 0 ? (tip - emptyTip) / ((tTip - tEmpty) / 1000) : 0;
     await sleep(1500);
     const progress = progressOf(logs[syncing]!, emptyTip);
@@ -332,6 +360,7 @@ async function main(): Promise<void> {
       tip,
       emptyBlocksPerSec: emptyRate,
       emptyMs: tEmpty - tFirst,
+      cpuPerEmptyBlock,
       fullBlocksPerSec: fullRate,
       fullMs: tTip - tEmpty,
       txsPerFullBlock: fullTxs,
@@ -341,6 +370,10 @@ async function main(): Promise<void> {
     log(
       `sync: empty blocks ${first}..${emptyTip}: ${emptyRate.toFixed(0)} blocks/s (${(tEmpty - tFirst).toFixed(0)} ms); ` +
         `transfer blocks ${emptyTip + 1}..${tip}: ${fullRate.toFixed(0)} blocks/s (${(tTip - tEmpty).toFixed(0)} ms)`,
+    );
+    log(
+      `CPU ms per empty block (first height seen to the empty tip, all threads): syncing node ${cpuPerEmptyBlock.syncing.toFixed(2)}, ` +
+        `serving nodes together ${cpuPerEmptyBlock.serving.toFixed(2)}`,
     );
     for (const [range, p] of Object.entries(progress)) {
       if (p.blocks === 0) continue;
