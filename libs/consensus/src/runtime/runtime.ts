@@ -228,6 +228,8 @@ export class ConsensusRuntime {
     private readonly privval: FilePV | null,
     /** The state store's database: block sync holds its writes between two sync points. */
     private readonly stateKV: HoldingKV,
+    /** The block store's database: block sync holds its writes between two sync points too. */
+    private readonly blockKV: HoldingKV,
   ) {
     this.scheduler = opts.scheduler ?? realScheduler;
     this.baseNow = opts.now ?? systemNow;
@@ -254,7 +256,8 @@ export class ConsensusRuntime {
   static async create(opts: ConsensusRuntimeOptions): Promise<ConsensusRuntime> {
     validateOptions(opts);
     const fs = opts.fs ?? new NodeFs();
-    const blockStore = await BlockStore.open(opts.blockStore);
+    const blockKV = new HoldingKV(opts.blockStore);
+    const blockStore = await BlockStore.open(blockKV);
     const stateKV = new HoldingKV(opts.stateStore);
     const stateStore = new StateStore(stateKV);
     let privval: FilePV | null = null;
@@ -265,7 +268,7 @@ export class ConsensusRuntime {
           ? await FilePV.load(src.keyFile, src.stateFile, fs)
           : await FilePV.fromKey(src.key, src.stateFile, fs);
     }
-    const rt = new ConsensusRuntime(opts, fs, !opts.fs, blockStore, stateStore, privval, stateKV);
+    const rt = new ConsensusRuntime(opts, fs, !opts.fs, blockStore, stateStore, privval, stateKV, blockKV);
     await rt.pool.load();
     await rt.handshake();
     // The extended commit (vote extensions on) holds what the next proposal needs; else the seen one.
@@ -852,10 +855,10 @@ export class ConsensusRuntime {
     const t = performance.now();
     // While catching up (a block from a peer's commit, peers two or more heights ahead), a block's
     // writes are batched between sync points (every CATCHUP_SYNC_BLOCKS blocks or
-    // CATCHUP_SYNC_TX_BYTES of transactions, or the flush timer's UNPUBLISHED_FLUSH_MS): the block
-    // store and the WAL marker are written without fsync, while the block results, the state and
-    // the application's commit are held in memory (HoldingKV, CommitOptions.hold). At a sync point,
-    // in this order: the block store is fsynced (its synced write covers every block before it),
+    // CATCHUP_SYNC_TX_BYTES of transactions, or the flush timer's UNPUBLISHED_FLUSH_MS): the WAL
+    // marker is written without fsync, while the block store's writes, the block results, the state
+    // and the application's commit are held in memory (HoldingKV, CommitOptions.hold). At a sync
+    // point, in this order: the held blocks and the sync point's own are written with one fsync,
     // then the held state-store writes are written with fsync, then the application's held commits
     // without one. So on disk, after a crash at any point, the state and the application are never
     // past the block store, and the application never past the results: the handshake replays the
@@ -869,6 +872,10 @@ export class ConsensusRuntime {
       typeof this.opts.app.flushHeld !== 'function' ||
       this.unpublished.length + 1 >= (this.opts.catchupSyncBlocks ?? CATCHUP_SYNC_BLOCKS) ||
       this.unpublishedTxBytes >= CATCHUP_SYNC_TX_BYTES;
+    // Between two sync points the block store's writes are held in memory too (read back as
+    // written); a sync point's write takes them with its own block, in one synced batch.
+    if (syncPoint) this.blockKV.stopHolding();
+    else this.blockKV.hold();
     if (this.blockStore.height < h)
       await this.blockStore.saveBlock(block, blockId, commit, extendedCommit, syncPoint);
     else if (syncPoint) await this.blockStore.sync();
@@ -1027,7 +1034,8 @@ export class ConsensusRuntime {
    * before it), then the application's held commits are written; then their events go out.
    */
   private async flushUnpublished(): Promise<void> {
-    if (this.unpublished.length === 0 && !this.stateKV.holding) return;
+    if (this.unpublished.length === 0 && !this.stateKV.holding && !this.blockKV.holding) return;
+    this.blockKV.stopHolding();
     await this.blockStore.sync();
     await this.stateStore.saveState(this.chain);
     if (this.stateKV.holding) await this.stateKV.release({ sync: true });
@@ -1775,6 +1783,8 @@ export class ConsensusRuntime {
     io: { intentFile: string; rollbackApp: (app: A, height: number) => Promise<void> },
     height: number,
   ): Promise<void> {
+    // Blocks held by block sync go out with the rollback's batch (which deletes those above it).
+    this.blockKV.stopHolding();
     await io.rollbackApp(snap.target.app, height);
     await rollbackConsensusStores(
       {
