@@ -882,7 +882,9 @@ export class ConsensusRuntime {
     await this.wal!.writeEndHeight(h, durable);
     if (this.syncing) this.sync.storeMs += performance.now() - t;
     await this.applyBlock(block, blockId, durable, syncPoint);
-    this.logger.info(
+    // While catching up the `block sync progress` line stands for the blocks of each second: the
+    // per-block line is debug then (it was 2.6% of a syncing node's main thread at 400 blocks/s).
+    this.logger[durable ? 'info' : 'debug'](
       { height: h, round: commit.round, hash: hexUpper(blockId.hash), txs: block.data.txs.length },
       'committed block',
     );
