@@ -9,11 +9,15 @@
 //      over the empty range (from its first applied block) and over the transfer blocks;
 //   3. its `block sync progress` log lines say where its time went (verify, execute, store, waiting
 //      for blocks).
+// `--snapshot DIR` keeps the prepared chain (step 1 takes minutes; the sync seconds): the first run
+// stops the serving nodes once they are at the tip, copies their homes and the fresh node's into
+// DIR, and restarts them; later runs with the same DIR and sizes start from a copy of it instead of
+// mining. The chain is the same for every build run against it, so A/B pairs sync the same blocks.
 // Output: a summary on stdout and JSON under bench/results/.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { getBytes } from 'ethers';
 import { parse, stringify } from 'smol-toml';
 import { currentFees, devAccounts, fastSignTx, receivers } from './chain.js';
@@ -29,18 +33,40 @@ interface Args {
   txs: number;
   /** Peers serving the syncing node: the validator and peers - 1 full nodes at the tip. */
   peers: number;
+  /** A directory that keeps the prepared chain for later runs (empty: none). */
+  snapshot: string;
+}
+
+/** What a snapshot holds beside the homes: the sizes it was made with and where its ranges end. */
+interface SnapshotMeta {
+  start: string;
+  empty: number;
+  full: number;
+  txs: number;
+  peers: number;
+  emptyTip: number;
+  tip: number;
+  fullTxs: number;
+  sent: number;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { empty: 3000, full: 200, txs: 200, peers: 1 };
+  const a: Args = { empty: 3000, full: 200, txs: 200, peers: 1, snapshot: '' };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
+    if (k === '--snapshot') {
+      const dir = argv[i + 1];
+      if (!dir) throw new Error('--snapshot needs a directory');
+      a.snapshot = resolve(dir);
+      i++;
+      continue;
+    }
     const v = Number(argv[i + 1]);
     if (k !== '--empty' && k !== '--full' && k !== '--txs' && k !== '--peers')
-      throw new Error(`unknown option ${k} (use --empty N --full N --txs N --peers N)`);
+      throw new Error(`unknown option ${k} (use --empty N --full N --txs N --peers N --snapshot DIR)`);
     if (!Number.isInteger(v) || v < 0)
       throw new Error(`${k} needs a non-negative integer, got ${argv[i + 1]}`);
-    a[k.slice(2) as keyof Args] = v;
+    a[k.slice(2) as 'empty' | 'full' | 'txs' | 'peers'] = v;
     i++;
   }
   if (a.txs > 20 * 60) throw new Error('--txs is at most 1200 (20 senders, 60 each per block)');
@@ -49,6 +75,20 @@ function parseArgs(argv: string[]): Args {
 }
 
 const running = new Set<ChildProcess>();
+
+/** CPU time (user + system, all threads) a child process has used so far, in ms; 0 once it is gone. */
+function cpuMs(p: ChildProcess): number {
+  try {
+    // Fields after the command's closing parenthesis: state is the 3rd, utime the 14th, stime the 15th.
+    const stat = readFileSync(`/proc/${p.pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+/** USER_HZ, the unit of /proc/<pid>/stat times: 100 on Linux. */
+const CLOCK_TICKS = 100;
 
 async function comet(ip: string, path: string): Promise<Record<string, unknown>> {
   const res = await fetch(`http://${ip}:26657${path}`, { signal: AbortSignal.timeout(5000) });
@@ -106,36 +146,51 @@ async function main(): Promise<void> {
     process.exit(130);
   });
   const dir = mkdtempSync(join(tmpdir(), 'noded-benchsync-'));
-  const start = `127.${10 + Math.floor(Math.random() * 240)}.${Math.floor(Math.random() * 250)}.2`;
   const out = join(dir, 'net');
-  const r = spawnSync(
-    process.execPath,
-    [
-      NODED_CLI,
-      'testnet',
-      '--validators',
-      '1',
-      '--non-validators',
-      String(args.peers),
-      '--output',
-      out,
-      '--starting-ip',
-      start,
-    ],
-    { encoding: 'utf8' },
-  );
-  if (r.status !== 0) throw new Error(`noded testnet failed: ${r.stderr}`);
+  const metaFile = args.snapshot ? join(args.snapshot, 'meta.json') : '';
+  let meta: SnapshotMeta | undefined;
+  if (metaFile && existsSync(metaFile)) {
+    meta = JSON.parse(readFileSync(metaFile, 'utf8')) as SnapshotMeta;
+    for (const k of ['empty', 'full', 'txs', 'peers'] as const)
+      if (meta[k] !== args[k])
+        throw new Error(`snapshot ${args.snapshot} was made with --${k} ${meta[k]}, not ${args[k]}`);
+    cpSync(join(args.snapshot, 'net'), out, { recursive: true });
+    log(`chain from snapshot ${args.snapshot}: ${meta.emptyTip} empty blocks, tip ${meta.tip}`);
+  }
+  const start =
+    meta?.start ?? `127.${10 + Math.floor(Math.random() * 240)}.${Math.floor(Math.random() * 250)}.2`;
+  if (!meta) {
+    const r = spawnSync(
+      process.execPath,
+      [
+        NODED_CLI,
+        'testnet',
+        '--validators',
+        '1',
+        '--non-validators',
+        String(args.peers),
+        '--output',
+        out,
+        '--starting-ip',
+        start,
+      ],
+      { encoding: 'utf8' },
+    );
+    if (r.status !== 0) throw new Error(`noded testnet failed: ${r.stderr}`);
+  }
   const base = start.split('.').map(Number);
   // node0 the validator, node1..node{peers-1} full nodes that serve too, node{peers} the syncing one.
   const n = args.peers + 1;
   const ips = Array.from({ length: n }, (_, i) => `${base[0]}.${base[1]}.${base[2]}.${base[3]! + i}`);
   const homes = Array.from({ length: n }, (_, i) => join(out, `node${i}`));
   const syncing = args.peers;
-  for (const home of homes) {
-    const file = join(home, 'config', 'config.toml');
-    const doc = parse(readFileSync(file, 'utf8')) as Record<string, Record<string, unknown>>;
-    doc.instrumentation!.prometheus = false;
-    writeFileSync(file, stringify(doc));
+  if (!meta) {
+    for (const home of homes) {
+      const file = join(home, 'config', 'config.toml');
+      const doc = parse(readFileSync(file, 'utf8')) as Record<string, Record<string, unknown>>;
+      doc.instrumentation!.prometheus = false;
+      writeFileSync(file, stringify(doc));
+    }
   }
   const logs = homes.map((h) => join(h, 'bench.log'));
   const startNode = (i: number): ChildProcess => {
@@ -160,16 +215,9 @@ async function main(): Promise<void> {
     p.once('exit', () => running.delete(p));
     return p;
   };
-  const results: Record<string, unknown> = {
-    when: new Date().toISOString(),
-    machine: { cpus: cpus().length, model: cpus()[0]?.model, loadavg: loadavg() },
-    args,
-  };
-  try {
-    // The serving full nodes follow the validator from the start.
-    for (let i = 0; i < syncing; i++) startNode(i);
+  /** Step 1: the validator mines the empty blocks, then the transfer blocks. */
+  const mine = async (): Promise<SnapshotMeta> => {
     const v = ips[0]!;
-    await waitFor('validator up', 60_000, async () => (await height(v)) >= 1);
     const rpc = new JsonRpcClient(`http://${v}:8545`, { timeoutMs: 600_000 });
     await waitFor('validator JSON-RPC up', 60_000, () =>
       rpc.call('eth_blockNumber').then(
@@ -219,14 +267,58 @@ async function main(): Promise<void> {
     log(
       `validator at ${tip}: ${args.full} blocks of transfers (${sent} sent; the last block holds ${fullTxs})`,
     );
-
+    return {
+      start,
+      empty: args.empty,
+      full: args.full,
+      txs: args.txs,
+      peers: args.peers,
+      emptyTip,
+      tip,
+      fullTxs,
+      sent,
+    };
+  };
+  const results: Record<string, unknown> = {
+    when: new Date().toISOString(),
+    machine: { cpus: cpus().length, model: cpus()[0]?.model, loadavg: loadavg() },
+    args,
+  };
+  try {
+    // The serving full nodes follow the validator from the start.
+    const servers = Array.from({ length: syncing }, (_, i) => startNode(i));
+    const v = ips[0]!;
+    await waitFor('validator up', 60_000, async () => (await height(v)) >= 1);
+    const chain = meta ?? (await mine());
+    const { emptyTip, tip, fullTxs } = chain;
     for (let i = 1; i < syncing; i++)
       await waitFor(`serving full node ${i} at the tip`, 600_000, async () => (await height(ips[i]!)) >= tip);
     if (syncing > 1) log(`${syncing - 1} more full nodes at ${tip}, serving beside the validator`);
+    if (args.snapshot && !meta) {
+      // Stopped gracefully so that their databases are closed, copied, and started again.
+      const stopped = servers.map(
+        (p) => new Promise((r) => (p.exitCode !== null ? r(0) : p.once('exit', r))),
+      );
+      for (const p of servers) p.kill('SIGTERM');
+      await Promise.all(stopped);
+      rmSync(args.snapshot, { recursive: true, force: true });
+      cpSync(out, join(args.snapshot, 'net'), { recursive: true });
+      writeFileSync(metaFile, `${JSON.stringify(chain, null, 2)}\n`);
+      log(`chain kept in ${args.snapshot}`);
+      for (let i = 0; i < syncing; i++) servers[i] = startNode(i);
+    }
+    for (let i = 0; i < syncing; i++)
+      await waitFor(`serving node ${i} up at the tip`, 120_000, async () => (await height(ips[i]!)) >= tip);
 
     // 2. The fresh full node catches up.
     const f = ips[syncing]!;
-    startNode(syncing);
+    const syncProc = startNode(syncing);
+    // CPU time of the syncing node and of the serving ones (all threads, /proc), at the first
+    // height seen (after the node's start-up) and when the empty range is in: on a shared machine
+    // CPU ms per block moves less with the load than blocks per second does.
+    const cpuNow = () => [cpuMs(syncProc), servers.reduce((a, p) => a + cpuMs(p), 0)];
+    let cpuAtStart = [0, 0];
+    let cpuAtEmpty = [0, 0];
     let first = -1;
     let tFirst = 0;
     let tEmpty = 0;
@@ -239,8 +331,12 @@ async function main(): Promise<void> {
       if (first < 0 && h > 0) {
         first = h;
         tFirst = now;
+        cpuAtStart = cpuNow();
       }
-      if (tEmpty === 0 && h >= emptyTip) tEmpty = now;
+      if (tEmpty === 0 && h >= emptyTip) {
+        tEmpty = now;
+        cpuAtEmpty = cpuNow();
+      }
       if (h >= tip) {
         tTip = now;
         break;
@@ -251,6 +347,10 @@ async function main(): Promise<void> {
     const agree = (hv.block_id as { hash: string }).hash === (hf.block_id as { hash: string }).hash;
     if (!agree) throw new Error(`the full node holds another block at ${tip}`);
     const emptyRate = (emptyTip - first) / ((tEmpty - tFirst) / 1000);
+    const cpuPerEmptyBlock = {
+      syncing: (cpuAtEmpty[0]! - cpuAtStart[0]!) / (emptyTip - first),
+      serving: (cpuAtEmpty[1]! - cpuAtStart[1]!) / (emptyTip - first),
+    };
     const fullRate = args.full > 0 ? (tip - emptyTip) / ((tTip - tEmpty) / 1000) : 0;
     await sleep(1500);
     const progress = progressOf(logs[syncing]!, emptyTip);
@@ -260,6 +360,7 @@ async function main(): Promise<void> {
       tip,
       emptyBlocksPerSec: emptyRate,
       emptyMs: tEmpty - tFirst,
+      cpuPerEmptyBlock,
       fullBlocksPerSec: fullRate,
       fullMs: tTip - tEmpty,
       txsPerFullBlock: fullTxs,
@@ -269,6 +370,10 @@ async function main(): Promise<void> {
     log(
       `sync: empty blocks ${first}..${emptyTip}: ${emptyRate.toFixed(0)} blocks/s (${(tEmpty - tFirst).toFixed(0)} ms); ` +
         `transfer blocks ${emptyTip + 1}..${tip}: ${fullRate.toFixed(0)} blocks/s (${(tTip - tEmpty).toFixed(0)} ms)`,
+    );
+    log(
+      `CPU ms per empty block (first height seen to the empty tip, all threads): syncing node ${cpuPerEmptyBlock.syncing.toFixed(2)}, ` +
+        `serving nodes together ${cpuPerEmptyBlock.serving.toFixed(2)}`,
     );
     for (const [range, p] of Object.entries(progress)) {
       if (p.blocks === 0) continue;

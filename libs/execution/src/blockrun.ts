@@ -56,7 +56,15 @@ export class BlockRun {
   /** Set when a transaction run ahead read TIMESTAMP or PREVRANDAO, which are not known yet. */
   private contextRead = false;
   private included = 0;
-  private block: Block;
+  /**
+   * The EVM's block (header fields for the opcodes), made at the first transaction, as the VM is:
+   * an empty block needs none, and making one (an @ethereumjs header, validated) was a tenth of an
+   * empty block's execution in a block sync profile.
+   */
+  private evmBlock: Block | undefined;
+  private ctx: BlockContext;
+  /** The context is still a run ahead's placeholder: reading its timestamp or mixHash is recorded. */
+  private probed: boolean;
   /**
    * The VM, made at the first transaction: an empty block needs none, and making one (the EVM,
    * its opcode table for the hardfork, the precompiles) was most of an empty block's execution.
@@ -71,11 +79,17 @@ export class BlockRun {
     ahead: boolean,
     private readonly limits: StatelessLimits,
   ) {
-    this.block = ahead
-      ? makeProbedBlock(common, ctx, () => {
+    this.ctx = ctx;
+    this.probed = ahead;
+  }
+
+  private get block(): Block {
+    this.evmBlock ??= this.probed
+      ? makeProbedBlock(this.common, this.ctx, () => {
           this.contextRead = true;
         })
-      : makeBlock(common, ctx);
+      : makeBlock(this.common, this.ctx);
+    return this.evmBlock;
   }
 
   /**
@@ -95,7 +109,9 @@ export class BlockRun {
 
   /** The real block context, for the transactions run from now on. */
   useContext(ctx: BlockContext): void {
-    this.block = makeBlock(this.common, ctx);
+    this.ctx = ctx;
+    this.probed = false;
+    this.evmBlock = undefined;
   }
 
   /** Runs the block's next transaction (or records why it was rejected). */
@@ -190,12 +206,13 @@ export class BlockRun {
     const vm = await this.vm;
     const sender = d.impersonated ? await this.state.readAccount(d.sender) : undefined;
     const hide = sender !== undefined && hasCode(sender);
+    const block = this.block;
     if (hide) this.state.hideSenderCode(d.sender, sender);
     let res: Awaited<ReturnType<typeof runTx>>;
     try {
       res = await runTx(vm, {
         tx: d.tx,
-        block: this.block,
+        block,
         skipHardForkValidation: true,
         blockGasUsed: this.gasUsed,
       });

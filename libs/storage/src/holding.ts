@@ -30,6 +30,14 @@ export class HoldingKV implements KVStore, SyncReader {
     this.holdingNow = true;
   }
 
+  /**
+   * Stops holding without writing: what is held stays in memory (and readable) and goes out with
+   * the next write, in the same batch, or with release().
+   */
+  stopHolding(): void {
+    this.holdingNow = false;
+  }
+
   /** Whether writes are being held. */
   get holding(): boolean {
     return this.holdingNow;

@@ -95,6 +95,8 @@ const BLOCK_SYNC_STATUS_MS = 1000;
 const UNPUBLISHED_FLUSH_MS = 250;
 const CATCHUP_SYNC_BLOCKS = 100;
 const CATCHUP_SYNC_TX_BYTES = 8 * 1024 * 1024;
+/** Block sync: the answers to one range request are sent in groups of about this many bytes. */
+const RANGE_SEND_BYTES = 256 * 1024;
 
 interface SyncStats {
   since: number;
@@ -226,6 +228,8 @@ export class ConsensusRuntime {
     private readonly privval: FilePV | null,
     /** The state store's database: block sync holds its writes between two sync points. */
     private readonly stateKV: HoldingKV,
+    /** The block store's database: block sync holds its writes between two sync points too. */
+    private readonly blockKV: HoldingKV,
   ) {
     this.scheduler = opts.scheduler ?? realScheduler;
     this.baseNow = opts.now ?? systemNow;
@@ -252,7 +256,8 @@ export class ConsensusRuntime {
   static async create(opts: ConsensusRuntimeOptions): Promise<ConsensusRuntime> {
     validateOptions(opts);
     const fs = opts.fs ?? new NodeFs();
-    const blockStore = await BlockStore.open(opts.blockStore);
+    const blockKV = new HoldingKV(opts.blockStore);
+    const blockStore = await BlockStore.open(blockKV);
     const stateKV = new HoldingKV(opts.stateStore);
     const stateStore = new StateStore(stateKV);
     let privval: FilePV | null = null;
@@ -263,7 +268,7 @@ export class ConsensusRuntime {
           ? await FilePV.load(src.keyFile, src.stateFile, fs)
           : await FilePV.fromKey(src.key, src.stateFile, fs);
     }
-    const rt = new ConsensusRuntime(opts, fs, !opts.fs, blockStore, stateStore, privval, stateKV);
+    const rt = new ConsensusRuntime(opts, fs, !opts.fs, blockStore, stateStore, privval, stateKV, blockKV);
     await rt.pool.load();
     await rt.handshake();
     // The extended commit (vote extensions on) holds what the next proposal needs; else the seen one.
@@ -850,10 +855,10 @@ export class ConsensusRuntime {
     const t = performance.now();
     // While catching up (a block from a peer's commit, peers two or more heights ahead), a block's
     // writes are batched between sync points (every CATCHUP_SYNC_BLOCKS blocks or
-    // CATCHUP_SYNC_TX_BYTES of transactions, or the flush timer's UNPUBLISHED_FLUSH_MS): the block
-    // store and the WAL marker are written without fsync, while the block results, the state and
-    // the application's commit are held in memory (HoldingKV, CommitOptions.hold). At a sync point,
-    // in this order: the block store is fsynced (its synced write covers every block before it),
+    // CATCHUP_SYNC_TX_BYTES of transactions, or the flush timer's UNPUBLISHED_FLUSH_MS): the WAL
+    // marker is written without fsync, while the block store's writes, the block results, the state
+    // and the application's commit are held in memory (HoldingKV, CommitOptions.hold). At a sync
+    // point, in this order: the held blocks and the sync point's own are written with one fsync,
     // then the held state-store writes are written with fsync, then the application's held commits
     // without one. So on disk, after a crash at any point, the state and the application are never
     // past the block store, and the application never past the results: the handshake replays the
@@ -867,13 +872,19 @@ export class ConsensusRuntime {
       typeof this.opts.app.flushHeld !== 'function' ||
       this.unpublished.length + 1 >= (this.opts.catchupSyncBlocks ?? CATCHUP_SYNC_BLOCKS) ||
       this.unpublishedTxBytes >= CATCHUP_SYNC_TX_BYTES;
+    // Between two sync points the block store's writes are held in memory too (read back as
+    // written); a sync point's write takes them with its own block, in one synced batch.
+    if (syncPoint) this.blockKV.stopHolding();
+    else this.blockKV.hold();
     if (this.blockStore.height < h)
       await this.blockStore.saveBlock(block, blockId, commit, extendedCommit, syncPoint);
     else if (syncPoint) await this.blockStore.sync();
     await this.wal!.writeEndHeight(h, durable);
     if (this.syncing) this.sync.storeMs += performance.now() - t;
     await this.applyBlock(block, blockId, durable, syncPoint);
-    this.logger.info(
+    // While catching up the `block sync progress` line stands for the blocks of each second: the
+    // per-block line is debug then (it was 2.6% of a syncing node's main thread at 400 blocks/s).
+    this.logger[durable ? 'info' : 'debug'](
       { height: h, round: commit.round, hash: hexUpper(blockId.hash), txs: block.data.txs.length },
       'committed block',
     );
@@ -1025,7 +1036,8 @@ export class ConsensusRuntime {
    * before it), then the application's held commits are written; then their events go out.
    */
   private async flushUnpublished(): Promise<void> {
-    if (this.unpublished.length === 0 && !this.stateKV.holding) return;
+    if (this.unpublished.length === 0 && !this.stateKV.holding && !this.blockKV.holding) return;
+    this.blockKV.stopHolding();
     await this.blockStore.sync();
     await this.stateStore.saveState(this.chain);
     if (this.stateKV.holding) await this.stateKV.release({ sync: true });
@@ -1300,15 +1312,38 @@ export class ConsensusRuntime {
         return;
       case 'blockRequest': {
         // Each height of the range (one without `count`) gets its block or a "no block", in order.
+        // The answers are sent together, up to RANGE_SEND_BYTES at a time, so that the P2P host
+        // writes them as one frame (writeNow's coalescing); a block read for the height after
+        // serves the one before it its canonical commit, and is not read again.
         const end = m.height + (m.count ?? 1);
+        let out: BlockSyncMessage[] = [];
+        let outBytes = 0;
+        const send = () => {
+          for (const o of out) net.send(peer, o);
+          out = [];
+          outBytes = 0;
+        };
+        let ahead: { height: number; block: Block | undefined } | undefined;
+        const load = async (h: number, top: number) => {
+          if (ahead?.height === h) return ahead.block;
+          return h <= top && h >= this.blockStore.base && h > 0
+            ? await this.blockStore.loadBlock(h)
+            : undefined;
+        };
         for (let h = m.height; h < end && !this.stopped; h++) {
           const top = Math.min(this.blockStore.height, this.chain.lastBlockHeight);
-          const block =
-            h <= top && h >= this.blockStore.base && h > 0 ? await this.blockStore.loadBlock(h) : undefined;
-          const c = block ? await this.blockStore.loadCommit(h) : undefined;
-          const ext = c ? await this.blockStore.loadExtendedCommit(h) : undefined;
-          if (!block || !c) {
-            net.send(peer, { kind: 'noBlock', height: h });
+          const block = await load(h, top);
+          // The canonical commit of h is the next block's last commit; the top one is the seen commit.
+          let commit: Commit | undefined;
+          if (block && h < this.blockStore.height) {
+            const next = await load(h + 1, this.blockStore.height);
+            ahead = { height: h + 1, block: h + 1 <= top ? next : undefined };
+            commit = next?.lastCommit ?? undefined;
+          }
+          if (block && !commit) commit = await this.blockStore.loadSeenCommit(h);
+          const ext = commit ? await this.blockStore.loadExtendedCommit(h) : undefined;
+          if (!block || !commit) {
+            out.push({ kind: 'noBlock', height: h });
             continue;
           }
           // Where extensions are on, a block goes with its extended commit, or with its plain commit
@@ -1320,8 +1355,12 @@ export class ConsensusRuntime {
               { peer, height: h },
               'block sync: no extended commit stored; sending the commit',
             );
-          net.send(peer, { kind: 'block', block, commit: c.commit, ...(ext ? { extendedCommit: ext } : {}) });
+          out.push({ kind: 'block', block, commit, ...(ext ? { extendedCommit: ext } : {}) });
+          outBytes += 1024;
+          for (const tx of block.data.txs) outBytes += tx.length;
+          if (outBytes >= RANGE_SEND_BYTES) send();
         }
+        send();
         return;
       }
       case 'noBlock':
@@ -1746,6 +1785,8 @@ export class ConsensusRuntime {
     io: { intentFile: string; rollbackApp: (app: A, height: number) => Promise<void> },
     height: number,
   ): Promise<void> {
+    // Blocks held by block sync go out with the rollback's batch (which deletes those above it).
+    this.blockKV.stopHolding();
     await io.rollbackApp(snap.target.app, height);
     await rollbackConsensusStores(
       {
