@@ -309,6 +309,7 @@ export class BlockRun {
       to: d.to ? fromHex(d.to) : null,
       contractAddress: d.to === null && res.createdAddress ? res.createdAddress.bytes : null,
       logs,
+      bloom: res.bloom.bitvector,
     };
     const recipient = d.to ? `0x${d.to}` : receipt.contractAddress ? toHex(receipt.contractAddress) : '';
     const evAttrs = [

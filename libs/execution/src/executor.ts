@@ -2683,6 +2683,7 @@ export function renderPendingTx(t: PoolTxRecord): EthTx {
 }
 
 function receiptBloom(r: StoredReceipt): Uint8Array {
+  if (r.bloom !== undefined) return r.bloom;
   const bloom = new Uint8Array(256);
   for (const l of r.logs) {
     bloomAdd(bloom, l.address);
