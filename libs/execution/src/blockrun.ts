@@ -8,7 +8,7 @@ import type { EVMMockBlockchainInterface } from '@ethereumjs/evm';
 import type { VM } from '@ethereumjs/vm';
 import { sha256 } from '@noded/crypto';
 import type { AbciEvent, ExecTxResult } from '@noded/types';
-import { EMPTY, fromHex, toHex } from './bytes.js';
+import { EMPTY, fromHex, toHex, toKey } from './bytes.js';
 import type { StoredReceipt, StoredTx } from './chain/store.js';
 import {
   type BlockContext,
@@ -20,7 +20,7 @@ import {
   runTx,
 } from './evm/run.js';
 import { effectiveTip } from './feeMarket.js';
-import { hasCode } from './state/account.js';
+import { type AccountData, hasCode, newAccount } from './state/account.js';
 import { JournaledState, type StateSource } from './state/journaled.js';
 import { checkStateless, type DecodedTx, type StatelessLimits, TxCode, TxRejectedError } from './txs.js';
 
@@ -33,10 +33,40 @@ function tmHash(raw: Uint8Array): string {
   return Buffer.from(sha256(raw)).toString('hex').toUpperCase();
 }
 
+/** The largest balance an account can hold (2^256 - 1); EthereumJS refuses a credit past it. */
+const MAX_UINT256 = (1n << 256n) - 1n;
+/** The gas of a call that runs no code, with no calldata and no access list (EIP-7623's floor is the same). */
+const PLAIN_TRANSFER_GAS = 21_000n;
+/** The logs bloom of a transaction without logs. */
+const EMPTY_BLOOM = new Uint8Array(256);
+
+/** What BlockRun.execute reads of a transaction's run: runTx's result, or the same for a plain transfer. */
+interface TxRun {
+  totalGasSpent: bigint;
+  execResult: {
+    logs?: Array<[Uint8Array, Uint8Array[], Uint8Array]>;
+    exceptionError?: { error: string };
+    returnValue: Uint8Array;
+  };
+  createdAddress?: { bytes: Uint8Array };
+  bloom: { bitvector: Uint8Array };
+}
+
+/** How a run executes; the default is what a node runs. */
+export interface BlockRunOptions {
+  /**
+   * Plain value transfers (BlockRun.plainTransfer) skip the EVM; false sends every transaction
+   * through EthereumJS' runTx (tests compare the two).
+   */
+  plainTransfers?: boolean;
+}
+
 /** What one transaction of the block produced. */
 export interface TxRecord {
   /** The transaction's hash (lowercase 0x hex), or undefined when it did not decode. */
   hashHex: string | undefined;
+  /** Set when it was a plain transfer, applied without the EVM (BlockRun.plainTransfer). */
+  plain?: true;
   result: ExecTxResult;
   /** Present when the transaction executed (whatever its status); absent when it was rejected. */
   included?: {
@@ -78,6 +108,7 @@ export class BlockRun {
     ctx: BlockContext,
     ahead: boolean,
     private readonly limits: StatelessLimits,
+    private readonly plainTransfers: boolean,
   ) {
     this.ctx = ctx;
     this.probed = ahead;
@@ -103,8 +134,17 @@ export class BlockRun {
     ctx: BlockContext,
     limits: StatelessLimits,
     ahead: boolean,
+    opts: BlockRunOptions = {},
   ): Promise<BlockRun> {
-    return new BlockRun(common, new JournaledState(source), blockchain, ctx, ahead, limits);
+    return new BlockRun(
+      common,
+      new JournaledState(source),
+      blockchain,
+      ctx,
+      ahead,
+      limits,
+      opts.plainTransfers ?? true,
+    );
   }
 
   /** The real block context, for the transactions run from now on. */
@@ -180,6 +220,50 @@ export class BlockRun {
     this.state.release();
   }
 
+  /**
+   * A value transfer from an account without code to an account without code that is no precompile,
+   * with no calldata and no access list, applied the way runTx applies it, without the EVM: the sender
+   * pays 21,000 gas at the effective gas price and the value and bumps its nonce, the recipient gets
+   * the value, the coinbase the tip on 21,000 gas. runTx runs no code for such a call, so its result
+   * is exactly this; the EthereumJS machinery around it (journal, warm sets, message, receipt) was
+   * most of a transfer's execution on the main thread. Undefined, with nothing written, for any
+   * transaction this does not cover: then runTx runs it (and gives any refusal its own words). Not
+   * covered, among others: an impersonated sender, an EIP-7702 transaction or sender, a sender,
+   * recipient and coinbase that are not three different accounts, and a recipient or coinbase that
+   * would end the transaction empty (EIP-161 deletes those; runTx does it).
+   * The caller has run preCheck: the nonce matches and the balance covers gas limit x fee cap + value.
+   */
+  private async plainTransfer(vm: VM, d: DecodedTx): Promise<TxRun | undefined> {
+    if (d.impersonated || d.to === null || d.type === 4 || d.minGas !== PLAIN_TRANSFER_GAS) return undefined;
+    const tx = d.tx as { data: Uint8Array; accessList?: unknown[] };
+    if (tx.data.length > 0 || (tx.accessList !== undefined && tx.accessList.length > 0)) return undefined;
+    const header = this.block.header;
+    if (d.gasLimit > header.gasLimit || vm.evm.precompiles.has(d.to)) return undefined;
+    const coinbase = toKey(header.coinbase.bytes);
+    if (d.sender === d.to || d.sender === coinbase || d.to === coinbase) return undefined;
+    const baseFee = header.baseFeePerGas ?? 0n;
+    const from = await this.state.readAccount(d.sender);
+    if (from === undefined || hasCode(from)) return undefined;
+    const to = await this.state.readAccount(d.to);
+    if (to !== undefined && hasCode(to)) return undefined;
+    const miner = await this.state.readAccount(coinbase);
+    const tip = effectiveTip(d.feeCap, d.tipCap, baseFee);
+    const paid = PLAIN_TRANSFER_GAS * (baseFee + tip) + d.value;
+    const toBalance = (to?.balance ?? 0n) + d.value;
+    const minerBalance = (miner?.balance ?? 0n) + PLAIN_TRANSFER_GAS * tip;
+    if (from.balance < paid || toBalance > MAX_UINT256 || minerBalance > MAX_UINT256) return undefined;
+    const empty = (a: AccountData | undefined, balance: bigint) => balance === 0n && (a?.nonce ?? 0n) === 0n;
+    if (empty(to, toBalance) || empty(miner, minerBalance)) return undefined;
+    this.state.writeAccount(d.sender, { ...from, nonce: from.nonce + 1n, balance: from.balance - paid });
+    this.state.writeAccount(d.to, { ...(to ?? newAccount()), balance: toBalance });
+    this.state.writeAccount(coinbase, { ...(miner ?? newAccount()), balance: minerBalance });
+    return {
+      totalGasSpent: PLAIN_TRANSFER_GAS,
+      execResult: { logs: [], returnValue: EMPTY },
+      bloom: { bitvector: EMPTY_BLOOM },
+    };
+  }
+
   private push(r: TxRecord): void {
     this.records.push(r);
     if (r.included) {
@@ -204,25 +288,28 @@ export class BlockRun {
     // EIP-3607 check only, as for eth_call, and put back whatever runTx did.
     this.vm ??= makeVm(this.common, this.state, this.blockchain);
     const vm = await this.vm;
-    const sender = d.impersonated ? await this.state.readAccount(d.sender) : undefined;
-    const hide = sender !== undefined && hasCode(sender);
-    const block = this.block;
-    if (hide) this.state.hideSenderCode(d.sender, sender);
-    let res: Awaited<ReturnType<typeof runTx>>;
-    try {
-      res = await runTx(vm, {
-        tx: d.tx,
-        block,
-        skipHardForkValidation: true,
-        blockGasUsed: this.gasUsed,
-      });
-    } catch (err) {
-      return new TxRejectedError(
-        TxCode.execution,
-        `transaction rejected by the EVM: ${(err as Error).message.replace(/ \(.*$/, '')}`,
-      );
-    } finally {
-      if (hide) this.state.restoreSenderCode(d.sender, sender.codeHash);
+    let res: TxRun | undefined = this.plainTransfers ? await this.plainTransfer(vm, d) : undefined;
+    const plain = res !== undefined;
+    if (res === undefined) {
+      const sender = d.impersonated ? await this.state.readAccount(d.sender) : undefined;
+      const hide = sender !== undefined && hasCode(sender);
+      const block = this.block;
+      if (hide) this.state.hideSenderCode(d.sender, sender);
+      try {
+        res = await runTx(vm, {
+          tx: d.tx,
+          block,
+          skipHardForkValidation: true,
+          blockGasUsed: this.gasUsed,
+        });
+      } catch (err) {
+        return new TxRejectedError(
+          TxCode.execution,
+          `transaction rejected by the EVM: ${(err as Error).message.replace(/ \(.*$/, '')}`,
+        );
+      } finally {
+        if (hide) this.state.restoreSenderCode(d.sender, sender.codeHash);
+      }
     }
     const ethIndex = this.included;
     const spent = res.totalGasSpent;
@@ -239,6 +326,7 @@ export class BlockRun {
       to: d.to ? fromHex(d.to) : null,
       contractAddress: d.to === null && res.createdAddress ? res.createdAddress.bytes : null,
       logs,
+      bloom: res.bloom.bitvector,
     };
     const recipient = d.to ? `0x${d.to}` : receipt.contractAddress ? toHex(receipt.contractAddress) : '';
     const evAttrs = [
@@ -282,6 +370,7 @@ export class BlockRun {
     });
     return {
       hashHex: d.hashHex,
+      ...(plain ? { plain: true as const } : {}),
       result: {
         code: 0,
         data: res.execResult.returnValue,

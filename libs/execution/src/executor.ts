@@ -375,7 +375,7 @@ export class Executor implements Application, EthChain {
   private readonly devListeners = new Set<() => void>();
   private timing = { txs: 0, stateRoot: 0, rest: 0 };
   /** The last executed block: its transactions, and how many of them had run ahead. */
-  private lastRun = { txs: 0, ahead: 0 };
+  private lastRun = { txs: 0, ahead: 0, plain: 0 };
   /** Since start: transactions refused at admission, and block transactions that had run ahead. */
   private counts = { refused: 0, ranAhead: 0, heldBackJails: 0 };
   private lastFinalize = { height: 0, ms: 0 };
@@ -1128,7 +1128,9 @@ export class Executor implements Application, EthChain {
       txHashes.push(inc.hash);
     }
     const gasUsed = run.gasUsed;
-    this.lastRun = { txs: decoded.length, ahead: reused };
+    let plain = 0;
+    for (const r of run.records) if (r.plain) plain++;
+    this.lastRun = { txs: decoded.length, ahead: reused, plain };
     this.counts.ranAhead += reused;
 
     // EIP-1559 burns the base fee; this chain keeps it, with the tips, in the supply. With the
@@ -1562,6 +1564,11 @@ export class Executor implements Application, EthChain {
     return { txs: this.lastRun.txs, ranAhead: this.lastRun.ahead };
   }
 
+  /** How many transactions of the last executed block were plain transfers, applied without the EVM. */
+  lastPlainTransfers(): number {
+    return this.lastRun.plain;
+  }
+
   /** Queues a transaction just admitted to the mempool to run ahead of the next proposal. */
   private runAheadOf(d: DecodedTx): void {
     if (this.pending || this.closed) return;
@@ -1622,6 +1629,7 @@ export class Executor implements Application, EthChain {
         a.ctx,
         this.limits(),
         true,
+        { plainTransfers: this.opts.plainTransfers },
       );
       const start = performance.now();
       while (a.open && a.next < a.queue.length && performance.now() - start < AHEAD_SLICE_MS) {
@@ -1697,6 +1705,7 @@ export class Executor implements Application, EthChain {
       ctx,
       this.limits(),
       false,
+      { plainTransfers: this.opts.plainTransfers },
     );
   }
 
@@ -2674,6 +2683,7 @@ export function renderPendingTx(t: PoolTxRecord): EthTx {
 }
 
 function receiptBloom(r: StoredReceipt): Uint8Array {
+  if (r.bloom !== undefined) return r.bloom;
   const bloom = new Uint8Array(256);
   for (const l of r.logs) {
     bloomAdd(bloom, l.address);

@@ -78,6 +78,12 @@ export interface ExecutorOptions {
    * network must run with the same (it changes the app hash from that height).
    */
   rewardsUpgrade?: { height: number; validatorShare: bigint; blockReward: bigint };
+  /**
+   * Plain value transfers applied without the EVM (BlockRun's plainTransfer; the same state as
+   * runTx gives them). Default true; false runs every transaction through runTx, which tests use to
+   * compare the two.
+   */
+  plainTransfers?: boolean;
 }
 
 /** What the executor committed at one height, as the outbox records it (docs/cluster.md). */

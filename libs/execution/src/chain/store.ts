@@ -33,6 +33,11 @@ export interface StoredReceipt {
   to: Uint8Array | null;
   contractAddress: Uint8Array | null;
   logs: StoredLog[];
+  /**
+   * The logs bloom execution computed for it (read-only), kept so that rendering the receipts of a
+   * block still in memory does not hash every log again; absent on a receipt read back from the store.
+   */
+  bloom?: Uint8Array;
 }
 
 export interface StoredBlock {

@@ -179,6 +179,11 @@ export class JournaledState implements StateManagerInterface {
     this.setAccount(addr, cur);
   }
 
+  /** Writes an account record as a whole (journaled like any write); see BlockRun's plain transfers. */
+  writeAccount(addr: string, data: AccountData): void {
+    this.setAccount(addr, data);
+  }
+
   /** Direct balance credit used for fee distribution (journaled like any write). */
   async addBalance(addr: string, amount: bigint): Promise<void> {
     const cur = { ...((await this.readAccount(addr)) ?? newAccount()) };
