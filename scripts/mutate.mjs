@@ -83,6 +83,31 @@ const MODULES = {
     mutate: ['libs/consensus/src/engine/engine.ts:818-938'],
     tests: ['dist/test/consensus/engine.test.js'],
   },
+  // The engine's event handlers, in two runs. engine-handlers: step()'s dispatch and the handlers
+  // of start, timeouts, proposals (a peer's and its own), block validation and votes (lines
+  // 138-181, 270-463). engine-commit: a peer's commit certificate, transactions available, the
+  // proposal's transactions, the committed block and the next height, the last commit and its
+  // extensions, and the transitions (timeouts, StartRound, Propose, votes; lines 464-817). Both
+  // by the engine's rule-by-rule and handler suites (1-2 s); the extension suites for the second.
+  'engine-handlers': {
+    mutate: ['libs/consensus/src/engine/engine.ts:138-181', 'libs/consensus/src/engine/engine.ts:270-463'],
+    tests: ['dist/test/consensus/engine.test.js', 'dist/test/consensus/engine-handlers.test.js'],
+  },
+  'engine-commit': {
+    mutate: ['libs/consensus/src/engine/engine.ts:464-817'],
+    tests: ['dist/test/consensus/engine.test.js', 'dist/test/consensus/engine-handlers.test.js'],
+    extra: [{ file: 'dist/test/consensus/vote-extensions.test.js', names: 'engine with vote extensions' }],
+  },
+  // What a peer is missing: the engine's gossip queries (the proposer of a round, its own votes and
+  // the POL prevotes re-sent, the status with its vote bits, what a peer's status lacks and the
+  // catch-up of a peer rounds behind; engine.ts lines 183-268) and the consensus channel's block
+  // parts (frames, heads, the part-set bookkeeping per peer and its byte budget). The frame suite
+  // drives the channel over an in-memory host first; the suite over real hosts only for the rest.
+  gossip: {
+    mutate: ['libs/consensus/src/engine/engine.ts:183-268', 'libs/p2p/src/consensus-channel.ts'],
+    tests: ['dist/test/consensus/gossip.test.js', 'dist/test/p2p/consensus-frames.test.js'],
+    slower: ['dist/test/p2p/consensus-channel.test.js'],
+  },
   'fee-market': {
     mutate: ['libs/execution/src/feeMarket.ts'],
     tests: ['dist/test/execution/feemarket.test.js'],
