@@ -36,11 +36,13 @@ function setup(own = true) {
 function describeAll(
   ms: Array<{ kind: 'proposal'; proposal: { round: number } } | { kind: 'vote'; vote: Vote }>,
 ) {
-  return ms.map((m) =>
-    m.kind === 'proposal'
-      ? `P${m.proposal.round}`
-      : `${m.vote.type === 1 ? 'pv' : 'pc'}/${m.vote.round}/${m.vote.validatorIndex}/${m.vote.blockId.hash.length === 0 ? 'nil' : hex(m.vote.blockId.hash).slice(0, 6)}`,
-  );
+  return ms.map((m) => {
+    if (m.kind === 'proposal') return `P${m.proposal.round}`;
+    // Anything but a vote message (a wrong kind would not be sent as one) shows as such.
+    if (m.kind !== 'vote') return `kind ${JSON.stringify((m as { kind: unknown }).kind)}`;
+    const v = m.vote;
+    return `${v.type === 1 ? 'pv' : 'pc'}/${v.round}/${v.validatorIndex}/${v.blockId.hash.length === 0 ? 'nil' : hex(v.blockId.hash).slice(0, 6)}`;
+  });
 }
 
 function status(d: Driver, overrides: Partial<Status> = {}): Status {
@@ -121,6 +123,14 @@ describe('engine gossip: what a node re-sends', () => {
     assert.equal(d.state.votes.prevotes(0).all().length, 2);
     assert.deepEqual(gossipMessages(d.state), []);
     assert.deepEqual(messagesForPeer(d.state, status(d, { hasProposal: false })), []);
+  });
+  it('a validator at index 0 re-sends its votes too', () => {
+    const chain = genesis(keys);
+    const first = keys.find((k) => chain.validators.indexOf(k.address) === 0)!;
+    const d = new Driver(config(first), chain);
+    d.send((now) => ({ kind: 'start', now }));
+    d.signWith(first, d.timeout('Propose'));
+    assert.deepEqual(describeAll(gossipMessages(d.state)), ['pv/0/0/nil']);
   });
 });
 
@@ -248,6 +258,18 @@ describe('engine gossip: status and what a peer lacks', () => {
       messagesForPeer(d.state, status(d, { round: 0, hasProposal: true, prevotes: all, precommits: all })),
     );
     assert.deepEqual(got, ['P1', `pv/1/${idx[0]}/${h1}`, `pc/1/${idx[1]}/nil`]);
+    // A round without a proposal yet: the catch-up sends its votes only.
+    const e = setup();
+    e.d.send((now) => ({ kind: 'start', now }));
+    const v = signedVote(chain, others[0]!, 1, 1, 1, null);
+    e.d.vote(v);
+    e.d.vote(signedVote(chain, others[1]!, 1, 1, 1, null));
+    assert.equal(e.d.state.round, 1);
+    assert.equal(e.d.state.proposals.size, 0);
+    assert.deepEqual(
+      describeAll(messagesForPeer(e.d.state, status(e.d, { round: 0, hasProposal: true }))).sort(),
+      [`pv/1/${idx[0]}/nil`, `pv/1/${idx[1]}/nil`].sort(),
+    );
     // A peer of this node's own round is not sent the round twice.
     assert.deepEqual(
       describeAll(messagesForPeer(d.state, status(d, { round: 1 }))).sort(),
