@@ -164,6 +164,7 @@ describe('consensus channel frames', () => {
   it('registers its protocol with a 1 MiB message limit (a head, or a part with its proof)', () => {
     const { host } = setup();
     assert.equal(host.channel!.protocol, CONSENSUS_PROTOCOL);
+    assert.equal(CONSENSUS_PROTOCOL, '/noded/consensus/1', 'the protocol ID peers negotiate');
     assert.equal(host.channel!.maxMessageBytes, 1024 * 1024);
   });
 
@@ -376,6 +377,10 @@ describe('consensus channel: receiving', () => {
       message(host.receive('p1', part.subarray(0, 50))),
       'consensus channel: truncated block part',
     );
+    // Exactly the fixed fields, no proof and no bytes: an empty part, not a truncated one.
+    const bare = part.slice(0, 51);
+    bare[50] = 0;
+    assert.equal(message(host.receive('p1', bare)), 'consensus channel: block part of 0 bytes');
     const tooManyAunts = part.slice(0, 51 + 64);
     tooManyAunts[50] = 3;
     assert.equal(message(host.receive('p1', tooManyAunts)), 'consensus channel: truncated part proof');
@@ -424,7 +429,7 @@ describe('consensus channel: receiving', () => {
     feed('p2', frames[0]!);
     feed('p1', frames[3]!);
     assert.equal(channel.partialCount('p1'), 0, "another peer's head is not this peer's");
-    feed('p2', frames[1]!, frames[0]!, frames[1]!, frames[2]!);
+    feed('p2', frames[1]!, frames[2]!, frames[0]!);
     assert.equal(got.length, 0, 'two distinct parts of three');
     feed('p2', frames[3]!);
     assert.equal(got.length, 1);
@@ -433,6 +438,18 @@ describe('consensus channel: receiving', () => {
     const { frames: round1 } = proposalOf(block, 1);
     feed('p2', frames[0]!, round1[1]!);
     assert.equal(channel.partialCount('p2'), 1);
+  });
+
+  it('keeps a copy of each part: a host reusing its read buffer does not change the block', () => {
+    const { got, feed } = setup();
+    const block = bigBlock(140_000);
+    const { frames } = proposalOf(block);
+    const first = frames[1]!.slice();
+    feed('p1', frames[0]!, first);
+    first.fill(0);
+    feed('p1', frames[2]!, frames[3]!);
+    assert.equal(got.length, 1);
+    assert.deepEqual(blockBytes((got[0]!.m as { block: Block }).block), blockBytes(block));
   });
 
   it('keeps two unfinished sets per peer: a third head drops the oldest, and a peer going down drops its sets', () => {
@@ -476,6 +493,31 @@ describe('consensus channel: receiving', () => {
     assert.deepEqual(
       got.map((g) => g.peer),
       ['p9', 'p1', 'p2', 'p3'],
+    );
+  });
+
+  it('unfinished sets may hold exactly the budget; a peer that sent nothing going down changes nothing', () => {
+    // max_bytes 65,536: a budget of 4 x 65,536 bytes, and blocks of 2 parts.
+    const { got, host, feed } = setup(65_536);
+    host.down('never-sent-anything');
+    const sets = [0, 1, 2, 3].map((t) => proposalOf(bigBlock(70_000, t)).frames);
+    assert.ok(sets.every((f) => f.length === 3));
+    for (const [i, f] of sets.entries()) feed(`p${i}`, f[0]!, f[1]!);
+    // 4 x 65,536 bytes held: at the budget, not past it, so p0's set is still there.
+    feed('p0', sets[0]![2]!);
+    assert.deepEqual(
+      got.map((g) => g.peer),
+      ['p0'],
+    );
+    // A fifth set: its first part fills the budget again, its last passes it and p1's set (now
+    // the oldest) is dropped.
+    const fifth = proposalOf(bigBlock(70_000, 4)).frames;
+    feed('p4', fifth[0]!, fifth[1]!, fifth[2]!);
+    feed('p1', sets[1]![2]!);
+    feed('p2', sets[2]![2]!);
+    assert.deepEqual(
+      got.map((g) => g.peer),
+      ['p0', 'p4', 'p2'],
     );
   });
 
