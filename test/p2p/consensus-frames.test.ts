@@ -198,6 +198,25 @@ describe('consensus channel frames', () => {
     assert.equal(partFields(frames[4]!).part.length, bytes.length - 3 * BLOCK_PART_SIZE);
   });
 
+  it('a block of exactly 64 KiB is one part, with no empty part after it', () => {
+    // A found size: one transaction of 65,267 bytes makes a 65,536-byte block at height 1.
+    const block = makeBlock(chain, {
+      height: 1,
+      time: chain.lastBlockTime,
+      txs: [new Uint8Array(65_267).fill(1)],
+      evidence: [],
+      lastCommit: null,
+      proposerAddress: keys[0]!.address,
+    });
+    assert.equal(blockBytes(block).length, BLOCK_PART_SIZE);
+    const { proposal, frames } = proposalOf(block);
+    assert.equal(proposal.blockId.partSetHeader.total, 1);
+    assert.equal(frames.length, 2);
+    const { got, feed } = setup();
+    feed('p1', ...frames);
+    assert.equal(got.length, 1);
+  });
+
   it('a small block is one part; a commit head is kind 1, an extended commit kind 2 with its own round', () => {
     const block = bigBlock(1);
     const commit = commitOf(block);
