@@ -1255,3 +1255,230 @@ describe('engine handlers: rounds, votes and the next height', () => {
     );
   });
 });
+
+describe('engine handlers: what the mutation runs asked for', () => {
+  it('start re-asks the validation of the pending block, not of an earlier proposal', () => {
+    const { d, keyOf, chain, others } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const a = blockFor(chain, keyOf(0), 'a');
+    d.propose(signedProposal(keyOf(0), a, 0), a);
+    for (const k of others) d.vote(signedVote(chain, k, 2, 1, 0, null));
+    d.timeout('PrecommitWait');
+    const b = blockFor(chain, keyOf(1), 'b');
+    d.send((now) => ({ kind: 'proposal', proposal: signedProposal(keyOf(1), b, 1), block: b, now }));
+    const v = ofKind(
+      d.send((now) => ({ kind: 'start', now })),
+      'validateBlock',
+    );
+    assert.deepEqual(
+      v.map((e) => [e.round, hex(e.blockId.hash)]),
+      [[1, hex(blockIdOf(b).hash)]],
+    );
+  });
+
+  it('a lock restored from its own precommit is the record of the block precommitted, among several', () => {
+    const { d, keyOf, chain, self } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const a = blockFor(chain, keyOf(0), 'a');
+    const b = blockFor(chain, keyOf(1), 'b');
+    d.send((now) => ({ kind: 'proposal', proposal: signedProposal(keyOf(0), a, 0), block: a, now }));
+    d.send((now) => ({ kind: 'proposal', proposal: signedProposal(keyOf(1), b, 1), block: b, now }));
+    d.send((now) => ({ kind: 'ownVote', vote: signedVote(chain, self, 2, 1, 1, blockIdOf(b)), now }));
+    assert.equal(d.state.lockedBlock, d.state.proposals.get(1));
+  });
+
+  it('a precommit of the height before, with no last commit held (the first height), is ignored', () => {
+    const { d, others, chain } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    assert.equal(d.state.lastCommit, null);
+    assert.deepEqual(d.vote({ ...signedVote(chain, others[0]!, 2, 0, 0, null) }), []);
+    assert.deepEqual(d.vote({ ...signedVote(chain, others[0]!, 1, 0, 0, null) }), []);
+  });
+
+  it('a decision on a commit certificate is issued again with its block on start', () => {
+    const { d, keyOf, chain } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const block = blockFor(chain, keyOf(0));
+    const dec = ofKind(
+      d.send((now) => ({ kind: 'commitCert', block, commit: commitFor(chain, block), now })),
+      'decide',
+    );
+    assert.deepEqual(
+      ofKind(
+        d.send((now) => ({ kind: 'start', now })),
+        'decide',
+      ),
+      dec,
+    );
+  });
+
+  it('an answer for a round this node left by a round skip is dropped, even in the next Propose', () => {
+    const { d, others } = proposerSetup();
+    d.send((now) => ({ kind: 'start', now }));
+    const chain = d.chain;
+    d.vote(signedVote(chain, others[0]!, 1, 1, 1, null));
+    d.vote(signedVote(chain, others[1]!, 1, 1, 1, null));
+    assert.deepEqual([d.state.round, d.state.step], [1, 'Propose']);
+    assert.equal(d.state.pendingProposal?.round, 0, 'not the proposer of round 1: the old request stays');
+    const effs = d.send((now) => ({ kind: 'proposalTxs', height: 1, round: 0, txs: [], evidence: [], now }));
+    assert.deepEqual(effs, []);
+    assert.equal(d.state.pendingProposal, null);
+  });
+
+  it("a sole validator's picked time counts only after the last block and past the BFT time it asked for", () => {
+    const k = keys[0]!;
+    const chain1 = genesis([k]);
+    const b1 = blockFor(chain1, k);
+    const id1 = blockIdOf(b1);
+    const chain2 = nextChainState(chain1, b1, id1, emptyResult(chain1));
+    const signedAt = chain2.lastBlockTime + 5000n * MS;
+    const v = signedVote(chain1, k, 2, 1, 0, id1, signedAt);
+    const commit1: Commit = {
+      height: 1,
+      round: 0,
+      blockId: id1,
+      signatures: [
+        { blockIdFlag: 2, validatorAddress: k.address, timestamp: signedAt, signature: v.signature },
+      ],
+    };
+    const last = chain2.lastBlockTime;
+    for (const [time, expected] of [
+      [last - 5n * MS, signedAt],
+      [last, signedAt],
+      [last + 1n, last + 1n],
+    ] as const) {
+      const d = new Driver(config(k), chain2);
+      d.state = createEngine(config(k), chain2, commit1);
+      d.send((now) => ({ kind: 'start', now }));
+      const req = ofKind(d.effects, 'requestProposal')[0]!;
+      assert.equal(req.time, signedAt, 'the BFT time of the last commit');
+      const effs = d.send((now) => ({
+        kind: 'proposalTxs',
+        height: 2,
+        round: 0,
+        txs: [],
+        evidence: [],
+        time,
+        now,
+      }));
+      assert.equal(ofKind(effs, 'signProposal')[0]!.block.header.time, expected, `picked ${time}`);
+    }
+    // A block 1 ms after the last one: the vote for it is 1 ms after the block, with the clock behind.
+    const d = new Driver(config(k), chain2);
+    d.send((now) => ({ kind: 'start', now }));
+    const sp = ofKind(
+      d.send((now) => ({
+        kind: 'proposalTxs',
+        height: 2,
+        round: 0,
+        txs: [],
+        evidence: [],
+        time: last + MS,
+        now,
+      })),
+      'signProposal',
+    )[0]!;
+    d.now = last - 1000n * MS;
+    const pv = ofKind(
+      d.send({ kind: 'ownProposal', proposal: sp.proposal, block: sp.block, now: d.now }),
+      'signVote',
+    )[0]!;
+    assert.equal(pv.vote.timestamp, last + 2n * MS);
+  });
+
+  it('with vote extensions, a height decided on a plain commit still makes the whole last commit', () => {
+    const chain = extGenesis();
+    const block = blockFor(chain, keys[0]!);
+    const d = new Driver(config(keys[1]!), chain);
+    d.send((now) => ({ kind: 'start', now }));
+    d.send((now) => ({
+      kind: 'commitCert',
+      block,
+      commit: commitFor(chain, block),
+      nextHeightCommitted: true,
+      now,
+    }));
+    d.send((now) => ({
+      kind: 'committed',
+      chain: nextChainState(chain, block, blockIdOf(block), emptyResult(chain)),
+      now,
+    }));
+    assert.equal(d.state.lastCommit!.sum, 40n);
+  });
+
+  it('timeout_prevote and timeout_precommit are each their own setting', () => {
+    const chain = genesis(keys);
+    const probe = createEngine(config(null), chain, null);
+    const proposers = [0, 1, 2].map((r) => hex(proposerOf(probe, r).address));
+    const self = keys.find((k) => !proposers.includes(hex(k.address)))!;
+    const others = keys.filter((k) => k !== self);
+    const timeouts = {
+      ...config(null).timeouts,
+      prevote: 1100,
+      prevoteDelta: 70,
+      precommit: 1300,
+      precommitDelta: 90,
+    };
+    const d = new Driver(config(self, { timeouts }), chain);
+    d.send((now) => ({ kind: 'start', now }));
+    d.vote(signedVote(chain, others[0]!, 1, 1, 1, null));
+    d.vote(signedVote(chain, others[1]!, 2, 1, 1, null));
+    assert.equal(d.state.round, 1);
+    d.signWith(self, d.timeout('Propose'));
+    d.vote(signedVote(chain, others[2]!, 1, 1, 1, blockIdOf(blockFor(chain, others[2]!))));
+    d.signWith(self, d.timeout('PrevoteWait'));
+    d.vote(signedVote(chain, others[0]!, 2, 1, 1, null));
+    assert.deepEqual(
+      ofKind(d.effects, 'scheduleTimeout')
+        .filter((t) => t.step === 'PrevoteWait' || t.step === 'PrecommitWait')
+        .map((t) => [t.step, t.durationMs]),
+      [
+        ['PrevoteWait', 1100 + 70],
+        ['PrecommitWait', 1300 + 90],
+      ],
+    );
+  });
+
+  it('create_empty_blocks = false: the first height with an empty genesis app hash still needs its proof block; round 1 never waits', () => {
+    const empty = genesisChainState(
+      {
+        chainId: CHAIN_ID,
+        time: GENESIS_TIME,
+        initialHeight: 1,
+        validators: validatorsOf(keys),
+        consensusParams: PARAMS,
+      },
+      new Uint8Array(0),
+    );
+    const a = new Driver(config(keys[0]!, { createEmptyBlocks: false }), empty);
+    a.send((now) => ({ kind: 'start', now }));
+    assert.equal(a.state.step, 'Propose');
+    // Height 2, app hash unchanged: round 0 waits, round 1 (reached by a round skip) proposes.
+    const chain = genesis(keys);
+    const probe = createEngine(config(null), chain, null);
+    const p = keys.find((k) => hex(k.address) === hex(proposerOf(probe, 0).address))!;
+    const block = blockFor(chain, p);
+    const next = nextChainState(chain, block, blockIdOf(block), {
+      ...emptyResult(chain),
+      appHash: chain.appHash,
+    });
+    const h2 = { ...next, lastBlockAppHash: chain.appHash };
+    const d = new Driver(config(keys[0]!, { createEmptyBlocks: false }), h2);
+    d.send((now) => ({ kind: 'start', now }));
+    assert.equal(d.state.step, 'NewRound');
+    const others = keys.filter((k) => k !== keys[0]);
+    d.vote(signedVote(h2, others[0]!, 1, 2, 1, null));
+    d.vote(signedVote(h2, others[1]!, 1, 2, 1, null));
+    assert.deepEqual([d.state.round, d.state.step], [1, 'Propose']);
+  });
+
+  it('a node whose key is not in the validator set signs no vote', () => {
+    const { chain } = setup();
+    const outsider = testKey(9);
+    const d = new Driver(config(outsider), chain);
+    assert.equal(d.state.ownIndex, -1);
+    d.send((now) => ({ kind: 'start', now }));
+    assert.deepEqual(ofKind(d.timeout('Propose'), 'signVote'), []);
+    assert.deepEqual(d.state.pendingVotes, []);
+  });
+});
