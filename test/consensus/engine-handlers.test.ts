@@ -1472,6 +1472,30 @@ describe('engine handlers: what the mutation runs asked for', () => {
     assert.deepEqual([d.state.round, d.state.step], [1, 'Propose']);
   });
 
+  it('a block.max_bytes smaller than any block: every transaction dropped, and the empty block proposed', () => {
+    const tiny = genesisChainState(
+      {
+        chainId: CHAIN_ID,
+        time: GENESIS_TIME,
+        initialHeight: 1,
+        validators: validatorsOf(keys),
+        consensusParams: { ...PARAMS, block: { maxBytes: 100n, maxGas: -1n } },
+      },
+      sha256(new TextEncoder().encode('app-genesis')),
+    );
+    const me = keys.find(
+      (k) => hex(k.address) === hex(proposerOf(createEngine(config(null), tiny, null), 0).address),
+    )!;
+    const d = new Driver(config(me), tiny);
+    d.send((now) => ({ kind: 'start', now }));
+    const txs = [new Uint8Array(10).fill(1), new Uint8Array(10).fill(2)];
+    const sp = ofKind(
+      d.send((now) => ({ kind: 'proposalTxs', height: 1, round: 0, txs, evidence: [], now })),
+      'signProposal',
+    )[0]!;
+    assert.deepEqual(sp.block.data.txs, []);
+  });
+
   it('a node whose key is not in the validator set signs no vote', () => {
     const { chain } = setup();
     const outsider = testKey(9);
