@@ -49,8 +49,11 @@ export {
   createEngine,
   gossipMessages,
   isOwnProposer,
+  // What a peer lacks by its status (the proposal, votes by its bits, a behind peer's catch-up).
+  messagesForPeer,
   proposerOf,
   type StepResult,
+  statusMessage,
   step,
 } from './src/engine/engine.js';
 export type {
