@@ -14,6 +14,8 @@ const COUNTER = '0x00000000000000000000000000000000000c1003' as Hex;
 const IDENTITY = '0x0000000000000000000000000000000000000004' as Hex;
 const BTC_TOKEN = '0x7b7c000000000000000000000000000000000000' as Hex;
 const FUNDED = '0x00000000000000000000000000000000000f0001' as Hex;
+// JUMPDEST PUSH1 0 JUMP: spends all the gas it is given.
+const BURNER = '0x00000000000000000000000000000000000b0e00' as Hex;
 const coinbase = `0x${Buffer.from(PROPOSER).toString('hex')}` as Hex;
 
 type Nodes = { on: TestNode; off: TestNode };
@@ -23,6 +25,7 @@ async function twoNodes(): Promise<Nodes> {
     ...s.map((k) => ({ address: addr(k), balance: 100n * ETH })),
     { address: COUNTER, balance: 0n, code: '0x600054600101600055' as Hex },
     { address: FUNDED, balance: 3n },
+    { address: BURNER, balance: 0n, code: '0x5b600056' as Hex },
   ];
   return { on: await startNode(accounts), off: await startNode(accounts, { plainTransfers: false }) };
 }
@@ -97,6 +100,28 @@ describe('plain value transfers without the EVM', () => {
     }
     assert.equal(await nodes.on.ex.getBalance(fresh(1), h), ETH);
     assert.equal(await nodes.on.ex.getNonce(addr(s[0]), h), 2n);
+  });
+
+  it('includes a transfer whose gas limit passes what the header has left, as runTx does (no block gas cap: max_gas = -1)', async () => {
+    const nodes = await twoNodes();
+    const head = await nodes.on.ex.getBlockByNumber(nodes.on.ex.latestHeight());
+    assert.ok(head);
+    const blockGas = head.gasLimit;
+    const burnt = 16_000_000n;
+    const over = blockGas - burnt + 1_000_000n; // EIP-7825 caps one transaction at 2^24 gas
+    assert.ok(over <= 1n << 24n && over < blockGas, `block gas limit ${blockGas}`);
+    const block = [
+      pay(s[0], 0n, BURNER, 0n, { gas: burnt }), // runTx: spends all of its 16,000,000
+      pay(s[1], 0n, fresh(31), 1n, { gas: over }), // with the first, past the header's gas limit
+      pay(s[2], 0n, fresh(32), 1n), // still fits
+    ];
+    const res = await both(nodes, (n) => produceBlock(n, block));
+    await sameChain(nodes, res);
+    assert.deepEqual(
+      res.on.txResults.map((r) => r.code),
+      [0, 0, 0],
+    );
+    assert.equal(nodes.on.ex.lastPlainTransfers(), 2);
   });
 
   it('is cut back like any transaction run ahead when the proposal differs', async () => {
