@@ -27,6 +27,7 @@ import { ed25519Verify } from '@noded/crypto';
 import { LightChannel, LightRequestError } from '@noded/p2p';
 import { CometRpcServer, EthRpcServer, TxIndexer } from '@noded/rpc';
 import { dialHost, hostPort } from '@noded/service-shared/src/addresses.js';
+import { DATABASE_MEMORY } from '@noded/service-shared/src/databases.js';
 import { p2pHostFor } from '@noded/service-shared/src/p2p-host.js';
 import { NODED_VERSION } from '@noded/service-shared/src/version.js';
 import { RocksKV } from '@noded/storage';
@@ -60,7 +61,7 @@ export async function runLightNode(opts: LightNodeOptions): Promise<RunningNode>
   const life = new NodeLifecycle(log, () => logger.flush?.());
 
   try {
-    const kv = await RocksKV.open(paths.lightDb);
+    const kv = await RocksKV.open(paths.lightDb, DATABASE_MEMORY.light);
     life.add('light.db', () => kv.close());
     const store = await LightStore.open(kv);
 

@@ -3,6 +3,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { Query, TxIndexStore } from '@noded/rpc';
 import { RocksKV } from '@noded/storage';
+import { DATABASE_MEMORY } from '../databases.js';
 import { startIdleReclaim } from '../idle-reclaim.js';
 import type { IndexerReady, IndexerReply, IndexerRequest, IndexerThreadData } from './thread.js';
 
@@ -13,7 +14,7 @@ const data = workerData as IndexerThreadData;
 async function serve(): Promise<void> {
   let kv: RocksKV;
   try {
-    kv = await RocksKV.open(data.path);
+    kv = await RocksKV.open(data.path, DATABASE_MEMORY.txIndex);
   } catch (err) {
     port.postMessage({ ready: false, message: (err as Error).message } satisfies IndexerReady);
     return;
