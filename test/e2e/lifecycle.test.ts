@@ -77,6 +77,7 @@ describe('node lifecycle', { timeout: 420_000 }, () => {
     assert.match(text, /^# TYPE cometbft_evm_txs_ran_ahead_total counter$/m);
     // RocksDB's native memory, per database: the node's blocks and state are in memtables by now;
     // tx_index is asked of the indexer's thread at each scrape.
+    const memtables = new Map<string, number>();
     for (const db of ['application', 'blockstore', 'state', 'tx_index']) {
       const kinds = new Map(
         [
@@ -90,7 +91,18 @@ describe('node lifecycle', { timeout: 420_000 }, () => {
         kinds.get('memtables')! > 0 && kinds.get('memtables')! < 64 << 20,
         `${db} memtables: ${kinds.get('memtables')}`,
       );
+      memtables.set(db, kinds.get('memtables')!);
     }
+    // Each database has the budget of its write volume (services/shared/src/databases.ts): a memtable
+    // grows in arena blocks of an eighth of its write buffer, so the 32 MiB application.db holds a 1 MiB
+    // block as soon as it has a few KB, and the 4 MiB blockstore and state 128 KiB blocks; a few blocks'
+    // writes (2-5 KB a height each) stay within 1 MiB there, as they did not when all four had 32 MiB.
+    assert.ok(
+      memtables.get('application')! > 1 << 20,
+      `application memtables ${memtables.get('application')}`,
+    );
+    for (const db of ['blockstore', 'state'])
+      assert.ok(memtables.get(db)! < 1 << 20, `${db} memtables ${memtables.get(db)}: not its 4 MiB budget`);
     assert.equal(sample(text, 'cometbft_p2p_peers'), 0, 'a single node has no peers');
   });
 

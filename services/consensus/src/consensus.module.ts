@@ -45,6 +45,7 @@ import {
   type ServiceFatal,
   type ServiceModuleFactory,
 } from '@noded/service-shared/src/bootstrap.js';
+import { DATABASE_MEMORY } from '@noded/service-shared/src/databases.js';
 import { serveServiceMetrics } from '@noded/service-shared/src/service-metrics.js';
 import type { ServiceSettings } from '@noded/service-shared/src/settings.js';
 import { NODED_VERSION } from '@noded/service-shared/src/version.js';
@@ -446,7 +447,7 @@ export const consensusModule: ServiceModuleFactory = (settings, shared) => {
         provide: BLOCKSTORE_DB,
         inject: [SERVICE_SETTINGS, Closers],
         useFactory: async (s: ServiceSettings, closers: Closers) => {
-          const kv = await RocksKV.open(homePaths(s.home).blockstoreDb);
+          const kv = await RocksKV.open(homePaths(s.home).blockstoreDb, DATABASE_MEMORY.blockstore);
           closers.add('blockstore.db', () => kv.close());
           return kv;
         },
@@ -455,7 +456,7 @@ export const consensusModule: ServiceModuleFactory = (settings, shared) => {
         provide: STATE_DB,
         inject: [SERVICE_SETTINGS, Closers],
         useFactory: async (s: ServiceSettings, closers: Closers) => {
-          const kv = await RocksKV.open(homePaths(s.home).stateDb);
+          const kv = await RocksKV.open(homePaths(s.home).stateDb, DATABASE_MEMORY.state);
           closers.add('state.db', () => kv.close());
           return kv;
         },

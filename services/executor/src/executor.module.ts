@@ -16,6 +16,7 @@ import {
   SERVICE_SETTINGS,
   type ServiceModuleFactory,
 } from '@noded/service-shared/src/bootstrap.js';
+import { DATABASE_MEMORY } from '@noded/service-shared/src/databases.js';
 import { checkNatsLogin, natsConnectOptions } from '@noded/service-shared/src/nats.js';
 import { serveServiceMetrics } from '@noded/service-shared/src/service-metrics.js';
 import type { ServiceSettings } from '@noded/service-shared/src/settings.js';
@@ -67,7 +68,7 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
       provide: APPLICATION_DB,
       inject: [SERVICE_SETTINGS, Closers],
       useFactory: async (s: ServiceSettings, closers: Closers): Promise<KVStore> => {
-        const kv = await RocksKV.open(homePaths(s.home).applicationDb);
+        const kv = await RocksKV.open(homePaths(s.home).applicationDb, DATABASE_MEMORY.application);
         closers.add('application.db', () => kv.close());
         return kv;
       },

@@ -28,6 +28,7 @@ import { LightChannel, LightRequestError } from '@noded/p2p';
 import { CometRpcServer, EthRpcServer, TxIndexer } from '@noded/rpc';
 import { p2pHostFor } from '@noded/service-p2p-gateway/src/p2p-host.js';
 import { dialHost, hostPort } from '@noded/service-shared/src/addresses.js';
+import { DATABASE_MEMORY } from '@noded/service-shared/src/databases.js';
 import { NODED_VERSION } from '@noded/service-shared/src/version.js';
 import { RocksKV } from '@noded/storage';
 import { createLogger, MetricsServer, NodeMetrics } from '@noded/telemetry';
@@ -60,7 +61,7 @@ export async function runLightNode(opts: LightNodeOptions): Promise<RunningNode>
   const life = new NodeLifecycle(log, () => logger.flush?.());
 
   try {
-    const kv = await RocksKV.open(paths.lightDb);
+    const kv = await RocksKV.open(paths.lightDb, DATABASE_MEMORY.light);
     life.add('light.db', () => kv.close());
     const store = await LightStore.open(kv);
 

@@ -30,10 +30,11 @@ import { CometRpcServer, DevAccounts, RestServer, TxIndexer } from '@noded/rpc';
 import { IndexerThread } from '@noded/service-consensus/src/indexer-thread/thread.js';
 import { p2pHostFor } from '@noded/service-p2p-gateway/src/p2p-host.js';
 import { dialHost, hostPort } from '@noded/service-shared/src/addresses.js';
+import { DATABASE_MEMORY } from '@noded/service-shared/src/databases.js';
 import { devAccountKeys } from '@noded/service-shared/src/dev-keys.js';
 import { logReclaim, startIdleReclaim } from '@noded/service-shared/src/idle-reclaim.js';
 import { NODED_VERSION } from '@noded/service-shared/src/version.js';
-import { type KVStore, RocksKV } from '@noded/storage';
+import { type KVStore, RocksKV, type RocksOptions } from '@noded/storage';
 import { createLogger, MetricsServer, NodeMetrics } from '@noded/telemetry';
 import { type EthDevControl, EventBus } from '@noded/types';
 import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
@@ -84,16 +85,16 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
 
   try {
     const databases: Array<{ name: string; kv: RocksKV }> = [];
-    const openKv = async (name: string, dir: string): Promise<KVStore> => {
-      const kv = await RocksKV.open(dir);
+    const openKv = async (name: string, dir: string, memory: RocksOptions): Promise<KVStore> => {
+      const kv = await RocksKV.open(dir, memory);
       databases.push({ name, kv });
       life.add(name, () => kv.close());
       return kv;
     };
     const [applicationDb, blockStore, stateStore] = [
-      await openKv('application.db', paths.applicationDb),
-      await openKv('blockstore.db', paths.blockstoreDb),
-      await openKv('state.db', paths.stateDb),
+      await openKv('application.db', paths.applicationDb, DATABASE_MEMORY.application),
+      await openKv('blockstore.db', paths.blockstoreDb, DATABASE_MEMORY.blockstore),
+      await openKv('state.db', paths.stateDb, DATABASE_MEMORY.state),
     ];
 
     const settings = toExecutorSettings(config, app, opts.mode);

@@ -17,6 +17,7 @@ import {
   type ServiceFatal,
   type ServiceModuleFactory,
 } from '@noded/service-shared/src/bootstrap.js';
+import { DATABASE_MEMORY } from '@noded/service-shared/src/databases.js';
 import { checkNatsLogin, natsConnectOptions } from '@noded/service-shared/src/nats.js';
 import { serveServiceMetrics } from '@noded/service-shared/src/service-metrics.js';
 import type { ServiceSettings } from '@noded/service-shared/src/settings.js';
@@ -58,7 +59,7 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
       provide: REPLICA_DB,
       inject: [SERVICE_SETTINGS, Closers],
       useFactory: async (s: ServiceSettings, closers: Closers): Promise<KVStore> => {
-        const kv = await RocksKV.open(s.cluster.stateStoreDb);
+        const kv = await RocksKV.open(s.cluster.stateStoreDb, DATABASE_MEMORY.application);
         closers.add('state-store.db', () => kv.close());
         return kv;
       },

@@ -2,6 +2,7 @@
 // Started by thread.ts; never imported elsewhere.
 import { parentPort, workerData } from 'node:worker_threads';
 import { Query, TxIndexStore } from '@noded/rpc';
+import { DATABASE_MEMORY } from '@noded/service-shared/src/databases.js';
 import { startIdleReclaim } from '@noded/service-shared/src/idle-reclaim.js';
 import { RocksKV } from '@noded/storage';
 import type { IndexerReady, IndexerReply, IndexerRequest, IndexerThreadData } from './thread.js';
@@ -13,7 +14,7 @@ const data = workerData as IndexerThreadData;
 async function serve(): Promise<void> {
   let kv: RocksKV;
   try {
-    kv = await RocksKV.open(data.path);
+    kv = await RocksKV.open(data.path, DATABASE_MEMORY.txIndex);
   } catch (err) {
     port.postMessage({ ready: false, message: (err as Error).message } satisfies IndexerReady);
     return;
