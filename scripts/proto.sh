@@ -5,6 +5,11 @@
 # file. test/cluster/proto-gen.test.ts checks those sums, so a .proto changed without regenerating,
 # or a generated file edited by hand, fails the tests without needing protoc.
 #
+# Before generating, scripts/proto-check.mjs lints the .proto files and checks them against
+# libs/proto/baseline.json (docs/cluster.md "Versioning rule"): a lint finding or a breaking change
+# stops here, before anything is written; otherwise the baseline is rewritten to record what was
+# added (commit it with the change; `npm run lint` fails while it lags the files).
+#
 # Needs protoc 3.x with the well-known types (Debian: apt-get install protobuf-compiler
 # libprotobuf-dev) and ts-proto from the dev dependencies (npm ci).
 set -euo pipefail
@@ -35,6 +40,8 @@ done
 }
 PLUGIN=node_modules/.bin/protoc-gen-ts_proto
 [ -x "$PLUGIN" ] || { echo "proto: $PLUGIN missing; run npm ci" >&2; exit 1; }
+
+node scripts/proto-check.mjs --write-baseline
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
