@@ -204,7 +204,7 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
     {
       provide: EXECUTOR_METRICS,
       // The EVM gauges from the executor's EthNewHead events; the mempool, FinalizeBlock time and
-      // refused transactions sampled once a second (as `noded start` does).
+      // refused transactions sampled once a second (as `noded start` does); its committed height.
       inject: [
         SERVICE_SETTINGS,
         SERVICE_LOGGER,
@@ -252,6 +252,17 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
           collect() {
             this.reset();
             this.inc({ chain_id: chainId }, admissionStats.cutoffs);
+          },
+        });
+        // Its committed height (ABCI Info's last_block_height), which the metrics service compares
+        // with consensus' for the cluster's /readyz.
+        new Gauge({
+          name: `${ns}_executor_height`,
+          help: 'Latest height the executor has committed.',
+          labelNames: ['chain_id'] as const,
+          registers: [metrics.registry],
+          async collect() {
+            this.set({ chain_id: chainId }, (await executor.info()).lastBlockHeight);
           },
         });
         let seen = executor.executionStats();
