@@ -122,6 +122,13 @@ describe('noded service metrics', () => {
     assert.equal(value(text, 'cometbft_consensus_validators', 'service="consensus"'), 1);
     const storeHeight = value(text, 'cometbft_state_store_height', 'service="state-store"');
     assert.ok(storeHeight !== undefined && storeHeight >= 2, `state-store height ${storeHeight}`);
+    // The executor's committed height, read in the same scrape: at consensus' or within the block or
+    // two that may commit between the two reads.
+    const executorHeight = value(text, 'cometbft_executor_height', 'service="executor"');
+    assert.ok(
+      executorHeight !== undefined && executorHeight >= height - 2,
+      `executor height ${executorHeight}, consensus ${height}`,
+    );
     assert.ok(value(text, 'cometbft_evm_block_gas_limit', 'service="executor"')! > 0);
     assert.equal(value(text, 'cometbft_mempool_size', 'service="executor"'), 0);
     // the edges' JSON-RPC calls, one series per replica

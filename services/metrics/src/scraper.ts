@@ -2,8 +2,8 @@
 // /metrics (NODED_METRICS_TARGETS; a host name that resolves to several addresses, as a scaled
 // compose service or a headless Kubernetes Service does, is one replica per address), adds the
 // labels service="<name>" and replica="<address>:<port>", and merges them with its own process
-// metrics into one exposition. /readyz asks every replica's /readyz and compares each state-store's
-// height with consensus'.
+// metrics into one exposition. /readyz asks every replica's /readyz and compares the executor's and
+// each state-store's height with consensus'.
 import { lookup } from 'node:dns/promises';
 import { get } from 'node:http';
 import { isIP } from 'node:net';
@@ -57,6 +57,16 @@ function httpGet(host: string, port: number, path: string, timeoutMs: number): P
     req.on('error', reject);
   });
 }
+
+/**
+ * Heights the executor may trail consensus' `consensus_latest_block_height` and /readyz still pass.
+ * They commit together: consensus records a height only after the executor's Commit of it returned,
+ * so a healthy executor is at consensus' height or one above. The two are read a few ms apart,
+ * though, and a block may commit between the reads (consensus then one ahead, at most two with blocks
+ * on demand); more than this is an executor replaying blocks consensus already has (a handshake after
+ * its store was restored from an older copy), which serves stale state until it catches up.
+ */
+export const EXECUTOR_MAX_LAG = 2;
 
 const dial = (host: string, port: number) => (isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`);
 
@@ -150,8 +160,9 @@ export class ClusterScraper {
   }
 
   /**
-   * Ready when every target has at least one replica, every replica answers /readyz with 200, and
-   * no state-store is more than maxLag heights behind consensus. Each failure is named.
+   * Ready when every target has at least one replica, every replica answers /readyz with 200, no
+   * executor is more than EXECUTOR_MAX_LAG heights behind consensus and no state-store more than
+   * maxLag. Each failure is named.
    */
   async readiness(): Promise<string[]> {
     const ns = this.opts.namespace;
@@ -174,10 +185,9 @@ export class ClusterScraper {
           problems.push(`${r.service} at ${r.address}: unreachable (${(err as Error).message})`);
           return;
         }
-        if (r.service !== 'consensus' && r.service !== 'state-store') return;
+        const name = heightSeries(ns, r.service);
+        if (name === undefined) return;
         try {
-          const name =
-            r.service === 'consensus' ? `${ns}_consensus_latest_block_height` : `${ns}_state_store_height`;
           heights.set(r, sampleValue(await this.metricsOf(r), name));
         } catch (err) {
           problems.push(`${r.service} at ${r.address}: metrics unreadable (${(err as Error).message})`);
@@ -187,14 +197,32 @@ export class ClusterScraper {
     const consensus = [...heights].find(([r]) => r.service === 'consensus')?.[1];
     if (consensus !== undefined) {
       for (const [r, h] of heights) {
-        if (r.service !== 'state-store') continue;
-        if (h === undefined) problems.push(`state-store at ${r.address}: reports no height`);
-        else if (consensus - h > this.opts.maxLag)
+        if (r.service === 'consensus') continue;
+        const [max, bound] =
+          r.service === 'executor'
+            ? [EXECUTOR_MAX_LAG, `at most ${EXECUTOR_MAX_LAG}`]
+            : [this.opts.maxLag, `NODED_METRICS_MAX_LAG ${this.opts.maxLag}`];
+        if (h === undefined) problems.push(`${r.service} at ${r.address}: reports no height`);
+        else if (consensus - h > max)
           problems.push(
-            `state-store at ${r.address}: at height ${h}, ${consensus - h} behind consensus (${consensus}; NODED_METRICS_MAX_LAG ${this.opts.maxLag})`,
+            `${r.service} at ${r.address}: at height ${h}, ${consensus - h} behind consensus (${consensus}; ${bound})`,
           );
       }
     }
     return problems.sort();
+  }
+}
+
+/** The series that carries a service's committed height, for the services /readyz compares. */
+function heightSeries(ns: string, service: ScrapedService): string | undefined {
+  switch (service) {
+    case 'consensus':
+      return `${ns}_consensus_latest_block_height`;
+    case 'executor':
+      return `${ns}_executor_height`;
+    case 'state-store':
+      return `${ns}_state_store_height`;
+    default:
+      return undefined;
   }
 }
