@@ -80,8 +80,11 @@ describe('ABCI over gRPC: the consensus runtime drives a remote application', ()
     const server = await serve(remote);
     const app = client(server.address);
     await app.waitReady(5_000);
+    const finalized: Array<{ height: number; ms: number }> = [];
+    const off = app.onFinalizeBlock((height, ms) => finalized.push({ height, ms }));
     const overGrpc = chain(app);
     const rt = await overGrpc.runTo(N);
+    off();
 
     const firstN = (c: Chain) => c.blocks.filter((b) => b.height <= N);
     assert.equal(firstN(overGrpc).length, N);
@@ -92,6 +95,12 @@ describe('ABCI over gRPC: the consensus runtime drives a remote application', ()
     const top = rt.blockStoreHeight();
     assert.equal(remote.height, top);
     assert.deepEqual(rt.chainState().appHash, remote.appHash, "consensus' app hash is the executor's");
+    // each FinalizeBlock reported once, with its height and the round trip's duration
+    assert.deepEqual(
+      finalized.map((f) => f.height),
+      Array.from({ length: top }, (_, i) => i + 1),
+    );
+    for (const f of finalized) assert.ok(Number.isFinite(f.ms) && f.ms > 0, `height ${f.height}: ${f.ms} ms`);
     const localAt = inProcess.blocks.find((b) => b.height === N)!.result.appHash;
     assert.deepEqual(overGrpc.blocks.find((b) => b.height === N)!.result.appHash, localAt);
 
@@ -385,6 +394,22 @@ describe('ABCI over gRPC: an unreachable executor', () => {
       return true;
     });
     await assert.rejects(c.waitReady(300), /executor at .* is unreachable: no connection within 300 ms/);
+    // a FinalizeBlock that failed is not reported as processed
+    const finalized: number[] = [];
+    c.onFinalizeBlock((height) => finalized.push(height));
+    await assert.rejects(
+      c.finalizeBlock({
+        height: 1,
+        time: 0n,
+        proposerAddress: new Uint8Array(20),
+        hash: new Uint8Array(32),
+        txs: [],
+        misbehavior: [],
+        decidedLastCommit: { round: 0, votes: [] },
+      }),
+      /is unreachable: finalizeBlock failed/,
+    );
+    assert.deepEqual(finalized, []);
   });
 
   it('ConsensusRuntime.create fails at the handshake with the address', async () => {

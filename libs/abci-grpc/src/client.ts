@@ -92,6 +92,7 @@ export class GrpcApplication implements Application {
   private readonly client: grpc.Client;
   private readonly deadlines: Record<AbciMethod, number>;
   private closed = false;
+  private readonly finalizeListeners = new Set<(height: number, ms: number) => void>();
 
   /** `address` is "host:port" of the executor's ABCI gRPC server. Connects lazily. */
   constructor(
@@ -159,8 +160,28 @@ export class GrpcApplication implements Application {
     );
   }
 
-  finalizeBlock(req: FinalizeBlockRequest): Promise<FinalizeBlockResponse> {
-    return this.call('finalizeBlock', toProto.finalizeBlockRequest(req), fromProto.finalizeBlockResponse);
+  async finalizeBlock(req: FinalizeBlockRequest): Promise<FinalizeBlockResponse> {
+    const t0 = performance.now();
+    const res = await this.call(
+      'finalizeBlock',
+      toProto.finalizeBlockRequest(req),
+      fromProto.finalizeBlockResponse,
+    );
+    const ms = performance.now() - t0;
+    for (const listener of this.finalizeListeners) listener(req.height, ms);
+    return res;
+  }
+
+  /**
+   * Calls `listener` after each FinalizeBlock the executor answered (a failed call is not reported)
+   * with the block's height and the call's duration in ms as consensus sees it: the round trip,
+   * execution included (the consensus service's state_block_processing_time). Returns the unsubscribe.
+   */
+  onFinalizeBlock(listener: (height: number, ms: number) => void): () => void {
+    this.finalizeListeners.add(listener);
+    return () => {
+      this.finalizeListeners.delete(listener);
+    };
   }
 
   commit(): Promise<{ retainHeight: number }> {
