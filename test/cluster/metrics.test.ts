@@ -129,6 +129,12 @@ describe('noded service metrics', () => {
       executorHeight !== undefined && executorHeight >= height - 2,
       `executor height ${executorHeight}, consensus ${height}`,
     );
+    // FinalizeBlock's time, as each side sees it: the executor its execution, consensus the round trip.
+    for (const service of ['executor', 'consensus']) {
+      const count = value(text, 'cometbft_state_block_processing_time_count', `service="${service}"`);
+      assert.ok(count !== undefined && count >= 1, `${service}: ${count} FinalizeBlocks observed`);
+      assert.ok(value(text, 'cometbft_state_block_processing_time_sum', `service="${service}"`)! > 0);
+    }
     assert.ok(value(text, 'cometbft_evm_block_gas_limit', 'service="executor"')! > 0);
     assert.equal(value(text, 'cometbft_mempool_size', 'service="executor"'), 0);
     // the edges' JSON-RPC calls, one series per replica

@@ -334,6 +334,12 @@ export class CometRpcHost implements OnApplicationBootstrap {
       node: reader,
       readiness: () => ({ serving: this.consensus.running, catchingUp: false }),
     });
+    // state_block_processing_time as CometBFT reports it: each FinalizeBlock as consensus sees it
+    // (the gRPC round trip to the executor, execution included), in ms.
+    this.closers.add(
+      'finalize timing',
+      this.app.onFinalizeBlock((_height, ms) => metrics.observeBlockProcessing(ms)),
+    );
     const comet = new CometRpcServer({
       node: reader,
       bus: this.bus,
