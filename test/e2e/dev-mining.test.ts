@@ -17,6 +17,7 @@ import {
   rewireHome,
   runCli,
   startNode,
+  startOnFreePorts,
 } from './harness.js';
 
 const rpc = jsonRpc;
@@ -54,7 +55,8 @@ describe('chain-local: blocks on demand and the dev mining methods', { timeout: 
     assert.match(config, /^skip_timeout_commit = true$/m);
     assert.match(config, /^create_empty_blocks_interval = "1s"$/m);
     assert.match(readFileSync(join(home, 'config', 'app.toml'), 'utf8'), /^pruning = "nothing"$/m);
-    node = await startNode(home, ports);
+    node = await startOnFreePorts(home, ports);
+    ports = node.ports;
     url = node.ethUrl;
     provider = new JsonRpcProvider(url, undefined, {
       staticNetwork: true,
