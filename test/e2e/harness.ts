@@ -479,9 +479,43 @@ export async function until<T>(what: string, fn: () => Promise<T | undefined>, m
 }
 
 /** A fresh chain-local node: init + start. Remove the home with `cleanup` after stop. */
-export async function startLocalNode(opts: Parameters<typeof initLocalHome>[0] = {}) {
+/** Whether a start failed because a listener's port was taken (see startLocalNode). */
+export function portTaken(err: unknown): boolean {
+  return /address already in use|EADDRINUSE/.test(err instanceof Error ? err.message : String(err));
+}
+
+/**
+ * Starts the e2e target on `home` (startNode). Its ports were probed free, then are bound by the
+ * node a moment later: another test file running at the same time can take one in between. A start
+ * refused for a taken port is retried on newly drawn ports (rewireHome), `attempts` times in all;
+ * any other failure is thrown at once.
+ */
+export async function startOnFreePorts(
+  home: string,
+  ports: NodePorts,
+  opts: HomeOptions = {},
+  attempts = 3,
+): Promise<RunningNode> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startNode(home, ports);
+    } catch (err) {
+      if (attempt >= attempts || !portTaken(err)) throw err;
+      ports = await rewireHome(home, opts);
+    }
+  }
+}
+
+/** A fresh chain-local home started on free ports (startOnFreePorts), and how to stop and remove it. */
+export async function startLocalNode(opts: HomeOptions = {}) {
   const { home, ports } = await initLocalHome(opts);
-  const node = await startNode(home, ports);
+  let node: RunningNode;
+  try {
+    node = await startOnFreePorts(home, ports, opts);
+  } catch (err) {
+    rmSync(home, { recursive: true, force: true });
+    throw err;
+  }
   return {
     node,
     cleanup: async () => {

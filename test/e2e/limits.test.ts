@@ -109,6 +109,7 @@ describe('limits of a running node at their defaults', () => {
   }
 
   it('a client sending a byte a second is cut off by rpc_read_timeout (10 s) while 16 others are served', async () => {
+    const readTimeoutMs = 10_000; // rpc_read_timeout's default
     const started = Date.now();
     const slow = connect(node.ports.api, '127.0.0.1');
     slow.on('error', () => {});
@@ -121,28 +122,46 @@ describe('limits of a running node at their defaults', () => {
     slow.on('data', (d) => {
       answer += d.toString();
     });
-    const cut = new Promise<number>((resolve) => slow.once('close', () => resolve(Date.now() - started)));
-    // Meanwhile, 16 clients run requests back to back.
-    let served = 0;
-    let failed = 0;
+    let slowConnected = true;
+    const cut = new Promise<number>((resolve) =>
+      slow.once('close', () => {
+        slowConnected = false;
+        resolve(Date.now() - started);
+      }),
+    );
+    // Meanwhile, 16 clients run requests back to back. What the node does wrong shows as an error
+    // status or a dropped connection; a request this process gave up on (a loaded machine stalls the
+    // test itself) is counted apart, and each client must still have been served while the slow one
+    // was connected: a node stalled behind the slow client serves none of them.
+    const servedBy = new Array<number>(16).fill(0);
+    const serverFailures: string[] = [];
+    let gaveUp = 0;
     let stop = false;
-    const others = Array.from({ length: 16 }, async () => {
+    const others = servedBy.map(async (_, i) => {
       while (!stop) {
-        const ok = await fetch(`${node.apiUrl}/cosmos/base/tendermint/v1beta1/syncing`, {
-          signal: AbortSignal.timeout(5000),
-        }).then(
-          (r) => r.ok,
-          () => false,
-        );
-        if (ok) served++;
-        else failed++;
+        try {
+          const r = await fetch(`${node.apiUrl}/cosmos/base/tendermint/v1beta1/syncing`, {
+            signal: AbortSignal.timeout(5000),
+          });
+          await r.arrayBuffer();
+          if (!r.ok) serverFailures.push(`HTTP ${r.status}`);
+          else if (slowConnected) servedBy[i]!++;
+        } catch (e) {
+          if (e instanceof Error && e.name === 'TimeoutError') gaveUp++;
+          else serverFailures.push(String((e as Error & { cause?: unknown }).cause ?? e));
+        }
       }
     });
     try {
-      const ms = await Promise.race([cut, new Promise<number>((r) => setTimeout(() => r(-1), 20_000))]);
+      // The request would be complete after request.length (~65) s: the 408 below and a cut well
+      // before that show the read timeout did it; the upper bound doubles the timeout for a loaded machine.
+      const ms = await Promise.race([
+        cut,
+        new Promise<number>((r) => setTimeout(() => r(-1), 3 * readTimeoutMs)),
+      ]);
       assert.ok(
-        ms >= 9_000 && ms <= 13_000,
-        `the slow client was cut after ${ms} ms (rpc_read_timeout is 10 s)`,
+        ms >= readTimeoutMs - 1_000 && ms <= 2 * readTimeoutMs,
+        `the slow client was cut after ${ms} ms (rpc_read_timeout is ${readTimeoutMs} ms)`,
       );
       assert.ok(sent < request.length, 'cut before its request was complete');
       assert.match(answer, /^HTTP\/1\.1 408 Request Timeout/);
@@ -152,8 +171,13 @@ describe('limits of a running node at their defaults', () => {
       slow.destroy();
       await Promise.all(others);
     }
-    assert.equal(failed, 0);
-    assert.ok(served > 100, `others were served meanwhile (${served} requests)`);
+    const served = servedBy.reduce((a, b) => a + b, 0);
+    console.log(`# ${served} requests served beside the slow client, ${gaveUp} given up client-side`);
+    assert.deepEqual(serverFailures, [], 'no request of the other clients failed at the server');
+    assert.ok(
+      servedBy.every((n) => n > 0),
+      `every other client was served while the slow one was connected (${servedBy.join(', ')})`,
+    );
   });
 
   it('batches, filters and subscriptions are capped with precise errors', async () => {
