@@ -27,6 +27,7 @@ import {
   genesis,
   hex,
   MS,
+  nonProposerSetup,
   ofKind,
   PARAMS,
   signedProposal,
@@ -38,17 +39,7 @@ import {
 
 const keys = [0, 1, 2, 3].map(testKey);
 
-/** A validator that is not the proposer of rounds 0..2 (as in engine.test). */
-function setup() {
-  const chain = genesis(keys);
-  const probe = createEngine(config(null), chain, null);
-  const proposers = [0, 1, 2, 3].map((r) => hex(proposerOf(probe, r).address));
-  const self = keys.find((k) => !proposers.slice(0, 3).includes(hex(k.address)))!;
-  const keyOf = (r: number): TestKey => keys.find((k) => hex(k.address) === proposers[r])!;
-  const others = keys.filter((k) => k !== self);
-  const d = new Driver(config(self), chain);
-  return { chain, self, others, keyOf, d };
-}
+const setup = nonProposerSetup;
 
 /** The proposer of round 0 driving its own engine. */
 function proposerSetup() {

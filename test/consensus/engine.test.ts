@@ -19,26 +19,16 @@ import {
   genesis,
   hex,
   nilId,
+  nonProposerSetup,
   ofKind,
   signedProposal,
   signedVote,
-  type TestKey,
   testKey,
 } from './helpers.js';
 
 const keys = [0, 1, 2, 3].map(testKey);
 
-/** Engine of a validator that is not the proposer of rounds 0..2, plus helpers. */
-function setup() {
-  const chain = genesis(keys);
-  const probe = createEngine(config(null), chain, null);
-  const proposers = [0, 1, 2, 3].map((r) => hex(proposerOf(probe, r).address));
-  const self = keys.find((k) => !proposers.slice(0, 3).includes(hex(k.address)))!;
-  const keyOf = (r: number): TestKey => keys.find((k) => hex(k.address) === proposers[r])!;
-  const others = keys.filter((k) => k !== self);
-  const d = new Driver(config(self), chain);
-  return { chain, self, others, keyOf, d };
-}
+const setup = nonProposerSetup;
 
 function ownVote(effects: EngineEffect[]) {
   const s = ofKind(effects, 'signVote');

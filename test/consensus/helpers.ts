@@ -10,6 +10,7 @@ import {
   genesisChainState,
   makeBlock,
   proposalSignBytes,
+  proposerOf,
   step,
   voteSignBytes,
 } from '@noded/consensus';
@@ -203,3 +204,19 @@ export function ofKind<K extends EngineEffect['kind']>(
 }
 
 export const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
+
+/**
+ * Four validators and the engine of one that is not the proposer of rounds 0..2 (`self`), with
+ * `keyOf(r)` the key of round r's proposer and a Driver of `self` at the first height.
+ */
+export function nonProposerSetup() {
+  const keys = [0, 1, 2, 3].map(testKey);
+  const chain = genesis(keys);
+  const probe = createEngine(config(null), chain, null);
+  const proposers = [0, 1, 2, 3].map((r) => hex(proposerOf(probe, r).address));
+  const self = keys.find((k) => !proposers.slice(0, 3).includes(hex(k.address)))!;
+  const keyOf = (r: number): TestKey => keys.find((k) => hex(k.address) === proposers[r])!;
+  const others = keys.filter((k) => k !== self);
+  const d = new Driver(config(self), chain);
+  return { chain, self, others, keyOf, d };
+}
