@@ -188,6 +188,9 @@ describe('JSON-RPC edge over a message channel', () => {
       const h2 = await call<Hex>(url, 'eth_sendRawTransaction', [
         await transferFrom(Wallet.createRandom().privateKey),
       ]);
+      const h2b = await call<Hex>(url, 'eth_sendRawTransaction', [
+        await transferFrom(Wallet.createRandom().privateKey),
+      ]);
       const b2 = await mined();
       await sleep(50); // the receipts follow the head in the host's next batch
       const r2 = await call<Record<string, unknown>>(url, 'eth_getTransactionReceipt', [h2]);
@@ -198,6 +201,16 @@ describe('JSON-RPC edge over a message channel', () => {
       const direct = await hostGetReceipt(h2);
       assert.equal(r2.blockHash, direct?.blockHash);
       assert.equal(BigInt(r2.gasUsed as Hex), direct?.gasUsed);
+      // Each receipt's logs, sent once with the head and given back to the receipts on the edge:
+      // its own, with the block's log indexes.
+      const r2b = await call<Record<string, unknown>>(url, 'eth_getTransactionReceipt', [h2b]);
+      assert.equal(asked, 1, 'the second receipt answered on the edge too');
+      const logsOf = (r: Record<string, unknown>) =>
+        (r.logs as Array<Record<string, Hex>>).map((l) => [l.transactionHash, l.logIndex, l.data]);
+      const directB = await hostGetReceipt(h2b);
+      assert.equal(direct?.logs.length, 1);
+      assert.deepEqual(logsOf(r2), [[h2, '0x0', direct?.logs[0]?.data]]);
+      assert.deepEqual(logsOf(r2b), [[h2b, '0x1', directB?.logs[0]?.data]]);
       // A rewind below that block: the edge forgets its receipts and asks the host again.
       bus.publish({ kind: 'ChainRewound', height: Number(b2.number) - 1 });
       await sleep(50);

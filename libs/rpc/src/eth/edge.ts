@@ -88,7 +88,10 @@ type HostToEdge =
   | { t: 'head'; block: EthBlock; logs: EthLog[] }
   | { t: 'pending'; hashes: Hex[] }
   | { t: 'rewound'; height: number }
-  | { t: 'receipts'; height: bigint; receipts: EthReceipt[] }
+  // `logs` of every receipt left empty: the edge takes them from the block's head (`hash`), whose
+  // logs (`logCount` of them) it was sent just before; cloning them a second time cost about as much
+  // as the rest of the receipts.
+  | { t: 'receipts'; height: bigint; hash: Hex; logCount: number; receipts: EthReceipt[] }
   | { t: 'cmd'; id: number; c: CommandName; a: [string, number] | [] };
 
 type EdgeToHost =
@@ -418,7 +421,12 @@ export class EthEdgeHost {
     try {
       const receipts = await this.deps.chain.getBlockReceipts(height);
       if (generation !== this.generation || this.closed || receipts.length === 0) return;
-      this.out.push({ t: 'receipts', height, receipts });
+      let logCount = 0;
+      const bare = receipts.map((r) => {
+        logCount += r.logs.length;
+        return { ...r, logs: [] };
+      });
+      this.out.push({ t: 'receipts', height, hash: receipts[0]!.blockHash, logCount, receipts: bare });
     } catch (err) {
       this.deps.logger.debug(
         { height: String(height), err: (err as Error).message },
@@ -570,6 +578,28 @@ export interface EthEdgeClientOptions {
 }
 
 /**
+ * Gives each receipt sent ahead (logs left out) its logs from the block's head: those with its
+ * transaction index, in order. False, and the receipts are not kept (the host answers for them),
+ * when the head is not the receipts' block or its logs are not the `logCount` the host counted.
+ */
+function withHeadLogs(
+  receipts: EthReceipt[],
+  head: { hash: Hex; logs: EthLog[] } | undefined,
+  hash: Hex,
+  logCount: number,
+): boolean {
+  if (head === undefined || head.hash !== hash || head.logs.length !== logCount) return false;
+  let j = 0;
+  for (const r of receipts) {
+    const logs: EthLog[] = [];
+    while (j < head.logs.length && head.logs[j]!.transactionIndex === r.transactionIndex)
+      logs.push(head.logs[j++]!);
+    r.logs = logs;
+  }
+  return j === head.logs.length;
+}
+
+/**
  * The receipts of the newest blocks on the edge side, by transaction hash. A receipt is answered
  * only once its block is at or below the height the edge knows as latest (never ahead of
  * eth_blockNumber); anything else is asked of the host.
@@ -631,6 +661,8 @@ export class EthEdgeClient {
   private obsTimer: NodeJS.Timeout | undefined;
   private server: EdgeServer | undefined;
   private readonly out: Outbox<EdgeToHost>;
+  /** The logs of the newest heads, by height: the receipts sent ahead take theirs from here. */
+  private readonly headLogs = new Map<bigint, { hash: Hex; logs: EthLog[] }>();
   /** Receipts of the newest blocks, sent ahead by the host: transaction hash -> receipt. */
   private readonly recent = new RecentReceipts(RECENT_RECEIPT_BLOCKS);
   /** Logs of the newest blocks, when the host's heads carry them all; see getLogs(). */
@@ -777,6 +809,9 @@ export class EthEdgeClient {
         // Every block (empty ones too) ages the receipts kept, so they are let go after a load.
         this.recent.dropBelow(m.block.number - BigInt(RECENT_RECEIPT_BLOCKS) + 1n);
         this.recentLogs?.add(m.block.number, m.logs);
+        this.headLogs.set(m.block.number, { hash: m.block.hash, logs: m.logs });
+        for (const h of this.headLogs.keys())
+          if (h <= m.block.number - BigInt(RECENT_RECEIPT_BLOCKS)) this.headLogs.delete(h);
         this.bus.publish({ kind: 'EthNewHead', block: m.block, logs: m.logs });
         return;
       case 'pending':
@@ -785,11 +820,13 @@ export class EthEdgeClient {
       case 'rewound':
         this.recent.dropAbove(BigInt(m.height));
         this.recentLogs?.dropAbove(BigInt(m.height));
+        for (const h of this.headLogs.keys()) if (h > BigInt(m.height)) this.headLogs.delete(h);
         this.logsGeneration++;
         this.bus.publish({ kind: 'ChainRewound', height: m.height });
         return;
       case 'receipts':
-        this.recent.add(m.height, m.receipts);
+        if (withHeadLogs(m.receipts, this.headLogs.get(m.height), m.hash, m.logCount))
+          this.recent.add(m.height, m.receipts);
         return;
       case 'cmd':
         void this.runCommand(m.id, m.c, m.a);
