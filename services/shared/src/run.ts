@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { defaultHome, homePaths, LOG_LEVELS, markHomeService } from '@noded/config';
 import { bootstrapService, type ServiceModuleFactory } from './bootstrap.js';
 import { loadServiceSettings, type ServiceName, ServiceSettingsError } from './settings.js';
-import { REPEATED_SIGNAL_MS } from './signals.js';
+import { stopOnSignals } from './signals.js';
 import { NODED_VERSION } from './version.js';
 
 /** The options of a service process, as given on its command line (undefined: not given). */
@@ -94,26 +94,7 @@ export async function runServiceProcess(
   }
   say(`noded service ${service} is running (pid ${process.pid}); Ctrl-C or SIGTERM stops it`);
 
-  let stoppingSince: number | undefined;
-  const shutdown = async (signal: string) => {
-    if (stoppingSince !== undefined) {
-      if (Date.now() - stoppingSince < REPEATED_SIGNAL_MS) return;
-      process.stderr.write(`noded: ${signal} again, exiting without waiting\n`);
-      process.exit(1);
-    }
-    stoppingSince = Date.now();
-    process.stderr.write(`noded: ${signal} received, stopping service ${service}\n`);
-    let code = 0;
-    try {
-      await running.stop();
-    } catch (err) {
-      process.stderr.write(`noded: stopping failed: ${(err as Error).message}\n`);
-      code = 1;
-    }
-    process.exit(code);
-  };
-  process.on('SIGINT', () => void shutdown('SIGINT'));
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  stopOnSignals(` service ${service}`, () => running.stop());
   try {
     await running.done;
   } catch (err) {

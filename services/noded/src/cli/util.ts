@@ -61,9 +61,6 @@ export function canCreate(path: string): string | undefined {
   }
 }
 
-// How a repeated stop signal is read, the same for `noded start` and every service.
-export { REPEATED_SIGNAL_MS } from '@noded/service-shared/src/signals.js';
-
 export function say(line = ''): void {
   console.log(line);
 }

@@ -18,6 +18,7 @@ import {
   type NodeMode,
   releaseHomeLock,
 } from '@noded/config';
+import { stopOnSignals } from '@noded/service-shared/src/signals.js';
 import type { Command } from 'commander';
 import { checkStart, type StartCheck } from '../checks.js';
 import {
@@ -26,7 +27,6 @@ import {
   type HomeOpts,
   homeOf,
   problemsError,
-  REPEATED_SIGNAL_MS,
   requireHome,
   say,
   table,
@@ -256,27 +256,13 @@ async function runNodeProcess(opts: StartOptions, plan: string[]): Promise<void>
   }
   say(`noded is running (pid ${process.pid}); Ctrl-C or SIGTERM stops it`);
 
-  let stoppingSince: number | undefined;
-  const shutdown = async (signal: string) => {
-    if (stoppingSince !== undefined) {
-      if (Date.now() - stoppingSince < REPEATED_SIGNAL_MS) return;
-      console.error(`noded: ${signal} again, exiting without waiting`);
-      process.exit(1);
-    }
-    stoppingSince = Date.now();
-    console.error(`noded: ${signal} received, stopping`);
-    let code = 0;
+  const stopping = stopOnSignals('', async () => {
     try {
       await node.stop();
-    } catch (err) {
-      console.error(`noded: stopping failed: ${(err as Error).message}`);
-      code = 1;
+    } finally {
+      releaseHomeLock(opts.home);
     }
-    releaseHomeLock(opts.home);
-    process.exit(code);
-  };
-  process.on('SIGINT', () => void shutdown('SIGINT'));
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  });
 
   try {
     await node.done;
@@ -284,8 +270,8 @@ async function runNodeProcess(opts: StartOptions, plan: string[]): Promise<void>
     releaseHomeLock(opts.home);
     throw new CliError(`the node stopped with an error: ${(err as Error).message} (see ${opts.logFile})`);
   }
-  // When a signal started the shutdown, shutdown() exits once stop() returns.
-  if (stoppingSince === undefined) {
+  // When a signal started the shutdown, stopOnSignals exits once stop() returns.
+  if (!stopping()) {
     releaseHomeLock(opts.home);
     say('noded: the node stopped');
   }
