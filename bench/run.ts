@@ -211,6 +211,41 @@ async function erc20Workload(ctx: Ctx, run: TargetRun, tokenAddress: string): Pr
 /** Distinct holders asked by the 'eth_call balanceOf, 4096 holders' load (more than a call cache keeps). */
 const HOLDERS = 4096;
 
+/** The eth_getLogs row's holder: paid by no load, only by the LOG_HISTORY transfers of seedLogHistory. */
+const HISTORY_HOLDER = `0x${'4157'.padStart(40, '0')}`;
+/** Transfers to HISTORY_HOLDER before the eth_getLogs row: each node's reply holds exactly these. */
+const LOG_HISTORY = 400;
+
+/**
+ * Sends LOG_HISTORY token transfers of 1 from the deployer to HISTORY_HOLDER, all in flight at once
+ * (so automine makes a block of each, one-second blocks a few), and waits for every receipt. A node
+ * whose chain already holds them (a second reads row) gets none more.
+ */
+async function seedLogHistory(ctx: Ctx, tokenAddress: string): Promise<void> {
+  const token = compileToken();
+  const { rpc, deployer } = ctx;
+  const have = BigInt(
+    await rpc.call<string>('eth_call', [
+      { to: tokenAddress, data: token.abi.encodeFunctionData('balanceOf', [HISTORY_HOLDER]) },
+      'latest',
+    ]),
+  );
+  if (have >= BigInt(LOG_HISTORY)) return;
+  const fees = await currentFees(rpc);
+  const nonce = await pendingNonce(rpc, deployer.address);
+  const data = token.abi.encodeFunctionData('transfer', [HISTORY_HOLDER, 1n]);
+  const txs = Array.from({ length: LOG_HISTORY - Number(have) }, (_, i) =>
+    signTx(deployer.key, deployer.address, fees, {
+      to: tokenAddress,
+      data,
+      gasLimit: 100_000n,
+      nonce: nonce + i,
+    }),
+  );
+  const b = await runBurst(rpc, ctx.heads, [txs], { window: 64, timeoutMs: 120_000 });
+  mustComplete('eth_getLogs history', b);
+}
+
 /**
  * The request bodies of each read method; a load cycles through a method's bodies, one per request.
  * 'eth_call balanceOf' repeats one call, as a wallet polling its balance does (noded answers
@@ -245,10 +280,13 @@ async function readBodies(
     if (want.includes('logs')) {
       // One holder's incoming transfers (topic 2 = the receiver), as a wallet's history view asks:
       // all the token's logs would pass the 10,000-result cap of noded (and of public endpoints).
+      // The holder is one no load pays, given the same LOG_HISTORY transfers on every node just
+      // before the row, so every node's reply holds the same logs whatever its loads completed.
+      await seedLogHistory(ctx, tokenAddress);
       const latest = Number(BigInt(await ctx.rpc.call<string>('eth_blockNumber')));
       const from = Math.max(0, latest - 999);
       const transferTopic = abi.getEvent('Transfer')!.topicHash;
-      const holderTopic = `0x${RECEIVERS[0].slice(2).toLowerCase().padStart(64, '0')}`;
+      const holderTopic = `0x${HISTORY_HOLDER.slice(2).toLowerCase().padStart(64, '0')}`;
       const filter = {
         address: tokenAddress,
         fromBlock: hexQty(from),
@@ -256,9 +294,11 @@ async function readBodies(
         topics: [transferTopic, null, holderTopic],
       };
       const logs = await ctx.rpc.call<unknown[]>('eth_getLogs', [filter]);
+      const off =
+        logs.length === LOG_HISTORY ? '' : ` (NOT the ${LOG_HISTORY} sent: the rows are not comparable)`;
       run.readNotes = {
         ...run.readNotes,
-        'eth_getLogs, last 1000 blocks': `blocks ${from}..${latest} (${latest - from + 1} blocks), Transfer logs to one receiver: ${logs.length} per reply`,
+        'eth_getLogs, last 1000 blocks': `blocks ${from}..${latest} (${latest - from + 1} blocks), Transfer logs to one receiver: ${logs.length} per reply${off}`,
       };
       bodies.push(['eth_getLogs, last 1000 blocks', [req('eth_getLogs', [filter])]]);
     }
