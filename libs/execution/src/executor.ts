@@ -43,6 +43,7 @@ import {
   type FeeHistory,
   type FinalizeBlockRequest,
   type FinalizeBlockResponse,
+  type HeadAccount,
   type Hex,
   type InitChainRequest,
   type InitChainResponse,
@@ -141,7 +142,7 @@ import {
   StakingStore,
 } from './precompiles/staking-state.js';
 import { abciQuery } from './query.js';
-import { type AccountData, EMPTY_CODE_HASH, newAccount } from './state/account.js';
+import { type AccountData, decodeAccount, EMPTY_CODE_HASH, newAccount } from './state/account.js';
 import { ACCOUNT_TRIE_OWNER, type BuiltState, StateDb, storageOwner } from './state/db.js';
 import { JournaledState, type StateSource } from './state/journaled.js';
 import { heightKey, META, metaKey, P } from './store/keys.js';
@@ -1358,9 +1359,14 @@ export class Executor implements Application, EthChain {
     this.publishHeldHeads();
   }
 
-  private publishHead(p: { block: StoredBlock; receipts: StoredReceipt[] }): void {
+  private publishHead(p: PendingBlock): void {
     const logs = renderLogs(p.block, p.receipts).flat();
-    this.opts.bus.publish({ kind: 'EthNewHead', block: renderBlock(p.block), logs });
+    this.opts.bus.publish({
+      kind: 'EthNewHead',
+      block: renderBlock(p.block),
+      logs,
+      accounts: headAccounts(p.built),
+    });
   }
 
   private publishHeldHeads(): void {
@@ -2836,6 +2842,17 @@ function parseGenesisAccounts(appState: unknown, evmChainId: bigint): GenesisAcc
     }
     out.push({ addr, data, code, storage });
   });
+  return out;
+}
+
+/** Every account a block changed, with its balance and nonce after the block (EthNewHead.accounts). */
+function headAccounts(built: BuiltState): HeadAccount[] {
+  const out: HeadAccount[] = [];
+  for (const c of built.changes) {
+    if (c.table !== 'account') continue;
+    const a = c.value === undefined ? undefined : decodeAccount(c.value);
+    out.push({ address: `0x${c.k}`, balance: a?.balance ?? 0n, nonce: a?.nonce ?? 0n });
+  }
   return out;
 }
 

@@ -11,14 +11,26 @@ export type NodeEvent =
   | { kind: 'CompleteProposal'; height: number; round: number; blockId: BlockId; proposal: Proposal }
   | { kind: 'Vote'; vote: Vote }
   | { kind: 'ValidatorSetUpdates'; updates: ValidatorUpdate[] }
-  /** Emitted by execution after a block is committed: the Ethereum head and its logs. */
-  | { kind: 'EthNewHead'; block: EthBlock; logs: EthLog[] }
+  /**
+   * Emitted by execution after a block is committed: the Ethereum head and its logs. `accounts`,
+   * when present, is every account the block changed, with its balance and nonce after the block
+   * (an account the block deleted reads 0 and 0): a reader that held every other account's values
+   * at the height before holds them all at this one.
+   */
+  | { kind: 'EthNewHead'; block: EthBlock; logs: EthLog[]; accounts?: HeadAccount[] }
   | { kind: 'EthPendingTx'; hash: Hex }
   /**
    * Dev chain evm_revert: every store is back at `height` and the next block is height + 1 again;
    * caches of later heights (eth_call results, block snapshots, filters) must be dropped.
    */
   | { kind: 'ChainRewound'; height: number };
+
+/** An account's balance and nonce after a block; `address` is lowercase 0x-hex. */
+export interface HeadAccount {
+  address: Hex;
+  balance: bigint;
+  nonce: bigint;
+}
 
 export type NodeEventKind = NodeEvent['kind'];
 export type Listener = (event: NodeEvent) => void;

@@ -25,6 +25,7 @@ import type {
   EthReceipt,
   EthTx,
   FeeHistory,
+  HeadAccount,
   Hex,
   LogFilter,
   Logger,
@@ -85,7 +86,7 @@ type HostToEdge =
   | { t: 'ret'; id: number; v: unknown }
   | { t: 'err'; id: number; e: WireError }
   | { t: 'snap'; s: ChainSnapshot }
-  | { t: 'head'; block: EthBlock; logs: EthLog[] }
+  | { t: 'head'; block: EthBlock; logs: EthLog[]; accounts?: HeadAccount[] }
   | { t: 'pending'; hashes: Hex[] }
   | { t: 'rewound'; height: number }
   // `logs` of every receipt left empty: the edge takes them from the block's head (`hash`), whose
@@ -397,7 +398,7 @@ export class EthEdgeHost {
     if (this.closed) return;
     if (ev.kind === 'EthNewHead') {
       // Heads published together (block sync's batch at a sync point) travel as one message.
-      this.out.later({ t: 'head', block: ev.block, logs: ev.logs });
+      this.out.later({ t: 'head', block: ev.block, logs: ev.logs, accounts: ev.accounts });
       if (ev.block.transactions.length > 0 && Date.now() < this.receiptsWantedUntil)
         void this.sendReceipts(ev.block.number);
     } else if (ev.kind === 'EthPendingTx') {
@@ -643,6 +644,71 @@ class RecentReceipts {
   }
 }
 
+/** Accounts whose balance and nonce the edge keeps at the latest height (oldest let go first). */
+const HEAD_ACCOUNTS = 65_536;
+
+/**
+ * Balances and nonces at one height, the latest the edge knows, so that eth_getBalance and
+ * eth_getTransactionCount at the latest height are answered on this thread, without waiting for the
+ * host's (the block executor's) turn. It holds a subset of the accounts, each right at `height`:
+ * values the host answered at that height, and every account each new head changed (the head
+ * carries them all: EthNewHead.accounts). A head that follows another one directly moves it to the
+ * new height with that head's changes; any other head (a gap, or one without its accounts), a
+ * rewind, or a latest height it is not at leaves it empty or unused, and the host answers.
+ */
+class HeadAccounts {
+  private readonly byAddress = new Map<string, { balance?: bigint; nonce?: bigint }>();
+  /** The height every entry is right at; -1 when none. */
+  height = -1n;
+
+  constructor(private readonly keep: number) {}
+
+  /** A new head: its changes applied when it follows `height`, else everything let go. */
+  head(number: bigint, accounts: HeadAccount[] | undefined): void {
+    if (accounts === undefined || number !== this.height + 1n) {
+      this.byAddress.clear();
+      this.height = accounts === undefined ? -1n : number;
+      if (accounts === undefined) return;
+    }
+    this.height = number;
+    for (const a of accounts) {
+      const k = a.address.toLowerCase();
+      this.byAddress.delete(k);
+      this.byAddress.set(k, { balance: a.balance, nonce: a.nonce });
+    }
+    this.trim();
+  }
+
+  clear(): void {
+    this.byAddress.clear();
+    this.height = -1n;
+  }
+
+  get(address: Hex, field: 'balance' | 'nonce', height: bigint): bigint | undefined {
+    if (height !== this.height) return undefined;
+    return this.byAddress.get(address.toLowerCase())?.[field];
+  }
+
+  /** A value the host answered at `height`: kept only if that is still the height held. */
+  put(address: Hex, field: 'balance' | 'nonce', height: bigint, value: bigint): void {
+    if (height !== this.height) return;
+    const k = address.toLowerCase();
+    const e = this.byAddress.get(k);
+    if (e !== undefined) e[field] = value;
+    else {
+      this.byAddress.set(k, { [field]: value });
+      this.trim();
+    }
+  }
+
+  private trim(): void {
+    for (const k of this.byAddress.keys()) {
+      if (this.byAddress.size <= this.keep) return;
+      this.byAddress.delete(k);
+    }
+  }
+}
+
 /** The edge side: the chain, bus, logger and metrics hook an EthRpcServer is built with. */
 export class EthEdgeClient {
   readonly chain: EthChain;
@@ -665,6 +731,8 @@ export class EthEdgeClient {
   private readonly headLogs = new Map<bigint, { hash: Hex; logs: EthLog[] }>();
   /** Receipts of the newest blocks, sent ahead by the host: transaction hash -> receipt. */
   private readonly recent = new RecentReceipts(RECENT_RECEIPT_BLOCKS);
+  /** Balances and nonces at the latest height; see HeadAccounts. */
+  private readonly accounts = new HeadAccounts(HEAD_ACCOUNTS);
   /** Logs of the newest blocks, when the host's heads carry them all; see getLogs(). */
   private readonly recentLogs: RecentLogs | undefined;
   /** Counts rewinds, so that logs asked for before one are not kept after it. */
@@ -688,6 +756,7 @@ export class EthEdgeClient {
       opts.recoverSender,
       (hash) => this.recent.get(hash, this.snapshot.latestHeight),
       (filter) => this.getLogs(filter),
+      (field, address, height) => this.accountField(field, address, height),
     );
     const d = <T>(m: DevCall, ...a: unknown[]) =>
       this.calls.request((id) => this.out.push({ t: 'dev', id, m, a })) as Promise<T>;
@@ -745,6 +814,27 @@ export class EthEdgeClient {
         ? this.out.later({ t: 'call', id, m, a })
         : this.out.push({ t: 'call', id, m, a }),
     );
+  }
+
+  /**
+   * A balance or nonce: from the accounts kept at the latest height when the edge is at that height
+   * and holds the account, else from the host (and kept, if the edge is still at that height).
+   */
+  private accountField(field: 'balance' | 'nonce', address: Hex, height: bigint): Promise<bigint> {
+    const latest = this.snapshot.latestHeight;
+    if (height === latest) {
+      const v = this.accounts.get(address, field, height);
+      if (v !== undefined) return Promise.resolve(v);
+    }
+    const asked = this.call(field === 'balance' ? 'getBalance' : 'getNonce', [
+      address,
+      height,
+    ]) as Promise<bigint>;
+    if (height !== latest) return asked;
+    return asked.then((v) => {
+      this.accounts.put(address, field, height, v);
+      return v;
+    });
   }
 
   /**
@@ -810,6 +900,7 @@ export class EthEdgeClient {
         this.recent.dropBelow(m.block.number - BigInt(RECENT_RECEIPT_BLOCKS) + 1n);
         this.recentLogs?.add(m.block.number, m.logs);
         this.headLogs.set(m.block.number, { hash: m.block.hash, logs: m.logs });
+        this.accounts.head(m.block.number, m.accounts);
         for (const h of this.headLogs.keys())
           if (h <= m.block.number - BigInt(RECENT_RECEIPT_BLOCKS)) this.headLogs.delete(h);
         this.bus.publish({ kind: 'EthNewHead', block: m.block, logs: m.logs });
@@ -820,6 +911,7 @@ export class EthEdgeClient {
       case 'rewound':
         this.recent.dropAbove(BigInt(m.height));
         this.recentLogs?.dropAbove(BigInt(m.height));
+        this.accounts.clear();
         for (const h of this.headLogs.keys()) if (h > BigInt(m.height)) this.headLogs.delete(h);
         this.logsGeneration++;
         this.bus.publish({ kind: 'ChainRewound', height: m.height });
@@ -855,6 +947,7 @@ function remoteChain(
   recoverSender: ((raw: Uint8Array) => Uint8Array | undefined) | undefined,
   recentReceipt: (hash: Hex) => EthReceipt | undefined,
   getLogs: (filter: LogFilter) => Promise<EthLog[]>,
+  accountField: (field: 'balance' | 'nonce', address: Hex, height: bigint) => Promise<bigint>,
 ): EthChain {
   const c = <T>(m: ChainCall, ...a: unknown[]) => call(m, a) as Promise<T>;
   const devCalls: Pick<EthChain, 'devSetState' | 'devSendImpersonated'> = dev
@@ -880,8 +973,9 @@ function remoteChain(
       return r !== undefined ? Promise.resolve(r) : c<EthReceipt | undefined>('getReceipt', hash);
     },
     getLogs,
-    getBalance: (address: Hex, height: bigint) => c<bigint>('getBalance', address, height),
-    getNonce: (address: Hex, height: bigint | 'pending') => c<bigint>('getNonce', address, height),
+    getBalance: (address: Hex, height: bigint) => accountField('balance', address, height),
+    getNonce: (address: Hex, height: bigint | 'pending') =>
+      height === 'pending' ? c<bigint>('getNonce', address, height) : accountField('nonce', address, height),
     getCode: (address: Hex, height: bigint) => c<Hex>('getCode', address, height),
     getStorageAt: (address: Hex, slot: Hex, height: bigint) => c<Hex>('getStorageAt', address, slot, height),
     getProof: (address: Hex, slots: Hex[], height: bigint) =>
