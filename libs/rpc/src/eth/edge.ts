@@ -127,6 +127,8 @@ const CHAIN_CALLS = [
   'traceBlock',
   'devSetState',
   'devSendImpersonated',
+  'devImpersonate',
+  'devImpersonatedAccounts',
 ] as const;
 type ChainCall = (typeof CHAIN_CALLS)[number];
 /** The EthDevControl methods; answered by the host's `dev`, refused when it has none. */
@@ -342,7 +344,11 @@ export class EthEdgeHost {
     return {
       chainId: this.deps.chain.chainId(),
       snapshot: snapshotOf(this.deps.chain),
-      dev: this.deps.chain.devSetState !== undefined && this.deps.chain.devSendImpersonated !== undefined,
+      dev:
+        this.deps.chain.devSetState !== undefined &&
+        this.deps.chain.devSendImpersonated !== undefined &&
+        this.deps.chain.devImpersonate !== undefined &&
+        this.deps.chain.devImpersonatedAccounts !== undefined,
       headLogs: this.deps.headLogs === true,
     };
   }
@@ -857,10 +863,15 @@ function remoteChain(
   getLogs: (filter: LogFilter) => Promise<EthLog[]>,
 ): EthChain {
   const c = <T>(m: ChainCall, ...a: unknown[]) => call(m, a) as Promise<T>;
-  const devCalls: Pick<EthChain, 'devSetState' | 'devSendImpersonated'> = dev
+  const devCalls: Pick<
+    EthChain,
+    'devSetState' | 'devSendImpersonated' | 'devImpersonate' | 'devImpersonatedAccounts'
+  > = dev
     ? {
         devSetState: (change: DevStateChange) => c<bigint>('devSetState', change),
         devSendImpersonated: (sender: Hex, raw: Uint8Array) => c<Hex>('devSendImpersonated', sender, raw),
+        devImpersonate: (address: Hex, on: boolean) => c<boolean>('devImpersonate', address, on),
+        devImpersonatedAccounts: () => c<Hex[]>('devImpersonatedAccounts'),
       }
     : {};
   return {
