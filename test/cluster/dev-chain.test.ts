@@ -13,7 +13,7 @@
 // And a chain-testnet cluster: the edge refuses the setters and impersonation by name, the executor's
 // DevChain refuses the calls, and its ProcessProposal rejects a block carrying a dev operation.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -188,10 +188,20 @@ describe('dev-chain methods through the cluster', () => {
   });
 
   it('chain-testnet: the edge refuses the setters by name, the executor refuses dev calls and blocks with dev operations', async () => {
+    // A chain-local home renamed chain-testnet: the same single validator (whose key the home holds,
+    // so only the chain id withholds the dev controls), which consensus runs without a p2p-gateway.
     const home = mkdtempSync(join(tmpdir(), 'noded-devcluster-testnet-'));
     cleanups.push(() => rmSync(home, { recursive: true, force: true }));
-    const init = runCli(['init', 'full', '--chain-id', 'chain-testnet', '--home', home]);
+    const init = runCli(['init', 'full', '--chain-id', 'chain-local', '--home', home]);
     assert.equal(init.code, 0, init.stderr);
+    const genesisFile = join(home, 'config', 'genesis.json');
+    const genesis = JSON.parse(readFileSync(genesisFile, 'utf8')) as {
+      chain_id: string;
+      app_state: { evm: { chain_id: string } };
+    };
+    genesis.chain_id = 'chain-testnet';
+    genesis.app_state.evm.chain_id = '31611';
+    writeFileSync(genesisFile, JSON.stringify(genesis));
     const ports = await rewireHome(home, { timeoutCommit: '300ms' });
     const nats = await startNatsServer();
     cleanups.push(() => nats.stop());
