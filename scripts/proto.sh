@@ -19,7 +19,7 @@ OUT=libs/proto/src/gen
 PROTO=libs/proto/proto
 # The .proto files generated, relative to $PROTO. google/protobuf/{timestamp,duration}.proto come
 # with protoc's include directory and are generated alongside as imports.
-PROTOS=(noded/abci/v1/abci.proto noded/stream/v1/committed.proto noded/state/v1/state.proto noded/mempool/v1/mempool.proto noded/p2p/v1/gateway.proto grpc/health/v1/health.proto)
+PROTOS=(noded/abci/v1/abci.proto noded/stream/v1/committed.proto noded/state/v1/state.proto noded/mempool/v1/mempool.proto noded/dev/v1/dev.proto noded/p2p/v1/gateway.proto grpc/health/v1/health.proto)
 # ts-proto options (https://github.com/stephenh/ts-proto#supported-options):
 # grpc-js service definitions and clients; int64/uint64 as bigint; message fields optional
 # (absent = undefined, so presence is checkable); Timestamp kept as {seconds, nanos} (a Date would

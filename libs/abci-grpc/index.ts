@@ -2,7 +2,7 @@
 
 // The generated messages, service definitions and health client (@noded/proto), for raw calls
 // (tests, probes).
-export { abciProto, gatewayProto, healthProto, mempoolProto, stateProto } from '@noded/proto';
+export { abciProto, devProto, gatewayProto, healthProto, mempoolProto, stateProto } from '@noded/proto';
 // The mempool's admissions as a stream (StreamAdmitted): the executor's bounded server side and
 // consensus' reconnecting consumer, for mempool gossip and blocks on demand.
 export {
@@ -28,6 +28,13 @@ export {
 } from './src/constants.js';
 // Wire <-> libs/types conversions with the contract's field rules (tests, other transports).
 export { AbciFieldError, type CheckTxKind, fromProto, toProto } from './src/convert.js';
+// The dev-chain controls of a chain-local executor for rpc-edges (proto/noded/dev/v1/dev.proto).
+export {
+  addDevChainService,
+  DEV_CHAIN_SERVICE_NAME,
+  type DevChainSource,
+  GrpcDevChain,
+} from './src/dev.js';
 // Reads over an ordered list of equivalent backends: the first one up answers, the next when it
 // cannot, back to it once a probe (bounded backoff) sees it answer. An rpc-edge's state-store reads
 // and its REST's consensus RPC reads both run on it.

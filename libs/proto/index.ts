@@ -7,6 +7,8 @@
 export * as healthProto from './src/gen/grpc/health/v1/health.js';
 // noded.abci.v1.Application: consensus <-> executor (ABCI 2.0 shaped).
 export * as abciProto from './src/gen/noded/abci/v1/abci.js';
+// noded.dev.v1.DevChain: rpc-edge -> executor (chain-local dev controls).
+export * as devProto from './src/gen/noded/dev/v1/dev.js';
 // noded.mempool.v1.Mempool: rpc-edge -> executor.
 export * as mempoolProto from './src/gen/noded/mempool/v1/mempool.js';
 // noded.p2p.v1.Gateway: consensus <-> p2p-gateway.

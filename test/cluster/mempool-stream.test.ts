@@ -141,7 +141,11 @@ describe('the executor mempool over gRPC in the cluster', { timeout: 400_000 }, 
     stream.onBatch((b) => batches.push(b));
     stream.start();
     await until('the pool snapshot', 10_000, async () => (batches.length > 0 ? true : undefined));
-    assert.deepEqual(batches[0], { pool: true, txs: [] }, 'an empty pool is one empty snapshot');
+    assert.deepEqual(
+      batches[0],
+      { pool: true, devQueued: false, txs: [] },
+      'an empty pool is one empty snapshot',
+    );
 
     // ---- blocks on demand: a transfer sent to the rpc-edge, whose receipt the edge gives ---------
     const key = DEV_KEYS[0]!;
@@ -168,7 +172,7 @@ describe('the executor mempool over gRPC in the cluster', { timeout: 400_000 }, 
       await assert.rejects(ethRpc(evm, method, method === 'evm_mine' ? [] : [true]), (err: Error) => {
         assert.equal(
           err.message,
-          `-32000 ${method} is not served by the cluster: its services have no dev controls (they run in \`noded start\` on chain-local); the cluster makes blocks on demand as config.toml paces them ([consensus] create_empty_blocks_interval, docs/cluster.md)`,
+          `-32000 ${method} is not served by the cluster: of the dev-chain methods it serves only the state setters and impersonation (mining, time and snapshots run in \`noded start\` on chain-local); the cluster makes blocks on demand as config.toml paces them ([consensus] create_empty_blocks_interval, docs/cluster.md)`,
         );
         return true;
       });

@@ -95,7 +95,7 @@ describe('proto-check: the lint and breaking-change check of libs/proto/proto', 
       timeout: 30_000,
     });
     assert.equal(r.status, 0, r.stderr);
-    assert.match(r.stdout, /proto-check: 6 files, 6 packages: lint and breaking clean/);
+    assert.match(r.stdout, /proto-check: 7 files, 7 packages: lint and breaking clean/);
   });
 
   it('refuses a field removed without reserving its number and name', () => {

@@ -138,6 +138,18 @@ describe('dev operations: the executor', () => {
       },
       who,
     );
+    // The executor owns the impersonated set: a sender not in it is refused, then accepted.
+    await assert.rejects(
+      n.ex.devSendImpersonated(who, raw),
+      (err: Error) =>
+        err instanceof ChainError &&
+        err.code === -32000 &&
+        err.message ===
+          `${who} is not impersonated: call anvil_impersonateAccount or hardhat_impersonateAccount first`,
+    );
+    assert.equal(n.ex.devQueueLength(), 0, 'the refused send queued nothing');
+    assert.equal(await n.ex.devImpersonate(who, true), false);
+    assert.deepEqual(await n.ex.devImpersonatedAccounts(), [who]);
     const hash = await n.ex.devSendImpersonated(who, raw);
     assert.equal((await n.ex.getTransaction(hash))?.blockHash, null, 'pending while queued');
     assert.equal(await n.ex.getNonce(who, 'pending'), 1n);
@@ -176,6 +188,7 @@ describe('dev operations: the executor', () => {
         },
         who,
       ).raw;
+    await n.ex.devImpersonate(who, true);
     const hash = await n.ex.devSendImpersonated(who, send(0n, 21000n));
     await produceBlock(n);
     assert.equal((await n.ex.getReceipt(hash))?.status, 1);

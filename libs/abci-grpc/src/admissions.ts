@@ -48,6 +48,11 @@ export interface AdmissionSource {
     pending: Array<{ raw: Uint8Array; hash: Uint8Array }>;
     queued: Array<{ raw: Uint8Array; hash: Uint8Array }>;
   };
+  /**
+   * Calls `listener` whenever a dev operation is queued for the next proposal (chain-local's dev
+   * controls); returns the unsubscriber. Sent as a message with dev_queued and no transactions.
+   */
+  onDevQueued?(listener: () => void): () => void;
 }
 
 /** Counts of the server's admission streams (the executor's metrics read them). */
@@ -85,6 +90,7 @@ export function admissionHandler(
     let opened = false;
     let ended = false;
     let off = () => {};
+    let offDev = () => {};
     /** The pool's transactions still to send (include_pool), then the admissions waiting. */
     let snapshot: AdmittedTx[] = [];
     let queue: AdmittedTx[] = [];
@@ -100,6 +106,7 @@ export function admissionHandler(
       if (ended) return;
       ended = true;
       off();
+      offDev();
       open.delete(stop);
       if (opened) stats.open--;
       queue = [];
@@ -112,11 +119,11 @@ export function admissionHandler(
     const refuse = (details: string) =>
       end({ code: grpc.status.INVALID_ARGUMENT, details: `${at}: ${details}` });
 
-    const write = (txs: AdmittedTx[], pool: boolean, bytes: number) => {
+    const write = (txs: AdmittedTx[], pool: boolean, bytes: number, devQueued = false) => {
       seq++;
       unacked.push({ seq, bytes });
       unackedBytes += bytes;
-      call.write({ txs, pool, seq });
+      call.write({ txs, pool, seq, devQueued });
     };
     /** Takes the next message's worth (up to BATCH_BYTES) off the front of `from`. */
     const take = (from: AdmittedTx[]): { txs: AdmittedTx[]; bytes: number } => {
@@ -186,6 +193,11 @@ export function admissionHandler(
       open.add(stop);
       // Subscribed before the pool is read: a transaction admitted in between comes twice, never not at all.
       off = src.onTxAdmitted(admitted);
+      // A queued dev operation wants a block as an admission does; it carries no transaction.
+      offDev =
+        src.onDevQueued?.(() => {
+          if (!ended) write([], false, TX_OVERHEAD, true);
+        }) ?? (() => {});
       // Headers go out now, so the consumer knows it is subscribed before any transaction is admitted.
       call.sendMetadata(new grpc.Metadata());
       if (!includePool) return;
@@ -240,6 +252,8 @@ export interface AdmittedBatch {
   txs: Array<{ raw: Uint8Array; hash: string; trace?: TraceCarrier }>;
   /** These were in the pool when the stream (re)started. */
   pool: boolean;
+  /** The executor queued a dev operation for its next proposal (no transactions in this batch). */
+  devQueued: boolean;
 }
 
 export interface AdmissionStreamOptions {
@@ -322,6 +336,7 @@ export class AdmissionStream {
       }
       const batch: AdmittedBatch = {
         pool: m.pool,
+        devQueued: m.devQueued,
         txs: m.txs.map((t) => {
           const hash = `0x${Buffer.from(t.hash).toString('hex')}`;
           const trace = t.traceContext ?? {};

@@ -40,6 +40,8 @@ export interface MempoolSource {
   flushMempool(): void;
   /** Every admission as it happens (StreamAdmitted); returns the unsubscriber. */
   onTxAdmitted(listener: (raw: Uint8Array, hash: Hex) => void): () => void;
+  /** Every dev operation queued for the next proposal (StreamAdmitted's dev_queued); returns the unsubscriber. */
+  onDevQueued?(listener: () => void): () => void;
 }
 
 /** The largest `limit` UnconfirmedTxs answers with (CometBFT's RPC pages by 100 at most). */
@@ -98,18 +100,8 @@ export function addMempoolService(
         async (span) => run(call.request as Req, span),
       ).then(
         (res) => cb(null, res),
-        (err: unknown) => {
-          if (err instanceof ChainError) {
-            const metadata = new grpc.Metadata();
-            metadata.set(CHAIN_ERROR_CODE_TRAILER, String(err.code));
-            if (typeof err.data === 'string') metadata.set(CHAIN_ERROR_DATA_TRAILER, err.data);
-            cb({ code: grpc.status.FAILED_PRECONDITION, details: err.message, metadata });
-            return;
-          }
-          const msg = err instanceof Error ? err.message : String(err);
-          logger.error({ rpc, err: msg }, 'mempool call failed');
-          cb({ code: grpc.status.INTERNAL, details: `${at}: ${msg}` });
-        },
+        (err: unknown) =>
+          cb(executorFailure(err, at, (msg) => logger.error({ rpc, err: msg }, 'mempool call failed'))),
       );
     };
   server.addService(def, {
@@ -171,7 +163,73 @@ export function addMempoolService(
   return streams.closeAll;
 }
 
-/** A failed call that is not a refusal of the executor (unreachable, timed out, UNIMPLEMENTED, ...). */
+/**
+ * The status a failed executor call answers: a ChainError (the executor refused) is
+ * FAILED_PRECONDITION with its code (and data) in the trailers and its message; anything else is
+ * INTERNAL naming `at`, after `report` was given its message (to log).
+ */
+export function executorFailure(
+  err: unknown,
+  at: string,
+  report: (message: string) => void,
+): Partial<grpc.StatusObject> {
+  if (err instanceof ChainError) {
+    const metadata = new grpc.Metadata();
+    metadata.set(CHAIN_ERROR_CODE_TRAILER, String(err.code));
+    if (typeof err.data === 'string') metadata.set(CHAIN_ERROR_DATA_TRAILER, err.data);
+    return { code: grpc.status.FAILED_PRECONDITION, details: err.message, metadata };
+  }
+  const msg = err instanceof Error ? err.message : String(err);
+  report(msg);
+  return { code: grpc.status.INTERNAL, details: `${at}: ${msg}` };
+}
+
+/** A generated unary method definition (ts-proto's `…Service.method`). */
+export interface UnaryDef<Req, Res> {
+  path: string;
+  requestSerialize: (r: Req) => Buffer;
+  responseDeserialize: (b: Buffer) => Res;
+}
+
+/**
+ * One unary call to an executor service (Mempool, DevChain): a refusal (FAILED_PRECONDITION) is the
+ * executor's ChainError with the code of its trailer; any other failure a MempoolCallError that
+ * names `what` (the service and its address).
+ */
+export function executorUnary<Req, Res>(
+  client: grpc.Client,
+  what: string,
+  deadlineMs: number,
+  def: UnaryDef<Req, Res>,
+  req: Req,
+): Promise<Res> {
+  return new Promise((resolve, reject) =>
+    client.makeUnaryRequest(
+      def.path,
+      def.requestSerialize,
+      def.responseDeserialize,
+      req,
+      withTraceContext(new grpc.Metadata()),
+      { deadline: Date.now() + deadlineMs },
+      (err, res) => {
+        if (!err) return resolve(res as Res);
+        if (err.code === grpc.status.FAILED_PRECONDITION) {
+          const code = Number(err.metadata.get(CHAIN_ERROR_CODE_TRAILER)[0] ?? -32000);
+          const data = err.metadata.get(CHAIN_ERROR_DATA_TRAILER)[0];
+          return reject(
+            new ChainError(code, err.details, typeof data === 'string' ? (data as Hex) : undefined),
+          );
+        }
+        reject(new MempoolCallError(`${what}: ${err.details || err.message}`, err.code));
+      },
+    ),
+  );
+}
+
+/**
+ * A failed call to the executor's Mempool or DevChain service that is not a refusal of the executor
+ * (unreachable, timed out, UNIMPLEMENTED, ...).
+ */
 export class MempoolCallError extends ChainError {
   constructor(
     message: string,
@@ -205,36 +263,8 @@ export class GrpcMempool {
     this.client.close();
   }
 
-  private unary<Req, Res>(
-    def: { path: string; requestSerialize: (r: Req) => Buffer; responseDeserialize: (b: Buffer) => Res },
-    req: Req,
-  ): Promise<Res> {
-    return new Promise((resolve, reject) =>
-      this.client.makeUnaryRequest(
-        def.path,
-        def.requestSerialize,
-        def.responseDeserialize,
-        req,
-        withTraceContext(new grpc.Metadata()),
-        { deadline: Date.now() + this.deadlineMs },
-        (err, res) => {
-          if (!err) return resolve(res as Res);
-          if (err.code === grpc.status.FAILED_PRECONDITION) {
-            const code = Number(err.metadata.get(CHAIN_ERROR_CODE_TRAILER)[0] ?? -32000);
-            const data = err.metadata.get(CHAIN_ERROR_DATA_TRAILER)[0];
-            return reject(
-              new ChainError(code, err.details, typeof data === 'string' ? (data as Hex) : undefined),
-            );
-          }
-          reject(
-            new MempoolCallError(
-              `executor mempool at ${this.address}: ${err.details || err.message}`,
-              err.code,
-            ),
-          );
-        },
-      ),
-    );
+  private unary<Req, Res>(def: UnaryDef<Req, Res>, req: Req): Promise<Res> {
+    return executorUnary(this.client, `executor mempool at ${this.address}`, this.deadlineMs, def, req);
   }
 
   /** eth_sendRawTransaction on the executor; a refusal is the executor's ChainError. */

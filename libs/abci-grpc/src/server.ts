@@ -16,6 +16,7 @@ import {
   ERROR_CODE_TRAILER,
 } from './constants.js';
 import { AbciFieldError, fromProto, toProto } from './convert.js';
+import { addDevChainService, DEV_CHAIN_SERVICE_NAME, type DevChainSource } from './dev.js';
 import { HealthStatus, ServingStatus, shutdownGracefully } from './health.js';
 import { lenientDefinition, UndecodableRequest } from './lenient.js';
 import { addMempoolService, MEMPOOL_SERVICE_NAME, type MempoolSource } from './mempool.js';
@@ -28,6 +29,11 @@ export interface AbciServerOptions {
   logger?: Logger;
   /** Also serve noded.mempool.v1.Mempool from this (the EVM Executor) on the same port. */
   mempool?: MempoolSource;
+  /**
+   * Also serve noded.dev.v1.DevChain from this (the EVM Executor) on the same port: it refuses
+   * every call itself when it has no dev controls.
+   */
+  dev?: DevChainSource;
   /**
    * With tracing on: where each FinalizeBlock's span context is kept by height (String(height)),
    * for the publisher of that height to parent its span on.
@@ -258,6 +264,7 @@ export async function serveApplication(
   const closeAdmissions = opts.mempool
     ? addMempoolService(server, opts.mempool, logger, txTraces, opts.admissions)
     : () => {};
+  if (opts.dev) addDevChainService(server, opts.dev, logger);
   const health = new HealthStatus();
   health.addTo(server);
 
@@ -271,6 +278,12 @@ export async function serveApplication(
   health.set('', ServingStatus.SERVING);
   health.set(ABCI_SERVICE_NAME, ServingStatus.SERVING);
   if (opts.mempool) health.set(MEMPOOL_SERVICE_NAME, ServingStatus.SERVING);
+  if (opts.dev) health.set(DEV_CHAIN_SERVICE_NAME, ServingStatus.SERVING);
+  const served = [
+    ABCI_SERVICE_NAME,
+    ...(opts.mempool ? [MEMPOOL_SERVICE_NAME] : []),
+    ...(opts.dev ? [DEV_CHAIN_SERVICE_NAME] : []),
+  ];
   const host = address.slice(0, address.lastIndexOf(':'));
   const bound = `${host}:${port}`;
   logger.info({ address: bound }, 'ABCI gRPC server listening');
@@ -283,12 +296,7 @@ export async function serveApplication(
     close(graceMs = 5_000) {
       // Admission streams never end on their own: end them, or the shutdown waits the whole grace.
       if (closing === null) closeAdmissions();
-      closing ??= shutdownGracefully(
-        server,
-        health,
-        opts.mempool ? [ABCI_SERVICE_NAME, MEMPOOL_SERVICE_NAME] : [ABCI_SERVICE_NAME],
-        graceMs,
-      );
+      closing ??= shutdownGracefully(server, health, served, graceMs);
       return closing;
     },
   };

@@ -374,6 +374,8 @@ export class Executor implements Application, EthChain {
   /** Dev operations for this node's next proposal, in arrival order (dev.ts). */
   private devQueue: QueuedDevOp[] = [];
   private readonly devListeners = new Set<() => void>();
+  /** Impersonated senders (lowercase 0x hex), in the order they were added (devImpersonate). */
+  private readonly impersonated = new Set<string>();
   private timing = { txs: 0, stateRoot: 0, rest: 0 };
   /** The last executed block: its transactions, and how many of them had run ahead. */
   private lastRun = { txs: 0, ahead: 0, plain: 0 };
@@ -413,7 +415,7 @@ export class Executor implements Application, EthChain {
     this.db = new StateDb(opts.kv, {
       mode: opts.mode,
       keepRecent: opts.keepRecent,
-      journal: opts.devControls === true,
+      journal: opts.devControls === true && opts.devJournal !== false,
     });
     this.chain = new ChainStore(opts.kv);
     this.bridgeIn = new BridgeIn(opts.kv, opts.chainId, opts.logger, opts.deposits);
@@ -1390,8 +1392,11 @@ export class Executor implements Application, EthChain {
    */
   async rollbackPoint(): Promise<AppRollbackPoint> {
     this.assertInitialized();
-    if (this.opts.devControls !== true)
-      throw new ExecutionError('BAD_OPTIONS', 'a rollback point needs the dev controls (chain-local)');
+    if (this.opts.devControls !== true || this.opts.devJournal === false)
+      throw new ExecutionError(
+        'BAD_OPTIONS',
+        'a rollback point needs the dev controls (chain-local) with their journal (devJournal)',
+      );
     if (this.pending) throw new ExecutionError('NO_PENDING_BLOCK', 'a block is being committed');
     const meta: Record<string, string> = {};
     for (const name of Object.values(META)) {
@@ -1410,8 +1415,11 @@ export class Executor implements Application, EthChain {
    */
   async rollbackTo(point: AppRollbackPoint): Promise<void> {
     this.assertInitialized();
-    if (this.opts.devControls !== true)
-      throw new ExecutionError('BAD_OPTIONS', 'rollback needs the dev controls (chain-local)');
+    if (this.opts.devControls !== true || this.opts.devJournal === false)
+      throw new ExecutionError(
+        'BAD_OPTIONS',
+        'rollback needs the dev controls (chain-local) with their journal (devJournal)',
+      );
     const target = point.height;
     const top = this.db.latest;
     if (!Number.isSafeInteger(target) || target < 0 || target > top)
@@ -1809,6 +1817,11 @@ export class Executor implements Application, EthChain {
     return () => this.devListeners.delete(listener);
   }
 
+  /** Whether this executor accepts dev-chain requests (ExecutorOptions.devControls on chain-local). */
+  hasDevControls(): boolean {
+    return this.opts.devControls === true && this.opts.chainId === DEV_CHAIN_ID;
+  }
+
   /** Dev operations waiting for this node's next proposal. */
   devQueueLength(): number {
     return this.devQueue.length;
@@ -1915,6 +1928,12 @@ export class Executor implements Application, EthChain {
     if (!/^0x[0-9a-fA-F]{40}$/.test(sender)) {
       throw new ChainError(-32602, `invalid address ${sender}: want 0x and 40 hex digits`);
     }
+    if (!this.impersonated.has(sender.toLowerCase())) {
+      throw new ChainError(
+        -32000,
+        `${sender.toLowerCase()} is not impersonated: call anvil_impersonateAccount or hardhat_impersonateAccount first`,
+      );
+    }
     const op: DevOp = { kind: 'impersonated', sender: fromHex(sender), raw };
     let d: DecodedTx;
     try {
@@ -1956,6 +1975,23 @@ export class Executor implements Application, EthChain {
     this.queueDev({ raw: envelope, key: toHex(envelope), op, d });
     this.opts.bus.publish({ kind: 'EthPendingTx', hash: d.hashHex });
     return d.hashHex;
+  }
+
+  async devImpersonate(address: Hex, on: boolean): Promise<boolean> {
+    this.assertDevControls();
+    if (!/^0x[0-9a-fA-F]{40}$/.test(address)) {
+      throw new ChainError(-32602, `invalid address ${address}: want 0x and 40 hex digits`);
+    }
+    const key = address.toLowerCase();
+    const was = this.impersonated.has(key);
+    if (on) this.impersonated.add(key);
+    else this.impersonated.delete(key);
+    return was;
+  }
+
+  async devImpersonatedAccounts(): Promise<Hex[]> {
+    this.assertDevControls();
+    return [...this.impersonated] as Hex[];
   }
 
   // =================================================================== EthChain: blocks

@@ -57,6 +57,12 @@ export interface ExecutorOptions {
    * executed on any chain-local node either way (dev.ts).
    */
   devControls?: boolean;
+  /**
+   * Journal every block's changes so that rollbackTo (evm_revert, anvil_reset) can undo them;
+   * default: devControls. The cluster's executor has the dev controls but serves no snapshots, and
+   * leaves it off (the journal would also travel to every state-store in the committed stream).
+   */
+  devJournal?: boolean;
   /** Where kv lives, for error messages (e.g. "<home>/data/application.db"). */
   location?: string;
   /**

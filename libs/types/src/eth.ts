@@ -296,6 +296,15 @@ export interface EthChain {
    * signature, which is not checked) for the next block; resolves with its hash once queued.
    */
   devSendImpersonated?(sender: Hex, raw: Uint8Array): Promise<Hex>;
+  /**
+   * Dev chain: starts (`on`) or stops impersonating `address` (anvil_impersonateAccount,
+   * anvil_stopImpersonatingAccount); resolves with whether it was impersonated before. The chain
+   * owns the set, so every RPC front of it (each rpc-edge of a cluster) sees the same one, and
+   * devSendImpersonated refuses a sender that is not in it.
+   */
+  devImpersonate?(address: Hex, on: boolean): Promise<boolean>;
+  /** Dev chain: the impersonated addresses (lowercase), in the order they were added. */
+  devImpersonatedAccounts?(): Promise<Hex[]>;
 }
 
 /**

@@ -126,7 +126,8 @@ export class ConsensusHost implements OnApplicationBootstrap, OnApplicationShutd
    */
   private wakeOnAdmissions(): void {
     const off = this.pool.admissions.onBatch((b) => {
-      if (b.txs.length > 0 && this.runtime && !this.lost) this.runtime.txsAvailable();
+      // A dev operation the executor queued (chain-local) wants a block as a transaction does.
+      if ((b.txs.length > 0 || b.devQueued) && this.runtime && !this.lost) this.runtime.txsAvailable();
     });
     this.closers.add('txs-available', off);
     const t = toConsensusTimeouts(this.settings.loaded.config);

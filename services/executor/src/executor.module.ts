@@ -9,7 +9,7 @@ import {
   serveApplication,
 } from '@noded/abci-grpc';
 import { executorOpenOptions, homePaths, toExecutorSettings, toInstrumentationOptions } from '@noded/config';
-import { DepositWatcher, Executor, kvWatcherProgress } from '@noded/execution';
+import { DEV_CHAIN_ID, DepositWatcher, Executor, kvWatcherProgress } from '@noded/execution';
 import {
   Closers,
   SERVICE_LOGGER,
@@ -17,6 +17,7 @@ import {
   type ServiceModuleFactory,
 } from '@noded/service-shared/src/bootstrap.js';
 import { DATABASE_MEMORY } from '@noded/service-shared/src/databases.js';
+import { hasDevControls } from '@noded/service-shared/src/dev-controls.js';
 import { checkNatsLogin, natsConnectOptions } from '@noded/service-shared/src/nats.js';
 import { serveServiceMetrics } from '@noded/service-shared/src/service-metrics.js';
 import type { ServiceSettings } from '@noded/service-shared/src/settings.js';
@@ -109,8 +110,11 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
           kv,
           location: homePaths(s.home).applicationDb,
           ...executorOpenOptions(genesis, x),
-          // anvil_* and evm_* need the JSON-RPC beside consensus: not in the cluster yet.
-          devControls: false,
+          // The state setters and impersonation (noded.dev.v1.DevChain, for the rpc-edges) on a
+          // chain-local home with its single validator's key, as `noded start` decides it. Without
+          // the journal: the cluster serves no evm_snapshot/evm_revert/anvil_reset.
+          devControls: hasDevControls(genesis, homePaths(s.home).privValidatorKey, DEV_CHAIN_ID),
+          devJournal: false,
           // Every committed height also goes to the outbox the publisher drains into JetStream.
           outbox: { encode: encodeCommitted },
           ...(watcher ? { deposits: watcher } : {}),
@@ -118,6 +122,13 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
           logger: logger.child({ module: 'execution' }),
         });
         closers.add('executor', () => executor.close());
+        if (executor.hasDevControls())
+          logger
+            .child({ module: 'service' })
+            .info(
+              {},
+              'dev controls on (chain-local, this home holds its single validator key): rpc-edges serve the state setters and impersonation',
+            );
         // The consensus state store is another service's: a missing validator set is only reported.
         await executor.checkBridgeValidatorSets();
         if (watcher) {
@@ -182,6 +193,8 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
           // rpc-edges' 'pending' nonces, txpool_* and waiting transactions by hash; consensus'
           // unconfirmed_txs and its stream of admissions (gossip, blocks on demand).
           mempool: executor,
+          // rpc-edges' anvil_/hardhat_ state setters and impersonation; refused without dev controls.
+          dev: executor,
           admissions: { maxBufferedBytes: s.cluster.mempoolStreamMaxBytes, stats: admissionStats },
           blockTraces,
           // Mutual TLS when NODED_GRPC_TLS_* name the files; plaintext otherwise.
@@ -195,7 +208,7 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
             height: executor.latestHeight().toString(),
             tls: s.cluster.grpcTls ? 'mutual' : 'none',
           },
-          'serving noded.abci.v1.Application, noded.mempool.v1.Mempool and grpc.health.v1',
+          'serving noded.abci.v1.Application, noded.mempool.v1.Mempool, noded.dev.v1.DevChain and grpc.health.v1',
         );
         return server;
       },

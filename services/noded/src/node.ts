@@ -8,7 +8,6 @@ import {
   executorOpenOptions,
   homePaths,
   loadNodeKey,
-  loadValidatorKey,
   toApiOptions,
   toChecksumAddress,
   toCometRpcOptions,
@@ -31,6 +30,7 @@ import { IndexerThread } from '@noded/service-consensus/src/indexer-thread/threa
 import { p2pHostFor } from '@noded/service-p2p-gateway/src/p2p-host.js';
 import { dialHost, hostPort } from '@noded/service-shared/src/addresses.js';
 import { DATABASE_MEMORY } from '@noded/service-shared/src/databases.js';
+import { hasDevControls } from '@noded/service-shared/src/dev-controls.js';
 import { devAccountKeys } from '@noded/service-shared/src/dev-keys.js';
 import { logReclaim, startIdleReclaim } from '@noded/service-shared/src/idle-reclaim.js';
 import { NODED_VERSION } from '@noded/service-shared/src/version.js';
@@ -98,7 +98,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     ];
 
     const settings = toExecutorSettings(config, app, opts.mode);
-    const devControls = hasDevControls(genesis, paths.privValidatorKey);
+    const devControls = hasDevControls(genesis, paths.privValidatorKey, DEV_CHAIN_ID);
     // Bridge in: the watcher reads the source chain; the executor's vote extensions attest what it
     // holds, from the chain's last processed deposit on (read from the executor once it is open).
     let lastInbound = () => 0n;
@@ -471,21 +471,4 @@ function deriveAddresses(keys: string[]): Array<{ address: string; key: string }
   return new DevAccounts(keys)
     .accounts()
     .map((address, i) => ({ address: toChecksumAddress(address), key: keys[i] }));
-}
-
-/**
- * The dev-chain methods (docs/json-rpc.md, "Dev-chain methods") need a node that proposes every
- * block: chain-local with a single validator, whose key this home holds.
- */
-function hasDevControls(
-  genesis: { chainId: string; validators: Array<{ pubKey: Uint8Array }> },
-  keyFile: string,
-): boolean {
-  if (genesis.chainId !== DEV_CHAIN_ID || genesis.validators.length !== 1) return false;
-  try {
-    const key = loadValidatorKey(keyFile);
-    return Buffer.from(key.publicKey).equals(Buffer.from(genesis.validators[0]!.pubKey));
-  } catch {
-    return false;
-  }
 }

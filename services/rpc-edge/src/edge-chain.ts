@@ -20,6 +20,7 @@
 // publishes every height it now holds that was not published yet, with the block and its logs as the
 // state-store answers them. So subscribers see the heights the state-store can answer reads at.
 import {
+  type GrpcDevChain,
   type GrpcMempool,
   type StateHead,
   type StateRead,
@@ -121,6 +122,26 @@ export class EdgeChain {
       traceBlock: (n, c) => r('traceBlock', n, c),
       sendRawTransaction: (raw) => this.mempool.sendRawTransaction(raw),
       txPool: () => this.txPool(),
+    };
+  }
+
+  /**
+   * `chain` with the dev-chain calls of a chain-local executor (noded.dev.v1.DevChain): the executor
+   * queues a state change for its next proposal and answers with the committed height, which the
+   * edge takes as announced, so that a read of 'latest' right after (on this edge) waits for a
+   * state-store holding it and sees the change, as in `noded start`.
+   */
+  withDev(chain: EthChain, dev: GrpcDevChain): EthChain {
+    return {
+      ...chain,
+      devSetState: async (change) => {
+        const height = await dev.devSetState(change);
+        this.announce(height);
+        return height;
+      },
+      devSendImpersonated: (sender, raw) => dev.devSendImpersonated(sender, raw),
+      devImpersonate: (address, on) => dev.devImpersonate(address, on),
+      devImpersonatedAccounts: () => dev.devImpersonatedAccounts(),
     };
   }
 

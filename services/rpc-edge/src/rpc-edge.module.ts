@@ -11,7 +11,12 @@
 // needed, each on its own ports.
 import { arch, platform } from 'node:os';
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
-import { GrpcMempool, mutualTlsChannelCredentials, StateReaderFailover } from '@noded/abci-grpc';
+import {
+  GrpcDevChain,
+  GrpcMempool,
+  mutualTlsChannelCredentials,
+  StateReaderFailover,
+} from '@noded/abci-grpc';
 import {
   homePaths,
   toApiOptions,
@@ -19,6 +24,7 @@ import {
   toExecutorSettings,
   toInstrumentationOptions,
 } from '@noded/config';
+import { DEV_CHAIN_ID, HARDFORK } from '@noded/execution';
 import { DevAccounts, EthRpcServer, RestServer } from '@noded/rpc';
 import { dialHost, hostPort } from '@noded/service-shared/src/addresses.js';
 import {
@@ -51,9 +57,20 @@ export class RpcEdgeLifecycle implements OnApplicationShutdown {
   }
 }
 
-/** After the method's name when the edge refuses a dev-chain method (anvil_*, evm_*, hardhat_*). */
+/**
+ * After the method's name when the edge of a cluster that is not chain-local refuses a dev-chain
+ * method (anvil_*, evm_*, hardhat_*).
+ */
 export const CLUSTER_DEV_REFUSAL =
   'is not served by the cluster: its services have no dev controls (they run in `noded start` on chain-local); the cluster makes blocks on demand as config.toml paces them ([consensus] create_empty_blocks_interval, docs/cluster.md)';
+
+/**
+ * After the method's name when the edge of a chain-local cluster refuses a dev-chain method it does
+ * not serve: it serves the state setters and impersonation (through the executor's
+ * noded.dev.v1.DevChain), not mining, time or snapshots.
+ */
+export const CLUSTER_DEV_LOCAL_REFUSAL =
+  'is not served by the cluster: of the dev-chain methods it serves only the state setters and impersonation (mining, time and snapshots run in `noded start` on chain-local); the cluster makes blocks on demand as config.toml paces them ([consensus] create_empty_blocks_interval, docs/cluster.md)';
 
 export const RPC_EDGE = Symbol('rpc-edge');
 
@@ -128,21 +145,30 @@ export const rpcEdgeModule: ServiceModuleFactory = (settings, shared) => ({
         // The first answer: a store of another chain is refused by the reader (never read from).
         const head = await reader.head();
         const edge = new EdgeChain(reader, mempool, head);
-        const chain = edge.chain();
+        const devChain = s.genesis.runtime.chainId === DEV_CHAIN_ID;
+        // chain-local: the state setters and impersonation go to the executor's DevChain service
+        // (which refuses them itself when its home has no dev controls); any other chain refuses
+        // every dev-chain method here, by name.
+        let chain = edge.chain();
+        if (devChain) {
+          const dev = new GrpcDevChain(s.cluster.executorGrpcAddress, tls);
+          closers.add('dev chain client', () => dev.close());
+          chain = edge.withDev(chain, dev);
+        }
         const bus = new EventBus();
-        const devKeys =
-          s.genesis.runtime.chainId === 'chain-local'
-            ? devAccountKeys(homePaths(s.home).devAccounts, log)
-            : [];
+        const devKeys = devChain ? devAccountKeys(homePaths(s.home).devAccounts, log) : [];
         const server = new EthRpcServer({
           chain,
           bus,
           logger: logger.child({ module: 'json-rpc' }),
           options,
-          clientVersion: `noded/v${NODED_VERSION}/${platform()}-${arch()}/node${process.versions.node}`,
+          // A dev chain names itself anvil-compatible, as `noded start` does: Hardhat's network
+          // helpers (impersonation, setBalance) only run against an "anvil" or "HardhatNetwork" node.
+          clientVersion: `${devChain ? 'anvil/noded-' : 'noded/'}v${NODED_VERSION}/${platform()}-${arch()}/node${process.versions.node}`,
           devAccounts: devKeys.length > 0 ? new DevAccounts(devKeys) : null,
-          // anvil_*, evm_*, hardhat_*: the cluster has no dev controls, whatever its chain.
-          devRefusal: CLUSTER_DEV_REFUSAL,
+          devChain: devChain ? { hardfork: HARDFORK } : undefined,
+          // What stays refused: on chain-local mining, time and snapshots; elsewhere every method.
+          devRefusal: devChain ? CLUSTER_DEV_LOCAL_REFUSAL : CLUSTER_DEV_REFUSAL,
           peerCount: () => 0,
           syncing: () => false,
           onRequest: (method, ms, ok) => metrics.observeRpc(method, ms, ok),

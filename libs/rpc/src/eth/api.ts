@@ -371,7 +371,7 @@ export class EthApi {
     const from = a.from ?? ZERO_ADDRESS;
     // An impersonated sender (anvil_impersonateAccount) has no key: its transaction is queued
     // with a placeholder signature (dev-state.ts). A dev account's own key signs as before.
-    const impersonated = this.devState.isImpersonated(from) && !(this.dev?.has(from) ?? false);
+    const impersonated = !(this.dev?.has(from) ?? false) && (await this.devState.isImpersonated(from));
     const dev = impersonated ? undefined : this.requireAccount(from);
     const chainId = this.chain.chainId();
     if (a.chainId !== undefined && a.chainId !== chainId) {
@@ -628,9 +628,9 @@ export class EthApi {
 
   private registerSigning(): void {
     // As anvil: impersonated accounts are listed after the unlocked ones.
-    this.def('eth_accounts', [], () => {
+    this.def('eth_accounts', [], async () => {
       const own = this.dev?.accounts() ?? [];
-      const extra = this.devState.impersonatedAccounts().filter((a) => !own.includes(a));
+      const extra = (await this.devState.impersonatedAccounts()).filter((a) => !own.includes(a));
       return [...own, ...extra];
     });
     this.def('eth_sendTransaction', [req(transactionArgs)], async ([args]) => this.sendTransaction(args));

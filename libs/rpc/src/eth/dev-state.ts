@@ -68,23 +68,31 @@ const wordParam: Decoder<Hex> = (v) => {
 };
 
 export class DevState {
-  private readonly impersonated = new Set<string>();
   /** hardhat_metadata.instanceId: new for every start of the node. */
   private readonly instanceId: Hex = bytesToHex(randomBytes(32));
 
   constructor(private readonly deps: DevStateDeps) {}
 
   get enabled(): boolean {
-    return this.deps.devChain !== undefined && this.deps.chain.devSetState !== undefined;
+    const c = this.deps.chain;
+    return (
+      this.deps.devChain !== undefined &&
+      c.devSetState !== undefined &&
+      c.devImpersonate !== undefined &&
+      c.devImpersonatedAccounts !== undefined
+    );
   }
 
-  isImpersonated(addr: Hex): boolean {
-    return this.enabled && this.impersonated.has(addr.toLowerCase());
+  /**
+   * Impersonated addresses (lowercase), in the order they were added. The chain keeps them (the
+   * executor), so that every rpc-edge of a cluster answers from the same set.
+   */
+  async impersonatedAccounts(): Promise<Hex[]> {
+    return this.enabled ? this.deps.chain.devImpersonatedAccounts!() : [];
   }
 
-  /** Impersonated addresses (lowercase), in the order they were added. */
-  impersonatedAccounts(): Hex[] {
-    return this.enabled ? ([...this.impersonated] as Hex[]) : [];
+  async isImpersonated(addr: Hex): Promise<boolean> {
+    return (await this.impersonatedAccounts()).includes(addr.toLowerCase() as Hex);
   }
 
   /** Queues the transaction of an impersonated sender; resolves with its hash. */
@@ -129,12 +137,12 @@ export class DevState {
         await setState({ kind: 'storage', address: a, slot, value });
         return ok;
       });
-      def(`${ns}_impersonateAccount`, [req(address)], ([a]) => {
-        this.impersonated.add(a.toLowerCase());
+      def(`${ns}_impersonateAccount`, [req(address)], async ([a]) => {
+        await c.devImpersonate!(a.toLowerCase() as Hex, true);
         return ok;
       });
-      def(`${ns}_stopImpersonatingAccount`, [req(address)], ([a]) => {
-        const was = this.impersonated.delete(a.toLowerCase());
+      def(`${ns}_stopImpersonatingAccount`, [req(address)], async ([a]) => {
+        const was = await c.devImpersonate!(a.toLowerCase() as Hex, false);
         return ns === 'hardhat' ? was : null;
       });
     }

@@ -128,6 +128,8 @@ const CHAIN_CALLS = [
   'traceBlock',
   'devSetState',
   'devSendImpersonated',
+  'devImpersonate',
+  'devImpersonatedAccounts',
 ] as const;
 type ChainCall = (typeof CHAIN_CALLS)[number];
 /** The EthDevControl methods; answered by the host's `dev`, refused when it has none. */
@@ -343,7 +345,11 @@ export class EthEdgeHost {
     return {
       chainId: this.deps.chain.chainId(),
       snapshot: snapshotOf(this.deps.chain),
-      dev: this.deps.chain.devSetState !== undefined && this.deps.chain.devSendImpersonated !== undefined,
+      dev:
+        this.deps.chain.devSetState !== undefined &&
+        this.deps.chain.devSendImpersonated !== undefined &&
+        this.deps.chain.devImpersonate !== undefined &&
+        this.deps.chain.devImpersonatedAccounts !== undefined,
       headLogs: this.deps.headLogs === true,
     };
   }
@@ -950,10 +956,15 @@ function remoteChain(
   accountField: (field: 'balance' | 'nonce', address: Hex, height: bigint) => Promise<bigint>,
 ): EthChain {
   const c = <T>(m: ChainCall, ...a: unknown[]) => call(m, a) as Promise<T>;
-  const devCalls: Pick<EthChain, 'devSetState' | 'devSendImpersonated'> = dev
+  const devCalls: Pick<
+    EthChain,
+    'devSetState' | 'devSendImpersonated' | 'devImpersonate' | 'devImpersonatedAccounts'
+  > = dev
     ? {
         devSetState: (change: DevStateChange) => c<bigint>('devSetState', change),
         devSendImpersonated: (sender: Hex, raw: Uint8Array) => c<Hex>('devSendImpersonated', sender, raw),
+        devImpersonate: (address: Hex, on: boolean) => c<boolean>('devImpersonate', address, on),
+        devImpersonatedAccounts: () => c<Hex[]>('devImpersonatedAccounts'),
       }
     : {};
   return {

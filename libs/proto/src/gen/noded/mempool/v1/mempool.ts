@@ -89,6 +89,12 @@ export interface StreamAdmittedResponse {
   pool: boolean;
   /** 1 for the stream's first response, then +1 each: what the consumer acknowledges. */
   seq: bigint;
+  /**
+   * true: the executor queued a dev operation for its next proposal (chain-local's dev controls,
+   * noded.dev.v1.DevChain), so a block is wanted although no transaction was admitted (txs is
+   * empty). Added after v1's first messages: an older executor never sets it.
+   */
+  devQueued: boolean;
 }
 
 export interface UnconfirmedTxsRequest {
@@ -573,7 +579,7 @@ export const AdmittedTx_TraceContextEntry: MessageFns<AdmittedTx_TraceContextEnt
 };
 
 function createBaseStreamAdmittedResponse(): StreamAdmittedResponse {
-  return { txs: [], pool: false, seq: 0n };
+  return { txs: [], pool: false, seq: 0n, devQueued: false };
 }
 
 export const StreamAdmittedResponse: MessageFns<StreamAdmittedResponse> = {
@@ -589,6 +595,9 @@ export const StreamAdmittedResponse: MessageFns<StreamAdmittedResponse> = {
         throw new globalThis.Error("value provided for field message.seq of type uint64 too large");
       }
       writer.uint32(24).uint64(message.seq);
+    }
+    if (message.devQueued !== false) {
+      writer.uint32(32).bool(message.devQueued);
     }
     return writer;
   },
@@ -630,6 +639,14 @@ export const StreamAdmittedResponse: MessageFns<StreamAdmittedResponse> = {
             message.seq = reader.uint64() as bigint;
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.devQueued = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -650,6 +667,7 @@ export const StreamAdmittedResponse: MessageFns<StreamAdmittedResponse> = {
     message.txs = object.txs?.map((e) => AdmittedTx.fromPartial(e)) || [];
     message.pool = object.pool ?? false;
     message.seq = (object.seq !== undefined && object.seq !== null) ? BigInt(object.seq) : 0n;
+    message.devQueued = object.devQueued ?? false;
     return message;
   },
 };
