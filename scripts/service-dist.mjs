@@ -6,7 +6,18 @@
 // dist> (the build stage's dist/) to <out dist>, each with its package.json, and
 // <out dist>/node_modules/@noded/<x> links to each (relative, as scripts/dist-packages.mjs makes
 // them), so that Node resolves @noded/<x> from the compiled files to the compiled package.
-import { cpSync, existsSync, mkdirSync, readdirSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
+// It prints the packages and the size of ./node_modules (apparent bytes, links not followed): the
+// service's closure, as docs/deploy.md "Per-service images" tables it.
+import {
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const [from, to] = process.argv.slice(2);
@@ -37,4 +48,24 @@ for (const name of readdirSync(scope).sort()) {
   symlinkSync(relative(dirname(link), join(out, dir)), link, 'dir');
   copied.push(dir);
 }
-process.stdout.write(`service-dist: ${copied.length} packages: ${copied.join(' ')}\n`);
+/** Apparent bytes and files under `dir`, links counted as themselves and not followed. */
+function size(dir) {
+  let bytes = 0;
+  let files = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) {
+      const s = size(p);
+      bytes += s.bytes;
+      files += s.files;
+    } else {
+      bytes += lstatSync(p).size;
+      files++;
+    }
+  }
+  return { bytes, files };
+}
+const closure = size(join(here, 'node_modules'));
+process.stdout.write(
+  `service-dist: ${copied.length} packages: ${copied.join(' ')}; node_modules ${(closure.bytes / 2 ** 20).toFixed(1)} MiB in ${closure.files} files\n`,
+);

@@ -12,3 +12,5 @@ export * from './src/events.js';
 export * from './src/logger.js';
 // The NodeReader port the CometBFT RPC, REST API and metrics read through.
 export * from './src/node.js';
+// Peer addresses, node ids and the handshake and PEX protocol names (libs/p2p and the gateway relay).
+export * from './src/peer.js';

@@ -23,6 +23,8 @@ interface ExportRequest {
 export interface Span extends OtlpSpan {
   service: string;
   attrs: Record<string, string | number | boolean>;
+  /** Its resource's attributes (service.name among them). */
+  resource: Record<string, string | number | boolean>;
 }
 
 function attrValue(v: AnyValue): string | number | boolean {
@@ -74,11 +76,13 @@ export class OtlpReceiver {
     for (const rs of body.resourceSpans) {
       const service = rs.resource.attributes.find((a) => a.key === 'service.name');
       assert.ok(service, 'every resource names its service.name');
+      const resource: Span['resource'] = {};
+      for (const a of rs.resource.attributes) resource[a.key] = attrValue(a.value);
       for (const ss of rs.scopeSpans)
         for (const s of ss.spans) {
           const attrs: Span['attrs'] = {};
           for (const a of s.attributes ?? []) attrs[a.key] = attrValue(a.value);
-          this.spans.push({ ...s, service: String(attrValue(service.value)), attrs });
+          this.spans.push({ ...s, service: String(attrValue(service.value)), attrs, resource });
         }
     }
   }

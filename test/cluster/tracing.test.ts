@@ -471,6 +471,7 @@ describe('tracing across the cluster', () => {
         OTEL_SDK_DISABLED: 'yes',
         OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
         OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+        OTEL_PROPAGATORS: 'tracecontext,xray',
       },
       problems,
       'executor',
@@ -480,6 +481,7 @@ describe('tracing across the cluster', () => {
       '$OTEL_EXPORTER_OTLP_ENDPOINT: must be an http:// or https:// URL, got "collector:4318"',
       '$OTEL_EXPORTER_OTLP_PROTOCOL: noded exports OTLP over HTTP with JSON bodies; must be http/json, got "grpc"',
       '$OTEL_TRACES_EXPORTER: must be a comma list of otlp, console, none, got "otlp,jaeger" ("jaeger" unknown)',
+      '$OTEL_PROPAGATORS: must be a comma list of tracecontext, baggage, b3, b3multi, jaeger, none, got "tracecontext,xray" ("xray" unknown)',
     ]);
     // And the CLI stops before anything opens.
     const bad = spawnService('executor', home, { ...base, OTEL_TRACES_EXPORTER: 'zipkin' });
@@ -512,6 +514,7 @@ describe('tracing across the cluster', () => {
       exporters: [],
       serviceName: 'noded-rpc-edge',
       otlpEndpoint: undefined,
+      propagators: ['tracecontext', 'baggage'],
     });
     assert.deepEqual(
       tracingSettingsOf(
@@ -519,7 +522,12 @@ describe('tracing across the cluster', () => {
         [],
         'rpc-edge',
       ),
-      { exporters: ['otlp'], serviceName: 'edge-a', otlpEndpoint: 'http://127.0.0.1:4318' },
+      {
+        exporters: ['otlp'],
+        serviceName: 'edge-a',
+        otlpEndpoint: 'http://127.0.0.1:4318',
+        propagators: ['tracecontext', 'baggage'],
+      },
     );
   });
 });

@@ -11,16 +11,8 @@
 // MempoolChannel and LightChannel run unchanged in the consensus process. It re-attaches with
 // backoff whenever the stream ends (a gateway restart); peers then go down and come up again.
 import * as grpc from '@grpc/grpc-js';
-import {
-  type Channel,
-  type ChannelHost,
-  HANDSHAKE_PROTOCOL,
-  isWireNodeId,
-  PEX_PROTOCOL,
-  type PeerAddress,
-  type PeerEvents,
-  parsePeerAddress,
-} from '@noded/p2p';
+// Types only from @noded/p2p (erased at build): the relay itself runs without libp2p.
+import type { Channel, ChannelHost, PeerEvents } from '@noded/p2p';
 import {
   type ChannelSpec,
   type Frame as FrameMessage,
@@ -30,7 +22,15 @@ import {
   type RelayRequest,
 } from '@noded/proto/src/gen/noded/p2p/v1/gateway.js';
 import { extractTraceContext, injectTraceContext, inSpanSync } from '@noded/telemetry';
-import type { Logger, PeerInfo } from '@noded/types';
+import {
+  HANDSHAKE_PROTOCOL,
+  isWireNodeId,
+  type Logger,
+  PEX_PROTOCOL,
+  type PeerAddress,
+  type PeerInfo,
+  parsePeerAddress,
+} from '@noded/types';
 import { HealthStatus, ServingStatus } from './health.js';
 import { lenientDefinition, UndecodableRequest } from './lenient.js';
 

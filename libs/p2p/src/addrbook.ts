@@ -4,9 +4,7 @@
 // file): written whole to a temporary file and renamed, so a crash leaves the old or the new book.
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import type { Logger } from '@noded/types';
-import type { PeerAddress } from './host.js';
-import { isWireNodeId } from './nodeinfo.js';
+import { isWireNodeId, type Logger, type PeerAddress, parsePeerAddress } from '@noded/types';
 
 /** Addresses kept; past this, the entry that failed most (then the oldest) makes room. */
 export const MAX_BOOK_SIZE = 1000;
@@ -23,15 +21,8 @@ export interface BookEntry extends PeerAddress {
   failures: number;
 }
 
-/** "id@host:port" as persistent_peers and PEX carry it; undefined when malformed. */
-export function parsePeerAddress(s: string): PeerAddress | undefined {
-  const m = /^([0-9a-fA-F]{40})@(.+):(\d{1,5})$/.exec(s);
-  if (!m) return undefined;
-  const host = m[2]!.replace(/^\[|\]$/g, '');
-  const port = Number(m[3]);
-  if (port < 1 || port > 65535 || host === '' || /[\s/@]/.test(host)) return undefined;
-  return { nodeId: m[1]!.toLowerCase(), host, port };
-}
+// Defined in @noded/types (the gateway relay parses addresses without libp2p).
+export { parsePeerAddress };
 
 /** Parses dial_peers / dial_seeds addresses, naming the first bad one. */
 export function peerAddresses(list: string[]): PeerAddress[] {

@@ -10,7 +10,7 @@ import type { Connection, Stream } from '@libp2p/interface';
 import { tcp } from '@libp2p/tcp';
 import { multiaddr } from '@multiformats/multiaddr';
 import { nodeIdFromPublicKey } from '@noded/crypto';
-import type { Logger, PeerInfo } from '@noded/types';
+import { HANDSHAKE_PROTOCOL, type Logger, type PeerAddress, type PeerInfo } from '@noded/types';
 import { createLibp2p, type Libp2p } from 'libp2p';
 import { P2PError } from './errors.js';
 import { FrameReader, frame } from './frames.js';
@@ -22,13 +22,8 @@ import {
   type NodeInfo,
 } from './nodeinfo.js';
 
-export const HANDSHAKE_PROTOCOL = '/noded/handshake/1';
-
-export interface PeerAddress {
-  nodeId: string;
-  host: string;
-  port: number;
-}
+// Defined in @noded/types (the gateway relay names them without libp2p); part of this face too.
+export { HANDSHAKE_PROTOCOL, type PeerAddress };
 
 export interface P2PHostOptions {
   /** The node key (config/node_key.json): the libp2p identity and the node ID. */

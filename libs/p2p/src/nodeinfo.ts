@@ -1,6 +1,7 @@
 // What two nodes tell each other right after the encrypted channel is up (CometBFT's NodeInfo):
 // who they are, which network and protocol versions they speak, where they listen. JSON on the
 // wire, at most MAX_NODE_INFO_BYTES, every field checked before any other message is accepted.
+import { isWireNodeId } from '@noded/types';
 import { P2PError } from './errors.js';
 
 /** P2P protocol version; a peer speaking another one is refused. */
@@ -23,12 +24,8 @@ export interface NodeInfo {
   other: { txIndex: 'on' | 'off'; rpcAddress: string };
 }
 
-const NODE_ID = /^[0-9a-f]{40}$/;
-
-/** A node ID as peers send it: 40 lowercase hex digits (config input may use either case). */
-export function isWireNodeId(id: string): boolean {
-  return NODE_ID.test(id);
-}
+// Defined in @noded/types (the gateway relay checks node ids without libp2p).
+export { isWireNodeId };
 
 export function encodeNodeInfo(info: NodeInfo): Uint8Array {
   return new TextEncoder().encode(JSON.stringify(info));

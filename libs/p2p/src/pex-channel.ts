@@ -7,12 +7,13 @@
 // Messages: one byte of kind, then for `addrs` a JSON array of "id@host:port" strings.
 // A peer that asks more often than the minimum interval, sends addresses it was not asked for,
 // or sends more than MAX_PEX_ADDRS of them is disconnected (the host logs and bans it).
-import type { Logger } from '@noded/types';
+import { type Logger, PEX_PROTOCOL } from '@noded/types';
 import { type AddressBook, formatPeerAddress, parsePeerAddress } from './addrbook.js';
 import { P2PError } from './errors.js';
 import type { P2PHost, PeerAddress } from './host.js';
 
-export const PEX_PROTOCOL = '/noded/pex/1';
+// Defined in @noded/types (the gateway relay names it without libp2p).
+export { PEX_PROTOCOL };
 /** Addresses in one answer, at most (CometBFT's maxGetSelection). */
 export const MAX_PEX_ADDRS = 250;
 /** Largest PEX message: MAX_PEX_ADDRS addresses of a long DNS name each. */

@@ -1,12 +1,19 @@
-// OpenTelemetry in a cluster service (docs/cluster.md "Tracing"): the Node SDK with one trace
-// exporter chosen by the standard OTEL_* variables, started before the service's module so that
+// OpenTelemetry in a cluster service (docs/cluster.md "Tracing"): a tracer provider with the trace
+// exporters chosen by the standard OTEL_* variables, started before the service's module so that
 // every span the libs open (libs/telemetry inSpan) goes to it, and shut down (flushing what is
 // buffered) after everything else the service closed.
 //
 // Off unless asked for: OTEL_TRACES_EXPORTER=otlp|console, or an OTLP endpoint set
 // (OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) with OTEL_TRACES_EXPORTER
-// unset. OTEL_SDK_DISABLED=true wins over both. Off, the SDK is never loaded and libs/telemetry's
-// helpers stay a boolean test (the all-in-one `noded start` never starts it).
+// unset. OTEL_SDK_DISABLED=true wins over both. Off, no OpenTelemetry SDK package is loaded and
+// libs/telemetry's helpers stay a boolean test (the all-in-one `noded start` never starts it).
+//
+// Built from the SDK's parts, not @opentelemetry/sdk-node's NodeSDK: NodeSDK depends on every
+// exporter it can name (OTLP gRPC and protobuf, metrics and logs, Prometheus, Zipkin), about 85 MB
+// that tracing never loads, in every service's image. The parts do what NodeSDK did for traces:
+// the async-local-storage context manager, the propagators of OTEL_PROPAGATORS (W3C trace context
+// and baggage by default), the resource (SDK defaults, OTEL_RESOURCE_ATTRIBUTES, process and host,
+// then service.name), and a tracer provider that reads OTEL_TRACES_SAMPLER(_ARG) and the span limits.
 import { setTracingEnabled } from '@noded/telemetry';
 import type { Logger } from '@noded/types';
 
@@ -21,9 +28,13 @@ export interface TracingSettings {
   serviceName: string;
   /** Where OTLP/HTTP JSON goes (for the log line; the exporter reads the variables itself). */
   otlpEndpoint?: string;
+  /** OTEL_PROPAGATORS, deduplicated; empty: none (the context is neither read nor sent). */
+  propagators: PropagatorName[];
 }
 
 const EXPORTERS = ['otlp', 'console', 'none'] as const;
+const PROPAGATORS = ['tracecontext', 'baggage', 'b3', 'b3multi', 'jaeger', 'none'] as const;
+export type PropagatorName = Exclude<(typeof PROPAGATORS)[number], 'none'>;
 
 /** Reads the OTEL_* variables this node supports; each bad value is a problem naming it. */
 export function tracingSettingsOf(env: Env, problems: string[], service: string): TracingSettings {
@@ -67,7 +78,23 @@ export function tracingSettingsOf(env: Env, problems: string[], service: string)
       : [...new Set(names.filter((n): n is TraceExporterName => n === 'otlp' || n === 'console'))];
   }
   if (disabled === 'true') exporters = [];
-  return { exporters, serviceName, otlpEndpoint: endpoint || undefined };
+  const propagatorList = env.OTEL_PROPAGATORS?.trim();
+  let propagators: PropagatorName[] = ['tracecontext', 'baggage'];
+  if (propagatorList !== undefined && propagatorList !== '') {
+    const names = propagatorList
+      .split(',')
+      .map((n) => n.trim().toLowerCase())
+      .filter((n) => n !== '');
+    const bad = names.filter((n) => !(PROPAGATORS as readonly string[]).includes(n));
+    if (bad.length > 0)
+      problems.push(
+        `$OTEL_PROPAGATORS: must be a comma list of ${PROPAGATORS.join(', ')}, got ${JSON.stringify(propagatorList)} (${bad.map((b) => JSON.stringify(b)).join(', ')} unknown)`,
+      );
+    propagators = names.includes('none')
+      ? []
+      : [...new Set(names.filter((n): n is PropagatorName => n !== 'none' && !bad.includes(n)))];
+  }
+  return { exporters, serviceName, otlpEndpoint: endpoint || undefined, propagators };
 }
 
 export interface RunningTracing {
@@ -83,7 +110,7 @@ export async function startTracing(s: TracingSettings, log: Logger): Promise<Run
   }
   // The SDK's own warnings and errors (an export the collector refused or never answered) go to
   // the service's log, not to nowhere.
-  const { diag, DiagLogLevel } = await import('@opentelemetry/api');
+  const { context, DiagLogLevel, diag, propagation, trace } = await import('@opentelemetry/api');
   const otelLog = log.child({ component: 'otel' });
   const show = (a: unknown): string => {
     if (a instanceof Error) return a.message;
@@ -114,8 +141,19 @@ export async function startTracing(s: TracingSettings, log: Logger): Promise<Run
     { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
   );
   // Loaded only when used: tracing off costs not even the SDK's import.
-  const { NodeSDK } = await import('@opentelemetry/sdk-node');
-  const { BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor } = await import(
+  const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
+  const { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } = await import(
+    '@opentelemetry/core'
+  );
+  const {
+    defaultResource,
+    detectResources,
+    envDetector,
+    hostDetector,
+    processDetector,
+    resourceFromAttributes,
+  } = await import('@opentelemetry/resources');
+  const { BasicTracerProvider, BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor } = await import(
     '@opentelemetry/sdk-trace-base'
   );
   const spanProcessors = [];
@@ -127,24 +165,47 @@ export async function startTracing(s: TracingSettings, log: Logger): Promise<Run
   }
   if (s.exporters.includes('console'))
     spanProcessors.push(new SimpleSpanProcessor(new ConsoleSpanExporter()));
-  const sdk = new NodeSDK({
-    serviceName: s.serviceName,
-    spanProcessors,
-    // Traces only: no OTLP metrics (Prometheus serves those) and no OTLP logs (pino writes them).
-    metricReaders: [],
-    logRecordProcessors: [],
-    instrumentations: [],
-  });
-  sdk.start();
+  // Spans follow the async calls that carry them (what `context.with` in libs/telemetry relies on).
+  const contextManager = new AsyncLocalStorageContextManager();
+  contextManager.enable();
+  context.setGlobalContextManager(contextManager);
+  const propagators = [];
+  for (const name of s.propagators) {
+    if (name === 'tracecontext') propagators.push(new W3CTraceContextPropagator());
+    else if (name === 'baggage') propagators.push(new W3CBaggagePropagator());
+    else if (name === 'b3' || name === 'b3multi') {
+      const { B3InjectEncoding, B3Propagator } = await import('@opentelemetry/propagator-b3');
+      propagators.push(
+        new B3Propagator(name === 'b3multi' ? { injectEncoding: B3InjectEncoding.MULTI_HEADER } : {}),
+      );
+    } else {
+      const { JaegerPropagator } = await import('@opentelemetry/propagator-jaeger');
+      propagators.push(new JaegerPropagator());
+    }
+  }
+  if (propagators.length > 0) propagation.setGlobalPropagator(new CompositePropagator({ propagators }));
+  // The SDK's defaults (telemetry.sdk.*), then OTEL_RESOURCE_ATTRIBUTES, the process and the host;
+  // service.name last, so that it is the one settled above (OTEL_SERVICE_NAME or noded-<service>).
+  const resource = defaultResource()
+    .merge(detectResources({ detectors: [envDetector, processDetector, hostDetector] }))
+    .merge(resourceFromAttributes({ 'service.name': s.serviceName }));
+  // It reads OTEL_TRACES_SAMPLER(_ARG) and the OTEL_SPAN_* / OTEL_ATTRIBUTE_* limits itself.
+  const provider = new BasicTracerProvider({ resource, spanProcessors });
+  trace.setGlobalTracerProvider(provider);
   setTracingEnabled(true);
   log.info(
-    { exporters: s.exporters, serviceName: s.serviceName, endpoint: s.otlpEndpoint },
+    {
+      exporters: s.exporters,
+      serviceName: s.serviceName,
+      endpoint: s.otlpEndpoint,
+      propagators: s.propagators,
+    },
     'tracing on (OpenTelemetry)',
   );
   return {
     shutdown: async () => {
       setTracingEnabled(false);
-      await sdk.shutdown();
+      await provider.shutdown();
     },
   };
 }
