@@ -129,6 +129,12 @@ export interface ConsensusRuntimeOptions {
   /** Block sync: how long a requested block may take before it is asked of another peer (ms, default 10000). */
   blockSyncTimeoutMs?: number;
   /**
+   * Block sync: check the commit signatures of blocks received ahead on a worker thread while the
+   * blocks before them are applied (default true; ignored with a custom `verify`, which the engine
+   * calls inline). The engine's checks and refusals are the same either way.
+   */
+  blockSyncVerifyThread?: boolean;
+  /**
    * Block sync: while catching up, the most blocks applied between two sync points (default 100).
    * At a sync point the block store is fsynced, then the state store's writes held since the last
    * one, then the application's held commits are written (docs/p2p.md "Batched durability while
