@@ -124,7 +124,7 @@ export interface ConsensusRuntimeOptions {
    * committed blocks on the consensus network (the simulator's way).
    */
   blockSync?: BlockSyncNetwork;
-  /** Block sync: blocks asked of one peer at a time (default 16). */
+  /** Block sync: blocks asked of one peer at a time (default 32). */
   blockSyncWindow?: number;
   /** Block sync: how long a requested block may take before it is asked of another peer (ms, default 10000). */
   blockSyncTimeoutMs?: number;

@@ -445,7 +445,7 @@ export class ConsensusRuntime {
     if (this.opts.blockSync) {
       this.blockPool = new BlockPool(
         this.engine.height,
-        this.opts.blockSyncWindow ?? 16,
+        this.opts.blockSyncWindow ?? 32,
         this.opts.blockSyncTimeoutMs ?? 10_000,
       );
       // Only behind node:crypto's ed25519 (the thread's): a custom verifier is the engine's to call.
@@ -1804,7 +1804,7 @@ export class ConsensusRuntime {
       if (this.blockPool) {
         this.blockPool = new BlockPool(
           this.engine.height,
-          this.opts.blockSyncWindow ?? 16,
+          this.opts.blockSyncWindow ?? 32,
           this.opts.blockSyncTimeoutMs ?? 10_000,
         );
         this.scheduleBlockSyncTick();
