@@ -1,18 +1,22 @@
 // `npm run bench:blocksync`: how fast a fresh full node catches up (issue 21, block sync).
-// A 1-validator chain-local network plus one full node (and `--peers N - 1` more full nodes that
-// follow the validator and serve beside it), written by `noded testnet` on random loopback IPs, each
-// node its own process:
-//   1. the validator mines `--empty` empty blocks (hardhat_mine, every block a real consensus
+// A chain-local network of `--validators V` (default 4, as the issue's figure) plus one full node
+// (and `--peers P - V` more full nodes that follow the chain and serve beside the validators, when P
+// is above V), written by `noded testnet` on random loopback IPs, each node its own process:
+//   1. one validator: it mines `--empty` empty blocks (hardhat_mine, every block a real consensus
 //      height), then `--full` blocks of `--txs` value transfers each (automine off, the transfers
-//      sent, then one evm_mine per block);
+//      sent, then one evm_mine per block). Several validators (the dev mining methods are a single
+//      validator's): they make empty blocks back to back (create_empty_blocks_interval "0s") until
+//      the chain passes `--empty`, are restarted with create_empty_blocks = false (the chain then
+//      stands still), and each of the `--full` rounds sends `--txs` transfers to the first validator
+//      and waits until all are in blocks (a round may take more than one block: the count is shown);
 //   2. the full node starts from genesis; its height is polled every 10 ms, and blocks/s is taken
 //      over the empty range (from its first applied block) and over the transfer blocks;
 //   3. its `block sync progress` log lines say where its time went (verify, execute, store, waiting
 //      for blocks).
 // `--snapshot DIR` keeps the prepared chain (step 1 takes minutes; the sync seconds): the first run
 // stops the serving nodes once they are at the tip, copies their homes and the fresh node's into
-// DIR, and restarts them; later runs with the same DIR and sizes start from a copy of it instead of
-// mining. The chain is the same for every build run against it, so A/B pairs sync the same blocks.
+// DIR/validators-V (one per validator count), and restarts them; later runs with the same DIR and
+// sizes start from a copy of it instead of mining. The chain is the same for every build run against it, so A/B pairs sync the same blocks.
 // Output: a summary on stdout and JSON under bench/results/.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,10 +32,12 @@ const log = (msg: string) => console.log(`[bench:blocksync] ${msg}`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Args {
+  /** Validators of the source chain (the issue's figure is for 4). */
+  validators: number;
   empty: number;
   full: number;
   txs: number;
-  /** Peers serving the syncing node: the validator and peers - 1 full nodes at the tip. */
+  /** Peers serving the syncing node at least: every validator, and full nodes at the tip for the rest. */
   peers: number;
   /** A directory that keeps the prepared chain for later runs (empty: none). */
   snapshot: string;
@@ -40,6 +46,8 @@ interface Args {
 /** What a snapshot holds beside the homes: the sizes it was made with and where its ranges end. */
 interface SnapshotMeta {
   start: string;
+  /** Absent in snapshots made before --validators: 1. */
+  validators?: number;
   empty: number;
   full: number;
   txs: number;
@@ -51,7 +59,7 @@ interface SnapshotMeta {
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { empty: 3000, full: 200, txs: 200, peers: 1, snapshot: '' };
+  const a: Args = { validators: 4, empty: 3000, full: 200, txs: 200, peers: 1, snapshot: '' };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     if (k === '--snapshot') {
@@ -62,15 +70,18 @@ function parseArgs(argv: string[]): Args {
       continue;
     }
     const v = Number(argv[i + 1]);
-    if (k !== '--empty' && k !== '--full' && k !== '--txs' && k !== '--peers')
-      throw new Error(`unknown option ${k} (use --empty N --full N --txs N --peers N --snapshot DIR)`);
+    if (k !== '--empty' && k !== '--full' && k !== '--txs' && k !== '--peers' && k !== '--validators')
+      throw new Error(
+        `unknown option ${k} (use --validators N --empty N --full N --txs N --peers N --snapshot DIR)`,
+      );
     if (!Number.isInteger(v) || v < 0)
       throw new Error(`${k} needs a non-negative integer, got ${argv[i + 1]}`);
-    a[k.slice(2) as 'empty' | 'full' | 'txs' | 'peers'] = v;
+    a[k.slice(2) as 'empty' | 'full' | 'txs' | 'peers' | 'validators'] = v;
     i++;
   }
   if (a.txs > 20 * 60) throw new Error('--txs is at most 1200 (20 senders, 60 each per block)');
   if (a.peers < 1 || a.peers > 8) throw new Error(`--peers is 1..8, got ${a.peers}`);
+  if (a.validators < 1 || a.validators > 8) throw new Error(`--validators is 1..8, got ${a.validators}`);
   return a;
 }
 
@@ -147,16 +158,21 @@ async function main(): Promise<void> {
   });
   const dir = mkdtempSync(join(tmpdir(), 'noded-benchsync-'));
   const out = join(dir, 'net');
-  const metaFile = args.snapshot ? join(args.snapshot, 'meta.json') : '';
+  // One snapshot per validator count under DIR.
+  const snapDir = args.snapshot ? join(args.snapshot, `validators-${args.validators}`) : '';
+  const metaFile = snapDir ? join(snapDir, 'meta.json') : '';
   let meta: SnapshotMeta | undefined;
   if (metaFile && existsSync(metaFile)) {
     meta = JSON.parse(readFileSync(metaFile, 'utf8')) as SnapshotMeta;
-    for (const k of ['empty', 'full', 'txs', 'peers'] as const)
-      if (meta[k] !== args[k])
-        throw new Error(`snapshot ${args.snapshot} was made with --${k} ${meta[k]}, not ${args[k]}`);
-    cpSync(join(args.snapshot, 'net'), out, { recursive: true });
-    log(`chain from snapshot ${args.snapshot}: ${meta.emptyTip} empty blocks, tip ${meta.tip}`);
+    for (const k of ['validators', 'empty', 'full', 'txs', 'peers'] as const)
+      if ((meta[k] ?? 1) !== args[k])
+        throw new Error(`snapshot ${snapDir} was made with --${k} ${meta[k] ?? 1}, not ${args[k]}`);
+    cpSync(join(snapDir, 'net'), out, { recursive: true });
+    log(`chain from snapshot ${snapDir}: ${meta.emptyTip} empty blocks, tip ${meta.tip}`);
   }
+  const V = args.validators;
+  // Full nodes serving beside the validators, so that at least --peers nodes serve.
+  const fullServers = Math.max(0, args.peers - V);
   const start =
     meta?.start ?? `127.${10 + Math.floor(Math.random() * 240)}.${Math.floor(Math.random() * 250)}.2`;
   if (!meta) {
@@ -166,9 +182,9 @@ async function main(): Promise<void> {
         NODED_CLI,
         'testnet',
         '--validators',
-        '1',
+        String(V),
         '--non-validators',
-        String(args.peers),
+        String(fullServers + 1),
         '--output',
         out,
         '--starting-ip',
@@ -179,18 +195,30 @@ async function main(): Promise<void> {
     if (r.status !== 0) throw new Error(`noded testnet failed: ${r.stderr}`);
   }
   const base = start.split('.').map(Number);
-  // node0 the validator, node1..node{peers-1} full nodes that serve too, node{peers} the syncing one.
-  const n = args.peers + 1;
+  // node0..node{V-1} the validators, then the full nodes that serve too, the last the syncing one.
+  const n = V + fullServers + 1;
   const ips = Array.from({ length: n }, (_, i) => `${base[0]}.${base[1]}.${base[2]}.${base[3]! + i}`);
   const homes = Array.from({ length: n }, (_, i) => join(out, `node${i}`));
-  const syncing = args.peers;
+  const syncing = n - 1;
+  /** Edits a node's config.toml. */
+  const editConfig = (i: number, edit: (doc: Record<string, Record<string, unknown>>) => void) => {
+    const file = join(homes[i]!, 'config', 'config.toml');
+    const doc = parse(readFileSync(file, 'utf8')) as Record<string, Record<string, unknown>>;
+    edit(doc);
+    writeFileSync(file, stringify(doc));
+  };
   if (!meta) {
-    for (const home of homes) {
-      const file = join(home, 'config', 'config.toml');
-      const doc = parse(readFileSync(file, 'utf8')) as Record<string, Record<string, unknown>>;
-      doc.instrumentation!.prometheus = false;
-      writeFileSync(file, stringify(doc));
-    }
+    for (let i = 0; i < n; i++)
+      editConfig(i, (doc) => {
+        doc.instrumentation!.prometheus = false;
+        // Several validators make empty blocks back to back, without the dev chain's 1 s pause.
+        if (V > 1 && i < V) {
+          doc.consensus!.create_empty_blocks = true;
+          doc.consensus!.create_empty_blocks_interval = '0s';
+          // The next height as soon as every precommit is in (testnet keeps the seed's 1 s wait).
+          doc.consensus!.skip_timeout_commit = true;
+        }
+      });
   }
   const logs = homes.map((h) => join(h, 'bench.log'));
   const startNode = (i: number): ChildProcess => {
@@ -279,32 +307,124 @@ async function main(): Promise<void> {
       sent,
     };
   };
+  /** Stops nodes gracefully (their databases closed) and waits until they are gone. */
+  const stopNodes = async (procs: ChildProcess[]) => {
+    const gone = procs.map((p) => new Promise((r) => (p.exitCode !== null ? r(0) : p.once('exit', r))));
+    for (const p of procs) p.kill('SIGTERM');
+    await Promise.all(gone);
+  };
+  /**
+   * Step 1 with several validators: empty blocks back to back until the chain passes --empty, then
+   * the validators restarted with create_empty_blocks = false (the chain stands still but for
+   * transactions), then --full rounds of --txs transfers, each waited for until all are in blocks.
+   */
+  const mineValidators = async (servers: ChildProcess[]): Promise<SnapshotMeta> => {
+    const v = ips[0]!;
+    const t0 = performance.now();
+    let last = 0;
+    await waitFor(`the validators at height ${args.empty}`, 3_600_000, async () => {
+      const h = await height(v);
+      if (h >= last + 500) {
+        last = h;
+        log(`validators at ${h} (${((h * 1000) / (performance.now() - t0)).toFixed(0)} blocks/s)`);
+      }
+      return h >= args.empty;
+    });
+    await stopNodes(servers.slice(0, V));
+    for (let i = 0; i < V; i++)
+      editConfig(i, (doc) => {
+        doc.consensus!.create_empty_blocks = false;
+      });
+    for (let i = 0; i < V; i++) servers[i] = startNode(i);
+    // The tip once the restarted validators stand still (3 s without a new block).
+    let emptyTip = -1;
+    let since = performance.now();
+    await waitFor('the restarted validators standing still', 120_000, async () => {
+      const h = await height(v);
+      if (h !== emptyTip) {
+        emptyTip = h;
+        since = performance.now();
+      }
+      return h > 0 && performance.now() - since >= 3000;
+    });
+    log(`${V} validators at ${emptyTip} after the empty blocks (${(performance.now() - t0).toFixed(0)} ms)`);
+
+    const rpc = new JsonRpcClient(`http://${v}:8545`, { timeoutMs: 120_000 });
+    const senders = devAccounts(20);
+    const keys = senders.map((x) => getBytes(x.key.privateKey));
+    const to = receivers(64);
+    const fees = await currentFees(rpc, 4n);
+    const perSender = Math.ceil(args.txs / senders.length);
+    let sent = 0;
+    for (let b = 0; b < args.full; b++) {
+      const batch: string[] = [];
+      const nonces = new Map<string, number>();
+      for (let x = 0; x < senders.length && batch.length < args.txs; x++) {
+        for (let k = 0; k < perSender && batch.length < args.txs; k++) {
+          const tx = fastSignTx(keys[x]!, senders[x]!.address, fees, {
+            to: to[(x * 7 + k + b) % to.length]!,
+            value: 1n,
+            gasLimit: 21_000n,
+            nonce: b * perSender + k,
+          });
+          batch.push(tx.raw);
+          nonces.set(senders[x]!.address, b * perSender + k + 1);
+        }
+      }
+      const res = await rpc.batch(batch.map((raw) => ({ method: 'eth_sendRawTransaction', params: [raw] })));
+      const bad = res.find((x) => x instanceof Error);
+      if (bad) throw bad;
+      sent += batch.length;
+      const who = [...nonces.keys()];
+      await waitFor(`round ${b + 1} of transfers in blocks`, 120_000, async () => {
+        const counts = await rpc.batch(
+          who.map((a) => ({ method: 'eth_getTransactionCount', params: [a, 'latest'] })),
+        );
+        return counts.every((c, i) => !(c instanceof Error) && Number(c) >= nonces.get(who[i]!)!);
+      });
+    }
+    rpc.close();
+    const tip = await height(v);
+    const fullTxs = args.full > 0 ? Math.round(sent / Math.max(1, tip - emptyTip)) : 0;
+    if (args.full > 0)
+      log(
+        `validators at ${tip}: ${sent} transfers in ${tip - emptyTip} blocks (${fullTxs} a block on average)`,
+      );
+    return {
+      start,
+      validators: V,
+      empty: args.empty,
+      full: args.full,
+      txs: args.txs,
+      peers: args.peers,
+      emptyTip,
+      tip,
+      fullTxs,
+      sent,
+    };
+  };
   const results: Record<string, unknown> = {
     when: new Date().toISOString(),
     machine: { cpus: cpus().length, model: cpus()[0]?.model, loadavg: loadavg() },
     args,
   };
   try {
-    // The serving full nodes follow the validator from the start.
+    // The serving full nodes follow the validators from the start.
     const servers = Array.from({ length: syncing }, (_, i) => startNode(i));
     const v = ips[0]!;
     await waitFor('validator up', 60_000, async () => (await height(v)) >= 1);
-    const chain = meta ?? (await mine());
+    const chain = meta ?? (V > 1 ? await mineValidators(servers) : await mine());
     const { emptyTip, tip, fullTxs } = chain;
-    for (let i = 1; i < syncing; i++)
+    for (let i = V; i < syncing; i++)
       await waitFor(`serving full node ${i} at the tip`, 600_000, async () => (await height(ips[i]!)) >= tip);
-    if (syncing > 1) log(`${syncing - 1} more full nodes at ${tip}, serving beside the validator`);
+    if (fullServers > 0) log(`${fullServers} full nodes at ${tip}, serving beside the validators`);
     if (args.snapshot && !meta) {
       // Stopped gracefully so that their databases are closed, copied, and started again.
-      const stopped = servers.map(
-        (p) => new Promise((r) => (p.exitCode !== null ? r(0) : p.once('exit', r))),
-      );
-      for (const p of servers) p.kill('SIGTERM');
-      await Promise.all(stopped);
-      rmSync(args.snapshot, { recursive: true, force: true });
-      cpSync(out, join(args.snapshot, 'net'), { recursive: true });
+      await stopNodes(servers);
+      rmSync(snapDir, { recursive: true, force: true });
+      cpSync(out, join(snapDir, 'net'), { recursive: true });
       writeFileSync(metaFile, `${JSON.stringify(chain, null, 2)}\n`);
-      log(`chain kept in ${args.snapshot}`);
+      log(`chain kept in ${snapDir}`);
       for (let i = 0; i < syncing; i++) servers[i] = startNode(i);
     }
     for (let i = 0; i < syncing; i++)

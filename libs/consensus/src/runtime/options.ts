@@ -124,10 +124,16 @@ export interface ConsensusRuntimeOptions {
    * committed blocks on the consensus network (the simulator's way).
    */
   blockSync?: BlockSyncNetwork;
-  /** Block sync: blocks asked of one peer at a time (default 16). */
+  /** Block sync: blocks asked of one peer at a time (default 32). */
   blockSyncWindow?: number;
   /** Block sync: how long a requested block may take before it is asked of another peer (ms, default 10000). */
   blockSyncTimeoutMs?: number;
+  /**
+   * Block sync: check the commit signatures of blocks received ahead on a worker thread while the
+   * blocks before them are applied (default true; ignored with a custom `verify`, which the engine
+   * calls inline). The engine's checks and refusals are the same either way.
+   */
+  blockSyncVerifyThread?: boolean;
   /**
    * Block sync: while catching up, the most blocks applied between two sync points (default 100).
    * At a sync point the block store is fsynced, then the state store's writes held since the last

@@ -45,6 +45,7 @@ import { FilePV } from '../privval.js';
 import { MAX_VOTE_EXTENSION_BYTES, voteExtensionProblem, voteExtensionsEnabled } from '../voteset.js';
 import { Wal } from '../wal.js';
 import { BlockPool } from './blockpool.js';
+import { type CommitCheck, CommitVerifier } from './commit-verifier.js';
 import { EvidencePool } from './evidencepool.js';
 import {
   type BlockSyncMessage,
@@ -63,6 +64,7 @@ type Input =
   | { kind: 'blockSync'; peer: string; message: BlockSyncMessage }
   | { kind: 'blockSyncDown'; peer: string }
   | { kind: 'blockSyncTick' }
+  | { kind: 'blockSyncVerified' }
   | { kind: 'gossip' }
   | { kind: 'call'; fn: () => Promise<void> };
 
@@ -169,6 +171,11 @@ export class ConsensusRuntime {
   private syncing = false;
   /** Block sync protocol: the request scheduler (null without opts.blockSync). */
   private blockPool: BlockPool | null = null;
+  /**
+   * Block sync: the commits of blocks received ahead, checked on a worker thread (null: checked
+   * inline by the engine, as with a custom verifier or `blockSyncVerifyThread: false`).
+   */
+  private commitVerifier: CommitVerifier | null = null;
   /** A block from the block sync protocol is being applied: the engine's rejection is recorded here. */
   private blockSyncRejection: string | null = null;
   private applyingFromBlockSync = false;
@@ -241,7 +248,8 @@ export class ConsensusRuntime {
       if (!this.syncing) return verify(pk, msg, sig);
       const t = performance.now();
       try {
-        return verify(pk, msg, sig);
+        // A signature the thread checked is answered by its verdict, anything else here.
+        return this.commitVerifier?.lookup(pk, msg, sig) ?? verify(pk, msg, sig);
       } finally {
         this.sync.verifyMs += performance.now() - t;
       }
@@ -437,9 +445,19 @@ export class ConsensusRuntime {
     if (this.opts.blockSync) {
       this.blockPool = new BlockPool(
         this.engine.height,
-        this.opts.blockSyncWindow ?? 16,
+        this.opts.blockSyncWindow ?? 32,
         this.opts.blockSyncTimeoutMs ?? 10_000,
       );
+      // Only behind node:crypto's ed25519 (the thread's): a custom verifier is the engine's to call.
+      if (!this.opts.verify && this.opts.blockSyncVerifyThread !== false)
+        this.commitVerifier = new CommitVerifier(
+          this.opts.chainId,
+          (height) => {
+            // The block the node waits for is checked: apply it (and what follows).
+            if (height === this.engine.height) this.enqueue({ kind: 'blockSyncVerified' });
+          },
+          this.logger,
+        );
       const off = this.opts.blockSync.subscribe(
         (peer, message) => this.enqueue({ kind: 'blockSync', peer, message }),
         (peer) => this.enqueue({ kind: 'blockSyncDown', peer }),
@@ -477,6 +495,7 @@ export class ConsensusRuntime {
   }
 
   private shutdownIo(): void {
+    void this.commitVerifier?.close();
     for (const t of this.timers) this.scheduler.clearTimer(t);
     this.timers.clear();
     this.unsubscribe?.();
@@ -540,6 +559,11 @@ export class ConsensusRuntime {
         return;
       case 'blockSyncTick':
         this.blockSyncTick();
+        return;
+      case 'blockSyncVerified':
+        if (!this.blockPool) return;
+        await this.applyPooled();
+        this.requestBlocks();
         return;
       case 'call':
         await input.fn();
@@ -1370,6 +1394,13 @@ export class ConsensusRuntime {
       case 'block': {
         const ext = m.extendedCommit ? { extendedCommit: m.extendedCommit } : {};
         if (!pool.addBlock({ peer, block: m.block, commit: m.commit, ...ext })) return;
+        // Its commit's signatures are checked on the thread while the blocks before it are applied
+        // (the engine's verifyCommit checks the commit it decides on: the extended one if present).
+        this.commitVerifier?.submit(
+          m.block.header.height,
+          m.extendedCommit ?? m.commit,
+          this.chain.validators,
+        );
         await this.applyPooled();
         this.requestBlocks();
         return;
@@ -1381,7 +1412,10 @@ export class ConsensusRuntime {
   private async applyPooled(): Promise<void> {
     const pool = this.blockPool!;
     pool.advance(this.engine.height);
+    this.commitVerifier?.forgetBelow(pool.next);
     for (let b = pool.peek(); b && !this.stopped; b = pool.peek()) {
+      // Its commit is still on the thread: applied once the verdict is in ('blockSyncVerified').
+      if (this.commitVerifier?.status(pool.next) === 'pending') return;
       this.blockSyncRejection = null;
       this.applyingFromBlockSync = true;
       let applied: boolean;
@@ -1392,6 +1426,7 @@ export class ConsensusRuntime {
       }
       if (applied) {
         pool.advance(this.engine.height);
+        this.commitVerifier?.forgetBelow(pool.next);
         continue;
       }
       const reason = this.blockSyncRejection as string | null;
@@ -1432,6 +1467,7 @@ export class ConsensusRuntime {
   /** One `block sync progress` line: blocks applied from peers since the last one, and where the time went. */
   private logSyncProgress(now: number): void {
     const st = this.sync;
+    const sigs = this.commitVerifier?.take();
     if (st.blocks > 0) {
       const r = (ms: number) => Math.round(ms * 10) / 10;
       const other = st.totalMs - st.verifyMs - st.executeMs - st.commitMs - st.storeMs - st.publishMs;
@@ -1448,6 +1484,8 @@ export class ConsensusRuntime {
           publishMs: r(st.publishMs),
           otherMs: r(other),
           waitMs: r(st.waitMs),
+          // Commit signatures answered by the verification thread's verdicts, and checked here.
+          ...(sigs ? { sigsAhead: sigs.ahead, sigsInline: sigs.inline } : {}),
         },
         'block sync progress',
       );
@@ -1766,7 +1804,7 @@ export class ConsensusRuntime {
       if (this.blockPool) {
         this.blockPool = new BlockPool(
           this.engine.height,
-          this.opts.blockSyncWindow ?? 16,
+          this.opts.blockSyncWindow ?? 32,
           this.opts.blockSyncTimeoutMs ?? 10_000,
         );
         this.scheduleBlockSyncTick();
@@ -1847,6 +1885,14 @@ export class ConsensusRuntime {
   /** Lowest stored height (0 when empty). */
   blockStoreBase(): number {
     return this.blockStore.base;
+  }
+
+  /**
+   * Block sync: where the commit of a received block stands on the verification thread (undefined:
+   * not sent to it, or forgotten once applied). Diagnostics and tests.
+   */
+  blockSyncCommitCheck(height: number): CommitCheck | undefined {
+    return this.commitVerifier?.status(height);
   }
 
   /** Highest height stored and applied by the application (0 before the first block). */
