@@ -16,8 +16,8 @@ import {
 import type { DevStateChange, Hex, Logger } from '@noded/types';
 import { ChainError } from '@noded/types';
 import { DEFAULT_MAX_MESSAGE_BYTES } from './constants.js';
-import { lenientDefinition, UndecodableRequest } from './lenient.js';
-import { executorFailure, executorUnary, type UnaryDef } from './mempool.js';
+import { lenientDefinition } from './lenient.js';
+import { executorFailure, executorUnary, requestRefusal, type UnaryDef } from './mempool.js';
 
 export const DEV_CHAIN_SERVICE_NAME = 'noded.dev.v1.DevChain';
 
@@ -72,16 +72,9 @@ export function addDevChainService(server: grpc.Server, src: DevChainSource, log
     ) =>
     (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
       const at = `${DEV_CHAIN_SERVICE_NAME}/${rpc}`;
-      if (call.request instanceof UndecodableRequest) {
-        cb({
-          code: grpc.status.INVALID_ARGUMENT,
-          details: `${at}: the request is not a valid ${message}: ${call.request.reason}`,
-        });
-        return;
-      }
-      const problem = check?.(call.request as Req);
-      if (problem !== undefined) {
-        cb({ code: grpc.status.INVALID_ARGUMENT, details: `${at}: ${problem}` });
+      const refused = requestRefusal(at, message, call.request, check);
+      if (refused !== undefined) {
+        cb(refused);
         return;
       }
       run(call.request as Req).then(

@@ -78,16 +78,9 @@ export function addMempoolService(
     ) =>
     (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
       const at = `${MEMPOOL_SERVICE_NAME}/${rpc}`;
-      if (call.request instanceof UndecodableRequest) {
-        cb({
-          code: grpc.status.INVALID_ARGUMENT,
-          details: `${at}: the request is not a valid ${message}: ${call.request.reason}`,
-        });
-        return;
-      }
-      const problem = check?.(call.request as Req);
-      if (problem !== undefined) {
-        cb({ code: grpc.status.INVALID_ARGUMENT, details: `${at}: ${problem}` });
+      const refused = requestRefusal(at, message, call.request, check);
+      if (refused !== undefined) {
+        cb(refused);
         return;
       }
       inSpan(
@@ -161,6 +154,27 @@ export function addMempoolService(
     streamAdmitted: streams.handle,
   });
   return streams.closeAll;
+}
+
+/**
+ * INVALID_ARGUMENT naming `at` for a request that did not decode as `message`, or that `check`
+ * finds a problem in; undefined for one to serve.
+ */
+export function requestRefusal<Req>(
+  at: string,
+  message: string,
+  request: unknown,
+  check?: (req: Req) => string | undefined,
+): Partial<grpc.StatusObject> | undefined {
+  if (request instanceof UndecodableRequest)
+    return {
+      code: grpc.status.INVALID_ARGUMENT,
+      details: `${at}: the request is not a valid ${message}: ${request.reason}`,
+    };
+  const problem = check?.(request as Req);
+  return problem === undefined
+    ? undefined
+    : { code: grpc.status.INVALID_ARGUMENT, details: `${at}: ${problem}` };
 }
 
 /**
