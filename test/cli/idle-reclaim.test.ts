@@ -8,7 +8,7 @@ import { type Reclaimed, startIdleReclaim } from '@noded/service-shared/src/idle
 
 const MB = 1 << 20;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const fast = { intervalMs: 100, quietIntervals: 3, quietUtilization: 0.25 };
+const fast = { intervalMs: 100, quietIntervals: 3, quietUtilization: 0.25, quietFraction: 0.5 };
 
 /** About `mb` MB of small objects that live long enough to reach the old generation. */
 async function grownHeap(mb: number): Promise<number> {
@@ -43,6 +43,30 @@ describe('startIdleReclaim', () => {
     } finally {
       r?.stop();
     }
+  });
+
+  it('counts a thread at a third of its load as quiet (quietFraction), not only one under 25%', async () => {
+    // After a load that kept the thread fully busy, it stays 35% busy: over quietUtilization, as a quiet
+    // node's thread is on a machine whose other work slows every callback, but under half its load.
+    const afterLoadAtAThird = async (quietFraction: number) => {
+      const r = startIdleReclaim(() => {}, { ...fast, quietFraction, minGrowthBytes: 8 * MB });
+      assert.ok(r);
+      try {
+        await sleep(200);
+        assert.ok((await grownHeap(40)) > 0);
+        const until = Date.now() + 1_500;
+        while (Date.now() < until && r.count() === 0) {
+          const spin = Date.now() + 14; // 14 ms of work in every 40 ms
+          while (Date.now() < spin) {}
+          await sleep(26);
+        }
+        return r.count();
+      } finally {
+        r.stop();
+      }
+    };
+    assert.equal(await afterLoadAtAThird(0.5), 1);
+    assert.equal(await afterLoadAtAThird(0), 0, 'without quietFraction 35% busy is never quiet');
   });
 
   it('leaves a busy thread alone, however much its heap grew', async () => {

@@ -50,6 +50,8 @@ export interface MemSample {
   rocksMB: number;
   /** Of which memtables, MB. */
   memtablesMB: number;
+  /** The memtables by database (the metrics' `db` label), MB. */
+  memtablesByDbMB: Record<string, number>;
   /** RSS by kind of mapping (readSmapsMB). */
   mallocMB: number;
   anonMB: number;
@@ -124,6 +126,9 @@ export async function readMetrics(url: string): Promise<Map<string, number>> {
     if (st) {
       add('storage_memory_bytes', Number(st[2]));
       add(`storage_memory_bytes:${st[1]}`, Number(st[2]));
+      const db = /db="([a-z_]+)"/.exec(line)?.[1];
+      if (db !== undefined && st[1] === 'memtables')
+        add(`storage_memory_bytes:memtables:${db}`, Number(st[2]));
     }
   }
   return out;
@@ -175,6 +180,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     let external = Number.NaN;
     let rocks = Number.NaN;
     let memtables = Number.NaN;
+    const memtablesByDb: Record<string, number> = {};
     if (t.metrics) {
       try {
         const m = await readMetrics(t.metrics);
@@ -183,6 +189,10 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         external = (m.get('nodejs_external_memory_bytes') ?? Number.NaN) / MB;
         rocks = (m.get('storage_memory_bytes') ?? Number.NaN) / MB;
         memtables = (m.get('storage_memory_bytes:memtables') ?? Number.NaN) / MB;
+        for (const [k, v] of m) {
+          if (k.startsWith('storage_memory_bytes:memtables:'))
+            memtablesByDb[k.slice('storage_memory_bytes:memtables:'.length)] = v / MB;
+        }
       } catch (err) {
         fail('metrics', err);
       }
@@ -199,10 +209,15 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       externalMB: external,
       rocksMB: rocks,
       memtablesMB: memtables,
+      memtablesByDbMB: memtablesByDb,
     };
     samples.push(s);
     log(
-      `[soak] ${String(s.t).padStart(5)} s  ${s.phase.padEnd(6)}  rss ${s.rssMB.toFixed(1).padStart(6)} MB  heap ${s.heapUsedMB.toFixed(1)}/${s.heapTotalMB.toFixed(1)} MB  ext ${s.externalMB.toFixed(1)} MB  rocksdb ${s.rocksMB.toFixed(1)} MB (memtables ${s.memtablesMB.toFixed(1)})  malloc ${s.mallocMB.toFixed(1)} MB  other anon ${s.anonMB.toFixed(1)} MB`,
+      `[soak] ${String(s.t).padStart(5)} s  ${s.phase.padEnd(6)}  rss ${s.rssMB.toFixed(1).padStart(6)} MB  heap ${s.heapUsedMB.toFixed(1)}/${s.heapTotalMB.toFixed(1)} MB  ext ${s.externalMB.toFixed(1)} MB  rocksdb ${s.rocksMB.toFixed(1)} MB (memtables ${s.memtablesMB.toFixed(1)}: ${Object.entries(
+        s.memtablesByDbMB,
+      )
+        .map(([db, mb]) => `${db} ${mb.toFixed(1)}`)
+        .join(', ')})  malloc ${s.mallocMB.toFixed(1)} MB  other anon ${s.anonMB.toFixed(1)} MB`,
     );
   };
   let sampling = true;

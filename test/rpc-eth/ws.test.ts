@@ -194,17 +194,32 @@ describe('WebSocket liveness and flow control', () => {
   });
   after(() => h.close());
 
-  it('drops a peer that stops answering pings, keeps one that answers', async () => {
+  it('drops a peer that answers none of two pings; keeps one that misses one, and a healthy one', async () => {
+    const connectedAt = Date.now();
     const deaf = await WsClient.connect(h.wsUrl, { autoPong: false });
+    // Answers every second ping only, as a client whose event loop stalls past one ping would: one
+    // missed pong in a row must not cut it (a build that drops at the first missed pong does).
+    const forgetful = await WsClient.connect(h.wsUrl, { autoPong: false });
+    let pings = 0;
+    forgetful.ws.on('ping', (data) => {
+      pings += 1;
+      if (pings % 2 === 0) forgetful.ws.pong(data);
+    });
     const healthy = await WsClient.connect(h.wsUrl);
-    // The server pings every 1 s and drops a peer whose pong has not come by the next ping; the
-    // server and both peers share this process, so a stall of it longer than the interval could drop
-    // the healthy peer too (with 300 ms, a loaded machine did): 1 s leaves room, and the healthy peer
-    // must outlive three rounds after the deaf one is gone.
+    // The server pings every 1 s and drops a peer with two pings unanswered at the next round: the
+    // deaf peer's first ping comes 0-1 s after it connects, so it goes 2-3 s after (never sooner). The
+    // server and the peers share this process, so a stall of it longer than the interval could delay a
+    // pong; the healthy and the forgetful peers must outlive three rounds after the deaf one is gone.
     await deaf.waitFor(() => deaf.closeCode !== undefined, 10_000, 'the deaf peer to be dropped');
+    const droppedAfter = Date.now() - connectedAt;
+    assert.ok(droppedAfter >= 1_900, `the deaf peer was dropped ${droppedAfter} ms after connecting`);
     await sleep(3000);
+    assert.ok(pings >= 4, `the forgetful peer saw ${pings} pings`);
+    assert.equal(forgetful.closeCode, undefined, 'the peer that missed one pong at a time was dropped');
+    assert.equal((await forgetful.request('eth_chainId')).result, '0x7a69');
     assert.equal(healthy.closeCode, undefined);
     assert.equal((await healthy.request('eth_chainId')).result, '0x7a69');
+    forgetful.close();
     healthy.close();
   });
 

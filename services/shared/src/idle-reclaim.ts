@@ -16,6 +16,12 @@ export interface IdleReclaimOptions {
   intervalMs: number;
   /** An interval whose event-loop utilisation is under this counts as quiet. */
   quietUtilization: number;
+  /**
+   * An interval under this fraction of the busiest one since the last collection counts as quiet too:
+   * on a machine whose other work slows every callback, a quiet thread's utilisation is well over
+   * its quiet-machine figure, but still well under what its load took.
+   */
+  quietFraction: number;
   /** Quiet intervals in a row before a collection. */
   quietIntervals: number;
   /** Growth of the heap's physical size over the smallest it has been that is worth a collection, bytes. */
@@ -23,15 +29,19 @@ export interface IdleReclaimOptions {
 }
 
 /**
- * 5 s readings, 15 s under 25% busy, 4 MB grown. Measured event-loop utilisation (a chain-local node,
- * 2 shared cores): the main thread 6-20% idle and 58-79% under the soak's load; the JSON-RPC thread
- * under 1% idle and 13-27% loaded; the indexer under 1% idle and 5-9% loaded. A collection taken
+ * 5 s readings, 15 s under 25% busy (or under half the busiest reading since the last collection),
+ * 4 MB grown. Measured event-loop utilisation (a chain-local node, 2 shared cores): the main thread
+ * 6-20% idle and 58-79% under the soak's load; the JSON-RPC thread under 1% idle and 13-27% loaded;
+ * the indexer under 1% idle and 5-9% loaded. On a machine at load average 45-55 the main thread's
+ * heap was still 20-33 MB over idle a minute after soaks, where 25% alone was rarely seen
+ * (docs/reliability.md, "Bounded memory"): half its loaded figure is. A collection taken
  * for quiet during a light load costs one full collection of these heaps (20-60 ms), and the next
  * waits for 4 MB more growth.
  */
 export const defaultIdleReclaimOptions: IdleReclaimOptions = {
   intervalMs: 5_000,
   quietUtilization: 0.25,
+  quietFraction: 0.5,
   quietIntervals: 3,
   minGrowthBytes: 4 << 20,
 };
@@ -94,6 +104,8 @@ export function startIdleReclaim(
   let quiet = 0;
   // Armed by a busy interval, spent by a collection: one collection per load, however long the quiet.
   let armed = false;
+  // The busiest interval since the last collection: under quietFraction of it is quiet.
+  let peak = 0;
   let lowest = Number.POSITIVE_INFINITY;
   let count = 0;
   const timer = setInterval(() => {
@@ -102,7 +114,8 @@ export function startIdleReclaim(
     last = now;
     const size = getHeapStatistics().total_physical_size;
     lowest = Math.min(lowest, size);
-    if (busy >= o.quietUtilization) {
+    peak = Math.max(peak, busy);
+    if (busy >= Math.max(o.quietUtilization, peak * o.quietFraction)) {
       armed = true;
       quiet = 0;
       return;
@@ -114,6 +127,7 @@ export function startIdleReclaim(
     const after = getHeapStatistics().total_physical_size;
     armed = false;
     quiet = 0;
+    peak = 0;
     count++;
     last = performance.eventLoopUtilization();
     onReclaim({ before: size, after, ms: performance.now() - started });

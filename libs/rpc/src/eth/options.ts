@@ -30,7 +30,7 @@ export interface EthRpcOptions {
   filterTimeoutMs: number;
   /** [evm.rpc] max_subscriptions_per_connection: eth_subscribe limit per WebSocket. */
   maxSubscriptionsPerConnection: number;
-  /** [evm.rpc] ws_ping_interval: ping period; a peer that missed the previous pong is dropped. */
+  /** [evm.rpc] ws_ping_interval: ping period; a peer that answered neither of its last two pings is dropped. */
   wsPingIntervalMs: number;
   /** [evm.rpc] ws_max_buffered_bytes: unsent bytes after which a slow subscriber is disconnected. */
   wsMaxBufferedBytes: number;

@@ -31,7 +31,7 @@ import { invalidRequest, methodNotFound, parseError, RpcError, RpcErrorCode } fr
 import { FilterManager, logMatches } from './filters.js';
 import { formatHeader, formatTx, JsonText, logText } from './format.js';
 import type { EthRpcOptions } from './options.js';
-import { WsSession } from './subscriptions.js';
+import { MAX_MISSED_PONGS, WsSession } from './subscriptions.js';
 
 export interface EthRpcServerDeps {
   chain: EthChain;
@@ -544,7 +544,7 @@ export class EthRpcServer {
     }
     this.sessions.add(session);
     ws.on('pong', () => {
-      session.alive = true;
+      session.unanswered = 0;
     });
     ws.on('message', (data: RawData) => {
       this.onWsMessage(session, data).catch((e) => {
@@ -574,8 +574,11 @@ export class EthRpcServer {
 
   private pingAll(): void {
     for (const s of this.sessions) {
-      if (!s.alive) {
-        this.logger.info({ remote: s.remote }, 'dropping WebSocket peer that missed a pong');
+      if (s.unanswered >= MAX_MISSED_PONGS) {
+        this.logger.info(
+          { remote: s.remote, unansweredPings: s.unanswered },
+          'dropping WebSocket peer that answered none of its last pings',
+        );
         s.terminate();
         this.sessions.delete(s);
         continue;

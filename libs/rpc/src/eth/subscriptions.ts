@@ -28,10 +28,18 @@ export interface Subscription {
 
 const MAX_BACKLOG = 1_000;
 
+/**
+ * Pings a WebSocket peer may leave unanswered before it is dropped: with 2, a peer is dropped when
+ * two pings in a row got no pong (two to three ws_ping_interval after it went silent), so one
+ * pong delayed past the next ping by a stalled event loop (the node's or the client's) does not
+ * cut a healthy client.
+ */
+export const MAX_MISSED_PONGS = 2;
+
 export class WsSession {
   readonly subs = new Map<string, Subscription>();
-  /** Cleared when a ping goes out; set again by the pong. */
-  alive = true;
+  /** Pings sent since the last pong: the server drops the peer at MAX_MISSED_PONGS. */
+  unanswered = 0;
   closed = false;
 
   constructor(
@@ -77,11 +85,11 @@ export class WsSession {
 
   ping(): void {
     if (this.closed) return;
-    this.alive = false;
+    this.unanswered += 1;
     try {
       this.ws.ping();
     } catch {
-      // Not open (yet or any more): the next round drops it if no pong arrives.
+      // Not open (yet or any more): it counts as unanswered, like a ping that got no pong.
     }
   }
 
