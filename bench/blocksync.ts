@@ -24,7 +24,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { getBytes } from 'ethers';
 import { parse, stringify } from 'smol-toml';
-import { currentFees, devAccounts, fastSignTx, receivers } from './chain.js';
+import { currentFees, type DevAccount, devAccounts, type Fees, fastSignTx, receivers } from './chain.js';
 import { JsonRpcClient } from './rpc.js';
 import { NODED_CLI, repoRoot } from './targets.js';
 
@@ -150,6 +150,36 @@ function progressOf(logFile: string, split: number): { empty: Progress; full: Pr
   return out;
 }
 
+/**
+ * Round `b` of at most `txs` value transfers, `perSender` from each sender in turn (nonces
+ * continuing from the rounds before), and the next nonce of each sender that sent.
+ */
+function transferRound(
+  senders: DevAccount[],
+  keys: Uint8Array[],
+  to: string[],
+  fees: Fees,
+  perSender: number,
+  b: number,
+  txs: number,
+): { batch: string[]; nonces: Map<string, number> } {
+  const batch: string[] = [];
+  const nonces = new Map<string, number>();
+  for (let x = 0; x < senders.length && batch.length < txs; x++) {
+    for (let k = 0; k < perSender && batch.length < txs; k++) {
+      const tx = fastSignTx(keys[x]!, senders[x]!.address, fees, {
+        to: to[(x * 7 + k + b) % to.length]!,
+        value: 1n,
+        gasLimit: 21_000n,
+        nonce: b * perSender + k,
+      });
+      batch.push(tx.raw);
+      nonces.set(senders[x]!.address, b * perSender + k + 1);
+    }
+  }
+  return { batch, nonces };
+}
+
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   process.on('SIGINT', () => {
@@ -269,18 +299,7 @@ async function main(): Promise<void> {
     const perSender = Math.ceil(args.txs / senders.length);
     let sent = 0;
     for (let b = 0; b < args.full; b++) {
-      const batch: string[] = [];
-      for (let s = 0; s < senders.length && batch.length < args.txs; s++) {
-        for (let n = 0; n < perSender && batch.length < args.txs; n++) {
-          const tx = fastSignTx(keys[s]!, senders[s]!.address, fees, {
-            to: to[(s * 7 + n + b) % to.length]!,
-            value: 1n,
-            gasLimit: 21_000n,
-            nonce: b * perSender + n,
-          });
-          batch.push(tx.raw);
-        }
-      }
+      const { batch } = transferRound(senders, keys, to, fees, perSender, b, args.txs);
       const res = await rpc.batch(batch.map((raw) => ({ method: 'eth_sendRawTransaction', params: [raw] })));
       const bad = res.find((x) => x instanceof Error);
       if (bad) throw bad;
@@ -357,20 +376,7 @@ async function main(): Promise<void> {
     const perSender = Math.ceil(args.txs / senders.length);
     let sent = 0;
     for (let b = 0; b < args.full; b++) {
-      const batch: string[] = [];
-      const nonces = new Map<string, number>();
-      for (let x = 0; x < senders.length && batch.length < args.txs; x++) {
-        for (let k = 0; k < perSender && batch.length < args.txs; k++) {
-          const tx = fastSignTx(keys[x]!, senders[x]!.address, fees, {
-            to: to[(x * 7 + k + b) % to.length]!,
-            value: 1n,
-            gasLimit: 21_000n,
-            nonce: b * perSender + k,
-          });
-          batch.push(tx.raw);
-          nonces.set(senders[x]!.address, b * perSender + k + 1);
-        }
-      }
+      const { batch, nonces } = transferRound(senders, keys, to, fees, perSender, b, args.txs);
       const res = await rpc.batch(batch.map((raw) => ({ method: 'eth_sendRawTransaction', params: [raw] })));
       const bad = res.find((x) => x instanceof Error);
       if (bad) throw bad;
