@@ -10,6 +10,11 @@
 # ---- build: dev dependencies, TypeScript compile -------------------------------------------------
 FROM node:22.20.0-bookworm-slim AS build
 WORKDIR /src
+# g++ for libs/native's add-on (scripts/build-native.mjs; Node's headers are in the image): only this
+# stage compiles, the stages below copy the compiled add-on with dist/.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends g++ \
+    && rm -rf /var/lib/apt/lists/*
 # The lock file alone decides what is installed; the sources come after so a code change reuses this layer.
 COPY package.json package-lock.json ./
 # The workspaces: each package.json (npm ci installs a workspace tree from them).
@@ -18,6 +23,7 @@ COPY libs/config/package.json libs/config/package.json
 COPY libs/consensus/package.json libs/consensus/package.json
 COPY libs/crypto/package.json libs/crypto/package.json
 COPY libs/execution/package.json libs/execution/package.json
+COPY libs/native/package.json libs/native/package.json
 COPY libs/p2p/package.json libs/p2p/package.json
 COPY libs/proto/package.json libs/proto/package.json
 COPY libs/rpc/package.json libs/rpc/package.json
@@ -42,6 +48,7 @@ COPY services services
 COPY test test
 COPY bench bench
 COPY scripts/dist-packages.mjs scripts/dist-packages.mjs
+COPY scripts/build-native.mjs scripts/build-native.mjs
 RUN npm run build
 
 # ---- service: one cluster service alone, with only its own production dependencies -----------------
@@ -73,6 +80,7 @@ COPY libs/config/package.json libs/config/package.json
 COPY libs/consensus/package.json libs/consensus/package.json
 COPY libs/crypto/package.json libs/crypto/package.json
 COPY libs/execution/package.json libs/execution/package.json
+COPY libs/native/package.json libs/native/package.json
 COPY libs/p2p/package.json libs/p2p/package.json
 COPY libs/proto/package.json libs/proto/package.json
 COPY libs/rpc/package.json libs/rpc/package.json
@@ -144,6 +152,7 @@ COPY libs/config/package.json libs/config/package.json
 COPY libs/consensus/package.json libs/consensus/package.json
 COPY libs/crypto/package.json libs/crypto/package.json
 COPY libs/execution/package.json libs/execution/package.json
+COPY libs/native/package.json libs/native/package.json
 COPY libs/p2p/package.json libs/p2p/package.json
 COPY libs/proto/package.json libs/proto/package.json
 COPY libs/rpc/package.json libs/rpc/package.json

@@ -21,7 +21,8 @@
 //    each npm package at the range the root package.json had for it.
 // 4. The root package.json: `workspaces` (libs/*, services/*); `dependencies` become the CLI alone
 //    (bin/noded.js runs it); what test/, bench/ and scripts/ import and the root no longer declares
-//    joins `devDependencies`; `build` runs scripts/dist-packages.mjs after tsc (the compiled tree in
+//    joins `devDependencies`; `build` runs scripts/dist-packages.mjs after tsc, then
+//    scripts/build-native.mjs (libs/native's add-on) (the compiled tree in
 //    dist/ gets each package.json and dist/node_modules/@noded/* links, so Node resolves @noded/x
 //    from dist/ to dist/libs/x: one `tsc -p tsconfig.json`, the same dist/ layout as before).
 // 5. Dockerfile: each workspace's package.json is copied before each `npm ci` (npm needs them to
@@ -276,7 +277,7 @@ for (const [k, v] of Object.entries(rootPkg)) {
   }
   nextRoot[k] = k === 'devDependencies' ? sortKeys(dev) : v;
 }
-const BUILD = 'tsc -p tsconfig.json && node scripts/dist-packages.mjs';
+const BUILD = 'tsc -p tsconfig.json && node scripts/dist-packages.mjs && node scripts/build-native.mjs';
 nextRoot.scripts = { ...nextRoot.scripts, build: BUILD };
 write('package.json', json(nextRoot));
 

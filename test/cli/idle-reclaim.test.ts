@@ -91,15 +91,24 @@ describe('startIdleReclaim', () => {
     }
   });
 
-  it('does not collect after a busy spell that did not grow the heap', async () => {
-    const r = startIdleReclaim(() => {}, { ...fast, minGrowthBytes: 16 * MB });
+  it('does not collect after a busy spell that did not grow the heap, but still hands its quiet to onQuiet', async () => {
+    let quiet = 0;
+    const r = startIdleReclaim(() => {}, { ...fast, minGrowthBytes: 16 * MB, onQuiet: () => quiet++ });
     assert.ok(r);
     try {
       await sleep(200);
+      assert.equal(quiet, 0, 'no load yet: nothing to give back');
       const spin = Date.now() + 300; // busy, allocating next to nothing
       while (Date.now() < spin) {}
       await sleep(800);
       assert.equal(r.count(), 0);
+      assert.equal(quiet, 1, 'native memory is not in the heap: its reclaim runs without heap growth');
+      await sleep(500);
+      assert.equal(quiet, 1, 'once per load, however long the quiet');
+      const again = Date.now() + 300;
+      while (Date.now() < again) {}
+      await sleep(800);
+      assert.equal(quiet, 2, 'the next load arms it again');
     } finally {
       r?.stop();
     }

@@ -117,12 +117,24 @@ describe('TxIndexer', () => {
     let indexer: TxIndexer | undefined;
     try {
       const chain = await FakeChain.create({ txsPerBlock: [2, 0, 3] });
-      indexer = new TxIndexer({
-        backend: await IndexerThread.open({ path, onFatal }),
-        bus: chain.bus,
-        logger: silentLogger,
-      });
+      const thread = await IndexerThread.open({ path, onFatal });
+      indexer = new TxIndexer({ backend: thread, bus: chain.bus, logger: silentLogger });
       assert.equal(await indexer.catchUp(chain), 3);
+      // The node's quiet moment flushes tx_index.db in its own thread (native-reclaim.ts).
+      const held = (await thread.memoryUsage()).memtables;
+      assert.equal(await thread.flushMemtables(held + 1), false, 'under minBytes: not flushed');
+      assert.equal(await thread.flushMemtables(1), true);
+      let left = held;
+      for (let i = 0; i < 100 && left >= held; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        left = (await thread.memoryUsage()).memtables;
+      }
+      assert.ok(left < held, `memtables ${held} -> ${left} bytes`);
+      assert.deepEqual(
+        await indexer.searchBlocks('block.height >= 1'),
+        [1, 2, 3],
+        'the same answers after the flush',
+      );
       const tx = await chain.signTransfer(1, 987654n);
       chain.commitBlock([tx]);
       await indexer.idle();

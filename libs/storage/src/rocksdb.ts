@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { flushMemtables } from '@noded/native';
 import type { BatchOp, KVStore, Range, SyncReader } from './kv.js';
 
 const require = createRequire(import.meta.url);
@@ -17,6 +18,8 @@ interface RocksLevelDb {
   iterator(options: Record<string, unknown>): RocksIterator;
   /** RocksDB's DB::GetProperty, synchronous; '' for a property the database does not have. */
   getProperty(property: string): string;
+  /** The address of the binding's native database, for @noded/native's flush. */
+  readonly handle: bigint;
   status: string;
 }
 /**
@@ -163,6 +166,19 @@ export class RocksKV implements KVStore, SyncReader {
       blockCache: read('rocksdb.block-cache-usage'),
       tableReaders: read('rocksdb.estimate-table-readers-mem'),
     };
+  }
+
+  /**
+   * Schedules a flush of the memtables to a table file on RocksDB's background thread, which then frees
+   * them: RocksDB flushes only a full write buffer, so a database that went quiet keeps its last writes
+   * in memory (up to half its budget) until the next load fills them. Worth it only when there is
+   * something to flush; reads and writes go on meanwhile. false when nothing was scheduled (closed,
+   * memtables under `minBytes`, or @noded/native cannot flush: see its nativeStatus()).
+   */
+  flushMemtables(minBytes = 1 << 20): boolean {
+    if (this.db.status !== 'open') return false;
+    if ((Number(this.db.getProperty('rocksdb.cur-size-all-mem-tables')) || 0) < minBytes) return false;
+    return flushMemtables(this.db.handle, this.location);
   }
 
   async close(): Promise<void> {

@@ -33,6 +33,7 @@ import { DATABASE_MEMORY } from '@noded/service-shared/src/databases.js';
 import { hasDevControls } from '@noded/service-shared/src/dev-controls.js';
 import { devAccountKeys } from '@noded/service-shared/src/dev-keys.js';
 import { logReclaim, startIdleReclaim } from '@noded/service-shared/src/idle-reclaim.js';
+import { type Flushable, logNativeStatus, nativeReclaim } from '@noded/service-shared/src/native-reclaim.js';
 import { NODED_VERSION } from '@noded/service-shared/src/version.js';
 import { type KVStore, RocksKV, type RocksOptions } from '@noded/storage';
 import { createLogger, MetricsServer, NodeMetrics } from '@noded/telemetry';
@@ -286,7 +287,15 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       logger,
     });
     life.add('metrics', () => metrics.close());
-    const reclaim = startIdleReclaim(logReclaim(log, 'main'));
+    logNativeStatus(log);
+    const reclaim = startIdleReclaim(logReclaim(log, 'main'), {
+      onQuiet: nativeReclaim(() => {
+        const all: Flushable[] = databases.map(({ kv }) => kv);
+        if (indexerThread)
+          all.push({ location: paths.txIndexDb, flushMemtables: (min) => indexerThread.flushMemtables(min) });
+        return all;
+      }, log),
+    });
     life.add('idle-reclaim', () => reclaim?.stop());
     metrics.watchStorageMemory(async () => {
       const all = databases.map(({ name, kv }) => ({ db: name.replace(/\.db$/, ''), ...kv.memoryUsage() }));

@@ -5,7 +5,8 @@
 // thread (the main one, the JSON-RPC thread, the indexer) runs one of these: every few seconds it
 // reads the thread's event-loop utilisation; after a busy interval and then a run of quiet ones, if
 // the heap's physical size is well over the smallest it has been, it runs one full collection, which
-// frees the empty pages. The next waits for the thread to be busy again.
+// frees the empty pages, and then hands the quiet moment to `onQuiet` (native-reclaim.ts: RocksDB's
+// memtables and glibc's heaps). The next waits for the thread to be busy again.
 import { performance } from 'node:perf_hooks';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -26,6 +27,11 @@ export interface IdleReclaimOptions {
   quietIntervals: number;
   /** Growth of the heap's physical size over the smallest it has been that is worth a collection, bytes. */
   minGrowthBytes: number;
+  /**
+   * Called once per load when the thread has gone quiet after it (after the collection, if one ran):
+   * for native memory the thread's load left behind (native-reclaim.ts).
+   */
+  onQuiet?: () => void;
 }
 
 /**
@@ -121,16 +127,21 @@ export function startIdleReclaim(
       return;
     }
     quiet++;
-    if (!armed || quiet < o.quietIntervals || size - lowest < o.minGrowthBytes) return;
-    const started = performance.now();
-    gc();
-    const after = getHeapStatistics().total_physical_size;
+    if (!armed || quiet < o.quietIntervals) return;
     armed = false;
     quiet = 0;
     peak = 0;
-    count++;
+    if (size - lowest >= o.minGrowthBytes) {
+      const started = performance.now();
+      gc();
+      const after = getHeapStatistics().total_physical_size;
+      count++;
+      onReclaim({ before: size, after, ms: performance.now() - started });
+    }
+    // Native memory does not show in the heap's size: what the thread's load left there is given back
+    // whether or not the heap grew.
+    o.onQuiet?.();
     last = performance.eventLoopUtilization();
-    onReclaim({ before: size, after, ms: performance.now() - started });
   }, o.intervalMs);
   timer.unref();
   return {

@@ -39,6 +39,8 @@ async function serve(): Promise<void> {
         return store.rollbackTo(req.height);
       case 'memory':
         return kv.memoryUsage();
+      case 'flushMemtables':
+        return kv.flushMemtables(req.minBytes);
       case 'close':
         closing = true;
         await Promise.allSettled([...inFlight]);

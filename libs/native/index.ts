@@ -1,0 +1,1 @@
+export { flushMemtables, mallocTrim, type NativeStatus, nativeStatus } from './src/native.js';

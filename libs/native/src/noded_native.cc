@@ -1,0 +1,98 @@
+// @noded/native: two calls Node cannot make by itself, for giving memory back when the node is quiet
+// (docs/reliability.md, "Bounded memory").
+//
+// mallocTrim(): glibc's malloc_trim(0). Frees the unused pages inside malloc's heaps (not only at
+//   their top, which MALLOC_TRIM_THRESHOLD_ already covers): what a load's freed native buffers left.
+//
+// flushMemtables(handle, location): RocksDB's DB::Flush for the default column family of a database
+//   opened by @nxtedition/rocksdb, which has no flush of its own. `handle` is the binding's public
+//   `RocksLevel#handle` (the address of its `Database`); `location` must be the path that database
+//   was opened at, and is compared with the one the `Database` holds before anything else is read, so
+//   a layout this file does not know is refused instead of followed. The flush is only scheduled
+//   (FlushOptions::wait = false): RocksDB's background thread writes the memtables to an SST file and
+//   frees them; reads and writes go on meanwhile.
+//
+// No RocksDB symbol is linked: DB::DefaultColumnFamily and DB::Flush are virtual, called through the
+// object's own table; everything else used from the headers is inline. The headers are the installed
+// @nxtedition/rocksdb's own (scripts/build-native.mjs), and index.ts refuses the flush when the
+// installed package is not the version this file was compiled against.
+#include <malloc.h>
+#include <node_api.h>
+
+#include <memory>
+#include <string>
+
+#include "rocksdb/db.h"
+#include "rocksdb/options.h"
+
+namespace {
+
+// The leading members of @nxtedition/rocksdb's `struct Database` (binding.cc): a std::string and a
+// std::unique_ptr<rocksdb::DB> (one pointer with the default deleter). Never constructed or
+// destroyed here, only read.
+struct DatabaseHead {
+  const std::string location;
+  rocksdb::DB* db;
+};
+
+napi_value Throw(napi_env env, const std::string& message) {
+  napi_throw_error(env, nullptr, message.c_str());
+  return nullptr;
+}
+
+napi_value MallocTrim(napi_env env, napi_callback_info) {
+  const int released = malloc_trim(0);
+  napi_value result;
+  napi_get_boolean(env, released != 0, &result);
+  return result;
+}
+
+napi_value FlushMemtables(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok || argc != 2)
+    return Throw(env, "flushMemtables(handle, location): two arguments expected");
+
+  int64_t address = 0;
+  bool lossless = false;
+  if (napi_get_value_bigint_int64(env, argv[0], &address, &lossless) != napi_ok || !lossless ||
+      address == 0)
+    return Throw(env, "flushMemtables: handle must be the database's non-zero bigint handle");
+
+  size_t length = 0;
+  if (napi_get_value_string_utf8(env, argv[1], nullptr, 0, &length) != napi_ok)
+    return Throw(env, "flushMemtables: location must be a string");
+  std::string location(length, '\0');
+  napi_get_value_string_utf8(env, argv[1], location.data(), length + 1, &length);
+
+  const auto* head = reinterpret_cast<const DatabaseHead*>(static_cast<intptr_t>(address));
+  // A std::string's size and characters are checked before its contents are compared, so a handle
+  // of another layout (a different binding version) is refused without reading past its bounds.
+  if (head->location.size() != location.size() || head->location != location)
+    return Throw(env, "flushMemtables: the handle's database is not at " + location +
+                          " (unknown @nxtedition/rocksdb layout?)");
+  if (head->db == nullptr) return Throw(env, "flushMemtables: database at " + location + " is not open");
+
+  rocksdb::FlushOptions options;
+  options.wait = false;
+  options.allow_write_stall = false;
+  const rocksdb::Status status = head->db->Flush(options, head->db->DefaultColumnFamily());
+  if (!status.ok()) {
+    const char* state = status.getState();
+    return Throw(env, std::string("flushMemtables: RocksDB refused the flush (code ") +
+                          std::to_string(static_cast<int>(status.code())) + ")" +
+                          (state != nullptr ? std::string(": ") + state : std::string()));
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+NAPI_MODULE_INIT() {
+  napi_property_descriptor properties[] = {
+      {"mallocTrim", nullptr, MallocTrim, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"flushMemtables", nullptr, FlushMemtables, nullptr, nullptr, nullptr, napi_default, nullptr},
+  };
+  napi_define_properties(env, exports, sizeof(properties) / sizeof(properties[0]), properties);
+  return exports;
+}

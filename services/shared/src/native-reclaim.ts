@@ -1,0 +1,81 @@
+// Gives back the native memory a load left behind once the thread that did the writing has gone quiet
+// (idle-reclaim.ts calls it): RocksDB flushes a memtable only when it is full, so a quiet database
+// keeps its last writes in memory (up to half its budget: 16 MiB of a 32 MiB one) until the next load;
+// and glibc keeps the freed blocks of a load (RocksDB's table reads, Buffers) inside its heaps, which
+// only malloc_trim gives back from their middle. Measured in docs/reliability.md, "Bounded memory".
+import { mallocTrim, nativeStatus } from '@noded/native';
+import type { Logger } from '@noded/types';
+
+/** A database whose memtables can be flushed: a RocksKV, or one in another thread (IndexerThread). */
+export interface Flushable {
+  readonly location: string;
+  flushMemtables(minBytes?: number): boolean | Promise<boolean>;
+}
+
+export interface NativeReclaimOptions {
+  /** Memtables under this many bytes are left as they are (a flush writes a table file). */
+  minMemtableBytes: number;
+  /** How long after the flushes are scheduled malloc_trim runs, ms: they free their memory when done. */
+  trimDelayMs: number;
+}
+
+/**
+ * 1 MiB: an idle chain-local node writes a few KB a block. 3 s: flushing a 16 MiB memtable took
+ * 0.1-0.5 s here.
+ */
+export const defaultNativeReclaimOptions: NativeReclaimOptions = {
+  minMemtableBytes: 1 << 20,
+  trimDelayMs: 3_000,
+};
+
+/** Logs once whether the add-on is there, so an operator knows which reclaim runs. */
+export function logNativeStatus(log: Logger): void {
+  const s = nativeStatus();
+  if (s.loaded && s.flush) log.debug('native memory reclaim available (memtable flush, malloc_trim)');
+  else
+    log.warn(
+      { reason: s.reason },
+      'native memory reclaim partly off: memory comes back more slowly after load',
+    );
+}
+
+/**
+ * Returns an `onQuiet` for startIdleReclaim: schedules a flush of each database's memtables, then
+ * (trimDelayMs later, off the thread's critical path) malloc_trim. Errors are logged, never thrown: a
+ * refused flush costs memory, not data (the writes are in the WAL and the memtable as before).
+ */
+export function nativeReclaim(
+  databases: () => Flushable[],
+  log: Logger,
+  options: Partial<NativeReclaimOptions> = {},
+): () => void {
+  const o = { ...defaultNativeReclaimOptions, ...options };
+  return () => {
+    void (async () => {
+      const flushed: string[] = [];
+      await Promise.all(
+        databases().map(async (db) => {
+          try {
+            if (await db.flushMemtables(o.minMemtableBytes)) flushed.push(db.location);
+          } catch (err) {
+            log.warn({ db: db.location, err: (err as Error).message }, 'memtable flush refused');
+          }
+        }),
+      );
+      const timer = setTimeout(() => {
+        const before = process.memoryUsage.rss();
+        const trimmed = mallocTrim();
+        log.debug(
+          {
+            flushed,
+            trimmed,
+            rssBeforeMB: +(before / 1e6).toFixed(1),
+            rssAfterMB: +(process.memoryUsage.rss() / 1e6).toFixed(1),
+          },
+          'the node went quiet: native memory given back',
+        );
+      }, o.trimDelayMs);
+      timer.unref();
+    })();
+  };
+}

@@ -1,0 +1,144 @@
+// libs/native's add-on through its real callers: RocksKV.flushMemtables on a real database on disk,
+// and malloc_trim in a child process whose glibc heap holds freed blocks. Fails (never skips) when
+// `npm run build` did not compile the add-on.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { flushMemtables, nativeStatus } from '@noded/native';
+import { nativeReclaim } from '@noded/service-shared/src/native-reclaim.js';
+import { RocksKV } from '@noded/storage';
+import { silentLogger } from '@noded/types';
+
+const MB = 1 << 20;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const dirs: string[] = [];
+const tempDir = () => {
+  const d = mkdtempSync(join(tmpdir(), 'noded-native-'));
+  dirs.push(d);
+  return d;
+};
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** `n` puts of 1 KB values, in batches, each key `k<i>`. */
+async function fill(kv: RocksKV, n: number): Promise<void> {
+  for (let i = 0; i < n; i += 500) {
+    const ops = [];
+    for (let j = i; j < Math.min(n, i + 500); j++)
+      ops.push({ type: 'put' as const, key: Buffer.from(`k${j}`), value: Buffer.alloc(1024, j % 251) });
+    await kv.write(ops);
+  }
+}
+
+async function memtablesUnder(kv: RocksKV, bytes: number): Promise<number> {
+  let m = kv.memoryUsage().memtables;
+  for (let i = 0; i < 100 && m >= bytes; i++) {
+    await sleep(20);
+    m = kv.memoryUsage().memtables;
+  }
+  return m;
+}
+
+describe('@noded/native', () => {
+  it('is built and loaded, and was compiled against the installed @nxtedition/rocksdb', () => {
+    assert.deepEqual(nativeStatus(), { loaded: true, flush: true });
+  });
+
+  it('flushes a quiet database: its memtables go, every write is still read back, before and after a reopen', async () => {
+    const dir = tempDir();
+    let kv = await RocksKV.open(dir);
+    try {
+      await fill(kv, 6_000); // ~6 MB: under one 8 MiB write buffer, so RocksDB itself flushes nothing
+      const before = kv.memoryUsage().memtables;
+      assert.ok(before > 5 * MB, `memtables hold the writes: ${before}`);
+      assert.equal(kv.flushMemtables(), true);
+      const left = await memtablesUnder(kv, MB);
+      assert.ok(left < MB, `memtables after the flush: ${left} bytes (were ${before})`);
+      for (const i of [0, 2_999, 5_999]) assert.equal((await kv.get(Buffer.from(`k${i}`)))?.[0], i % 251);
+      assert.equal(kv.flushMemtables(), false, 'nothing over 1 MiB left to flush');
+      await kv.close();
+      assert.equal(kv.flushMemtables(), false, 'a closed database is not flushed');
+      kv = await RocksKV.open(dir);
+      assert.ok(kv.memoryUsage().memtables < MB, 'the writes came back from the table file, not the WAL');
+      assert.equal((await kv.get(Buffer.from('k4321')))?.[0], 4321 % 251);
+    } finally {
+      await kv.close();
+    }
+  });
+
+  it('refuses a handle whose database is not at the location given, and flushes nothing', async () => {
+    const dir = tempDir();
+    const kv = await RocksKV.open(dir);
+    try {
+      await fill(kv, 3_000);
+      const handle = (kv as unknown as { db: { handle: bigint } }).db.handle;
+      assert.throws(() => flushMemtables(handle, `${dir}-other`), /the handle's database is not at .*-other/);
+      assert.throws(() => flushMemtables(0n, dir), /non-zero bigint handle/);
+      await sleep(200);
+      assert.ok(kv.memoryUsage().memtables > 2 * MB, 'still in the memtables');
+    } finally {
+      await kv.close();
+    }
+  });
+
+  it('nativeReclaim flushes the databases that hold enough, in this thread or another, and logs a refusal without throwing', async () => {
+    const kv = await RocksKV.open(tempDir());
+    const small = await RocksKV.open(tempDir());
+    const warnings: string[] = [];
+    const log = { ...silentLogger, warn: (_o: unknown, msg?: string) => void warnings.push(String(msg)) };
+    try {
+      await fill(kv, 4_000);
+      await fill(small, 100);
+      const broken = {
+        location: '/nowhere',
+        flushMemtables: () => {
+          throw new Error('refused');
+        },
+      };
+      const elsewhere = {
+        location: kv.location,
+        flushMemtables: async (min?: number) => kv.flushMemtables(min),
+      };
+      nativeReclaim(() => [elsewhere, small, broken], log, { trimDelayMs: 10 })();
+      assert.ok((await memtablesUnder(kv, MB)) < MB);
+      assert.ok(small.memoryUsage().memtables > 0, 'under minMemtableBytes: left alone');
+      assert.deepEqual(warnings, ['memtable flush refused']);
+    } finally {
+      await kv.close();
+      await small.close();
+    }
+  });
+
+  it('malloc_trim gives back the free pages in the middle of glibc heaps', () => {
+    // A child with glibc's own trimming off (a huge MALLOC_TRIM_THRESHOLD_) and one arena: 64 MB of
+    // 16 KB native blocks, every other one freed, leave the heap's free pages between live blocks,
+    // which only malloc_trim returns.
+    const script = `
+      const { mallocTrim } = await import('@noded/native');
+      const rss = () => process.memoryUsage.rss();
+      let held = [];
+      for (let i = 0; i < 4096; i++) held.push(Buffer.allocUnsafeSlow(16384).fill(1));
+      held = held.filter((_, i) => i % 2 === 0);
+      globalThis.gc(); globalThis.gc();
+      await new Promise((r) => setTimeout(r, 50));
+      const before = rss();
+      const trimmed = mallocTrim();
+      const after = rss();
+      process.stdout.write(JSON.stringify({ before, after, trimmed, live: held.length }));`;
+    const run = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
+      cwd: join(import.meta.dirname, '..', '..'),
+      env: { ...process.env, MALLOC_TRIM_THRESHOLD_: String(1 << 30), MALLOC_ARENA_MAX: '1' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(run.status, 0, run.stderr);
+    const r = JSON.parse(run.stdout) as { before: number; after: number; trimmed: boolean; live: number };
+    assert.equal(r.live, 2048);
+    assert.equal(r.trimmed, true);
+    assert.ok(r.before - r.after > 16 * MB, `gave back ${((r.before - r.after) / MB).toFixed(1)} MB`);
+  });
+});
