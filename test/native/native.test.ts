@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { flushMemtables, nativeStatus } from '@noded/native';
+import { Closers } from '@noded/service-shared/src/bootstrap.js';
 import { nativeReclaim } from '@noded/service-shared/src/native-reclaim.js';
 import { RocksKV } from '@noded/storage';
 import { silentLogger } from '@noded/types';
@@ -111,6 +112,20 @@ describe('@noded/native', () => {
       await kv.close();
       await small.close();
     }
+  });
+
+  it("a cluster service's Closers hands its open databases to the quiet-time flush, and drops them once closed", async () => {
+    const closers = new Closers(silentLogger);
+    const kv = await RocksKV.open(tempDir());
+    closers.addDatabase('x.db', kv);
+    closers.add('other', () => {});
+    assert.deepEqual(closers.databases(), [kv]);
+    await fill(kv, 3_000);
+    nativeReclaim(() => closers.databases(), silentLogger, { trimDelayMs: 10 })();
+    assert.ok((await memtablesUnder(kv, MB)) < MB, 'flushed through the service registry');
+    await closers.closeAll();
+    assert.deepEqual(closers.databases(), []);
+    assert.equal(kv.flushMemtables(1), false, 'closed by closeAll');
   });
 
   it('malloc_trim gives back the free pages in the middle of glibc heaps', () => {

@@ -305,15 +305,21 @@ export class CometRpcHost implements OnApplicationBootstrap {
     const { config } = s.loaded;
     const paths = homePaths(s.home);
     const options = toCometRpcOptions(config);
-    const indexer =
+    const thread =
       config.txIndex.indexer === 'kv'
-        ? new TxIndexer({
-            backend: await IndexerThread.open({ path: paths.txIndexDb, onFatal: (err) => this.fatal(err) }),
-            bus: this.bus,
-            logger: this.logger,
-          })
-        : new TxIndexer({ disabled: true, bus: this.bus, logger: this.logger });
-    this.closers.add('indexer', () => indexer.close());
+        ? await IndexerThread.open({ path: paths.txIndexDb, onFatal: (err) => this.fatal(err) })
+        : undefined;
+    const indexer = thread
+      ? new TxIndexer({ backend: thread, bus: this.bus, logger: this.logger })
+      : new TxIndexer({ disabled: true, bus: this.bus, logger: this.logger });
+    if (thread)
+      // tx_index.db is flushed in its own thread when this service's main thread goes quiet.
+      this.closers.addDatabase('indexer', {
+        location: paths.txIndexDb,
+        flushMemtables: (min) => thread.flushMemtables(min),
+        close: () => indexer.close(),
+      });
+    else this.closers.add('indexer', () => indexer.close());
     const reader = new ClusterNodeReader({
       consensus: () => this.consensus.current,
       app: this.app,
@@ -455,7 +461,7 @@ export const consensusModule: ServiceModuleFactory = (settings, shared) => {
         inject: [SERVICE_SETTINGS, Closers],
         useFactory: async (s: ServiceSettings, closers: Closers) => {
           const kv = await RocksKV.open(homePaths(s.home).blockstoreDb, DATABASE_MEMORY.blockstore);
-          closers.add('blockstore.db', () => kv.close());
+          closers.addDatabase('blockstore.db', kv);
           return kv;
         },
       },
@@ -464,7 +470,7 @@ export const consensusModule: ServiceModuleFactory = (settings, shared) => {
         inject: [SERVICE_SETTINGS, Closers],
         useFactory: async (s: ServiceSettings, closers: Closers) => {
           const kv = await RocksKV.open(homePaths(s.home).stateDb, DATABASE_MEMORY.state);
-          closers.add('state.db', () => kv.close());
+          closers.addDatabase('state.db', kv);
           return kv;
         },
       },

@@ -70,7 +70,7 @@ export const executorModule: ServiceModuleFactory = (settings, shared) => ({
       inject: [SERVICE_SETTINGS, Closers],
       useFactory: async (s: ServiceSettings, closers: Closers): Promise<KVStore> => {
         const kv = await RocksKV.open(homePaths(s.home).applicationDb, DATABASE_MEMORY.application);
-        closers.add('application.db', () => kv.close());
+        closers.addDatabase('application.db', kv);
         return kv;
       },
     },

@@ -7,6 +7,8 @@ import type { DynamicModule, LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { createLogger } from '@noded/telemetry';
 import type { Logger } from '@noded/types';
+import { logReclaim, startIdleReclaim } from './idle-reclaim.js';
+import { type Flushable, logNativeStatus, nativeReclaim } from './native-reclaim.js';
 import type { ServiceSettings } from './settings.js';
 import { startTracing } from './tracing.js';
 
@@ -26,10 +28,28 @@ interface Closer {
 /** What a service opened, closed in reverse order (last opened, first closed), once. */
 export class Closers {
   private readonly list: Closer[] = [];
+  private readonly open = new Set<Flushable>();
   constructor(private readonly log: Logger) {}
 
   add(name: string, close: () => Promise<void> | void): void {
     this.list.push({ name, close });
+  }
+
+  /**
+   * A database the service opened: closed as add() closes, and flushed meanwhile when the service
+   * goes quiet after a load (native-reclaim.ts).
+   */
+  addDatabase(name: string, db: Flushable & { close(): Promise<void> | void }): void {
+    this.open.add(db);
+    this.add(name, () => {
+      this.open.delete(db);
+      return db.close();
+    });
+  }
+
+  /** The databases open now (addDatabase), for the quiet-time flush. */
+  databases(): Flushable[] {
+    return [...this.open];
   }
 
   async closeAll(): Promise<void> {
@@ -117,6 +137,13 @@ export async function bootstrapService(
     logger.flush?.();
     throw err;
   }
+  // The service's main thread, as `noded start`'s: its heap, then its databases' memtables and glibc's
+  // heaps, given back once it goes quiet after a load.
+  logNativeStatus(log);
+  const reclaim = startIdleReclaim(logReclaim(log, 'main'), {
+    onQuiet: nativeReclaim(() => closers.databases(), log),
+  });
+  if (reclaim) closers.add('idle-reclaim', () => reclaim.stop());
   log.info({ home: settings.home, chainId: settings.genesis.runtime.chainId }, 'service started');
   return {
     logger,

@@ -60,7 +60,7 @@ export const stateStoreModule: ServiceModuleFactory = (settings, shared) => ({
       inject: [SERVICE_SETTINGS, Closers],
       useFactory: async (s: ServiceSettings, closers: Closers): Promise<KVStore> => {
         const kv = await RocksKV.open(s.cluster.stateStoreDb, DATABASE_MEMORY.application);
-        closers.add('state-store.db', () => kv.close());
+        closers.addDatabase('state-store.db', kv);
         return kv;
       },
     },
