@@ -34,6 +34,8 @@ export {
   type SavedProgress,
   type WatcherProgressStore,
 } from './src/bridge/watcher.js';
+// The 0x address check every layer shares: a precise -32602 naming the bad value.
+export { normAddress } from './src/bytes.js';
 // The Ethereum header's RLP (a read replica ties a block to the consensus block it was executed from).
 export { decodeHeader as decodeEthHeader, type EthHeader } from './src/chain/header.js';
 // The consensus chain whose blocks may carry dev operations (anvil_setBalance & co., dev.ts).

@@ -1925,10 +1925,7 @@ export class Executor implements Application, EthChain {
 
   async devSendImpersonated(sender: Hex, raw: Uint8Array): Promise<Hex> {
     this.assertDevControls();
-    if (!/^0x[0-9a-fA-F]{40}$/.test(sender)) {
-      throw new ChainError(-32602, `invalid address ${sender}: want 0x and 40 hex digits`);
-    }
-    if (!this.impersonated.has(sender.toLowerCase())) {
+    if (!this.impersonated.has(normAddress(sender))) {
       throw new ChainError(
         -32000,
         `${sender.toLowerCase()} is not impersonated: call anvil_impersonateAccount or hardhat_impersonateAccount first`,
@@ -1979,10 +1976,7 @@ export class Executor implements Application, EthChain {
 
   async devImpersonate(address: Hex, on: boolean): Promise<boolean> {
     this.assertDevControls();
-    if (!/^0x[0-9a-fA-F]{40}$/.test(address)) {
-      throw new ChainError(-32602, `invalid address ${address}: want 0x and 40 hex digits`);
-    }
-    const key = address.toLowerCase();
+    const key = normAddress(address);
     const was = this.impersonated.has(key);
     if (on) this.impersonated.add(key);
     else this.impersonated.delete(key);

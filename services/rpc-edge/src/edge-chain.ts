@@ -27,10 +27,9 @@ import {
   type StateReader,
   StateStoreUnavailableError,
 } from '@noded/abci-grpc';
-import { renderPendingTx } from '@noded/execution';
+import { normAddress, renderPendingTx } from '@noded/execution';
 import { unavailable } from '@noded/rpc';
 import {
-  ChainError,
   type EthBlock,
   type EthChain,
   type EthLog,
@@ -146,8 +145,7 @@ export class EdgeChain {
   }
 
   private async pendingNonce(address: Hex): Promise<bigint> {
-    if (!/^0x[0-9a-fA-F]{40}$/.test(address)) throw new ChainError(-32602, `invalid address ${address}`);
-    return this.mempool.pendingNonce(Uint8Array.from(Buffer.from(address.slice(2), 'hex')));
+    return this.mempool.pendingNonce(Uint8Array.from(Buffer.from(normAddress(address).slice(2), 'hex')));
   }
 
   /**
