@@ -1,12 +1,13 @@
 // `npm run soak -- --minutes 30 [--idle-seconds 60] [--settle-seconds 60] [--tx-per-sec 20] [--senders 8]
-// [--max-slope 20] [--max-after 1.2]`: starts a fresh chain-local node on free 127.0.0.1 ports, runs the
+// [--max-slope 20] [--max-after 1.2] [--keep-home]`: starts a fresh chain-local node on free 127.0.0.1 ports, runs the
 // memory soak of soak.ts against it, prints the samples as a Markdown table with the verdict, and stops
 // the node. Exit code 1 when memory did not come back or grew (the reasons are printed).
 import { rmSync } from 'node:fs';
 import { initLocalHome, startNode, waitForOutput } from './harness.js';
 import { formatSoak, runSoak } from './soak.js';
 
-const args = process.argv.slice(2);
+// --keep-home (no value): the node's home, with its log, is left for a look afterwards.
+const args = process.argv.slice(2).filter((a) => a !== '--keep-home');
 const known = [
   '--minutes',
   '--idle-seconds',
@@ -18,7 +19,7 @@ const known = [
 ];
 for (let i = 0; i < args.length; i += 2) {
   if (!known.includes(args[i]!)) {
-    console.error(`soak: unknown option ${args[i]} (use ${known.join(' ')})`);
+    console.error(`soak: unknown option ${args[i]} (use ${known.join(' ')} --keep-home)`);
     process.exit(2);
   }
 }
@@ -66,7 +67,8 @@ try {
   code = report.failures.length > 0 ? 1 : 0;
 } finally {
   const exit = await node.stop();
-  rmSync(home, { recursive: true, force: true });
+  if (process.argv.includes('--keep-home')) console.log(`[soak] home kept at ${home}`);
+  else rmSync(home, { recursive: true, force: true });
   if (exit !== 0) {
     console.error(`soak: the node exited with ${exit} on SIGTERM`);
     code = 1;

@@ -10,7 +10,7 @@
 //   was opened at, and is compared with the one the `Database` holds before anything else is read, so
 //   a layout this file does not know is refused instead of followed. The flush is only scheduled
 //   (FlushOptions::wait = false): RocksDB's background thread writes the memtables to an SST file and
-//   frees them; reads and writes go on meanwhile.
+//   frees them; reads and writes go on meanwhile, and this thread never waits on RocksDB.
 //
 // No RocksDB symbol is linked: DB::DefaultColumnFamily and DB::Flush are virtual, called through the
 // object's own table; everything else used from the headers is inline. The headers are the installed
@@ -73,9 +73,12 @@ napi_value FlushMemtables(napi_env env, napi_callback_info info) {
                           " (unknown @nxtedition/rocksdb layout?)");
   if (head->db == nullptr) return Throw(env, "flushMemtables: database at " + location + " is not open");
 
+  // allow_write_stall: without it RocksDB first waits, on this (the JavaScript) thread, until one more
+  // table file would not slow writes down: after a long load, with compactions behind, that is a
+  // blocked event loop. A quiet database's writes are few, so a short stall costs nothing.
   rocksdb::FlushOptions options;
   options.wait = false;
-  options.allow_write_stall = false;
+  options.allow_write_stall = true;
   const rocksdb::Status status = head->db->Flush(options, head->db->DefaultColumnFamily());
   if (!status.ok()) {
     const char* state = status.getState();

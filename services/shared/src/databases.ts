@@ -1,8 +1,9 @@
 // How much memory each of the node's RocksDB databases may hold (RocksKV.open's options), sized to how
 // much each is written. A database's memtables keep its recent writes until two write buffers (a
 // quarter of the budget each) are full, and RocksDB flushes by size only, so a quiet node keeps up to
-// half of every budget (one full write buffer and the active one) for as long as it stays quiet: the
-// binding has no flush call, and no option makes RocksDB flush a memtable for its age
+// half of every budget (one full write buffer and the active one) until the node goes quiet after a
+// load, when native-reclaim.ts flushes them (RocksDB itself never flushes a memtable for its age).
+// Block caches fill with a load's reads and never shrink: each is sized to what its reads need
 // (docs/reliability.md, "Bounded memory").
 // Under the soak's load (20 transfers/s, a block a second) the four databases were written 3.1
 // (application), 2.3 (tx_index), 1.6 (state) and 0.5 (blockstore) MB a minute.
@@ -29,20 +30,20 @@ export const DATABASE_MEMORY = Object.freeze({
    * paired runs on a busy machine; 8 MiB (the application at 32) was neither shown to cost nor shown
    * free in paired sustained runs at load average 12-16 (docs/reliability.md, as above): it keeps 32.
    */
-  txIndex: { memtableBudget: 32 * MiB, blockCache: 8 * MiB },
+  txIndex: { memtableBudget: 32 * MiB, blockCache: 4 * MiB },
   /**
    * Blocks and commits: append-only under keys by height, a sixth of the application's volume. Its
    * flushes and compactions at 4 MiB cost 0.6-0.8 ms of CPU more per 1,000 transfers than at 32
    * (its writes for 4,000-transfer blocks, two paired runs), where the node spends about 500.
    */
-  blockstore: { memtableBudget: 4 * MiB, blockCache: 8 * MiB },
+  blockstore: { memtableBudget: 4 * MiB, blockCache: 4 * MiB },
   /**
    * Consensus state: validator sets, consensus params and FinalizeBlock responses per height, and
    * evidence: half the application's volume (FinalizeBlock results, about 1.2 KB a transfer),
    * mostly under keys by height, read back rarely (at start, by the RPC for old heights). 0.2-1.1 ms of
    * CPU more per 1,000 transfers at 4 MiB than at 32, measured as for the block store.
    */
-  state: { memtableBudget: 4 * MiB, blockCache: 8 * MiB },
+  state: { memtableBudget: 4 * MiB, blockCache: 2 * MiB },
   /** A light client's verified headers: a few KB per height. */
-  light: { memtableBudget: 4 * MiB, blockCache: 8 * MiB },
+  light: { memtableBudget: 4 * MiB, blockCache: 2 * MiB },
 } satisfies Record<string, RocksOptions>);
