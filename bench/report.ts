@@ -469,7 +469,7 @@ export function formatMarkdown(report: BenchReport): string {
   if (cpu.length > 0) {
     const { head, cells } = cpuColumns(cpu);
     out.push(
-      'CPU per 1,000 requests by process (ms; transaction loads per 1,000 receipts in hand; all = every process of the node, generator = the bench process):',
+      "CPU per 1,000 requests by process (ms; transaction loads per 1,000 receipts in hand; main-thread = the node's main thread and rocksdb = RocksDB's compaction and flush threads, both within all; all = every process of the node, generator = the bench process):",
       '',
       `| ${head.join(' | ')} |`,
       `|${head.map((_, i) => (i >= 2 ? '---:' : '---')).join('|')}|`,
@@ -538,6 +538,8 @@ const CPU_COLUMNS = [
   'rpc-edge-1',
   'rpc-edge-2',
   'haproxy',
+  'main-thread',
+  'rocksdb',
   'all',
   'generator',
 ];
@@ -612,7 +614,7 @@ export function formatCpuTable(report: BenchReport): string {
       .trimEnd();
   const rule = '-'.repeat(line(head).length);
   return [
-    'CPU per 1,000 requests by process (ms; transaction loads per 1,000 receipts in hand; all = every process of the node, generator = the bench process)',
+    "CPU per 1,000 requests by process (ms; transaction loads per 1,000 receipts in hand; main-thread = the node's main thread and rocksdb = RocksDB's compaction and flush threads, both within all; all = every process of the node, generator = the bench process)",
     rule,
     line(head),
     rule,

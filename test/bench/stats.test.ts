@@ -531,6 +531,52 @@ describe('CPU use of a burst', () => {
     }
   });
 
+  it("tells a node's main thread from its other threads, and counts both in the process", async () => {
+    // One child spins a worker thread while its main thread sleeps, the other spins its main thread.
+    // Each is sampled until it used 200 ms of CPU (bounded at 20 s, however busy the machine is).
+    const start = (code: string) => {
+      const p = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'ignore'] });
+      const ready = new Promise((r) => p.stdout!.once('data', r));
+      return { p, ready };
+    };
+    const worker = start(
+      'const{Worker}=require("node:worker_threads");new Worker("for(;;){}",{eval:true}).on("online",()=>console.log("ready"));setInterval(()=>{},1000)',
+    );
+    const main = start('console.log("ready");for(;;){}');
+    try {
+      await Promise.all([worker.ready, main.ready]);
+      for (const [c, mainSpins] of [
+        [worker, false],
+        [main, true],
+      ] as const) {
+        const sample = cpuSampler(c.p.pid!);
+        const a = sample();
+        const giveUp = Date.now() + 20_000;
+        let b = sample();
+        while (b.nodeMs - a.nodeMs < 200 && Date.now() < giveUp) {
+          await new Promise((r) => setTimeout(r, 100));
+          b = sample();
+        }
+        const per1k = cpuPer1k(a, b, 1_000)!;
+        assert.ok(per1k.all! >= 200, `the child used CPU: ${per1k.all}`);
+        if (mainSpins)
+          assert.ok(
+            per1k['main-thread']! >= per1k.all! - 40,
+            `main thread ${per1k['main-thread']} of ${per1k.all}`,
+          );
+        else
+          assert.ok(
+            per1k['main-thread']! <= 40,
+            `the sleeping main thread used almost none: ${per1k['main-thread']}`,
+          );
+        assert.equal(per1k.rocksdb, 0, 'no RocksDB threads in either child');
+      }
+    } finally {
+      worker.p.kill('SIGKILL');
+      main.p.kill('SIGKILL');
+    }
+  });
+
   it('reads the CPU time of a live process tree from /proc', () => {
     // Spins until this process has used 100 ms of CPU (by its own count), however busy the machine is
     // (the wall-clock bound only stops a broken clock), then checks that /proc saw the same work.

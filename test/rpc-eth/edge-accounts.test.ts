@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { MessageChannel } from 'node:worker_threads';
 import { EthEdgeClient, EthEdgeHost } from '@noded/rpc/src/eth/index.js';
-import type { Hex } from '@noded/types';
+import type { Hex, NodeEvent } from '@noded/types';
 import {
   addr,
   ETH,
@@ -158,6 +158,55 @@ describe('JSON-RPC edge: balances and nonces at the latest height', () => {
     assert.equal(gap.asked, false);
     assert.deepEqual({ balance: gap.balance, nonce: gap.nonce }, await truth(fresh(3), h2));
     assert.equal((await read(IDLE)).asked, true, 'IDLE from before the gap is not trusted');
+  });
+});
+
+describe("the executor's heads carry the accounts only while a JSON-RPC host listens", () => {
+  // EthNewHead.accounts is built from a block's state changes; the cluster's executor has no
+  // JSON-RPC thread on its bus, and builds them for nobody unless a host asks for them.
+  const heads = (n: TestNode) =>
+    n.events.filter((e): e is Extract<NodeEvent, { kind: 'EthNewHead' }> => e.kind === 'EthNewHead');
+  const pay = (k: Uint8Array, nonce: bigint, to: Hex, value: bigint) =>
+    signTx(k, { nonce, to, value, maxFee: 10n * GWEI, tip: GWEI });
+
+  it('publishes heads without accounts, with them while an EthEdgeHost is subscribed, and without after it closes', async () => {
+    const k = key(950);
+    const n = await startNode([{ address: addr(k), balance: 100n * ETH }]);
+    assert.equal(n.bus.wantsHeadAccounts, false);
+
+    await produceBlock(n, [pay(k, 0n, fresh(10), 5n)]);
+    const bare = heads(n).at(-1);
+    assert.ok(bare);
+    assert.equal(bare.block.number, 1n);
+    assert.equal(bare.accounts, undefined, 'no reader of the accounts: none built');
+    assert.equal(bare.block.transactions.length, 1, 'the head itself is whole');
+
+    const channel = new MessageChannel();
+    const host = new EthEdgeHost({ channel: channel.port1, chain: n.ex, bus: n.bus, logger: silent });
+    try {
+      assert.equal(n.bus.wantsHeadAccounts, true);
+      await produceBlock(n, [pay(k, 1n, fresh(11), 7n)]);
+      const full = heads(n).at(-1);
+      assert.ok(full?.accounts, 'a host listens: the accounts are built');
+      const byAddr = new Map(full.accounts.map((a) => [a.address, a]));
+      for (const a of [addr(k).toLowerCase() as Hex, fresh(11), coinbase]) {
+        const got = byAddr.get(a);
+        assert.ok(got, `${a} is in the head's accounts`);
+        assert.equal(got.balance, await n.ex.getBalance(a, 2n), `${a} balance`);
+        assert.equal(got.nonce, await n.ex.getNonce(a, 2n), `${a} nonce`);
+      }
+      assert.equal(byAddr.get(fresh(11))?.balance, 7n);
+    } finally {
+      host.abort(new Error('test over'));
+      channel.port1.close();
+      channel.port2.close();
+    }
+
+    assert.equal(n.bus.wantsHeadAccounts, false, 'the closed host no longer asks');
+    await produceBlock(n, [pay(k, 2n, fresh(12), 9n)]);
+    const after3 = heads(n).at(-1);
+    assert.equal(after3?.block.number, 3n);
+    assert.equal(after3?.accounts, undefined);
   });
 });
 

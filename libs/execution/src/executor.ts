@@ -1363,12 +1363,12 @@ export class Executor implements Application, EthChain {
 
   private publishHead(p: PendingBlock): void {
     const logs = renderLogs(p.block, p.receipts).flat();
-    this.opts.bus.publish({
-      kind: 'EthNewHead',
-      block: renderBlock(p.block),
-      logs,
-      accounts: headAccounts(p.built),
-    });
+    const bus = this.opts.bus;
+    // The accounts only for a reader of them (the JSON-RPC thread's host): the cluster's executor
+    // and a node without JSON-RPC have none, and would build them for nobody.
+    if (bus.wantsHeadAccounts)
+      bus.publish({ kind: 'EthNewHead', block: renderBlock(p.block), logs, accounts: headAccounts(p.built) });
+    else bus.publish({ kind: 'EthNewHead', block: renderBlock(p.block), logs });
   }
 
   private publishHeldHeads(): void {

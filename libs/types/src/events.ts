@@ -35,13 +35,33 @@ export interface HeadAccount {
 export type NodeEventKind = NodeEvent['kind'];
 export type Listener = (event: NodeEvent) => void;
 
+/** What a subscriber reads beyond the events themselves. */
+export interface SubscribeOptions {
+  /**
+   * It reads EthNewHead.accounts. Publishers build them only while such a subscriber is on the bus
+   * (wantsHeadAccounts): a bus without one (the cluster's executor, a node without JSON-RPC) gets
+   * its heads without them.
+   */
+  headAccounts?: boolean;
+}
+
 /** A synchronous in-process publish/subscribe bus. Listeners must not throw or block. */
 export class EventBus {
   private readonly listeners = new Set<Listener>();
+  private readonly accountReaders = new Set<Listener>();
 
-  subscribe(listener: Listener): () => void {
+  subscribe(listener: Listener, opts?: SubscribeOptions): () => void {
     this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    if (opts?.headAccounts) this.accountReaders.add(listener);
+    return () => {
+      this.accountReaders.delete(listener);
+      this.listeners.delete(listener);
+    };
+  }
+
+  /** Whether a subscriber reads EthNewHead.accounts (SubscribeOptions.headAccounts). */
+  get wantsHeadAccounts(): boolean {
+    return this.accountReaders.size > 0;
   }
 
   publish(event: NodeEvent): void {

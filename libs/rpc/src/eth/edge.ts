@@ -32,6 +32,7 @@ import type {
   NodeEvent,
   PendingTxSummary,
   StateOverrides,
+  SubscribeOptions,
   TracerConfig,
 } from '@noded/types';
 import { ChainError, EventBus } from '@noded/types';
@@ -251,7 +252,7 @@ class Outbox<M> {
 export interface EthEdgeHostDeps {
   channel: EdgeChannel;
   chain: EthChain;
-  bus: { subscribe(listener: (ev: NodeEvent) => void): () => void };
+  bus: { subscribe(listener: (ev: NodeEvent) => void, opts?: SubscribeOptions): () => void };
   logger: Logger;
   /** The dev chain's mining and time controls (chain-local); absent elsewhere. */
   dev?: EthDevControl;
@@ -336,7 +337,7 @@ export class EthEdgeHost {
       // run ahead) goes in slices of up to 10 ms.
       if (this.queue.length > 0) this.drain();
     });
-    this.unsubscribe = deps.bus.subscribe((ev) => this.onEvent(ev));
+    this.unsubscribe = deps.bus.subscribe((ev) => this.onEvent(ev), { headAccounts: true });
   }
 
   /** What the edge starts from; pass it to the thread. */
