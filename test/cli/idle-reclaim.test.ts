@@ -91,24 +91,23 @@ describe('startIdleReclaim', () => {
     }
   });
 
-  it('does not collect after a busy spell that did not grow the heap, but still hands its quiet to onQuiet', async () => {
+  it('does not collect after a busy spell that did not grow the heap, but hands every quiet run to onQuiet', async () => {
     let quiet = 0;
     const r = startIdleReclaim(() => {}, { ...fast, minGrowthBytes: 16 * MB, onQuiet: () => quiet++ });
     assert.ok(r);
     try {
       await sleep(200);
-      assert.equal(quiet, 0, 'no load yet: nothing to give back');
       const spin = Date.now() + 300; // busy, allocating next to nothing
       while (Date.now() < spin) {}
       await sleep(800);
       assert.equal(r.count(), 0);
-      assert.equal(quiet, 1, 'native memory is not in the heap: its reclaim runs without heap growth');
-      await sleep(500);
-      assert.equal(quiet, 1, 'once per load, however long the quiet');
-      const again = Date.now() + 300;
+      assert.ok(quiet >= 2, `native memory is not in the heap: onQuiet runs without heap growth (${quiet})`);
+      const before = quiet;
+      const again = Date.now() + 300; // busy: no quiet run while it lasts
       while (Date.now() < again) {}
-      await sleep(800);
-      assert.equal(quiet, 2, 'the next load arms it again');
+      assert.equal(quiet, before);
+      await sleep(450);
+      assert.ok(quiet > before, 'and again after every run of quiet readings');
     } finally {
       r?.stop();
     }

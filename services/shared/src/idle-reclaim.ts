@@ -28,8 +28,9 @@ export interface IdleReclaimOptions {
   /** Growth of the heap's physical size over the smallest it has been that is worth a collection, bytes. */
   minGrowthBytes: number;
   /**
-   * Called once per load when the thread has gone quiet after it (after the collection, if one ran):
-   * for native memory the thread's load left behind (native-reclaim.ts).
+   * Called after every run of `quietIntervals` quiet readings (after the collection, if one ran),
+   * loaded before or not: for native memory writes left behind (native-reclaim.ts), which a load too
+   * light to arm the collection leaves as well.
    */
   onQuiet?: () => void;
 }
@@ -127,19 +128,22 @@ export function startIdleReclaim(
       return;
     }
     quiet++;
-    if (!armed || quiet < o.quietIntervals) return;
-    armed = false;
+    if (quiet < o.quietIntervals) return;
     quiet = 0;
-    peak = 0;
-    if (size - lowest >= o.minGrowthBytes) {
-      const started = performance.now();
-      gc();
-      const after = getHeapStatistics().total_physical_size;
-      count++;
-      onReclaim({ before: size, after, ms: performance.now() - started });
+    if (armed) {
+      armed = false;
+      peak = 0;
+      if (size - lowest >= o.minGrowthBytes) {
+        const started = performance.now();
+        gc();
+        const after = getHeapStatistics().total_physical_size;
+        count++;
+        onReclaim({ before: size, after, ms: performance.now() - started });
+      }
     }
-    // Native memory does not show in the heap's size: what the thread's load left there is given back
-    // whether or not the heap grew.
+    // Native memory does not show in the heap's size, and a light load (the main thread under
+    // quietUtilization throughout) never arms the collection above: onQuiet hears of every run of
+    // quiet intervals and gives back what there is (native-reclaim.ts: memtables over 1 MiB; nothing when nothing was written).
     o.onQuiet?.();
     last = performance.eventLoopUtilization();
   }, o.intervalMs);

@@ -62,6 +62,8 @@ export function nativeReclaim(
           }
         }),
       );
+      // Nothing flushed: nothing new freed since the last call (a quiet node is asked every 15 s).
+      if (flushed.length === 0) return;
       const timer = setTimeout(() => {
         const before = process.memoryUsage.rss();
         const trimmed = mallocTrim();
