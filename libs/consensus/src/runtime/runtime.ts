@@ -112,6 +112,8 @@ interface SyncStats {
   storeMs: number;
   publishMs: number;
   waitMs: number;
+  /** Times the applier stopped with the next block there but its commit still on the thread. */
+  verdictWaits: number;
 }
 
 function newSyncStats(since: number): SyncStats {
@@ -127,6 +129,7 @@ function newSyncStats(since: number): SyncStats {
     storeMs: 0,
     publishMs: 0,
     waitMs: 0,
+    verdictWaits: 0,
   };
 }
 
@@ -1415,7 +1418,10 @@ export class ConsensusRuntime {
     this.commitVerifier?.forgetBelow(pool.next);
     for (let b = pool.peek(); b && !this.stopped; b = pool.peek()) {
       // Its commit is still on the thread: applied once the verdict is in ('blockSyncVerified').
-      if (this.commitVerifier?.status(pool.next) === 'pending') return;
+      if (this.commitVerifier?.status(pool.next) === 'pending') {
+        this.sync.verdictWaits++;
+        return;
+      }
       this.blockSyncRejection = null;
       this.applyingFromBlockSync = true;
       let applied: boolean;
@@ -1484,6 +1490,7 @@ export class ConsensusRuntime {
           publishMs: r(st.publishMs),
           otherMs: r(other),
           waitMs: r(st.waitMs),
+          verdictWaits: st.verdictWaits,
           // Commit signatures answered by the verification thread's verdicts, and checked here.
           ...(sigs ? { sigsAhead: sigs.ahead, sigsInline: sigs.inline } : {}),
         },
