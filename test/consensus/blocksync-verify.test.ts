@@ -301,6 +301,66 @@ describe('block sync: commit signatures checked ahead on a worker thread', () =>
       'no thread counts in the progress lines',
     );
   });
+
+  it('stops the thread once the node is caught up, and starts it again when the node falls behind', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'noded-bsync-verify-'));
+    dirs.push(dir);
+    const chain = await chainOfFour(dir);
+    // The server's statuses say it stores up to `cap`: first half the chain, then all of it, as if
+    // the chain had moved on while the node was at the tip.
+    let cap = 6;
+    const net = syncLink((m) => (m.kind === 'status' ? { ...m, height: Math.min(m.height, cap) } : m));
+    mkdirSync(join(dir, 'serve'));
+    const server = await ConsensusRuntime.create(
+      opts(join(dir, 'serve'), chain.app, {
+        blockStore: chain.blockKV,
+        stateStore: chain.stateKV,
+        blockSync: net.a,
+      }),
+    );
+    await server.start();
+    const top = server.blockStoreHeight();
+    assert.ok(top >= TOP, `the validators made ${top} blocks`);
+    const lines: Array<Record<string, number>> = [];
+    const app = new TestApp();
+    const rt = await ConsensusRuntime.create(
+      opts(join(dir, 'node'), app, { blockSync: net.b, logger: progressLogger(lines) }),
+    );
+    const until = async (what: string, ok: () => boolean) => {
+      const deadline = Date.now() + 30_000;
+      while (!ok() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(ok(), what);
+    };
+    const ahead = () => lines.reduce((s, l) => s + (l.sigsAhead ?? 0), 0);
+    try {
+      assert.equal(rt.blockSyncVerifierRunning(), false, 'no thread before any block');
+      await rt.start();
+      await until('the thread runs while the node catches up', () => rt.blockSyncVerifierRunning());
+      await rt.waitForHeight(cap, 30_000);
+      await until('the thread is stopped at the tip', () => !rt.blockSyncVerifierRunning());
+      assert.equal(app.height, cap, 'the node applied every block up to the cap');
+      const first = ahead();
+      assert.ok(first >= 4 * (cap - 1), `${first} signatures answered by the first thread`);
+      // Still at the tip a while later: the thread stays stopped (not restarted by the status rounds).
+      await new Promise((r) => setTimeout(r, 1500));
+      assert.equal(rt.blockSyncVerifierRunning(), false, 'no thread while nothing is behind');
+
+      cap = top;
+      await until('the thread runs again once the node is behind', () => rt.blockSyncVerifierRunning());
+      await rt.waitForHeight(top, 30_000);
+      assert.ok(ahead() > first, `the new thread answered signatures (${ahead() - first})`);
+      await until('and is stopped again at the tip', () => !rt.blockSyncVerifierRunning());
+      for (let h = 1; h <= top; h++)
+        assert.deepEqual(
+          (await rt.loadBlockMeta(h))?.blockId.hash,
+          (await server.loadBlockMeta(h))?.blockId.hash,
+          `block ${h} is the validators'`,
+        );
+    } finally {
+      await rt.stop();
+      await server.stop();
+    }
+  });
 });
 
 describe('CommitVerifier: the thread itself', () => {

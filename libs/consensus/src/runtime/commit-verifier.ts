@@ -131,6 +131,24 @@ export class CommitVerifier {
     return c;
   }
 
+  /** Whether the thread is running (started by the first submit(), stopped by park() or close()). */
+  get running(): boolean {
+    return this.worker !== null;
+  }
+
+  /**
+   * Stops the thread while the node is at the tip (block sync handed over to consensus): it would
+   * otherwise sit idle until the node stops. Heights still waiting are answered with no verdicts
+   * (the engine checks them inline); the next submit() starts a new thread.
+   */
+  async park(): Promise<void> {
+    const w = this.worker;
+    if (!w || this.broken) return;
+    this.worker = null;
+    this.release();
+    await w.terminate();
+  }
+
   async close(): Promise<void> {
     this.broken = true;
     const w = this.worker;
@@ -155,9 +173,12 @@ export class CommitVerifier {
       // The node's lifetime is not the thread's business: it never holds the process open.
       w.unref();
       w.on('message', (r: VerifyReply) => this.onReply(r));
-      w.on('error', (err) => this.fail(err.message));
+      w.on('error', (err) => {
+        if (this.worker === w) this.fail(err.message);
+      });
       w.on('exit', (code) => {
-        if (!this.broken) this.fail(`exited with code ${code}`);
+        // A thread parked (or replaced since) exits as asked; only the current one failing counts.
+        if (!this.broken && this.worker === w) this.fail(`exited with code ${code}`);
       });
       this.worker = w;
       return w;

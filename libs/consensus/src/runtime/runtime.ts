@@ -112,6 +112,8 @@ interface SyncStats {
   storeMs: number;
   publishMs: number;
   waitMs: number;
+  /** Times the applier stopped with the next block there but its commit still on the thread. */
+  verdictWaits: number;
 }
 
 function newSyncStats(since: number): SyncStats {
@@ -127,6 +129,7 @@ function newSyncStats(since: number): SyncStats {
     storeMs: 0,
     publishMs: 0,
     waitMs: 0,
+    verdictWaits: 0,
   };
 }
 
@@ -1306,6 +1309,12 @@ export class ConsensusRuntime {
     for (const peer of pool.expire(now))
       this.logger.info({ peer }, 'block sync: a requested block timed out; asking other peers');
     this.requestBlocks();
+    // Caught up (consensus has the node now): the commit thread would sit idle until the node stops,
+    // so it is stopped; it starts again with the next block taken while the node is behind.
+    if (this.commitVerifier?.running && pool.buffered === 0 && !this.catchingUp()) {
+      this.logger.debug({ height: this.engine.height }, 'block sync: caught up; commit thread stopped');
+      void this.commitVerifier.park();
+    }
   }
 
   private requestBlocks(): void {
@@ -1396,11 +1405,14 @@ export class ConsensusRuntime {
         if (!pool.addBlock({ peer, block: m.block, commit: m.commit, ...ext })) return;
         // Its commit's signatures are checked on the thread while the blocks before it are applied
         // (the engine's verifyCommit checks the commit it decides on: the extended one if present).
-        this.commitVerifier?.submit(
-          m.block.header.height,
-          m.extendedCommit ?? m.commit,
-          this.chain.validators,
-        );
+        // At the tip (a block or two late) the thread is not started for it: the engine checks that
+        // one inline. The thread runs while the node catches up and is stopped at the tip (tick).
+        if (this.commitVerifier?.running || this.catchingUp())
+          this.commitVerifier?.submit(
+            m.block.header.height,
+            m.extendedCommit ?? m.commit,
+            this.chain.validators,
+          );
         await this.applyPooled();
         this.requestBlocks();
         return;
@@ -1415,7 +1427,10 @@ export class ConsensusRuntime {
     this.commitVerifier?.forgetBelow(pool.next);
     for (let b = pool.peek(); b && !this.stopped; b = pool.peek()) {
       // Its commit is still on the thread: applied once the verdict is in ('blockSyncVerified').
-      if (this.commitVerifier?.status(pool.next) === 'pending') return;
+      if (this.commitVerifier?.status(pool.next) === 'pending') {
+        this.sync.verdictWaits++;
+        return;
+      }
       this.blockSyncRejection = null;
       this.applyingFromBlockSync = true;
       let applied: boolean;
@@ -1484,6 +1499,7 @@ export class ConsensusRuntime {
           publishMs: r(st.publishMs),
           otherMs: r(other),
           waitMs: r(st.waitMs),
+          verdictWaits: st.verdictWaits,
           // Commit signatures answered by the verification thread's verdicts, and checked here.
           ...(sigs ? { sigsAhead: sigs.ahead, sigsInline: sigs.inline } : {}),
         },
@@ -1893,6 +1909,11 @@ export class ConsensusRuntime {
    */
   blockSyncCommitCheck(height: number): CommitCheck | undefined {
     return this.commitVerifier?.status(height);
+  }
+
+  /** Whether block sync's commit thread is running (it runs only while the node catches up). */
+  blockSyncVerifierRunning(): boolean {
+    return this.commitVerifier?.running ?? false;
   }
 
   /** Highest height stored and applied by the application (0 before the first block). */

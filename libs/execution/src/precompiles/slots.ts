@@ -11,18 +11,31 @@ export function bigIntTo32(n: bigint): Uint8Array {
   return concat(new Uint8Array(32 - b.length), b);
 }
 
-/** The slot function of the precompile whose slot names start with `prefix` (e.g. "noded.staking/"). */
+/** Most slot names one precompile's slot function remembers (then it starts over). */
+const SLOT_CACHE_MAX = 8192;
+
+/**
+ * The slot function of the precompile whose slot names start with `prefix` (e.g. "noded.staking/").
+ * Names are remembered (keyed names too: the block's liveness pass asks for each validator's
+ * records by the same keys every block, and a keccak per slot was most of its cost), under a key
+ * that spells out the name and each key with its length, so that no two argument lists share one.
+ */
 export function namedSlots(prefix: string): (name: string, ...keys: Array<Uint8Array | bigint>) => string {
   const head = utf8.encode(prefix);
   const cache = new Map<string, string>();
   return (name, ...keys) => {
-    if (keys.length === 0) {
-      const hit = cache.get(name);
-      if (hit) return hit;
-    }
+    let id = `${name.length}:${name}`;
+    for (const k of keys)
+      id +=
+        typeof k === 'bigint'
+          ? `n${k.toString(16)};`
+          : `b${k.length}:${Buffer.from(k.buffer, k.byteOffset, k.length).toString('latin1')}`;
+    const hit = cache.get(id);
+    if (hit !== undefined) return hit;
     const parts = keys.map((k) => (typeof k === 'bigint' ? bigIntTo32(k) : k));
     const s = toKey(keccak256(concat(head, utf8.encode(name), ...parts)));
-    if (keys.length === 0) cache.set(name, s);
+    if (cache.size >= SLOT_CACHE_MAX) cache.clear();
+    cache.set(id, s);
     return s;
   };
 }

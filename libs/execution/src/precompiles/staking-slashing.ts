@@ -227,11 +227,17 @@ export async function applySlashingWithGuard(
   // The liveness guard's view of the set: the last commit's validators that are not jailed (a jailed
   // one's removal is already on its way to consensus), their power and how much of it signed.
   // Each downtime jail below takes its validator out of both.
+  // Each vote's operator and whether it was jailed before this block are read once, for both
+  // passes: the liveness pass below jails only the validator it is at (kept in `jailedHere`, should
+  // an operator come up under a second address), so a later vote's answer is the same as a read.
   let total = 0n;
   let online = 0n;
+  const seen: Array<{ op: Uint8Array | undefined; jailed: boolean }> = [];
   for (const vote of block.lastCommit.votes) {
     const op = await store.operatorOfAddress(vote.validatorAddress);
-    if (op && (await store.jailed(op))) continue;
+    const jailed = op !== undefined && (await store.jailed(op));
+    seen.push({ op, jailed });
+    if (jailed) continue;
     total += vote.power;
     if (vote.signed) online += vote.power;
   }
@@ -239,11 +245,12 @@ export async function applySlashingWithGuard(
   // Liveness (the Cosmos SDK's HandleValidatorSignature, run for every validator of the last set).
   const window = p.signedBlocksWindow;
   const maxMissed = maxMissedBlocks(window, p.minSignedPerWindow);
-  for (const vote of block.lastCommit.votes) {
-    const op = await store.operatorOfAddress(vote.validatorAddress);
+  const jailedHere = new Set<string>();
+  for (const [i, vote] of block.lastCommit.votes.entries()) {
+    const { op, jailed } = seen[i]!;
     if (!op) continue;
     // A jailed validator's missed blocks are not counted (it is leaving the set, or out of it).
-    if (await store.jailed(op)) continue;
+    if (jailed || jailedHere.has(toHex(op))) continue;
     const prev = await store.signingInfo(op);
     const info: SigningInfo = prev.seen
       ? { ...prev }
@@ -292,6 +299,7 @@ export async function applySlashingWithGuard(
       const infraction = height > BigInt(UPDATE_DELAY) ? height - BigInt(UPDATE_DELAY) : 1n;
       const r = await slashValidator(state, store, op, p.slashFractionDowntime, infraction, block.time);
       store.setJailed(op, true);
+      jailedHere.add(toHex(op));
       // Capped below the tombstone's "for ever" (a genesis may set a duration up to 2^64 − 1 s).
       const until = block.time + p.downtimeJailDuration;
       info.jailedUntil = until < JAILED_FOREVER ? until : JAILED_FOREVER - 1n;
