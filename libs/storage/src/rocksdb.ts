@@ -160,12 +160,16 @@ export class RocksKV implements KVStore, SyncReader {
   /** What RocksDB holds in memory for this database now; zeros once it is closed. */
   memoryUsage(): RocksMemory {
     if (this.db.status !== 'open') return { memtables: 0, blockCache: 0, tableReaders: 0 };
-    const read = (name: string) => Number(this.db.getProperty(name)) || 0;
     return {
-      memtables: read('rocksdb.cur-size-all-mem-tables'),
-      blockCache: read('rocksdb.block-cache-usage'),
-      tableReaders: read('rocksdb.estimate-table-readers-mem'),
+      memtables: this.numberProperty('rocksdb.cur-size-all-mem-tables'),
+      blockCache: this.numberProperty('rocksdb.block-cache-usage'),
+      tableReaders: this.numberProperty('rocksdb.estimate-table-readers-mem'),
     };
+  }
+
+  /** A numeric RocksDB property of an open database; 0 for one it does not report. */
+  private numberProperty(name: string): number {
+    return Number(this.db.getProperty(name)) || 0;
   }
 
   /**
@@ -177,7 +181,7 @@ export class RocksKV implements KVStore, SyncReader {
    */
   flushMemtables(minBytes = 1 << 20): boolean {
     if (this.db.status !== 'open') return false;
-    if ((Number(this.db.getProperty('rocksdb.cur-size-all-mem-tables')) || 0) < minBytes) return false;
+    if (this.numberProperty('rocksdb.cur-size-all-mem-tables') < minBytes) return false;
     return flushMemtables(this.db.handle, this.location);
   }
 

@@ -315,7 +315,7 @@ export class CometRpcHost implements OnApplicationBootstrap {
     if (thread)
       // tx_index.db is flushed in its own thread when this service's main thread goes quiet.
       this.closers.addDatabase('indexer', {
-        location: paths.txIndexDb,
+        location: thread.location,
         flushMemtables: (min) => thread.flushMemtables(min),
         close: () => indexer.close(),
       });

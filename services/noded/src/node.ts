@@ -291,8 +291,7 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
     const reclaim = startIdleReclaim(logReclaim(log, 'main'), {
       onQuiet: nativeReclaim(() => {
         const all: Flushable[] = databases.map(({ kv }) => kv);
-        if (indexerThread)
-          all.push({ location: paths.txIndexDb, flushMemtables: (min) => indexerThread.flushMemtables(min) });
+        if (indexerThread) all.push(indexerThread);
         return all;
       }, log),
     });

@@ -5,8 +5,9 @@
 // thread (the main one, the JSON-RPC thread, the indexer) runs one of these: every few seconds it
 // reads the thread's event-loop utilisation; after a busy interval and then a run of quiet ones, if
 // the heap's physical size is well over the smallest it has been, it runs one full collection, which
-// frees the empty pages, and then hands the quiet moment to `onQuiet` (native-reclaim.ts: RocksDB's
-// memtables and glibc's heaps). The next waits for the thread to be busy again.
+// frees the empty pages; the next collection waits for the thread to be busy again. Every run of quiet
+// readings, collected or not, is handed to `onQuiet` (native-reclaim.ts: RocksDB's memtables and
+// glibc's heaps).
 import { performance } from 'node:perf_hooks';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -143,7 +144,8 @@ export function startIdleReclaim(
     }
     // Native memory does not show in the heap's size, and a light load (the main thread under
     // quietUtilization throughout) never arms the collection above: onQuiet hears of every run of
-    // quiet intervals and gives back what there is (native-reclaim.ts: memtables over 1 MiB; nothing when nothing was written).
+    // quiet intervals and gives back what there is (native-reclaim.ts: memtables over 1 MiB;
+    // nothing when nothing was written).
     o.onQuiet?.();
     last = performance.eventLoopUtilization();
   }, o.intervalMs);

@@ -55,7 +55,11 @@ export class IndexerThread implements TxIndexBackend {
   private stopping = false;
   private failure: Error | undefined;
 
-  private constructor(private readonly worker: Worker) {}
+  private constructor(
+    private readonly worker: Worker,
+    /** tx_index.db's path, the thread's database. */
+    readonly location: string,
+  ) {}
 
   /** Starts the thread and waits until it has opened the database. */
   static async open(deps: IndexerThreadDeps): Promise<IndexerThread> {
@@ -81,7 +85,7 @@ export class IndexerThread implements TxIndexBackend {
       await worker.terminate();
       throw new Error(`tx_index.db (${deps.path}): the indexer thread could not start: ${ready.message}`);
     }
-    const thread = new IndexerThread(worker);
+    const thread = new IndexerThread(worker, deps.path);
     worker.on('message', (m: IndexerReply) => thread.settle(m));
     // An uncaught error is followed by 'exit': the node hears about the first of the two only.
     const fail = (err: Error) => {
