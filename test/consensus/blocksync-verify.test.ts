@@ -114,6 +114,24 @@ async function chainOfFour(dir: string): Promise<{ blockKV: MemoryKV; stateKV: M
 }
 
 /** Two endpoints of an in-memory block sync protocol; what A sends goes through `tamper`; B's reports are kept. */
+/** A runtime in dir/serve answering block sync for `chain` on `net.a`, started; `top` is its height. */
+async function serveChain(
+  dir: string,
+  chain: Awaited<ReturnType<typeof chainOfFour>>,
+  net: ReturnType<typeof syncLink>,
+): Promise<{ server: ConsensusRuntime; top: number }> {
+  mkdirSync(join(dir, 'serve'));
+  const server = await ConsensusRuntime.create(
+    opts(join(dir, 'serve'), chain.app, {
+      blockStore: chain.blockKV,
+      stateStore: chain.stateKV,
+      blockSync: net.a,
+    }),
+  );
+  await server.start();
+  return { server, top: server.blockStoreHeight() };
+}
+
 function syncLink(tamper: (m: BlockSyncMessage) => BlockSyncMessage): {
   a: BlockSyncNetwork;
   b: BlockSyncNetwork;
@@ -179,16 +197,7 @@ describe('block sync: commit signatures checked ahead on a worker thread', () =>
       }
       return m;
     });
-    mkdirSync(join(dir, 'serve'));
-    const server = await ConsensusRuntime.create(
-      opts(join(dir, 'serve'), chain.app, {
-        blockStore: chain.blockKV,
-        stateStore: chain.stateKV,
-        blockSync: net.a,
-      }),
-    );
-    await server.start();
-    const top = server.blockStoreHeight();
+    const { server, top } = await serveChain(dir, chain, net);
     assert.ok(top >= TOP, `the validators made ${top} blocks`);
 
     const app = new TestApp();
@@ -266,16 +275,7 @@ describe('block sync: commit signatures checked ahead on a worker thread', () =>
       });
       return { ...m, commit: { ...m.commit, signatures } };
     });
-    mkdirSync(join(dir, 'serve'));
-    const server = await ConsensusRuntime.create(
-      opts(join(dir, 'serve'), chain.app, {
-        blockStore: chain.blockKV,
-        stateStore: chain.stateKV,
-        blockSync: net.a,
-      }),
-    );
-    await server.start();
-    const top = server.blockStoreHeight();
+    const { server, top } = await serveChain(dir, chain, net);
     const lines: Array<Record<string, number>> = [];
     const app = new TestApp();
     const rt = await ConsensusRuntime.create(
@@ -310,16 +310,7 @@ describe('block sync: commit signatures checked ahead on a worker thread', () =>
     // the chain had moved on while the node was at the tip.
     let cap = 6;
     const net = syncLink((m) => (m.kind === 'status' ? { ...m, height: Math.min(m.height, cap) } : m));
-    mkdirSync(join(dir, 'serve'));
-    const server = await ConsensusRuntime.create(
-      opts(join(dir, 'serve'), chain.app, {
-        blockStore: chain.blockKV,
-        stateStore: chain.stateKV,
-        blockSync: net.a,
-      }),
-    );
-    await server.start();
-    const top = server.blockStoreHeight();
+    const { server, top } = await serveChain(dir, chain, net);
     assert.ok(top >= TOP, `the validators made ${top} blocks`);
     const lines: Array<Record<string, number>> = [];
     const app = new TestApp();
