@@ -6,6 +6,7 @@
 // commit with one bad signature among four, or one short of a signature, is refused with the
 // engine's own reason and its peer reported, as without the thread.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -440,5 +441,42 @@ describe('CommitVerifier: the thread itself', () => {
     } finally {
       await verifier.close();
     }
+  });
+  it('never holds the process open: a process whose thread runs, its answer taken, exits on its own', () => {
+    // A child process starts the thread with one commit and waits for its verdict (a timer holds
+    // it until then); after that nothing else keeps its event loop alive, so it must exit while the
+    // thread still runs (the thread and its reply port are unref'd).
+    const lib = new URL('../../libs/consensus/src/runtime/commit-verifier.js', import.meta.url).href;
+    const helpers = new URL('./helpers.js', import.meta.url).href;
+    const child = `
+      import { CommitVerifier } from ${JSON.stringify(lib)};
+      import { genesis, signedVote, testKey } from ${JSON.stringify(helpers)};
+      const keys = [0, 1, 2, 3].map((i) => testKey(40 + i));
+      const chain = genesis(keys);
+      const blockId = { hash: new Uint8Array(32).fill(7), partSetHeader: { total: 1, hash: new Uint8Array(32).fill(8) } };
+      const sorted = [...keys].sort((x, y) => chain.validators.indexOf(x.address) - chain.validators.indexOf(y.address));
+      const signatures = sorted.map((k) => {
+        const v = signedVote(chain, k, 2, 3, 0, blockId);
+        return { blockIdFlag: 2, validatorAddress: v.validatorAddress, timestamp: v.timestamp, signature: v.signature };
+      });
+      // Holds the process until the answer (the thread itself does not).
+      const hold = setTimeout(() => process.stdout.write('no answer\\n'), 10_000);
+      const v = new CommitVerifier(${JSON.stringify(CHAIN_ID)}, (h) => {
+        clearTimeout(hold);
+        process.stdout.write('answered ' + h + ' ' + v.running + '\\n');
+      }, { debug() {}, info() {}, warn() {}, error() {}, child() { return this; } });
+      v.submit(3, { height: 3, round: 0, blockId, signatures }, chain.validators);
+    `;
+    // A file, not `-e`: the thread would inherit `--input-type` and fail to start.
+    const dir = mkdtempSync(join(tmpdir(), 'noded-bsync-verify-'));
+    dirs.push(dir);
+    writeFileSync(join(dir, 'child.mjs'), child);
+    const r = spawnSync(process.execPath, [join(dir, 'child.mjs')], {
+      encoding: 'utf8',
+      timeout: 15_000,
+    });
+    assert.equal(r.error, undefined, `the process exited by itself (${r.error?.message})`);
+    assert.equal(r.status, 0, `exit code (stderr: ${r.stderr})`);
+    assert.equal(r.stdout, 'answered 3 true\n', 'the thread answered, and was still running at exit');
   });
 });

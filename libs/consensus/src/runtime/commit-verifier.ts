@@ -11,7 +11,7 @@
 // sent ahead, a thread that failed). ed25519 verification is a pure function of those three, so the
 // acceptance rules and the refusals (`signature 2 is invalid`) are exactly the inline ones; only
 // where the work runs changes.
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import type { Commit, Logger } from '@noded/types';
 import type { ValidatorSet } from '../validators.js';
 
@@ -55,6 +55,8 @@ function same(a: Uint8Array, b: Uint8Array): boolean {
 
 export class CommitVerifier {
   private worker: Worker | null = null;
+  /** The current thread's answers (null without a thread). */
+  private replies: MessagePort | null = null;
   /** The thread failed or was closed: nothing more is sent; the engine checks inline. */
   private broken = false;
   private nextId = 1;
@@ -102,7 +104,17 @@ export class CommitVerifier {
 
   /** Where the commit of `height` stands (undefined: not sent; the engine checks it inline). */
   status(height: number): CommitCheck | undefined {
-    return this.heights.get(height)?.state;
+    const h = this.heights.get(height);
+    if (h?.state !== 'pending') return h?.state;
+    // The thread may have answered already, its reply queued behind the main thread's other work
+    // (frames, requests): the replies waiting are taken now rather than on a later turn.
+    for (
+      let m = this.replies && receiveMessageOnPort(this.replies);
+      m;
+      m = this.replies && receiveMessageOnPort(this.replies)
+    )
+      this.onReply(m.message as VerifyReply);
+    return h.state;
   }
 
   /**
@@ -145,6 +157,7 @@ export class CommitVerifier {
     const w = this.worker;
     if (!w || this.broken) return;
     this.worker = null;
+    this.closeReplies();
     this.release();
     await w.terminate();
   }
@@ -153,8 +166,14 @@ export class CommitVerifier {
     this.broken = true;
     const w = this.worker;
     this.worker = null;
+    this.closeReplies();
     this.release();
     if (w) await w.terminate();
+  }
+
+  private closeReplies(): void {
+    this.replies?.close();
+    this.replies = null;
   }
 
   private forgetHeight(height: number): void {
@@ -167,12 +186,21 @@ export class CommitVerifier {
   private start(): Worker | null {
     if (this.worker) return this.worker;
     try {
+      // Answers come on a port of their own, so that status() can take those waiting synchronously.
+      const { port1, port2 } = new MessageChannel();
       const w = new Worker(new URL('./commit-verify-worker.js', import.meta.url), {
         name: 'commit-verify',
+        workerData: { replies: port2 },
+        transferList: [port2],
       });
       // The node's lifetime is not the thread's business: it never holds the process open.
       w.unref();
-      w.on('message', (r: VerifyReply) => this.onReply(r));
+      // Nor does its port: unref() after on('message'), which refs the port again.
+      port1.on('message', (r: VerifyReply) => {
+        if (this.worker === w) this.onReply(r);
+      });
+      port1.unref();
+      this.replies = port1;
       w.on('error', (err) => {
         if (this.worker === w) this.fail(err.message);
       });
@@ -212,6 +240,7 @@ export class CommitVerifier {
     if (this.broken) return;
     this.broken = true;
     this.worker = null;
+    this.closeReplies();
     this.logger.warn({ err: why }, 'block sync: the commit verification thread failed; verifying inline');
     this.release();
   }
