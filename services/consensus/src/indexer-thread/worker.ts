@@ -41,6 +41,8 @@ async function serve(): Promise<void> {
         return kv.memoryUsage();
       case 'flushMemtables':
         return kv.flushMemtables(req.minBytes);
+      case 'evictBlockCache':
+        return kv.evictBlockCache(req.minBytes);
       case 'close':
         closing = true;
         await Promise.allSettled([...inFlight]);
