@@ -1,1 +1,7 @@
-export { flushMemtables, mallocTrim, type NativeStatus, nativeStatus } from './src/native.js';
+export {
+  evictBlockCache,
+  flushMemtables,
+  mallocTrim,
+  type NativeStatus,
+  nativeStatus,
+} from './src/native.js';

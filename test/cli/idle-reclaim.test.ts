@@ -4,7 +4,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { getHeapStatistics } from 'node:v8';
-import { type Reclaimed, startIdleReclaim } from '@noded/service-shared/src/idle-reclaim.js';
+import {
+  type Reclaimed,
+  startIdleReclaim,
+  workerIdleReclaimOptions,
+} from '@noded/service-shared/src/idle-reclaim.js';
 
 const MB = 1 << 20;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -67,6 +71,33 @@ describe('startIdleReclaim', () => {
     };
     assert.equal(await afterLoadAtAThird(0.5), 1);
     assert.equal(await afterLoadAtAThird(0), 0, 'without quietFraction 35% busy is never quiet');
+  });
+
+  it("collects a worker's heap grown under a light load (about 5-10% busy), which the main thread's 25% never arms", async () => {
+    const afterLightLoad = async (options: Parameters<typeof startIdleReclaim>[1]) => {
+      // 400 ms readings: one major collection of the growing heap (30-40 ms) stays a small part of one.
+      const r = startIdleReclaim(() => {}, { ...fast, intervalMs: 400, ...options, minGrowthBytes: 8 * MB });
+      assert.ok(r);
+      try {
+        await sleep(200);
+        // 30 MB grown in steps of about 4 ms of allocation every 80 ms: the worker's share of a load.
+        const start = getHeapStatistics().total_physical_size;
+        let keep: Array<{ i: number; s: string }> | null = [];
+        while (getHeapStatistics().total_physical_size - start < 30 * MB) {
+          const step = Date.now() + 4;
+          while (Date.now() < step)
+            for (let i = 0; i < 1_000; i++) keep.push({ i, s: `item ${i} of a load` });
+          await sleep(76);
+        }
+        keep = null;
+        for (let i = 0; i < 40 && r.count() === 0; i++) await sleep(100);
+        return r.count();
+      } finally {
+        r.stop();
+      }
+    };
+    assert.equal(await afterLightLoad(workerIdleReclaimOptions), 1);
+    assert.equal(await afterLightLoad({}), 0, "the main thread's options never arm at 5-10% busy");
   });
 
   it('leaves a busy thread alone, however much its heap grew', async () => {

@@ -1,4 +1,5 @@
-// libs/native's add-on through its real callers: RocksKV.flushMemtables on a real database on disk,
+// libs/native's add-on through its real callers: RocksKV.flushMemtables and evictBlockCache on a real
+// database on disk,
 // and malloc_trim in a child process whose glibc heap holds freed blocks. Fails (never skips) when
 // `npm run build` did not compile the add-on.
 import assert from 'node:assert/strict';
@@ -7,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { flushMemtables, nativeStatus } from '@noded/native';
+import { evictBlockCache, flushMemtables, nativeStatus } from '@noded/native';
 import { Closers } from '@noded/service-shared/src/bootstrap.js';
 import { nativeReclaim } from '@noded/service-shared/src/native-reclaim.js';
 import { RocksKV } from '@noded/storage';
@@ -32,6 +33,22 @@ async function fill(kv: RocksKV, n: number): Promise<void> {
     for (let j = i; j < Math.min(n, i + 500); j++)
       ops.push({ type: 'put' as const, key: Buffer.from(`k${j}`), value: Buffer.alloc(1024, j % 251) });
     await kv.write(ops);
+  }
+}
+
+/** Flushes `kv`'s memtables to a table file and waits until they are gone: reads then use the cache. */
+async function toTableFile(kv: RocksKV): Promise<void> {
+  assert.equal(kv.flushMemtables(1), true);
+  assert.ok((await memtablesUnder(kv, 64 << 10)) < 64 << 10, 'flushed');
+}
+
+/** Reads k0..k<n-1> and checks each value (fill's). */
+async function readAll(kv: RocksKV, n: number): Promise<void> {
+  for (let i = 0; i < n; i += 500) {
+    const keys = [];
+    for (let j = i; j < Math.min(n, i + 500); j++) keys.push(Buffer.from(`k${j}`));
+    const values = await kv.getMany(keys);
+    for (const [j, v] of values.entries()) assert.equal(v?.[0], (i + j) % 251, `k${i + j}`);
   }
 }
 
@@ -71,7 +88,31 @@ describe('@noded/native', () => {
     }
   });
 
-  it('refuses a handle whose database is not at the location given, and flushes nothing', async () => {
+  it('empties a block cache a load of reads filled, and every value is still read back', async () => {
+    const kv = await RocksKV.open(tempDir());
+    try {
+      await fill(kv, 6_000);
+      await toTableFile(kv);
+      await readAll(kv, 6_000); // ~6 MB of data blocks, under the 8 MiB cache
+      const filled = kv.memoryUsage().blockCache;
+      assert.ok(filled > 5 * MB, `the reads filled the cache: ${filled}`);
+      assert.equal(kv.evictBlockCache(filled + 1), 0, 'under minBytes: left alone');
+      assert.equal(kv.memoryUsage().blockCache, filled);
+      const freed = kv.evictBlockCache();
+      const left = kv.memoryUsage().blockCache;
+      assert.ok(left < 256 << 10, `cache after the eviction: ${left} bytes (was ${filled})`);
+      assert.ok(freed >= filled - left - (64 << 10), `freed ${freed} of ${filled - left} bytes`);
+      assert.equal(kv.evictBlockCache(), 0, 'nothing over 1 MiB left');
+      await readAll(kv, 6_000);
+      assert.ok(kv.memoryUsage().blockCache > 5 * MB, 'the cache fills again from the table file');
+      await kv.close();
+      assert.equal(kv.evictBlockCache(1), 0, 'a closed database is left alone');
+    } finally {
+      await kv.close();
+    }
+  });
+
+  it('refuses a handle whose database is not at the location given, and flushes or evicts nothing', async () => {
     const dir = tempDir();
     const kv = await RocksKV.open(dir);
     try {
@@ -81,35 +122,64 @@ describe('@noded/native', () => {
       assert.throws(() => flushMemtables(0n, dir), /non-zero bigint handle/);
       await sleep(200);
       assert.ok(kv.memoryUsage().memtables > 2 * MB, 'still in the memtables');
+      await toTableFile(kv);
+      await readAll(kv, 3_000);
+      const cached = kv.memoryUsage().blockCache;
+      assert.throws(
+        () => evictBlockCache(handle, `${dir}-other`),
+        /evictBlockCache: the handle's database is not at .*-other/,
+      );
+      assert.throws(
+        () => evictBlockCache(0n, dir),
+        /evictBlockCache: handle must be the database's non-zero bigint handle/,
+      );
+      assert.equal(kv.memoryUsage().blockCache, cached, 'the cache as it was');
     } finally {
       await kv.close();
     }
   });
 
-  it('nativeReclaim flushes the databases that hold enough, in this thread or another, and logs a refusal without throwing', async () => {
+  it('nativeReclaim flushes and empties the caches of the databases that hold enough, in this thread or another, and logs a refusal without throwing', async () => {
     const kv = await RocksKV.open(tempDir());
+    const read = await RocksKV.open(tempDir());
     const small = await RocksKV.open(tempDir());
     const warnings: string[] = [];
     const log = { ...silentLogger, warn: (_o: unknown, msg?: string) => void warnings.push(String(msg)) };
     try {
       await fill(kv, 4_000);
+      await fill(read, 3_000);
+      await toTableFile(read);
+      await readAll(read, 3_000);
       await fill(small, 100);
+      await toTableFile(small);
+      await readAll(small, 100);
+      await fill(small, 50); // in the memtables again, under 1 MiB
+      const smallCache = small.memoryUsage().blockCache;
+      assert.ok(read.memoryUsage().blockCache > 2 * MB);
+      assert.ok(smallCache > 0 && smallCache < MB, `small cache ${smallCache}`);
       const broken = {
         location: '/nowhere',
         flushMemtables: () => {
+          throw new Error('refused');
+        },
+        evictBlockCache: () => {
           throw new Error('refused');
         },
       };
       const elsewhere = {
         location: kv.location,
         flushMemtables: async (min?: number) => kv.flushMemtables(min),
+        evictBlockCache: async (min?: number) => kv.evictBlockCache(min),
       };
-      nativeReclaim(() => [elsewhere, small, broken], log, { trimDelayMs: 10 })();
+      nativeReclaim(() => [elsewhere, read, small, broken], log, { trimDelayMs: 10 })();
       assert.ok((await memtablesUnder(kv, MB)) < MB);
+      assert.ok(read.memoryUsage().blockCache < 256 << 10, 'the read cache emptied');
+      assert.ok(small.memoryUsage().blockCache >= smallCache, 'under minCacheBytes: left alone');
       assert.ok(small.memoryUsage().memtables > 0, 'under minMemtableBytes: left alone');
-      assert.deepEqual(warnings, ['memtable flush refused']);
+      assert.deepEqual(warnings.sort(), ['block cache eviction refused', 'memtable flush refused']);
     } finally {
       await kv.close();
+      await read.close();
       await small.close();
     }
   });

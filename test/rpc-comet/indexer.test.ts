@@ -135,6 +135,14 @@ describe('TxIndexer', () => {
         [1, 2, 3],
         'the same answers after the flush',
       );
+      // ...and empties its block cache there, which those reads filled from the new table file.
+      const cached = (await thread.memoryUsage()).blockCache;
+      assert.ok(cached > 0, 'the reads went through the block cache');
+      assert.equal(await thread.evictBlockCache(cached + 1), 0, 'under minBytes: left alone');
+      const freed = await thread.evictBlockCache(1);
+      assert.ok(freed > 0 && freed <= cached, `evicted ${freed} of ${cached} bytes`);
+      assert.ok((await thread.memoryUsage()).blockCache < cached);
+      assert.deepEqual(await indexer.searchBlocks('block.height >= 1'), [1, 2, 3], 'and after the eviction');
       const tx = await chain.signTransfer(1, 987654n);
       chain.commitBlock([tx]);
       await indexer.idle();

@@ -9,12 +9,16 @@ import { fileURLToPath } from 'node:url';
 interface Addon {
   mallocTrim(): boolean;
   flushMemtables(handle: bigint, location: string): void;
+  evictBlockCache(handle: bigint, location: string): { before: number; after: number };
 }
 
 export interface NativeStatus {
   /** The add-on is loaded: mallocTrim works. */
   loaded: boolean;
-  /** flushMemtables works: the add-on was compiled against the installed @nxtedition/rocksdb. */
+  /**
+   * flushMemtables and evictBlockCache work: the add-on was compiled against the installed
+   * @nxtedition/rocksdb.
+   */
   flush: boolean;
   /** Why something is off; undefined when both work. */
   reason?: string;
@@ -100,4 +104,19 @@ export function flushMemtables(handle: bigint, location: string): boolean {
   if (addon === undefined || !status.flush) return false;
   addon.flushMemtables(handle, location);
   return true;
+}
+
+/**
+ * Drops every block no reader holds from a database's block cache (data, index and filter blocks):
+ * what a load's reads left there, held as live malloc blocks that malloc_trim cannot return until
+ * they are freed. The next read of each block goes to the table file (the OS page cache, usually).
+ * Returns the cache's usage before and after, bytes; undefined when the add-on cannot (see
+ * nativeStatus); throws what the handle check refused.
+ */
+export function evictBlockCache(
+  handle: bigint,
+  location: string,
+): { before: number; after: number } | undefined {
+  if (addon === undefined || !status.flush) return undefined;
+  return addon.evictBlockCache(handle, location);
 }

@@ -12,7 +12,14 @@
 //   (FlushOptions::wait = false): RocksDB's background thread writes the memtables to an SST file and
 //   frees them; reads and writes go on meanwhile, and this thread never waits on RocksDB.
 //
-// No RocksDB symbol is linked: DB::DefaultColumnFamily and DB::Flush are virtual, called through the
+// evictBlockCache(handle, location): drops the blocks no reader holds from the database's block cache
+//   (index and filter blocks too: the node keeps them in the cache). The cache is reached through the
+//   default column family's options, DB::GetOptions -> table_factory -> BlockBasedTableOptions::
+//   block_cache, and emptied with Cache::EraseUnRefEntries; its blocks are malloc'd, so malloc_trim can
+//   then give their pages back. Returns the cache's usage before and after, bytes.
+//
+// No RocksDB symbol is linked: DB::DefaultColumnFamily, DB::Flush, DB::GetOptions,
+// Configurable::GetOptionsPtr, Cache::GetUsage and Cache::EraseUnRefEntries are virtual, called through the
 // object's own table; everything else used from the headers is inline. The headers are the installed
 // @nxtedition/rocksdb's own (scripts/build-native.mjs), and index.ts refuses the flush when the
 // installed package is not the version this file was compiled against.
@@ -23,7 +30,9 @@
 #include <string>
 
 #include "rocksdb/db.h"
+#include "rocksdb/advanced_cache.h"
 #include "rocksdb/options.h"
+#include "rocksdb/table.h"
 
 namespace {
 
@@ -47,31 +56,51 @@ napi_value MallocTrim(napi_env env, napi_callback_info) {
   return result;
 }
 
-napi_value FlushMemtables(napi_env env, napi_callback_info info) {
+// The database behind (handle, location), or nullptr with a JavaScript error thrown naming what is
+// wrong. `name` is the calling function's, for the messages.
+rocksdb::DB* OpenDatabase(napi_env env, napi_callback_info info, const char* name) {
   size_t argc = 2;
   napi_value argv[2];
-  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok || argc != 2)
-    return Throw(env, "flushMemtables(handle, location): two arguments expected");
+  const std::string fn(name);
+  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok || argc != 2) {
+    Throw(env, fn + "(handle, location): two arguments expected");
+    return nullptr;
+  }
 
   int64_t address = 0;
   bool lossless = false;
   if (napi_get_value_bigint_int64(env, argv[0], &address, &lossless) != napi_ok || !lossless ||
-      address == 0)
-    return Throw(env, "flushMemtables: handle must be the database's non-zero bigint handle");
+      address == 0) {
+    Throw(env, fn + ": handle must be the database's non-zero bigint handle");
+    return nullptr;
+  }
 
   size_t length = 0;
-  if (napi_get_value_string_utf8(env, argv[1], nullptr, 0, &length) != napi_ok)
-    return Throw(env, "flushMemtables: location must be a string");
+  if (napi_get_value_string_utf8(env, argv[1], nullptr, 0, &length) != napi_ok) {
+    Throw(env, fn + ": location must be a string");
+    return nullptr;
+  }
   std::string location(length, '\0');
   napi_get_value_string_utf8(env, argv[1], location.data(), length + 1, &length);
 
   const auto* head = reinterpret_cast<const DatabaseHead*>(static_cast<intptr_t>(address));
   // A std::string's size and characters are checked before its contents are compared, so a handle
   // of another layout (a different binding version) is refused without reading past its bounds.
-  if (head->location.size() != location.size() || head->location != location)
-    return Throw(env, "flushMemtables: the handle's database is not at " + location +
-                          " (unknown @nxtedition/rocksdb layout?)");
-  if (head->db == nullptr) return Throw(env, "flushMemtables: database at " + location + " is not open");
+  if (head->location.size() != location.size() || head->location != location) {
+    Throw(env, fn + ": the handle's database is not at " + location +
+                   " (unknown @nxtedition/rocksdb layout?)");
+    return nullptr;
+  }
+  if (head->db == nullptr) {
+    Throw(env, fn + ": database at " + location + " is not open");
+    return nullptr;
+  }
+  return head->db;
+}
+
+napi_value FlushMemtables(napi_env env, napi_callback_info info) {
+  rocksdb::DB* db = OpenDatabase(env, info, "flushMemtables");
+  if (db == nullptr) return nullptr;
 
   // allow_write_stall: without it RocksDB first waits, on this (the JavaScript) thread, until one more
   // table file would not slow writes down: after a long load, with compactions behind, that is a
@@ -79,7 +108,7 @@ napi_value FlushMemtables(napi_env env, napi_callback_info info) {
   rocksdb::FlushOptions options;
   options.wait = false;
   options.allow_write_stall = true;
-  const rocksdb::Status status = head->db->Flush(options, head->db->DefaultColumnFamily());
+  const rocksdb::Status status = db->Flush(options, db->DefaultColumnFamily());
   if (!status.ok()) {
     const char* state = status.getState();
     return Throw(env, std::string("flushMemtables: RocksDB refused the flush (code ") +
@@ -89,12 +118,40 @@ napi_value FlushMemtables(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+napi_value EvictBlockCache(napi_env env, napi_callback_info info) {
+  rocksdb::DB* db = OpenDatabase(env, info, "evictBlockCache");
+  if (db == nullptr) return nullptr;
+  // A copy of the column family's options: it shares the table factory, and so the cache, with the
+  // database (shared_ptr), which keeps both alive while this runs even if the database closes.
+  const rocksdb::Options options = db->GetOptions(db->DefaultColumnFamily());
+  const auto* table = options.table_factory == nullptr
+                          ? nullptr
+                          : options.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>();
+  if (table == nullptr) return Throw(env, "evictBlockCache: the database has no block-based table factory");
+  napi_value result;
+  napi_create_object(env, &result);
+  double before = 0;
+  double after = 0;
+  if (table->block_cache != nullptr) {
+    before = static_cast<double>(table->block_cache->GetUsage());
+    table->block_cache->EraseUnRefEntries();
+    after = static_cast<double>(table->block_cache->GetUsage());
+  }
+  napi_value value;
+  napi_create_double(env, before, &value);
+  napi_set_named_property(env, result, "before", value);
+  napi_create_double(env, after, &value);
+  napi_set_named_property(env, result, "after", value);
+  return result;
+}
+
 }  // namespace
 
 NAPI_MODULE_INIT() {
   napi_property_descriptor properties[] = {
       {"mallocTrim", nullptr, MallocTrim, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"flushMemtables", nullptr, FlushMemtables, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"evictBlockCache", nullptr, EvictBlockCache, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(properties) / sizeof(properties[0]), properties);
   return exports;

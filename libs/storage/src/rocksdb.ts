@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { flushMemtables } from '@noded/native';
+import { evictBlockCache, flushMemtables } from '@noded/native';
 import type { BatchOp, KVStore, Range, SyncReader } from './kv.js';
 
 const require = createRequire(import.meta.url);
@@ -183,6 +183,20 @@ export class RocksKV implements KVStore, SyncReader {
     if (this.db.status !== 'open') return false;
     if (this.numberProperty('rocksdb.cur-size-all-mem-tables') < minBytes) return false;
     return flushMemtables(this.db.handle, this.location);
+  }
+
+  /**
+   * Empties the block cache of what no reader holds (index and filter blocks too), when it holds at
+   * least `minBytes`: a load's reads fill it, and its blocks stay allocated until evicted, so the
+   * memory does not come back when the node goes quiet. The next read of each block goes to the table
+   * file. Returns the bytes freed; 0 when nothing was done (closed, under `minBytes`, or
+   * @noded/native cannot: see its nativeStatus()).
+   */
+  evictBlockCache(minBytes = 1 << 20): number {
+    if (this.db.status !== 'open') return 0;
+    if (this.numberProperty('rocksdb.block-cache-usage') < minBytes) return 0;
+    const usage = evictBlockCache(this.db.handle, this.location);
+    return usage === undefined ? 0 : Math.max(0, usage.before - usage.after);
   }
 
   async close(): Promise<void> {

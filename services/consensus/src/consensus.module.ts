@@ -317,6 +317,7 @@ export class CometRpcHost implements OnApplicationBootstrap {
       this.closers.addDatabase('indexer', {
         location: thread.location,
         flushMemtables: (min) => thread.flushMemtables(min),
+        evictBlockCache: (min) => thread.evictBlockCache(min),
         close: () => indexer.close(),
       });
     else this.closers.add('indexer', () => indexer.close());

@@ -54,6 +54,14 @@ export const defaultIdleReclaimOptions: IdleReclaimOptions = {
   minGrowthBytes: 4 << 20,
 };
 
+/**
+ * The two worker threads' (JSON-RPC, tx indexer): 3% busy. They are under 1% busy idle but only 5-9%
+ * (indexer) and 13-27% (JSON-RPC) under the soak's load, so the main thread's 25% never armed the
+ * indexer's collection and seldom the JSON-RPC thread's: a minute after 5-minute soaks their heaps held
+ * about 13 MB more than idle (docs/reliability.md, "Bounded memory", 2026-11-28 late morning).
+ */
+export const workerIdleReclaimOptions: Partial<IdleReclaimOptions> = { quietUtilization: 0.03 };
+
 export interface Reclaimed {
   /** The heap's physical size before and after the collection, bytes. */
   before: number;

@@ -30,6 +30,7 @@ export type IndexerCommand =
   | { op: 'rollbackTo'; height: number }
   | { op: 'memory' }
   | { op: 'flushMemtables'; minBytes: number }
+  | { op: 'evictBlockCache'; minBytes: number }
   | { op: 'close' };
 
 /** A command as sent; every one is answered with an IndexerReply carrying its id. */
@@ -154,6 +155,11 @@ export class IndexerThread implements TxIndexBackend {
    */
   flushMemtables(minBytes?: number): Promise<boolean> {
     return this.request({ op: 'flushMemtables', minBytes: minBytes ?? 1 << 20 });
+  }
+
+  /** RocksKV.evictBlockCache of tx_index.db, in its thread, asked as flushMemtables is. Bytes freed. */
+  evictBlockCache(minBytes?: number): Promise<number> {
+    return this.request({ op: 'evictBlockCache', minBytes: minBytes ?? 1 << 20 });
   }
 
   /** Waits for the requests in flight, closes the database, stops the thread. */

@@ -3,7 +3,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { Query, TxIndexStore } from '@noded/rpc';
 import { DATABASE_MEMORY } from '@noded/service-shared/src/databases.js';
-import { startIdleReclaim } from '@noded/service-shared/src/idle-reclaim.js';
+import { startIdleReclaim, workerIdleReclaimOptions } from '@noded/service-shared/src/idle-reclaim.js';
 import { RocksKV } from '@noded/storage';
 import type { IndexerReady, IndexerReply, IndexerRequest, IndexerThreadData } from './thread.js';
 
@@ -41,6 +41,8 @@ async function serve(): Promise<void> {
         return kv.memoryUsage();
       case 'flushMemtables':
         return kv.flushMemtables(req.minBytes);
+      case 'evictBlockCache':
+        return kv.evictBlockCache(req.minBytes);
       case 'close':
         closing = true;
         await Promise.allSettled([...inFlight]);
@@ -71,7 +73,7 @@ async function serve(): Promise<void> {
     }
   });
   port.postMessage({ ready: true } satisfies IndexerReady);
-  startIdleReclaim();
+  startIdleReclaim(undefined, workerIdleReclaimOptions);
 }
 
 void serve();

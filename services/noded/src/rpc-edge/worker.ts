@@ -4,7 +4,11 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { senderRecovery } from '@noded/execution';
 import { DevAccounts, EthEdgeClient, EthRpcServer } from '@noded/rpc';
-import { logReclaim, startIdleReclaim } from '@noded/service-shared/src/idle-reclaim.js';
+import {
+  logReclaim,
+  startIdleReclaim,
+  workerIdleReclaimOptions,
+} from '@noded/service-shared/src/idle-reclaim.js';
 import type { RpcThreadData } from './thread.js';
 
 if (parentPort === null) throw new Error('rpc-edge/worker.js runs only as a worker thread');
@@ -24,4 +28,4 @@ const server = new EthRpcServer({
   onRequest: edge.onRequest,
 });
 edge.serve(server);
-startIdleReclaim(logReclaim(edge.logger, 'json-rpc'));
+startIdleReclaim(logReclaim(edge.logger, 'json-rpc'), workerIdleReclaimOptions);
