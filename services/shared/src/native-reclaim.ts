@@ -28,8 +28,8 @@ export interface NativeReclaimOptions {
 }
 
 /**
- * 1 MiB: an idle chain-local node writes a few KB a block, and its block caches hold 0.1-0.5 MB. 3 s: flushing a 16 MiB memtable took
- * 0.1-0.5 s here.
+ * 1 MiB: an idle chain-local node writes a few KB a block, and its block caches hold 0.1-0.5 MB.
+ * 3 s: flushing a 16 MiB memtable took 0.1-0.5 s here.
  */
 export const defaultNativeReclaimOptions: NativeReclaimOptions = {
   minMemtableBytes: 1 << 20,
