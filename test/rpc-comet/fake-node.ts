@@ -148,6 +148,8 @@ export class FakeChain implements NodeReader, EthChain {
           { key: 'ethereumTxHash', value: toHex(keccak256(tx)), index: true },
           { key: 'txIndex', value: String(index), index: true },
           { key: 'txGasUsed', value: '21000', index: true },
+          // As blockrun: the CometBFT hash, upper-case hex.
+          { key: 'txHash', value: Buffer.from(sha256(tx)).toString('hex').toUpperCase(), index: true },
         ],
       },
       {

@@ -559,6 +559,44 @@ describe('CometBFT RPC over HTTP', () => {
     assert.equal(capped.json.result.txs.length, 6);
   });
 
+  it('tx_search on ethereum_tx.txHash and ethereumTxHash (answered from the hash keys): =, EXISTS, CONTAINS, AND, paging', async () => {
+    const pos = (r: { json: { result: { txs: Array<{ height: string; index: number }> } } }) =>
+      r.json.result.txs.map((t) => `${t.height}/${t.index}`);
+    const raw = h.chain.blocks.get(5)!.block.data.txs[1];
+    const tm = Buffer.from(sha256(raw)).toString('hex').toUpperCase();
+    const one = await http(`${h.url}/tx_search?query="ethereum_tx.txHash='${tm}'"`);
+    assert.equal(one.json.result.total_count, '1');
+    assert.equal(one.json.result.txs[0].hash, tm);
+    const shown = one.json.result.txs[0].tx_result.events[0];
+    assert.equal(shown.type, 'ethereum_tx');
+    const attrs = Object.fromEntries(
+      (shown.attributes as Array<{ key: string; value: string; index: boolean }>).map((a) => [a.key, a]),
+    );
+    assert.deepEqual(attrs.txHash, { key: 'txHash', value: tm, index: true }, 'the event shown is unchanged');
+    const eth = attrs.ethereumTxHash.value as string;
+    assert.match(eth, /^0x[0-9a-f]{64}$/);
+    assert.deepEqual(pos(await http(`${h.url}/tx_search?query="ethereum_tx.ethereumTxHash='${eth}'"`)), [
+      '5/1',
+    ]);
+    assert.deepEqual(
+      pos(await http(`${h.url}/tx_search?query="ethereum_tx.ethereumTxHash='${eth}' AND tx.height<5"`)),
+      [],
+    );
+    const exists = await http(
+      `${h.url}/tx_search?query="ethereum_tx.txHash EXISTS"&order_by="desc"&per_page=2&page=2`,
+    );
+    assert.equal(exists.json.result.total_count, '6');
+    assert.deepEqual(pos(exists), ['5/0', '3/0']);
+    const contains = await http(
+      `${h.url}/tx_search?query="ethereum_tx.ethereumTxHash CONTAINS '0x' AND tx.height<5"`,
+    );
+    assert.deepEqual(pos(contains), ['2/0', '2/1', '3/0']);
+    const part = tm.slice(3, 11);
+    assert.deepEqual(pos(await http(`${h.url}/tx_search?query="ethereum_tx.txHash CONTAINS '${part}'"`)), [
+      '5/1',
+    ]);
+  });
+
   it('block_search by block.height and FinalizeBlock events, newest first by default', async () => {
     const { json } = await http(`${h.url}/block_search?query="block.height>=2 AND block_reward.amount>20"`);
     assert.equal(json.result.total_count, '3');

@@ -194,6 +194,118 @@ describe('TxIndexer', () => {
     }
   });
 
+  it('ethereum_tx.txHash and ethereumTxHash: not written as attribute keys, answered from T/A (RocksDB)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'noded-txindex-hashes-'));
+    const TM = 'ethereum_tx.txHash';
+    const ETH = 'ethereum_tx.ethereumTxHash';
+    try {
+      const chain = await FakeChain.create({ txsPerBlock: [2, 0, 3, 1] });
+      const kv = await RocksKV.open(join(dir, 'tx_index.db'));
+      const indexer = new TxIndexer({ kv, bus: chain.bus, logger: silentLogger });
+      assert.equal(await indexer.catchUp(chain), 4);
+      // Every transaction with its position and the two values its events carry.
+      const all: Array<{ pos: string; tm: string; eth: string; h: number; i: number }> = [];
+      for (let h = 1; h <= 4; h++)
+        chain.blocks.get(h)!.block.data.txs.forEach((raw, i) => {
+          all.push({
+            pos: `${h}/${i}`,
+            tm: Buffer.from(sha256(raw)).toString('hex').toUpperCase(),
+            eth: `0x${Buffer.from(keccak256(raw)).toString('hex')}`,
+            h,
+            i,
+          });
+        });
+      assert.equal(all.length, 6);
+
+      const attributeKeys = async (tag: string) => {
+        const prefix = Buffer.from(`E${tag}\0`);
+        const end = Buffer.from(prefix);
+        end[end.length - 1] = 1;
+        let n = 0;
+        for await (const _ of kv.iterate({ gte: prefix, lt: end })) n++;
+        return n;
+      };
+      assert.equal(await attributeKeys(TM), 0, `no ${TM} keys are written`);
+      assert.equal(await attributeKeys(ETH), 0, `no ${ETH} keys are written`);
+      assert.equal(await attributeKeys('ethereum_tx.txIndex'), 6, 'the other attributes are');
+
+      const t = all[3]; // 3/1
+      const check = async (label: string) => {
+        const got = await indexer.search(`${TM}='${t.tm}'`);
+        assert.deepEqual(heightsOf(got), [t.pos], `${label}: ${TM} =`);
+        const attrs = got[0].result.events[0].attributes;
+        assert.deepEqual(
+          attrs.filter((a) => a.key === 'txHash' || a.key === 'ethereumTxHash').map((a) => a.value),
+          [t.eth, t.tm],
+          `${label}: the events shown are unchanged`,
+        );
+        assert.deepEqual(heightsOf(await indexer.search(`${ETH}='${t.eth}'`)), [t.pos], `${label}: ${ETH} =`);
+        assert.deepEqual(
+          heightsOf(await indexer.search(`${TM}='${t.tm.toLowerCase()}'`)),
+          [],
+          'exact strings',
+        );
+        assert.deepEqual(heightsOf(await indexer.search(`${ETH}='${t.eth.slice(2)}'`)), [], 'exact strings');
+        assert.deepEqual(heightsOf(await indexer.search(`${TM}='${'AB'.repeat(32)}'`)), []);
+        assert.deepEqual(heightsOf(await indexer.search(`${ETH}='0x${'ab'.repeat(32)}'`)), []);
+        const every = all.map((x) => x.pos);
+        assert.deepEqual(heightsOf(await indexer.search(`${TM} EXISTS`)), every, `${label}: EXISTS`);
+        assert.deepEqual(heightsOf(await indexer.search(`${ETH} EXISTS`)), every, `${label}: EXISTS`);
+        const part = t.tm.slice(10, 18);
+        assert.deepEqual(
+          heightsOf(await indexer.search(`${TM} CONTAINS '${part}'`)),
+          all.filter((x) => x.tm.includes(part)).map((x) => x.pos),
+          `${label}: CONTAINS`,
+        );
+        const epart = t.eth.slice(20, 28);
+        assert.deepEqual(
+          heightsOf(await indexer.search(`${ETH} CONTAINS '${epart}'`)),
+          all.filter((x) => x.eth.includes(epart)).map((x) => x.pos),
+          `${label}: CONTAINS`,
+        );
+        assert.deepEqual(heightsOf(await indexer.search(`${TM} EXISTS AND tx.height>=3`)), [
+          '3/0',
+          '3/1',
+          '3/2',
+          '4/0',
+        ]);
+        assert.deepEqual(heightsOf(await indexer.search(`${ETH} EXISTS AND ethereum_tx.txIndex=0`)), [
+          '1/0',
+          '3/0',
+          '4/0',
+        ]);
+        assert.deepEqual(heightsOf(await indexer.search(`${ETH}='${t.eth}' AND tx.height=3`)), [t.pos]);
+        assert.deepEqual(heightsOf(await indexer.search(`${ETH}='${t.eth}' AND tx.height=4`)), []);
+        assert.deepEqual(heightsOf(await indexer.search(`${TM}='${t.tm}' AND ${ETH}='${t.eth}'`)), [t.pos]);
+        assert.deepEqual(heightsOf(await indexer.search(`${TM}='${t.tm}' AND ${ETH}='${all[0].eth}'`)), []);
+        assert.deepEqual(heightsOf(await indexer.search(`${TM}='${t.tm}' AND ethereum_tx.txIndex=0`)), []);
+      };
+      await check('new database');
+
+      // A database written before the change holds the attribute keys too: the same answers, none twice.
+      const u32 = (n: number) => Buffer.from([n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255]);
+      const old = all.flatMap((x) => {
+        const pos = Buffer.concat([u32(0), u32(x.h), u32(x.i)]);
+        const hash = Buffer.from(x.tm, 'hex');
+        return [
+          { type: 'put' as const, key: Buffer.concat([Buffer.from(`E${TM}\0${x.tm}\0`), pos]), value: hash },
+          {
+            type: 'put' as const,
+            key: Buffer.concat([Buffer.from(`E${ETH}\0${x.eth}\0`), pos]),
+            value: hash,
+          },
+        ];
+      });
+      await kv.write(old);
+      assert.equal(await attributeKeys(TM), 6);
+      await check('database written before');
+      await indexer.close();
+      await kv.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('tx_index.indexer = "null": nothing is indexed and the queries say so (as CometBFT)', async () => {
     const chain = await FakeChain.create({ txsPerBlock: [1, 2] });
     const indexer = new TxIndexer({ disabled: true, bus: chain.bus, logger: silentLogger });

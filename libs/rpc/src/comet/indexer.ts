@@ -9,6 +9,13 @@
 //   B <height 8>                                  -> "" (block.height)
 //   F <tag> 0x00 <value> 0x00 <height 8>          -> "" (indexed attribute of a FinalizeBlock event)
 //   M last                                        -> height 8 (highest block indexed)
+//
+// Two attributes of every EVM transaction are not written as E keys: ethereum_tx.txHash (the
+// upper-case hex of the T key's hash) and ethereum_tx.ethereumTxHash (0x and the lower-case hex of
+// the A key's hash). They were random over the key space, two of the thirteen keys a transfer wrote,
+// and made compaction rewrite overlapping files; queries on them are answered from the T, A and H
+// keys and checked against the stored events (see DERIVED_TAGS). A value in any other form is still
+// written as an E key, and databases written before keep theirs (answers are deduplicated).
 import { keccak256 } from '@noded/crypto';
 import type { BatchOp, KVStore } from '@noded/storage';
 import type {
@@ -27,6 +34,26 @@ import { b64, bytesEqual, fromB64 } from './wire.js';
 export const TX_HASH_KEY = 'tx.hash';
 export const TX_HEIGHT_KEY = 'tx.height';
 export const BLOCK_HEIGHT_KEY = 'block.height';
+/** ethereum_tx.txHash: the CometBFT hash, upper-case hex (libs/execution's blockrun). */
+export const ETH_TX_TM_HASH_KEY = 'ethereum_tx.txHash';
+/** ethereum_tx.ethereumTxHash: the Ethereum hash, 0x and lower-case hex. */
+export const ETH_TX_ETH_HASH_KEY = 'ethereum_tx.ethereumTxHash';
+
+/**
+ * The attributes whose value is a transaction's own hash, in the form the node writes: not stored as
+ * E keys (the T and A keys already map them), answered from those keys instead.
+ */
+const DERIVED_TAGS: ReadonlySet<string> = new Set([ETH_TX_TM_HASH_KEY, ETH_TX_ETH_HASH_KEY]);
+const TM_HASH_FORM = /^[0-9A-F]{64}$/;
+const ETH_HASH_FORM = /^0x[0-9a-f]{64}$/;
+
+function hexLower(b: Uint8Array): string {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
+}
+
+function hexUpper(b: Uint8Array): string {
+  return hexLower(b).toUpperCase();
+}
 
 /** One indexed transaction (abci.TxResult). */
 export interface IndexedTx {
@@ -361,17 +388,21 @@ export class TxIndexStore implements TxIndexBackend {
       const prev = previous[i];
       if (r.code !== 0 && prev && decodeRecord(hash, prev).result.code === 0) continue;
       const pos = cat(h8, u32(i));
+      const ethHash = keccak256(txs[i]);
       for (const e of r.events) {
         if (e.type === '') continue;
         for (const a of e.attributes) {
           if (a.key === '' || !a.index) continue;
           const tag = `${e.type}.${a.key}`;
           if (tag === TX_HASH_KEY || tag === TX_HEIGHT_KEY) continue; // reserved keys
+          // The transaction's own hashes: the T and A keys answer for them.
+          if (tag === ETH_TX_TM_HASH_KEY && a.value === hexUpper(hash)) continue;
+          if (tag === ETH_TX_ETH_HASH_KEY && a.value === `0x${hexLower(ethHash)}`) continue;
           put(cat('E', tag, SEP, a.value, SEP, pos), hash);
         }
       }
       put(cat('H', pos), hash);
-      put(cat('A', keccak256(txs[i])), hash);
+      put(cat('A', ethHash), hash);
       put(cat('T', hash), encodeRecord({ hash, height, index: i, tx: txs[i], result: r }));
     }
     const last = await this.indexedHeight();
@@ -452,6 +483,8 @@ export class TxIndexStore implements TxIndexBackend {
     }
 
     let positions: Map<string, Uint8Array> | undefined;
+    /** Conditions on DERIVED_TAGS: their candidates are checked against each record's events. */
+    const derived: number[] = [];
     for (let i = 0; i < q.conditions.length; i++) {
       const cond = q.conditions[i];
       const found = new Map<string, Uint8Array>();
@@ -475,6 +508,10 @@ export class TxIndexStore implements TxIndexBackend {
           if (!q.matchesValue(i, value)) continue;
           found.set(Buffer.from(key.subarray(key.length - 12)).toString('hex'), hash);
         }
+        if (DERIVED_TAGS.has(cond.tag)) {
+          derived.push(i);
+          await this.derivedCandidates(q, i, found);
+        }
       }
       positions = positions ? intersect(positions, found) : found;
       if (positions.size === 0) return [];
@@ -494,9 +531,52 @@ export class TxIndexStore implements TxIndexBackend {
     const records = await this.kv.getMany(uniqueHashes.map((h) => cat('T', h)));
     const out: IndexedTx[] = [];
     records.forEach((raw, k) => {
-      if (raw) out.push(decodeRecord(uniqueHashes[k], raw));
+      if (!raw) return;
+      const rec = decodeRecord(uniqueHashes[k], raw);
+      if (derived.every((i) => hasMatchingAttribute(q, i, rec))) out.push(rec);
     });
     return out.sort((a, b) => a.height - b.height || a.index - b.index);
+  }
+
+  /**
+   * Adds to `found` (position -> hash) the transactions that may match condition `i` on a DERIVED_TAGS
+   * attribute, from the keys that hold its value: `=` looks the hash up (T for txHash, A for
+   * ethereumTxHash); any other operator walks H (txHash, whose value is the hash itself) or A
+   * (ethereumTxHash) and keeps the values it accepts. The caller checks each record's events.
+   */
+  private async derivedCandidates(q: Query, i: number, found: Map<string, Uint8Array>): Promise<void> {
+    const cond = q.conditions[i];
+    const tm = cond.tag === ETH_TX_TM_HASH_KEY;
+    let hashes: Uint8Array[] = [];
+    if (cond.op === '=' && cond.arg?.type === 'string') {
+      const text = cond.arg.text;
+      if (tm && TM_HASH_FORM.test(text)) hashes = [new Uint8Array(Buffer.from(text, 'hex'))];
+      else if (!tm && ETH_HASH_FORM.test(text)) {
+        const alias = await this.kv.get(cat('A', Buffer.from(text.slice(2), 'hex')));
+        if (alias) hashes = [alias];
+      }
+    } else if (tm) {
+      for await (const [key, hash] of this.kv.iterate({
+        gte: enc.encode('H'),
+        lt: prefixEnd(enc.encode('H')),
+      })) {
+        if (q.matchesValue(i, hexUpper(hash))) found.set(Buffer.from(key.subarray(1)).toString('hex'), hash);
+      }
+      return;
+    } else {
+      for await (const [key, hash] of this.kv.iterate({
+        gte: enc.encode('A'),
+        lt: prefixEnd(enc.encode('A')),
+      })) {
+        if (q.matchesValue(i, `0x${hexLower(key.subarray(1))}`)) hashes.push(hash);
+      }
+    }
+    const records = await this.kv.getMany(hashes.map((h) => cat('T', h)));
+    records.forEach((raw, k) => {
+      if (!raw) return;
+      const rec = decodeRecord(hashes[k], raw);
+      found.set(Buffer.from(cat(u64(rec.height), u32(rec.index))).toString('hex'), rec.hash);
+    });
   }
 
   /** Heights of the blocks matching the query (block.height and FinalizeBlock event attributes), ascending. */
@@ -545,6 +625,18 @@ export class TxIndexStore implements TxIndexBackend {
       yield [key, value, hash];
     }
   }
+}
+
+/** Whether an indexed attribute of `rec`'s events with condition `i`'s tag has a value it accepts. */
+function hasMatchingAttribute(q: Query, i: number, rec: IndexedTx): boolean {
+  const tag = q.conditions[i].tag;
+  for (const e of rec.result.events) {
+    if (e.type === '') continue;
+    for (const a of e.attributes) {
+      if (a.key !== '' && a.index && `${e.type}.${a.key}` === tag && q.matchesValue(i, a.value)) return true;
+    }
+  }
+  return false;
 }
 
 function intersect(a: Map<string, Uint8Array>, b: Map<string, Uint8Array>): Map<string, Uint8Array> {
