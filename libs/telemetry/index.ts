@@ -11,7 +11,7 @@ export {
 // pino logger (JSON lines to <home>/logs/noded.log, readable lines on a TTY); satisfies libs/types Logger.
 export { createLogger, type LoggerOptions, LogLevelError, pinoLevel } from './src/logger.js';
 // The metrics registry fed from the EventBus plus hooks the node calls (mempool, peers, RPC).
-export { NodeMetrics, type NodeMetricsDeps, type StorageMemory } from './src/metrics.js';
+export { NodeMetrics, type NodeMetricsDeps, type StorageMemory, type ThreadHeap } from './src/metrics.js';
 // [instrumentation] options with CometBFT's defaults, and its listen-address parser.
 export {
   defaultInstrumentationOptions,

@@ -104,6 +104,22 @@ describe('node lifecycle', { timeout: 420_000 }, () => {
     for (const db of ['blockstore', 'state'])
       assert.ok(memtables.get(db)! < 1 << 20, `${db} memtables ${memtables.get(db)}: not its 4 MiB budget`);
     assert.equal(sample(text, 'cometbft_p2p_peers'), 0, 'a single node has no peers');
+    // Each worker thread's V8 heap, as that thread reads it: both are running, neither is the main
+    // thread's (whose figures are nodejs_heap_size_*), and used never exceeds total.
+    const mainUsed = Number(/^nodejs_heap_size_used_bytes (\S+)$/m.exec(text)?.[1]);
+    for (const thread of ['json-rpc', 'tx-indexer']) {
+      const heap = new Map(
+        [
+          ...text.matchAll(
+            new RegExp(`^cometbft_thread_heap_bytes\\{thread="${thread}",kind="(\\w+)"\\} (\\S+)$`, 'gm'),
+          ),
+        ].map((m) => [m[1], Number(m[2])]),
+      );
+      assert.deepEqual([...heap.keys()].sort(), ['total', 'used'], thread);
+      const used = heap.get('used')!;
+      assert.ok(used > 1 << 20 && used <= heap.get('total')!, `${thread} heap: ${JSON.stringify([...heap])}`);
+      assert.notEqual(used, mainUsed, `${thread} reports its own heap, not the main thread's`);
+    }
   });
 
   it('serves the REST API balance of a dev account', async () => {

@@ -52,6 +52,8 @@ export interface MemSample {
   memtablesMB: number;
   /** The memtables by database (the metrics' `db` label), MB. */
   memtablesByDbMB: Record<string, number>;
+  /** Each worker thread's V8 heap, used and total (the metrics' `thread_heap_bytes`), MB. */
+  threadHeapsMB: Record<string, { used: number; total: number }>;
   /** RSS by kind of mapping (readSmapsMB). */
   mallocMB: number;
   anonMB: number;
@@ -111,7 +113,8 @@ export function readSmapsMB(pid: number): { malloc: number; anon: number; file: 
 
 /**
  * Values of unlabelled Prometheus samples by metric name, plus the node's RocksDB memory summed over
- * its databases as `storage_memory_bytes` (all kinds) and `storage_memory_bytes:<kind>`.
+ * its databases as `storage_memory_bytes` (all kinds) and `storage_memory_bytes:<kind>`, and each
+ * worker thread's heap as `thread_heap_bytes:<thread>:<kind>`.
  */
 export async function readMetrics(url: string): Promise<Map<string, number>> {
   const res = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5000) });
@@ -130,6 +133,11 @@ export async function readMetrics(url: string): Promise<Map<string, number>> {
       if (db !== undefined && st[1] === 'memtables')
         add(`storage_memory_bytes:memtables:${db}`, Number(st[2]));
     }
+    const th =
+      /^[a-zA-Z_:][a-zA-Z0-9_:]*_thread_heap_bytes\{thread="([a-z_-]+)",kind="([a-z]+)"\} ([0-9.eE+-]+)/.exec(
+        line,
+      );
+    if (th) out.set(`thread_heap_bytes:${th[1]}:${th[2]}`, Number(th[3]));
   }
   return out;
 }
@@ -181,6 +189,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     let rocks = Number.NaN;
     let memtables = Number.NaN;
     const memtablesByDb: Record<string, number> = {};
+    const threadHeaps: Record<string, { used: number; total: number }> = {};
     if (t.metrics) {
       try {
         const m = await readMetrics(t.metrics);
@@ -192,6 +201,11 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         for (const [k, v] of m) {
           if (k.startsWith('storage_memory_bytes:memtables:'))
             memtablesByDb[k.slice('storage_memory_bytes:memtables:'.length)] = v / MB;
+          const th = /^thread_heap_bytes:(.+):(used|total)$/.exec(k);
+          if (th) {
+            threadHeaps[th[1]!] ??= { used: Number.NaN, total: Number.NaN };
+            threadHeaps[th[1]!]![th[2] as 'used' | 'total'] = v / MB;
+          }
         }
       } catch (err) {
         fail('metrics', err);
@@ -210,6 +224,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       rocksMB: rocks,
       memtablesMB: memtables,
       memtablesByDbMB: memtablesByDb,
+      threadHeapsMB: threadHeaps,
     };
     samples.push(s);
     log(
@@ -217,7 +232,9 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         s.memtablesByDbMB,
       )
         .map(([db, mb]) => `${db} ${mb.toFixed(1)}`)
-        .join(', ')})  malloc ${s.mallocMB.toFixed(1)} MB  other anon ${s.anonMB.toFixed(1)} MB`,
+        .join(', ')})  threads ${Object.entries(s.threadHeapsMB)
+        .map(([name, h]) => `${name} ${h.used.toFixed(1)}/${h.total.toFixed(1)}`)
+        .join(', ')} MB  malloc ${s.mallocMB.toFixed(1)} MB  other anon ${s.anonMB.toFixed(1)} MB`,
     );
   };
   let sampling = true;
@@ -485,6 +502,8 @@ function parts(r: SoakReport): string {
     ['malloc', (s) => s.mallocMB],
     ['other anon', (s) => s.anonMB],
     ['main heap total', (s) => s.heapTotalMB],
+    ['json-rpc heap total', (s) => s.threadHeapsMB['json-rpc']?.total ?? Number.NaN],
+    ['tx-indexer heap total', (s) => s.threadHeapsMB['tx-indexer']?.total ?? Number.NaN],
     ['RocksDB', (s) => s.rocksMB],
   ];
   return fields

@@ -29,7 +29,6 @@ function linear(start: number, width: number, count: number): number[] {
 const GO_DEFAULT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const METHOD_LIMIT = 256;
 
-/** Bytes a peer sent and received on one channel since it connected (the P2P host's counts). */
 /** One database's RocksDB memory, bytes (`<ns>_storage_memory_bytes`). */
 export interface StorageMemory {
   db: string;
@@ -38,6 +37,17 @@ export interface StorageMemory {
   tableReaders: number;
 }
 
+/**
+ * One worker thread's V8 heap, bytes (`<ns>_thread_heap_bytes`): v8.getHeapStatistics() read in that
+ * thread, `used_heap_size` and `total_heap_size`. The main thread's own is nodejs_heap_size_*_bytes.
+ */
+export interface ThreadHeap {
+  thread: string;
+  used: number;
+  total: number;
+}
+
+/** Bytes a peer sent and received on one channel since it connected (the P2P host's counts). */
 export interface PeerTraffic {
   peer: string;
   /** The channel's protocol ID ("/noded/consensus/1"), used as CometBFT's chID label. */
@@ -294,6 +304,29 @@ export class NodeMetrics {
           this.set({ db: m.db, kind: 'memtables' }, m.memtables);
           this.set({ db: m.db, kind: 'block_cache' }, m.blockCache);
           this.set({ db: m.db, kind: 'table_readers' }, m.tableReaders);
+        }
+      },
+    });
+  }
+
+  /**
+   * The worker threads' V8 heaps, read at each scrape: `<ns>_thread_heap_bytes` with labels `thread`
+   * and `kind` (used, total). Each thread answers for itself (a heap is only visible from its own
+   * isolate); a thread missing from an answer (stopped, or too busy to answer) has no series in that
+   * scrape rather than a stale one.
+   */
+  watchThreadHeaps(read: () => Promise<ThreadHeap[]>): void {
+    new Gauge({
+      name: `${this.namespace}_thread_heap_bytes`,
+      help: "A worker thread's V8 heap: used and total (reserved) bytes; the main thread's is nodejs_heap_size_*.",
+      labelNames: ['thread', 'kind'] as const,
+      registers: [this.registry],
+      async collect() {
+        const heaps = await read();
+        this.reset();
+        for (const h of heaps) {
+          this.set({ thread: h.thread, kind: 'used' }, h.used);
+          this.set({ thread: h.thread, kind: 'total' }, h.total);
         }
       },
     });

@@ -36,7 +36,7 @@ import { logReclaim, startIdleReclaim } from '@noded/service-shared/src/idle-rec
 import { type Flushable, logNativeStatus, nativeReclaim } from '@noded/service-shared/src/native-reclaim.js';
 import { NODED_VERSION } from '@noded/service-shared/src/version.js';
 import { type KVStore, RocksKV, type RocksOptions } from '@noded/storage';
-import { createLogger, MetricsServer, NodeMetrics } from '@noded/telemetry';
+import { createLogger, MetricsServer, NodeMetrics, type ThreadHeap } from '@noded/telemetry';
 import { type EthDevControl, EventBus } from '@noded/types';
 import type { RunNodeOptions, RunningNode } from './cli/commands/start.js';
 import { DevSnapshots, finishInterruptedRevert, recordGenesisPoint } from './dev-snapshots.js';
@@ -372,6 +372,26 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
         })
       : undefined;
     if (eth) life.add('json-rpc', () => eth.close());
+    // Each worker thread reads its own heap. One stopping, failed or not answering within a second
+    // is left out of that scrape rather than holding it.
+    metrics.watchThreadHeaps(async () => {
+      const asked: Array<[string, Promise<{ used: number; total: number }> | undefined]> = [
+        ['json-rpc', eth?.heap()],
+        ['tx-indexer', indexerThread?.heap()],
+      ];
+      const heaps: ThreadHeap[] = [];
+      for (const [thread, p] of asked) {
+        if (p === undefined) continue;
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<undefined>((r) => {
+          timer = setTimeout(() => r(undefined), 1000);
+        });
+        const h = await Promise.race([p.catch(() => undefined), late]);
+        clearTimeout(timer);
+        if (h) heaps.push({ thread, ...h });
+      }
+      return heaps;
+    });
 
     const comet = new CometRpcServer({
       node: reader,

@@ -11,6 +11,7 @@
 // Ordering: one channel delivers in order, and the host sends pending events and a changed
 // snapshot before any reply, so a client that saw a block in a reply never reads an older
 // eth_blockNumber afterwards.
+import { getHeapStatistics } from 'node:v8';
 import type {
   AccessListEntry,
   AccountProof,
@@ -72,7 +73,14 @@ export interface EdgeServer {
   close(): Promise<void>;
 }
 
-type CommandName = keyof EdgeServer;
+/** `heap` is answered by the edge itself: its thread's V8 heap (EthEdgeHost.heap). */
+type CommandName = keyof EdgeServer | 'heap';
+
+/** The edge thread's V8 heap, bytes: v8.getHeapStatistics()'s used_heap_size and total_heap_size. */
+export interface EdgeHeap {
+  used: number;
+  total: number;
+}
 type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
 
 interface WireError {
@@ -361,6 +369,11 @@ export class EthEdgeHost {
 
   listenWs(host: string, port: number): Promise<number> {
     return this.command('listenWs', [host, port]) as Promise<number>;
+  }
+
+  /** The edge thread's V8 heap, as that thread reads it (for the node's metrics). */
+  heap(): Promise<EdgeHeap> {
+    return this.command('heap', []) as Promise<EdgeHeap>;
   }
 
   /** Closes the edge's servers and stops forwarding; the channel itself is the caller's. */
@@ -935,6 +948,15 @@ export class EthEdgeClient {
 
   private async runCommand(id: number, c: CommandName, a: [string, number] | []): Promise<void> {
     try {
+      if (c === 'heap') {
+        const h = getHeapStatistics();
+        this.out.push({
+          t: 'done',
+          id,
+          v: { used: h.used_heap_size, total: h.total_heap_size } satisfies EdgeHeap,
+        });
+        return;
+      }
       if (this.server === undefined) throw new Error('JSON-RPC edge: no server to command');
       const v = c === 'close' ? await this.server.close() : await this.server[c](...(a as [string, number]));
       // Metrics still held go out ahead of the answer, after which the host ends the thread.

@@ -13,6 +13,7 @@ export {
   Awaiting,
   type ChainSnapshot,
   type EdgeChannel,
+  type EdgeHeap,
   type EdgeInit,
   type EdgeServer,
   EthEdgeClient,

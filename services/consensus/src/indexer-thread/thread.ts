@@ -29,6 +29,7 @@ export type IndexerCommand =
   | { op: 'indexedHeight' }
   | { op: 'rollbackTo'; height: number }
   | { op: 'memory' }
+  | { op: 'heap' }
   | { op: 'flushMemtables'; minBytes: number }
   | { op: 'evictBlockCache'; minBytes: number }
   | { op: 'close' };
@@ -146,6 +147,11 @@ export class IndexerThread implements TxIndexBackend {
   /** RocksDB's memory for tx_index.db (memtables, block cache, table readers), as the thread reads it. */
   memoryUsage(): Promise<RocksMemory> {
     return this.request({ op: 'memory' });
+  }
+
+  /** The thread's V8 heap (used_heap_size and total_heap_size), as it reads it itself. */
+  heap(): Promise<{ used: number; total: number }> {
+    return this.request({ op: 'heap' });
   }
 
   /**

@@ -1,5 +1,6 @@
 // The indexer thread: owns data/tx_index.db and answers thread.ts's requests with a TxIndexStore.
 // Started by thread.ts; never imported elsewhere.
+import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Query, TxIndexStore } from '@noded/rpc';
 import { DATABASE_MEMORY } from '@noded/service-shared/src/databases.js';
@@ -39,6 +40,10 @@ async function serve(): Promise<void> {
         return store.rollbackTo(req.height);
       case 'memory':
         return kv.memoryUsage();
+      case 'heap': {
+        const h = getHeapStatistics();
+        return { used: h.used_heap_size, total: h.total_heap_size };
+      }
       case 'flushMemtables':
         return kv.flushMemtables(req.minBytes);
       case 'evictBlockCache':

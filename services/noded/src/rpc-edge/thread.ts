@@ -3,7 +3,7 @@
 // then use the second core and no longer wait for the block being executed, while state reads and
 // admission stay with the executor that owns the state (DESIGN.md: rpc-edge next to executor).
 import { type ResourceLimits, Worker } from 'node:worker_threads';
-import type { DevChainInfo, EdgeChannel, EdgeInit, EthRpcOptions } from '@noded/rpc';
+import type { DevChainInfo, EdgeChannel, EdgeHeap, EdgeInit, EthRpcOptions } from '@noded/rpc';
 import { EthEdgeHost } from '@noded/rpc';
 import { WORKER_LIMITS, workerFailure } from '@noded/service-shared/src/worker-limits.js';
 import type { EthChain, EthDevControl, Logger, NodeEvent } from '@noded/types';
@@ -100,6 +100,11 @@ export class EthRpcThread {
 
   listenWs(host: string, port: number): Promise<number> {
     return this.host.listenWs(host, port);
+  }
+
+  /** The thread's V8 heap, as it reads it itself. */
+  heap(): Promise<EdgeHeap> {
+    return this.host.heap();
   }
 
   async close(): Promise<void> {
