@@ -1,6 +1,8 @@
 export {
   evictBlockCache,
   flushMemtables,
+  type MallocInfo,
+  mallocInfo,
   mallocTrim,
   type NativeStatus,
   nativeStatus,

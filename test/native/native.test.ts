@@ -226,4 +226,59 @@ describe('@noded/native', () => {
     assert.equal(r.trimmed, true);
     assert.ok(r.before - r.after > 16 * MB, `gave back ${((r.before - r.after) / MB).toFixed(1)} MB`);
   });
+
+  // A child as above whose event loop never goes quiet (a timer every 5 ms allocating and freeing
+  // small Buffers): startBusyTrim gives the free pages back anyway, and only when mallinfo2 shows at
+  // least minFreeBytes free.
+  const busyChild = (minFreeBytes: number) => {
+    const script = `
+      const { mallocInfo } = await import('@noded/native');
+      const { startBusyTrim } = await import('./services/shared/src/native-reclaim.js');
+      const rss = () => process.memoryUsage.rss();
+      let held = [];
+      for (let i = 0; i < 4096; i++) held.push(Buffer.allocUnsafeSlow(16384).fill(1));
+      held = held.filter((_, i) => i % 2 === 0);
+      globalThis.gc(); globalThis.gc();
+      await new Promise((r) => setTimeout(r, 50));
+      const busy = setInterval(() => { for (let i = 0; i < 64; i++) Buffer.allocUnsafeSlow(512).fill(2); }, 5);
+      const logged = [];
+      const log = { debug: (o, msg) => logged.push({ ...o, msg }) };
+      const info = mallocInfo();
+      const before = rss();
+      const stop = startBusyTrim(log, { everyMs: 100, minFreeBytes: ${minFreeBytes} });
+      await new Promise((r) => setTimeout(r, 450));
+      stop();
+      clearInterval(busy);
+      process.stdout.write(JSON.stringify({ info, before, after: rss(), logged, live: held.length }));`;
+    const run = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
+      cwd: join(import.meta.dirname, '..', '..'),
+      env: { ...process.env, MALLOC_TRIM_THRESHOLD_: String(1 << 30), MALLOC_ARENA_MAX: '1' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(run.status, 0, run.stderr);
+    return JSON.parse(run.stdout) as {
+      info: { heap: number; free: number };
+      before: number;
+      after: number;
+      logged: Array<{ msg: string; freeMB: number; ms: number }>;
+      live: number;
+    };
+  };
+
+  it('mallocInfo sees the free pages, and startBusyTrim gives them back while the loop is busy', () => {
+    const r = busyChild(16 * MB);
+    assert.equal(r.live, 2048);
+    assert.ok(r.info.free > 24 * MB && r.info.free < r.info.heap, `mallinfo2: ${JSON.stringify(r.info)}`);
+    assert.ok(r.before - r.after > 16 * MB, `gave back ${((r.before - r.after) / MB).toFixed(1)} MB`);
+    // Every 100 ms over 450 ms: mallinfo2 still counts the given-back pages as free, so each look trims.
+    assert.ok(r.logged.length >= 3, JSON.stringify(r.logged));
+    assert.ok(r.logged[0]!.freeMB > 24, JSON.stringify(r.logged));
+  });
+
+  it('startBusyTrim leaves heaps with fewer free bytes than minFreeBytes alone', () => {
+    const r = busyChild(1024 * MB);
+    assert.deepEqual(r.logged, []);
+    assert.ok(r.before - r.after < 8 * MB, `gave back ${((r.before - r.after) / MB).toFixed(1)} MB`);
+  });
 });

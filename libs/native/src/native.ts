@@ -8,8 +8,17 @@ import { fileURLToPath } from 'node:url';
 
 interface Addon {
   mallocTrim(): boolean;
+  mallocInfo(): MallocInfo;
   flushMemtables(handle: bigint, location: string): void;
   evictBlockCache(handle: bigint, location: string): { before: number; after: number };
+}
+
+/** glibc's heaps (mallinfo2 over every arena), bytes. */
+export interface MallocInfo {
+  /** What the heaps hold from the system (blocks mmap'd on their own are not counted). */
+  heap: number;
+  /** Of which free: what malloc_trim can give back, page by page. */
+  free: number;
 }
 
 export interface NativeStatus {
@@ -92,6 +101,14 @@ export function nativeStatus(): NativeStatus {
  */
 export function mallocTrim(): boolean {
   return addon?.mallocTrim() ?? false;
+}
+
+/**
+ * glibc's mallinfo2(): what malloc's heaps hold and how much of it is free. undefined when the add-on
+ * is not loaded. Walks each arena's free lists under its lock: cheap once a minute, not per request.
+ */
+export function mallocInfo(): MallocInfo | undefined {
+  return addon?.mallocInfo();
 }
 
 /**

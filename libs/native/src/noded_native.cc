@@ -1,8 +1,11 @@
-// @noded/native: two calls Node cannot make by itself, for giving memory back when the node is quiet
-// (docs/reliability.md, "Bounded memory").
+// @noded/native: calls Node cannot make by itself, for giving memory back when the node is quiet
+// and, for glibc's heaps, while it is busy (docs/reliability.md, "Bounded memory").
 //
 // mallocTrim(): glibc's malloc_trim(0). Frees the unused pages inside malloc's heaps (not only at
 //   their top, which MALLOC_TRIM_THRESHOLD_ already covers): what a load's freed native buffers left.
+//
+// mallocInfo(): glibc's mallinfo2(), summed over the arenas: what malloc's heaps hold and how much
+//   of it is free, so that mallocTrim can be asked only when there is something to give back.
 //
 // flushMemtables(handle, location): RocksDB's DB::Flush for the default column family of a database
 //   opened by @nxtedition/rocksdb, which has no flush of its own. `handle` is the binding's public
@@ -47,6 +50,21 @@ struct DatabaseHead {
 napi_value Throw(napi_env env, const std::string& message) {
   napi_throw_error(env, nullptr, message.c_str());
   return nullptr;
+}
+
+// {heap, free}: glibc's mallinfo2() over every arena: the bytes malloc's heaps hold from the system
+// (`arena`, not counting blocks mmap'd on their own) and of them the bytes free (`fordblks`), which
+// only malloc_trim gives back when they sit between live blocks.
+napi_value MallocInfo(napi_env env, napi_callback_info) {
+  const struct mallinfo2 m = mallinfo2();
+  napi_value result;
+  napi_value value;
+  napi_create_object(env, &result);
+  napi_create_double(env, static_cast<double>(m.arena), &value);
+  napi_set_named_property(env, result, "heap", value);
+  napi_create_double(env, static_cast<double>(m.fordblks), &value);
+  napi_set_named_property(env, result, "free", value);
+  return result;
 }
 
 napi_value MallocTrim(napi_env env, napi_callback_info) {
@@ -150,6 +168,7 @@ napi_value EvictBlockCache(napi_env env, napi_callback_info info) {
 NAPI_MODULE_INIT() {
   napi_property_descriptor properties[] = {
       {"mallocTrim", nullptr, MallocTrim, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"mallocInfo", nullptr, MallocInfo, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"flushMemtables", nullptr, FlushMemtables, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"evictBlockCache", nullptr, EvictBlockCache, nullptr, nullptr, nullptr, napi_default, nullptr},
   };

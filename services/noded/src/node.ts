@@ -33,7 +33,12 @@ import { DATABASE_MEMORY } from '@noded/service-shared/src/databases.js';
 import { hasDevControls } from '@noded/service-shared/src/dev-controls.js';
 import { devAccountKeys } from '@noded/service-shared/src/dev-keys.js';
 import { logReclaim, startIdleReclaim } from '@noded/service-shared/src/idle-reclaim.js';
-import { type Flushable, logNativeStatus, nativeReclaim } from '@noded/service-shared/src/native-reclaim.js';
+import {
+  type Flushable,
+  logNativeStatus,
+  nativeReclaim,
+  startBusyTrim,
+} from '@noded/service-shared/src/native-reclaim.js';
 import { NODED_VERSION } from '@noded/service-shared/src/version.js';
 import { type KVStore, RocksKV, type RocksOptions } from '@noded/storage';
 import { createLogger, MetricsServer, NodeMetrics, type ThreadHeap } from '@noded/telemetry';
@@ -296,6 +301,8 @@ export async function runNode(opts: RunNodeOptions): Promise<RunningNode> {
       }, log),
     });
     life.add('idle-reclaim', () => reclaim?.stop());
+    const stopTrim = startBusyTrim(log);
+    if (stopTrim) life.add('busy-trim', stopTrim);
     metrics.watchStorageMemory(async () => {
       const all = databases.map(({ name, kv }) => ({ db: name.replace(/\.db$/, ''), ...kv.memoryUsage() }));
       // tx_index.db lives in the indexer's thread; a thread that is stopping leaves it out of the scrape.

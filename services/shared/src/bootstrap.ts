@@ -8,7 +8,7 @@ import { NestFactory } from '@nestjs/core';
 import { createLogger } from '@noded/telemetry';
 import type { Logger } from '@noded/types';
 import { logReclaim, startIdleReclaim } from './idle-reclaim.js';
-import { type Flushable, logNativeStatus, nativeReclaim } from './native-reclaim.js';
+import { type Flushable, logNativeStatus, nativeReclaim, startBusyTrim } from './native-reclaim.js';
 import type { ServiceSettings } from './settings.js';
 import { startTracing } from './tracing.js';
 
@@ -144,6 +144,8 @@ export async function bootstrapService(
     onQuiet: nativeReclaim(() => closers.databases(), log),
   });
   if (reclaim) closers.add('idle-reclaim', () => reclaim.stop());
+  const stopTrim = startBusyTrim(log);
+  if (stopTrim) closers.add('busy-trim', stopTrim);
   log.info({ home: settings.home, chainId: settings.genesis.runtime.chainId }, 'service started');
   return {
     logger,
