@@ -111,22 +111,34 @@ function both(a: readonly number[], b: readonly number[]): readonly number[] {
 
 /**
  * The positions in `b` of the logs that match `c` (ascending), from the index alone: the positions
- * of each criterion (the addresses, each named topic position) intersected, and a log with fewer
- * topics than the query has positions left out (as logMatches: a wildcard position needs a topic
- * too); undefined when the query names nothing and every log of the block matches.
+ * of each criterion intersected, the fewest first, and a log with fewer topics than the query has
+ * positions left out (as logMatches: a wildcard position needs a topic too); undefined when the
+ * query names nothing and every log of the block matches. The topic positions past the first are
+ * looked up first (an indexed argument such as a Transfer's receiver: most blocks have none of it).
  */
 function matching(b: BlockLogs, c: LogMatch): readonly number[] | undefined {
   const need = c.topics.length;
   const index = indexOf(b);
+  const lists: Array<readonly number[]> = [];
+  for (let p = need - 1; p >= 0; p--) {
+    const values = c.topics[p];
+    if (values === null || values === undefined) continue;
+    const at = anyOf(index.topics[p], values);
+    if (at.length === 0) return at;
+    lists.push(at);
+  }
+  if (c.addresses.length > 0) {
+    const at = anyOf(index.addresses, c.addresses);
+    if (at.length === 0) return at;
+    lists.push(at);
+  }
   let out: readonly number[] | undefined;
-  if (c.addresses.length > 0 || c.topics.some((t) => t !== null)) {
-    if (c.addresses.length > 0) out = anyOf(index.addresses, c.addresses);
-    for (let p = 0; p < need && (out === undefined || out.length > 0); p++) {
-      const values = c.topics[p];
-      if (values === null || values === undefined) continue;
-      const at = anyOf(index.topics[p], values);
-      out = out === undefined ? at : both(out, at);
-    }
+  if (lists.length > 0) {
+    if (lists.length > 1) lists.sort((x, y) => x.length - y.length);
+    out = lists[0]!;
+    // A list naming every log of the block (a token's address in its own busy block) changes nothing.
+    for (let k = 1; k < lists.length && out.length > 0; k++)
+      if (lists[k]!.length < b.logs.length) out = both(out, lists[k]!);
   }
   if (need <= index.minTopics) return out;
   const logs = b.logs;
