@@ -268,8 +268,6 @@ async function readBodies(
   tokenAddress: string | undefined,
 ): Promise<Array<[ReadMethod, string[]]>> {
   const who = ctx.allSenders[0].address;
-  const req = (method: string, params: unknown[]) =>
-    JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
   const want = ctx.opts.reads;
   const bodies: Array<[ReadMethod, string[]]> = [];
   if (want.includes('blockNumber')) bodies.push(['eth_blockNumber', [req('eth_blockNumber', [])]]);
@@ -286,53 +284,11 @@ async function readBodies(
       bodies.push(['eth_call balanceOf, 4096 holders', holders.slice(0, HOLDERS).map(balanceOf)]);
     }
     if (want.includes('logs')) {
-      // One holder's incoming transfers (topic 2 = the receiver), as a wallet's history view asks:
-      // all the token's logs would pass the 10,000-result cap of noded (and of public endpoints).
-      // The holder is one no load pays, given the same LOG_HISTORY transfers on every node just
-      // before the row, so every node's reply holds the same logs whatever its loads completed.
-      try {
-        await seedLogHistory(ctx, tokenAddress);
-      } catch (err) {
-        // One row's set-up failing (anvil's automine stalled by the loads before it) leaves the other
-        // reads to run; the row is reported as not run, with why.
-        run.readNotes = {
-          ...run.readNotes,
-          'eth_getLogs, last 1000 blocks': `not run: ${(err as Error).message}`,
-        };
-        log(`${run.target}: eth_getLogs row not run: ${(err as Error).message}`);
-        return finishBodies(ctx, run, bodies, req);
-      }
-      const latest = Number(BigInt(await ctx.rpc.call<string>('eth_blockNumber')));
-      const from = Math.max(0, latest - 999);
-      const transferTopic = abi.getEvent('Transfer')!.topicHash;
-      const holderTopic = `0x${HISTORY_HOLDER.slice(2).toLowerCase().padStart(64, '0')}`;
-      const filter = {
-        address: tokenAddress,
-        fromBlock: hexQty(from),
-        toBlock: hexQty(latest),
-        topics: [transferTopic, null, holderTopic],
-      };
-      const logs = await ctx.rpc.call<unknown[]>('eth_getLogs', [filter]);
-      const off =
-        logs.length === LOG_HISTORY ? '' : ` (NOT the ${LOG_HISTORY} sent: the rows are not comparable)`;
-      run.readNotes = {
-        ...run.readNotes,
-        'eth_getLogs, last 1000 blocks': `blocks ${from}..${latest} (${latest - from + 1} blocks), Transfer logs to one receiver: ${logs.length} per reply${off}`,
-      };
-      bodies.push(['eth_getLogs, last 1000 blocks', [req('eth_getLogs', [filter])]]);
+      const body = await logsBody(ctx, run, tokenAddress);
+      if (body !== undefined) bodies.push(['eth_getLogs, last 1000 blocks', [body]]);
     }
   }
-  return finishBodies(ctx, run, bodies, req);
-}
-
-/** readBodies' last row, eth_getTransactionReceipt, which needs no token. */
-function finishBodies(
-  ctx: Ctx,
-  run: TargetRun,
-  bodies: Array<[ReadMethod, string[]]>,
-  req: (method: string, params: unknown[]) => string,
-): Array<[ReadMethod, string[]]> {
-  if (ctx.opts.reads.includes('receipt') && ctx.receiptHashes.length > 0) {
+  if (want.includes('receipt') && ctx.receiptHashes.length > 0) {
     const hashes = ctx.receiptHashes.slice(0, HOLDERS);
     run.readNotes = {
       ...run.readNotes,
@@ -341,6 +297,46 @@ function finishBodies(
     bodies.push(['eth_getTransactionReceipt', hashes.map((h) => req('eth_getTransactionReceipt', [h]))]);
   }
   return bodies;
+}
+
+/** A JSON-RPC request body. */
+const req = (method: string, params: unknown[]) => JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
+
+/**
+ * The eth_getLogs row's body: one holder's incoming transfers (topic 2 = the receiver), as a
+ * wallet's history view asks (all the token's logs would pass the 10,000-result cap of noded and of
+ * public endpoints). The holder is one no load pays, given the same LOG_HISTORY transfers on every
+ * node just before the row, so every node's reply holds the same logs whatever its loads completed.
+ * Undefined when that seed fails (anvil's automine stalled by the loads before it): the other reads
+ * still run, and the row is reported as not run, with why.
+ */
+async function logsBody(ctx: Ctx, run: TargetRun, tokenAddress: string): Promise<string | undefined> {
+  const row = 'eth_getLogs, last 1000 blocks';
+  try {
+    await seedLogHistory(ctx, tokenAddress);
+  } catch (err) {
+    run.readNotes = { ...run.readNotes, [row]: `not run: ${(err as Error).message}` };
+    log(`${run.target}: eth_getLogs row not run: ${(err as Error).message}`);
+    return undefined;
+  }
+  const latest = Number(BigInt(await ctx.rpc.call<string>('eth_blockNumber')));
+  const from = Math.max(0, latest - 999);
+  const transferTopic = compileToken().abi.getEvent('Transfer')!.topicHash;
+  const holderTopic = `0x${HISTORY_HOLDER.slice(2).toLowerCase().padStart(64, '0')}`;
+  const filter = {
+    address: tokenAddress,
+    fromBlock: hexQty(from),
+    toBlock: hexQty(latest),
+    topics: [transferTopic, null, holderTopic],
+  };
+  const logs = await ctx.rpc.call<unknown[]>('eth_getLogs', [filter]);
+  const off =
+    logs.length === LOG_HISTORY ? '' : ` (NOT the ${LOG_HISTORY} sent: the rows are not comparable)`;
+  run.readNotes = {
+    ...run.readNotes,
+    [row]: `blocks ${from}..${latest} (${latest - from + 1} blocks), Transfer logs to one receiver: ${logs.length} per reply${off}`,
+  };
+  return req('eth_getLogs', [filter]);
 }
 
 /** Fees every generator transaction carries on every node (so the same bytes serve every node). */

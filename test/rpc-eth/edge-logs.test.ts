@@ -16,6 +16,7 @@ import { RecentLogs } from '@noded/rpc/src/eth/recent-logs.js';
 import { RocksKV } from '@noded/storage';
 import { type EthLog, EventBus, type Hex, type LogFilter, silentLogger } from '@noded/types';
 import { Interface } from 'ethers';
+import { WebSocket } from 'ws';
 import { addr, GWEI, key, produceBlock, signTx, type TestNode } from '../execution/helpers.js';
 import { E1, E2, hex, openEmitterChain, PAIR, word } from './emitter.js';
 import { call, rpc, sleep } from './helpers.js';
@@ -30,6 +31,7 @@ describe('eth_getLogs answered on the JSON-RPC edge from recent blocks', { timeo
   let host: EthEdgeHost;
   let channel: MessageChannel;
   let url: string;
+  let wsUrl: string;
   let bus: EventBus;
   /** Filters the executor was asked for through the host (the edge's misses and fills). */
   const asked: LogFilter[] = [];
@@ -98,11 +100,45 @@ describe('eth_getLogs answered on the JSON-RPC edge from recent blocks', { timeo
 
   /** The executor's own answer, as the JSON-RPC renders it. */
   async function direct(filter: Record<string, unknown>, from: bigint, to: bigint): Promise<unknown[]> {
+    return JSON.parse(await directText(filter, from, to));
+  }
+
+  /** The executor's own answer as text: each log rendered on its own, joined (the reply before the edge's runs). */
+  async function directText(filter: Record<string, unknown>, from: bigint, to: bigint): Promise<string> {
     const topics = (filter['topics'] as Array<Hex | Hex[] | null> | undefined) ?? [];
     const address = filter['address'];
     const addresses = address === undefined ? [] : Array.isArray(address) ? address : [address];
     const logs = await executorGetLogs({ fromBlock: from, toBlock: to, addresses, topics });
-    return JSON.parse(JSON.stringify(logs.map(formatLog)));
+    return `[${logs.map((l) => JSON.stringify(formatLog(l))).join(',')}]`;
+  }
+
+  /** The reply's bytes as sent, checked against its content-length. */
+  async function rawPost(body: string): Promise<string> {
+    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const bytes = Buffer.from(await res.arrayBuffer());
+    assert.equal(Number(res.headers.get('content-length')), bytes.length, 'content-length');
+    return bytes.toString('utf8');
+  }
+
+  /** eth_getLogs over HTTP with `id`, as the bytes sent. */
+  function rawGetLogs(filter: Record<string, unknown>, id: unknown = 1): Promise<string> {
+    return rawPost(JSON.stringify({ jsonrpc: '2.0', id, method: 'eth_getLogs', params: [filter] }));
+  }
+
+  /** One request over a fresh WebSocket; the reply's text. */
+  async function wsRequest(body: string): Promise<string> {
+    const ws = new WebSocket(wsUrl);
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    const reply = new Promise<string>((resolve) =>
+      ws.once('message', (d, binary) => {
+        assert.equal(binary, false, 'a text frame');
+        resolve(String(d));
+      }),
+    );
+    ws.send(body);
+    const text = await reply;
+    ws.close();
+    return text;
   }
 
   before(async () => {
@@ -134,6 +170,7 @@ describe('eth_getLogs answered on the JSON-RPC edge from recent blocks', { timeo
     });
     edge.serve(server);
     url = `http://127.0.0.1:${await host.listenHttp('127.0.0.1', 0)}`;
+    wsUrl = `ws://127.0.0.1:${await host.listenWs('127.0.0.1', 0)}`;
     for (let i = 0; i < 20; i++) await randomBlock();
     await edgeAtLatest();
   });
@@ -203,6 +240,62 @@ describe('eth_getLogs answered on the JSON-RPC edge from recent blocks', { timeo
     assert.equal(asked.length, before);
   });
 
+  it("replies byte for byte as each of the executor's logs rendered and joined, over HTTP, in a batch and over WebSocket", async () => {
+    const latest = n.ex.latestHeight();
+    const before = asked.length;
+    const cases: Array<Record<string, unknown>> = [
+      {},
+      { address: E1, topics: [PAIR, A, D] },
+      {
+        address: [E1, E2],
+        topics: [
+          [PAIR, word(0x77)],
+          [A, A, B],
+        ],
+      },
+      { topics: [null, null, E] },
+      { topics: [null, null, null] },
+      { topics: [PAIR, E, E] },
+      { address: `0x${'99'.repeat(20)}` },
+    ];
+    const envelope = (id: string, result: string) => `{"jsonrpc":"2.0","id":${id},"result":${result}}`;
+    const chainId = await call<Hex>(url, 'eth_chainId');
+    for (const filter of cases) {
+      const all = { fromBlock: '0x0', toBlock: 'latest', ...filter };
+      const want = await directText(filter, 0n, latest);
+      // Over the cap the whole range is an error (tested above); its part is not.
+      if ((JSON.parse(want) as unknown[]).length <= LOGS_CAP)
+        assert.equal(await rawGetLogs(all), envelope('1', want), JSON.stringify(filter));
+      const part = { fromBlock: hex(4), toBlock: hex(6), ...filter };
+      const wantPart = await directText(filter, 4n, 6n);
+      // An id of any JSON kind is written as JSON.stringify writes it (here with non-ASCII text).
+      assert.equal(
+        await rawGetLogs(part, 'ü-7'),
+        envelope('"ü-7"', wantPart),
+        `part ${JSON.stringify(filter)}`,
+      );
+      const b5 = await n.ex.getBlockByNumber(5n);
+      assert.equal(
+        await rawGetLogs({ blockHash: b5!.hash, ...filter }, null),
+        envelope('null', await directText(filter, 5n, 5n)),
+      );
+      // In a batch, and over WebSocket, the same text.
+      const batch = JSON.stringify([
+        { jsonrpc: '2.0', id: 7, method: 'eth_getLogs', params: [part] },
+        { jsonrpc: '2.0', id: 8, method: 'eth_chainId', params: [] },
+      ]);
+      assert.equal(await rawPost(batch), `[${envelope('7', wantPart)},${envelope('8', `"${chainId}"`)}]`);
+      const ws = JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'eth_getLogs', params: [part] });
+      assert.equal(await wsRequest(ws), envelope('9', wantPart));
+    }
+    assert.equal(asked.length, before, 'every one answered on the edge');
+    // A range past the latest height is no logs.
+    assert.equal(
+      await rawGetLogs({ fromBlock: hex(Number(latest) + 5), toBlock: hex(Number(latest) + 9) }),
+      envelope('1', '[]'),
+    );
+  });
+
   it('takes new blocks from their heads, and forgets the heights above a rewind', async () => {
     await randomBlock();
     await edgeAtLatest();
@@ -217,7 +310,11 @@ describe('eth_getLogs answered on the JSON-RPC edge from recent blocks', { timeo
     // A rewind below the newest block: its logs are no longer answered by the edge.
     bus.publish({ kind: 'ChainRewound', height: Number(latest) - 1 });
     await sleep(50);
-    await call(url, 'eth_getLogs', [{ fromBlock: hex(Number(latest) - 5), ...filter }]);
+    // Answered by the executor (each log rendered on its own), byte for byte as before.
+    assert.equal(
+      await rawGetLogs({ fromBlock: hex(Number(latest) - 5), ...filter }),
+      `{"jsonrpc":"2.0","id":1,"result":${await directText(filter, latest - 5n, latest)}}`,
+    );
     for (let i = 0; i < 100 && asked.length < before + 2; i++) await sleep(5);
     assert.equal(asked.length, before + 2, 'asked of the executor after the rewind, and the height filled');
     assert.equal(asked[before]!.topics?.length, 3);

@@ -37,8 +37,8 @@ import {
   formatReceipt,
   formatTx,
   type Json,
-  JsonText,
-  logText,
+  JsonBytes,
+  logsJson,
 } from './format.js';
 import { bytesToHex, formatBtc, hexToBytes, quantity } from './hex.js';
 import type { EthRpcOptions } from './options.js';
@@ -443,9 +443,9 @@ export class EthApi {
     return { from, to };
   }
 
-  private async queryLogs(c: FilterCriteria): Promise<JsonText> {
+  private async queryLogs(c: FilterCriteria): Promise<JsonBytes> {
     const range = await this.logRange(c);
-    if (range === null) return new JsonText('[]');
+    if (range === null) return logsJson([]);
     const cap = this.options.logsCap;
     const logs = await this.chain.getLogs({
       fromBlock: range.from,
@@ -457,8 +457,8 @@ export class EthApi {
     if (cap > 0 && logs.length > cap) {
       throw new RpcError(RpcErrorCode.limitExceeded, `query returned more than ${cap} results`);
     }
-    // Joined from each log's text: the edge's recent logs keep theirs, so a repeated query renders nothing.
-    return new JsonText(`[${logs.map(logText).join(',')}]`);
+    // Copied from the blocks' rendered logs the edge keeps, so a repeated query renders nothing.
+    return logsJson(logs);
   }
 
   // ---- registration --------------------------------------------------------------------------

@@ -872,7 +872,7 @@ export class EthEdgeClient {
     let to = filter.toBlock;
     if (to > latest) to = latest;
     if (from > to) return asked();
-    const hit = cache.query({ ...filter, fromBlock: from, toBlock: to });
+    const hit = cache.query(filter, from, to);
     if (hit !== undefined) return Promise.resolve(hit);
     const reply = asked();
     this.fillLogs(cache, from, to);

@@ -121,14 +121,19 @@ export function formatLog(l: EthLog): JsonObject {
 }
 
 /**
- * A result already rendered as JSON text: the envelope is written around it as it is (eth_getLogs
- * replies of hundreds of logs are joined from each log's text, not built as objects and stringified).
+ * A result already rendered as UTF-8 JSON, in pieces: the envelope is written around them and the
+ * pieces are sent as they are, never joined into a string (eth_getLogs replies of hundreds of logs,
+ * mostly views of their blocks' rendered logs; see logsJson).
  */
-export class JsonText {
-  constructor(readonly text: string) {}
+export class JsonBytes {
+  constructor(
+    readonly chunks: readonly Buffer[],
+    /** Bytes in all the chunks. */
+    readonly length: number,
+  ) {}
 }
 
-/** Each log's JSON text, kept while the log object lives (the edge's recent logs keep theirs). */
+/** Each log's JSON text, kept while the log object lives (the logs subscriptions' notifications). */
 const logTexts = new WeakMap<EthLog, string>();
 
 /** JSON.stringify(formatLog(l)), rendered once per log object. */
@@ -139,6 +144,140 @@ export function logText(l: EthLog): string {
     logTexts.set(l, t);
   }
   return t;
+}
+
+/** A block's logs rendered once: their JSON texts joined by commas, and where each one lies. */
+export interface RenderedLogs {
+  /** UTF-8. */
+  bytes: Buffer;
+  starts: Uint32Array;
+  ends: Uint32Array;
+}
+
+/** Renders `logs` (a block's, in order) as RenderedLogs. */
+export function renderLogs(logs: readonly EthLog[]): RenderedLogs {
+  const texts = logs.map((l) => JSON.stringify(formatLog(l)));
+  const bytes = Buffer.from(texts.join(','), 'utf8');
+  const starts = new Uint32Array(logs.length);
+  const ends = new Uint32Array(logs.length);
+  let at = 0;
+  for (let i = 0; i < texts.length; i++) {
+    starts[i] = at;
+    at += Buffer.byteLength(texts[i]!, 'utf8');
+    ends[i] = at;
+    at++;
+  }
+  return { bytes, starts, ends };
+}
+
+/**
+ * The JSON of a list of logs as ranges of rendered bytes, in order: a run of logs that stand next to
+ * each other in their block (every Transfer of a token in a block, say) is one range, commas included.
+ */
+export class LogRuns {
+  readonly bytes: Buffer[] = [];
+  readonly starts: number[] = [];
+  readonly ends: number[] = [];
+  /** Logs added. */
+  count = 0;
+  private last: RenderedLogs | undefined;
+  private lastIndex = -1;
+
+  /** Log `i` of the rendered block `r`, next. */
+  add(r: RenderedLogs, i: number): void {
+    this.count++;
+    if (r === this.last && i === this.lastIndex + 1) {
+      this.ends[this.ends.length - 1] = r.ends[i]!;
+    } else {
+      this.bytes.push(r.bytes);
+      this.starts.push(r.starts[i]!);
+      this.ends.push(r.ends[i]!);
+      this.last = r;
+    }
+    this.lastIndex = i;
+  }
+
+  /** A log rendered on its own, next. */
+  addText(text: string): void {
+    const b = Buffer.from(text, 'utf8');
+    this.count++;
+    this.bytes.push(b);
+    this.starts.push(0);
+    this.ends.push(b.length);
+    this.last = undefined;
+  }
+}
+
+/** The runs a list of logs was gathered with (RecentLogs.query), for logsJson. */
+const runsOfList = new WeakMap<readonly EthLog[], LogRuns>();
+
+/** Notes that `runs` render `logs` (the same logs, in order); returns `logs`. */
+export function withRuns(logs: EthLog[], runs: LogRuns): EthLog[] {
+  runsOfList.set(logs, runs);
+  return logs;
+}
+
+/**
+ * Runs of a reply at least this long are sent as views of their block's rendered logs; shorter
+ * pieces are copied together into one chunk (a chunk costs a write of its own).
+ */
+const SHARED_RUN_BYTES = 4096;
+const OPEN = Buffer.from('[');
+const CLOSE = Buffer.from(']');
+const SEP = Buffer.from(',');
+
+/**
+ * The JSON array of `logs`, as UTF-8 chunks: byte for byte `[${logs.map(logText).join(',')}]`. Logs
+ * gathered from rendered blocks (withRuns) are taken from them, long runs without a copy; others
+ * are rendered here.
+ */
+export function logsJson(logs: readonly EthLog[]): JsonBytes {
+  let runs = runsOfList.get(logs);
+  if (runs === undefined || runs.count !== logs.length) {
+    runs = new LogRuns();
+    for (const l of logs) runs.addText(JSON.stringify(formatLog(l)));
+  }
+  // The pieces in order, each a range of a buffer: brackets, runs and the commas between them.
+  const pieces: Buffer[] = [OPEN];
+  const starts: number[] = [0];
+  const ends: number[] = [1];
+  for (let i = 0; i < runs.bytes.length; i++) {
+    if (i > 0) {
+      pieces.push(SEP);
+      starts.push(0);
+      ends.push(1);
+    }
+    pieces.push(runs.bytes[i]!);
+    starts.push(runs.starts[i]!);
+    ends.push(runs.ends[i]!);
+  }
+  pieces.push(CLOSE);
+  starts.push(0);
+  ends.push(1);
+  // Long runs as views; the short pieces between them copied together.
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for (let i = 0; i < pieces.length; ) {
+    if (ends[i]! - starts[i]! >= SHARED_RUN_BYTES) {
+      chunks.push(pieces[i]!.subarray(starts[i], ends[i]));
+      length += ends[i]! - starts[i]!;
+      i++;
+      continue;
+    }
+    let j = i;
+    let n = 0;
+    for (; j < pieces.length && ends[j]! - starts[j]! < SHARED_RUN_BYTES; j++) n += ends[j]! - starts[j]!;
+    if (j === i + 1) chunks.push(pieces[i]!.subarray(starts[i], ends[i]));
+    else {
+      const out = Buffer.allocUnsafe(n);
+      let at = 0;
+      for (let k = i; k < j; k++) at += pieces[k]!.copy(out, at, starts[k], ends[k]);
+      chunks.push(out);
+    }
+    length += n;
+    i = j;
+  }
+  return new JsonBytes(chunks, length);
 }
 
 /** geth's MarshalReceipt. */

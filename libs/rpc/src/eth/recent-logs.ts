@@ -5,7 +5,8 @@
 // query with no criteria. A query is answered here only when every height of its range is held;
 // otherwise it goes to the chain as before.
 import type { EthLog, Hex, LogFilter } from '@noded/types';
-import { type LogMatch, logMatches } from './filters.js';
+import type { LogMatch } from './filters.js';
+import { LogRuns, type RenderedLogs, renderLogs, withRuns } from './format.js';
 
 /**
  * What the cache keeps. Measured: about 0.9 kB a log as objects, 2.1 kB once its JSON text and the
@@ -21,14 +22,28 @@ export interface RecentLogsLimits {
 // 20,000 logs: about 42 MB at most, held after a load until newer blocks push them out (docs/reliability.md memory).
 export const DEFAULT_RECENT_LOGS: RecentLogsLimits = { blocks: 1024, logs: 20_000 };
 
-/** One block's logs, with an index of each address and topic value (any position) to its logs. */
-interface BlockLogs {
-  logs: EthLog[];
-  /** Lowercased address or topic -> ascending positions in `logs`; built on the first query. */
-  index?: Map<string, number[]>;
+/**
+ * Where each address and each topic value (by position) stands in a block's logs: lowercased value
+ * -> ascending positions in the block's `logs`.
+ */
+interface BlockIndex {
+  addresses: Map<string, number[]>;
+  /** By topic position. */
+  topics: Array<Map<string, number[]>>;
+  /** The fewest topics a log of the block has. */
+  minTopics: number;
 }
 
-/** The criteria of a query, lowercased (the shape logMatches takes); an empty list becomes null. */
+/** One block's logs, with their index. */
+interface BlockLogs {
+  logs: EthLog[];
+  /** Built on the first query of the block. */
+  index?: BlockIndex;
+  /** The logs' JSON, rendered on the first query that matched one of them. */
+  rendered?: RenderedLogs;
+}
+
+/** The criteria of a query, lowercased; an empty list becomes null (matches anything). */
 function criteriaOf(filter: LogFilter): LogMatch {
   const topics = (filter.topics ?? []).map((t) => {
     if (t === null || t === undefined) return null;
@@ -38,48 +53,96 @@ function criteriaOf(filter: LogFilter): LogMatch {
   return { addresses: (filter.addresses ?? []).map((a) => a.toLowerCase() as Hex), topics };
 }
 
-function indexOf(b: BlockLogs): Map<string, number[]> {
+function put(index: Map<string, number[]>, k: string, i: number): void {
+  const list = index.get(k);
+  if (list === undefined) index.set(k, [i]);
+  else list.push(i);
+}
+
+function indexOf(b: BlockLogs): BlockIndex {
   if (b.index !== undefined) return b.index;
-  const index = new Map<string, number[]>();
-  const put = (k: string, i: number) => {
-    const list = index.get(k);
-    if (list === undefined) index.set(k, [i]);
-    else if (list[list.length - 1] !== i) list.push(i); // a value twice in one log counts once
-  };
+  const index: BlockIndex = { addresses: new Map(), topics: [], minTopics: Number.POSITIVE_INFINITY };
   b.logs.forEach((l, i) => {
-    put(l.address.toLowerCase(), i);
-    for (const t of l.topics) put(t.toLowerCase(), i);
+    if (l.topics.length < index.minTopics) index.minTopics = l.topics.length;
+    put(index.addresses, l.address.toLowerCase(), i);
+    l.topics.forEach((t, p) => {
+      let m = index.topics[p];
+      if (m === undefined) {
+        m = new Map();
+        index.topics[p] = m;
+      }
+      put(m, t.toLowerCase(), i);
+    });
   });
   b.index = index;
   return index;
 }
 
-/**
- * The positions in `b` that may match: those of the criterion (the addresses, or one topic
- * position) naming the fewest logs; every log when the query names nothing.
- */
-function candidates(b: BlockLogs, c: LogMatch): number[] | undefined {
-  const lists: string[][] = [];
-  if (c.addresses.length > 0) lists.push(c.addresses);
-  for (const t of c.topics) if (t !== null) lists.push(t);
-  if (lists.length === 0) return undefined;
-  const index = indexOf(b);
-  let best: number[] | undefined;
-  for (const values of lists) {
-    const found: number[][] = [];
-    let n = 0;
-    for (const v of values) {
-      const hit = index.get(v);
-      if (hit !== undefined) {
-        found.push(hit);
-        n += hit.length;
-      }
-    }
-    if (best !== undefined && n >= best.length) continue;
-    best = found.length === 1 ? found[0]! : [...new Set(found.flat())].sort((x, y) => x - y);
-    if (best.length === 0) return best;
+const NONE: readonly number[] = [];
+
+/** The positions holding any of `values` (ascending, each once). */
+function anyOf(index: Map<string, number[]> | undefined, values: readonly string[]): readonly number[] {
+  if (index === undefined) return NONE;
+  if (values.length === 1) return index.get(values[0]!) ?? NONE;
+  const lists: number[][] = [];
+  for (const v of values) {
+    const hit = index.get(v);
+    if (hit !== undefined && !lists.includes(hit)) lists.push(hit);
   }
-  return best;
+  if (lists.length <= 1) return lists[0] ?? NONE;
+  return [...new Set(lists.flat())].sort((x, y) => x - y);
+}
+
+/** The positions in both ascending lists. */
+function both(a: readonly number[], b: readonly number[]): readonly number[] {
+  if (a === b) return a;
+  const out: number[] = [];
+  for (let i = 0, j = 0; i < a.length && j < b.length; ) {
+    if (a[i]! < b[j]!) i++;
+    else if (a[i]! > b[j]!) j++;
+    else {
+      out.push(a[i]!);
+      i++;
+      j++;
+    }
+  }
+  return out;
+}
+
+/**
+ * The positions in `b` of the logs that match `c` (ascending), from the index alone: the positions
+ * of each criterion intersected, the fewest first, and a log with fewer topics than the query has
+ * positions left out (as logMatches: a wildcard position needs a topic too); undefined when the
+ * query names nothing and every log of the block matches. The topic positions past the first are
+ * looked up first (an indexed argument such as a Transfer's receiver: most blocks have none of it).
+ */
+function matching(b: BlockLogs, c: LogMatch): readonly number[] | undefined {
+  const need = c.topics.length;
+  const index = indexOf(b);
+  const lists: Array<readonly number[]> = [];
+  for (let p = need - 1; p >= 0; p--) {
+    const values = c.topics[p];
+    if (values === null || values === undefined) continue;
+    const at = anyOf(index.topics[p], values);
+    if (at.length === 0) return at;
+    lists.push(at);
+  }
+  if (c.addresses.length > 0) {
+    const at = anyOf(index.addresses, c.addresses);
+    if (at.length === 0) return at;
+    lists.push(at);
+  }
+  let out: readonly number[] | undefined;
+  if (lists.length > 0) {
+    if (lists.length > 1) lists.sort((x, y) => x.length - y.length);
+    out = lists[0]!;
+    // A list naming every log of the block (a token's address in its own busy block) changes nothing.
+    for (let k = 1; k < lists.length && out.length > 0; k++)
+      if (lists[k]!.length < b.logs.length) out = both(out, lists[k]!);
+  }
+  if (need <= index.minTopics) return out;
+  const logs = b.logs;
+  return (out ?? logs.map((_, i) => i)).filter((i) => logs[i]!.topics.length >= need);
 }
 
 export class RecentLogs {
@@ -151,34 +214,33 @@ export class RecentLogs {
   }
 
   /**
-   * The logs of [filter.fromBlock, filter.toBlock] that match, in order, at most `filter.limit`;
-   * undefined when a height of the range is not held (ask the chain).
+   * The logs of [from, to] (by default the filter's range) that match, in order, at most
+   * `filter.limit`; undefined when a height of the range is not held (ask the chain). The list
+   * carries its blocks' rendered JSON for format.ts logsJson (withRuns).
    */
-  query(filter: LogFilter): EthLog[] | undefined {
-    const from = filter.fromBlock < 0n ? 0 : Number(filter.fromBlock);
-    const to = Number(filter.toBlock);
+  query(filter: LogFilter, fromBlock = filter.fromBlock, toBlock = filter.toBlock): EthLog[] | undefined {
+    const from = fromBlock < 0n ? 0 : Number(fromBlock);
+    const to = Number(toBlock);
     for (let h = from; h <= to; h++) if (!this.byHeight.has(h)) return undefined;
     const c = criteriaOf(filter);
     const limit = filter.limit ?? Number.POSITIVE_INFINITY;
     const out: EthLog[] = [];
+    const runs = new LogRuns();
     for (let h = from; h <= to && out.length < limit; h++) {
       const b = this.byHeight.get(h)!;
-      if (b.logs.length === 0) continue;
-      const picked = candidates(b, c);
-      if (picked === undefined) {
-        for (const l of b.logs) {
-          if (out.length >= limit) break;
-          if (logMatches(l, c)) out.push(l);
-        }
-        continue;
-      }
-      for (const i of picked) {
-        if (out.length >= limit) break;
-        const l = b.logs[i]!;
-        if (logMatches(l, c)) out.push(l);
+      const logs = b.logs;
+      if (logs.length === 0) continue;
+      const picked = matching(b, c);
+      const n = picked === undefined ? logs.length : picked.length;
+      if (n === 0) continue;
+      b.rendered ??= renderLogs(logs);
+      for (let k = 0; k < n && out.length < limit; k++) {
+        const i = picked === undefined ? k : picked[k]!;
+        out.push(logs[i]!);
+        runs.add(b.rendered, i);
       }
     }
-    return out;
+    return withRuns(out, runs);
   }
 
   private dropOne(h: number): void {

@@ -29,7 +29,7 @@ import type { DevAccounts } from './dev-accounts.js';
 import type { DevChainInfo } from './dev-state.js';
 import { invalidRequest, methodNotFound, parseError, RpcError, RpcErrorCode } from './errors.js';
 import { FilterManager, logMatches } from './filters.js';
-import { formatHeader, formatTx, JsonText, logText } from './format.js';
+import { formatHeader, formatTx, JsonBytes, logText } from './format.js';
 import type { EthRpcOptions } from './options.js';
 import { MAX_MISSED_PONGS, WsSession } from './subscriptions.js';
 
@@ -99,9 +99,34 @@ function errorText(id: unknown, err: RpcError): string {
   return JSON.stringify({ jsonrpc: '2.0', id, error: err.toJSON() });
 }
 
-function resultText(id: unknown, result: unknown): string {
-  if (result instanceof JsonText)
-    return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result.text}}`;
+/**
+ * A reply whose result is bytes already (JsonBytes: eth_getLogs): the envelope's two ends are
+ * written around its chunks, so a reply of hundreds of kB is neither joined into a string nor encoded.
+ */
+class BytesReply {
+  constructor(
+    readonly head: string,
+    readonly body: JsonBytes,
+    readonly tail: string,
+  ) {}
+
+  get byteLength(): number {
+    return Buffer.byteLength(this.head) + this.body.length + Buffer.byteLength(this.tail);
+  }
+
+  get text(): string {
+    return this.head + Buffer.concat(this.body.chunks, this.body.length).toString('utf8') + this.tail;
+  }
+}
+
+/** One message's reply: text, or a result's bytes in their envelope (written as they are over HTTP). */
+type Reply = string | BytesReply;
+
+const textOf = (r: Reply): string => (typeof r === 'string' ? r : r.text);
+
+function resultText(id: unknown, result: unknown): Reply {
+  if (result instanceof JsonBytes)
+    return new BytesReply(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`, result, '}');
   return JSON.stringify({ jsonrpc: '2.0', id, result: result === undefined ? null : result });
 }
 
@@ -152,7 +177,7 @@ export class EthRpcServer {
       typeof body === 'string' || body instanceof Uint8Array
         ? await this.respondText(typeof body === 'string' ? body : Buffer.from(body).toString('utf8'), ctx, 0)
         : await this.respondPayload(body, ctx, 0);
-    return text === undefined ? undefined : JSON.parse(text);
+    return text === undefined ? undefined : JSON.parse(textOf(text));
   }
 
   /** Serves JSON-RPC over HTTP; resolves with the bound port (useful with port 0). */
@@ -215,7 +240,7 @@ export class EthRpcServer {
 
   // ---- JSON-RPC envelope ---------------------------------------------------------------------
 
-  private async respondText(text: string, ctx: CallContext, timeoutMs: number): Promise<string | undefined> {
+  private async respondText(text: string, ctx: CallContext, timeoutMs: number): Promise<Reply | undefined> {
     let payload: unknown;
     try {
       payload = JSON.parse(text);
@@ -229,13 +254,13 @@ export class EthRpcServer {
     payload: unknown,
     ctx: CallContext,
     timeoutMs: number,
-  ): Promise<string | undefined> {
+  ): Promise<Reply | undefined> {
     if (!Array.isArray(payload)) {
       const work = this.processMessage(payload, ctx);
       if (timeoutMs <= 0) return work;
       // The timeout reply is built only when the timer fires: building it per request (an Error with
       // a stack) cost more than a cheap read itself.
-      return this.withTimeout(work, timeoutMs, () => this.timeoutReply(payload));
+      return this.withTimeout<Reply | undefined>(work, timeoutMs, () => this.timeoutReply(payload));
     }
     if (payload.length === 0) return errorText(null, invalidRequest('empty batch'));
     const limit = this.options.batchRequestLimit;
@@ -285,8 +310,9 @@ export class EthRpcServer {
     const work = (async () => {
       let size = 0;
       for (let i = 0; i < msgs.length && !stopped; i++) {
-        const reply = await this.processMessage(msgs[i], ctx);
+        const out = await this.processMessage(msgs[i], ctx);
         if (stopped) return;
+        const reply = out === undefined ? undefined : textOf(out);
         replies[i] = reply;
         done[i] = true;
         if (reply !== undefined && maxSize > 0) {
@@ -305,8 +331,8 @@ export class EthRpcServer {
     return parts.length === 0 ? undefined : `[${parts.join(',')}]`;
   }
 
-  /** One request object -> its reply text (undefined for a notification). */
-  private async processMessage(msg: unknown, ctx: CallContext): Promise<string | undefined> {
+  /** One request object -> its reply (undefined for a notification). */
+  private async processMessage(msg: unknown, ctx: CallContext): Promise<Reply | undefined> {
     const { present, valid, id } = idOf(msg);
     if (
       isObject(msg) &&
@@ -502,6 +528,16 @@ export class EthRpcServer {
     ctx.traceParent = traceParentOfRequest(req);
     const reply = await this.respondText(body, ctx, this.options.httpTimeoutMs);
     if (res.destroyed) return;
+    if (reply instanceof BytesReply) {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': reply.byteLength });
+      // Corked, the parts leave in one writev; the body's chunks are written as they are.
+      res.cork();
+      res.write(reply.head);
+      for (const c of reply.body.chunks) res.write(c);
+      res.end(reply.tail);
+      res.uncork();
+      return;
+    }
     const text = reply ?? '';
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
     res.end(text);
@@ -568,7 +604,7 @@ export class EthRpcServer {
       : Buffer.from(data as ArrayBuffer).toString('utf8');
     const ctx: CallContext = { transport: 'ws', session, afterReply: [] };
     const reply = await this.respondText(text, ctx, 0);
-    if (reply !== undefined && !session.send(reply)) return;
+    if (reply !== undefined && !session.send(textOf(reply))) return;
     for (const start of ctx.afterReply) start();
   }
 
