@@ -262,6 +262,33 @@ describe('fuzz: RLP', () => {
   });
 });
 
+/** The RPC's fee summary as it read a transaction by decoding every field (@ethereumjs/rlp). */
+function summaryByDecoding(raw: Uint8Array): {
+  type: number;
+  gas: bigint;
+  feeCap: bigint;
+  replayProtected: boolean;
+} {
+  if (raw.length === 0) throw new Error('empty transaction');
+  const int = (x: unknown): bigint => {
+    if (!(x instanceof Uint8Array)) throw new Error('expected a byte string field');
+    return x.length === 0 ? 0n : BigInt(`0x${Buffer.from(x).toString('hex')}`);
+  };
+  const first = raw[0]!;
+  if (first >= 0xc0) {
+    const f = RLP.decode(raw) as unknown[];
+    if (!Array.isArray(f) || f.length !== 9) throw new Error('legacy transaction must have 9 fields');
+    const v = int(f[6]);
+    return { type: 0, gas: int(f[2]), feeCap: int(f[1]), replayProtected: v !== 27n && v !== 28n };
+  }
+  const f = RLP.decode(raw.subarray(1)) as unknown[];
+  if (!Array.isArray(f)) throw new Error('typed transaction payload must be a list');
+  if (first === 1) return { type: 1, gas: int(f[3]), feeCap: int(f[2]), replayProtected: true };
+  if (first === 2 || first === 4)
+    return { type: first, gas: int(f[4]), feeCap: int(f[3]), replayProtected: true };
+  throw new Error(`unsupported transaction type ${first}`);
+}
+
 describe('fuzz: transaction decoding', () => {
   it('decodeTx gives back the fields and the signer of every signed envelope', () => {
     check(
@@ -346,6 +373,11 @@ describe('fuzz: transaction decoding', () => {
           assert.equal(summary.value.feeCap, decoded.value.feeCap);
           assert.equal(summary.value.replayProtected, decoded.value.chainId !== undefined);
         }
+        // And on any bytes, what a full decode of the fields would read (the summary before it
+        // read the fields in place): the same answer, or a refusal where that one threw.
+        const viaDecode = onlyThrows(() => summaryByDecoding(raw), Error);
+        assert.equal(summary.ok, viaDecode.ok, 'refused by one reading and not the other');
+        if (summary.ok && viaDecode.ok) assert.deepEqual(summary.value, viaDecode.value);
       }),
       3,
     );
