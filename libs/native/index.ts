@@ -3,5 +3,6 @@ export {
   flushMemtables,
   mallocTrim,
   type NativeStatus,
+  nativeKeccak256,
   nativeStatus,
 } from './src/native.js';

@@ -10,6 +10,8 @@ interface Addon {
   mallocTrim(): boolean;
   flushMemtables(handle: bigint, location: string): void;
   evictBlockCache(handle: bigint, location: string): { before: number; after: number };
+  /** Absent from an add-on built before it was added. */
+  keccak256?(data: Uint8Array, out: Uint8Array): void;
 }
 
 export interface NativeStatus {
@@ -120,3 +122,18 @@ export function evictBlockCache(
   if (addon === undefined || !status.flush) return undefined;
   return addon.evictBlockCache(handle, location);
 }
+
+/**
+ * Keccak-256 of `data` in one call of the add-on (a new 32-byte array), or undefined when the add-on
+ * is not loaded or has no keccak256: then @noded/crypto uses the `keccak` package's binding. Needs
+ * no RocksDB: it works whenever the add-on loads.
+ */
+export const nativeKeccak256: ((data: Uint8Array) => Uint8Array) | undefined = (() => {
+  const k = addon?.keccak256;
+  if (typeof k !== 'function') return undefined;
+  return (data: Uint8Array) => {
+    const out = new Uint8Array(32);
+    k(data, out);
+    return out;
+  };
+})();
