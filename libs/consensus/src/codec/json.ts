@@ -32,8 +32,9 @@ const SLOW_PATH = Symbol('tagged JSON slow path');
  * `v` with every bigint, byte array and Map replaced by its tag object, everything else as is: a
  * copy that plain JSON.stringify writes as JSON.stringify(v, replacer) would. A replacer function
  * costs a call per key and takes V8 off its fast path, and a string built by hand piece by piece
- * (the encoder this replaced) cost about four times the copy and V8's own stringify on a block's
- * transaction results, which are encoded at every block with a few hundred bytes per transaction.
+ * (the encoder this replaced) cost several times the copy and V8's own stringify on a block's
+ * transaction results, which are encoded at every block with a few hundred bytes per transaction
+ * (docs/benchmarks.md, "Node CPU per value transfer").
  * Anything it does not model (an object with toJSON, a boxed primitive, an own "__proto__" key)
  * throws SLOW_PATH and the whole value goes through the replacer.
  */
