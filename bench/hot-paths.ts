@@ -4,18 +4,23 @@
 //   recover: the sender's public key from raw EIP-1559 bytes, the JSON-RPC thread's way
 //            (recoverSenderPublicKey) and by building an EthereumJS transaction (decodeTx);
 //   index:   TxIndexStore.index of blocks of ERC-20 transfer results (the events the executor
-//            emits for one) into RocksDB, as the tx-index thread does it.
+//            emits for one) into RocksDB, as the tx-index thread does it;
+//   transfer: per value transfer, the JSON-RPC thread's admission work on its raw bytes (the fee
+//            summary and the sender recovery), the main thread's keccak256 of the transaction and
+//            of the sender's key, and its share of the block results saved as tagged JSON.
 // Each measurement runs --rounds times; the median and the spread are printed with CPU time per
 // operation, which moves less than wall time when the host is busy.
 //
-// Usage: node dist/bench/hot-paths.js [--what call|recover|index|all] [--calls 30000] [--rounds 5]
+// Usage: node dist/bench/hot-paths.js [--what call|recover|index|transfer|all] [--calls 30000] [--rounds 5]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { encodeTagged } from '@noded/consensus';
 import { ethAddressFromPrivateKey, keccak256 } from '@noded/crypto';
 import { chainCommon } from '@noded/execution/src/evm/common.js';
 import { decodeTx, recoverSenderPublicKey } from '@noded/execution/src/txs.js';
 import { type IndexedBlock, Query, TxIndexStore } from '@noded/rpc';
+import { summarizeRawTransaction } from '@noded/rpc/src/eth/tx-codec.js';
 import { RocksKV } from '@noded/storage';
 import type { AbciEvent, ExecTxResult, Hex } from '@noded/types';
 import { TEST_CONSENSUS_PARAMS } from '../test/execution/helpers.js';
@@ -124,6 +129,80 @@ async function recoverBench(rounds: number): Promise<void> {
   report('sender recovery, EthereumJS transaction (decodeTx)', full);
 }
 
+/** What a value transfer costs on the paths it takes once per transaction (see the header). */
+async function transferBench(rounds: number): Promise<void> {
+  const n = 2000;
+  const to = `0x${'42'.repeat(20)}` as const;
+  const raws = Array.from({ length: n }, (_, i) => sign(privKey(i % 50), BigInt(i), to, 1n, '0x', 21_000n));
+  const keys = raws.map((raw) => recoverSenderPublicKey(raw, EVM_CHAIN_ID)!);
+  // The block results of n value transfers, as the executor reports them (blockrun.ts).
+  const a = (key: string, value: string) => ({ key, value, index: true });
+  const results = {
+    events: [{ type: 'fee_market', attributes: [a('base_fee', '1000000000')] }],
+    txResults: raws.map((raw, i) => ({
+      code: 0,
+      data: new Uint8Array(0),
+      log: '',
+      info: '',
+      gasWanted: 21_000n,
+      gasUsed: 21_000n,
+      events: [
+        {
+          type: 'ethereum_tx',
+          attributes: [
+            a('amount', '1'),
+            a('ethereumTxHash', `0x${hex(keccak256(raw))}`),
+            a('txIndex', String(i)),
+            a('txGasUsed', '21000'),
+            a('txHash', hex(keccak256(keys[i]!)).toUpperCase()),
+            a('recipient', to),
+          ],
+        },
+        {
+          type: 'message',
+          attributes: [
+            a('action', '/noded.evm.v1.MsgEthereumTx'),
+            a('sender', `0x${hex(keccak256(keys[i]!).subarray(12))}`),
+            a('module', 'evm'),
+            a('txType', '2'),
+          ],
+        },
+      ],
+      codespace: '',
+    })),
+    validatorUpdates: [],
+    consensusParamUpdates: null,
+    appHash: new Uint8Array(32),
+  };
+  const rpc: Sample[] = [];
+  const hashes: Sample[] = [];
+  const tagged: Sample[] = [];
+  for (let r = 0; r <= rounds; r++) {
+    const x = await timed(n, () => {
+      for (const raw of raws) {
+        summarizeRawTransaction(raw);
+        recoverSenderPublicKey(raw, EVM_CHAIN_ID);
+      }
+    });
+    const y = await timed(n, () => {
+      for (let i = 0; i < n; i++) {
+        keccak256(raws[i]!);
+        keccak256(keys[i]!);
+      }
+    });
+    const z = await timed(n, () => {
+      for (let k = 0; k < 5; k++) encodeTagged(results);
+    });
+    if (r === 0) continue; // warm-up round
+    rpc.push(x);
+    hashes.push(y);
+    tagged.push({ wallUs: z.wallUs / 5, cpuUs: z.cpuUs / 5 });
+  }
+  report('value transfer, JSON-RPC thread: fee summary + sender recovery', rpc);
+  report('value transfer, keccak256 of the transaction and of the sender key', hashes);
+  report(`value transfer, its share of the block results as tagged JSON (${n} a block)`, tagged);
+}
+
 /** The result of one ERC-20 transfer as the executor reports it (same events and attributes). */
 function transferResult(i: number, height: number, raw: Uint8Array): ExecTxResult {
   const a = (key: string, value: string, index = true) => ({ key, value, index });
@@ -217,3 +296,4 @@ const all = what === 'all' || what === 'both';
 if (what === 'call' || all) await callBench(Number(arg('calls', '30000')), rounds);
 if (what === 'recover' || all) await recoverBench(rounds);
 if (what === 'index' || all) await indexBench(rounds);
+if (what === 'transfer' || all) await transferBench(rounds);

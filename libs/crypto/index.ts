@@ -31,6 +31,8 @@ export {
 export { merkleAuntsAll, merkleProof, merkleRoot, merkleRootFromProof } from './src/merkle.js';
 // Which implementations are native here (both are on linux-x64, from the packages' prebuilt binaries).
 export { nativeBackends } from './src/native.js';
+// Bounds of the items of an RLP list (the fields of a signed transaction), without decoding it.
+export { rlpListBounds } from './src/rlp-bounds.js';
 // secp256k1 for Ethereum accounts.
 export {
   ethAddressFromPrivateKey,

@@ -5,5 +5,6 @@ export {
   mallocInfo,
   mallocTrim,
   type NativeStatus,
+  nativeKeccak256,
   nativeStatus,
 } from './src/native.js';

@@ -1,5 +1,5 @@
-// Tagged JSON (libs/consensus/src/codec/json.ts) is written directly rather than through
-// JSON.stringify with a replacer; the text must stay byte for byte what the replacer wrote, since
+// Tagged JSON (libs/consensus/src/codec/json.ts) is written by plain JSON.stringify over a tagged
+// copy rather than through JSON.stringify with a replacer; the text must stay byte for byte what the replacer wrote, since
 // stores written before hold it and readers compare it. The reference below is the rule as
 // docs and the stores define it: bigint -> {"$n": decimal}, bytes -> {"$b": base64}, Map -> {"$m": entries}.
 import assert from 'node:assert/strict';
@@ -110,5 +110,50 @@ describe('tagged JSON', () => {
     };
     assert.equal(text(odd), reference(odd));
     assert.match(text(odd), /"custom":\{"n":\{"\$n":"5"\}\}/);
+  });
+
+  it('keeps an own "__proto__" key (as JSON.parse makes one) a key, with its value tagged', () => {
+    const o = JSON.parse('{"a":1,"__proto__":{"x":[1,2]},"z":null}') as Record<string, unknown>;
+    o.n = 7n;
+    // The own property, not the accessor: JSON.parse defines it as data.
+    (Object.getOwnPropertyDescriptor(o, '__proto__')?.value as Record<string, unknown>).b = Uint8Array.of(
+      1,
+      2,
+    );
+    assert.equal(text(o), reference(o));
+    assert.equal(text(o), '{"a":1,"__proto__":{"x":[1,2],"b":{"$b":"AQI="}},"z":null,"n":{"$n":"7"}}');
+  });
+
+  it("writes a block's transaction results as the replacer did (the records written at every block)", () => {
+    const attr = (key: string, value: string) => ({ key, value, index: true });
+    const result = (i: number) => ({
+      code: i % 7 === 0 ? 30 : 0,
+      data: i % 5 === 0 ? Uint8Array.of(i, 0, 255) : new Uint8Array(0),
+      log: i % 7 === 0 ? 'execution reverted: "quoted"\n' : '',
+      info: '',
+      gasWanted: 21_000n + BigInt(i),
+      gasUsed: 21_000n,
+      events: [
+        {
+          type: 'ethereum_tx',
+          attributes: [
+            attr('amount', String(10n ** 18n)),
+            attr('txIndex', String(i)),
+            attr('txHash', 'AB'.repeat(32)),
+          ],
+        },
+        { type: 'message', attributes: [attr('sender', `0x${'34'.repeat(20)}`), attr('module', 'evm')] },
+      ],
+      codespace: i % 7 === 0 ? 'evm' : '',
+    });
+    const res = {
+      events: [],
+      txResults: Array.from({ length: 50 }, (_, i) => result(i)),
+      validatorUpdates: [{ pubKey: Uint8Array.of(9, 9), power: 10n }],
+      consensusParamUpdates: null,
+      appHash: new Uint8Array(32).fill(7),
+    };
+    assert.equal(text(res), reference(res));
+    assert.deepEqual(decodeTagged<typeof res>(encodeTagged(res)), res);
   });
 });

@@ -138,6 +138,9 @@ describe('EVM execution through the executor', () => {
     assert.equal(res.code, 0, 'an EVM revert is a valid (included) transaction');
     assert.equal(receipt?.status, 0);
     assert.ok(receipt!.gasUsed > 21_000n);
+    // No logs: the empty bloom, 256 zero bytes in hex, as for every receipt of a plain transfer.
+    assert.equal(receipt?.logsBloom, `0x${'00'.repeat(256)}`);
+    assert.equal(receipt?.blockHash, (await n.ex.getBlockByNumber(receipt!.blockNumber))?.hash);
     const ev = Object.fromEntries(
       res.events.find((e) => e.type === 'ethereum_tx')!.attributes.map((a) => [a.key, a.value]),
     );

@@ -13,9 +13,9 @@ import {
   keccak256,
   secp256k1Sign,
 } from '@noded/crypto';
-import { bigIntToBytes } from '@noded/execution/src/bytes.js';
+import { bigIntToBytes, bytesToBigInt } from '@noded/execution/src/bytes.js';
 import { chainCommon } from '@noded/execution/src/evm/common.js';
-import { type RlpInput, rlpDecode, rlpEncode } from '@noded/execution/src/rlp.js';
+import { type RlpInput, rlpDecode, rlpEncode, rlpListBounds } from '@noded/execution/src/rlp.js';
 import { decodeTx, recoverSenderPublicKey, TxRejectedError } from '@noded/execution/src/txs.js';
 import { signTransaction, summarizeRawTransaction } from '@noded/rpc/src/eth/tx-codec.js';
 import type { Hex } from '@noded/types';
@@ -165,6 +165,21 @@ const hostileTx = fc.oneof(
 );
 
 describe('fuzz: RLP', () => {
+  it('bytesToBigInt reads big-endian bytes of any length (the short fast path and the hex path)', () => {
+    check(
+      fc.property(fc.uint8Array({ maxLength: 40 }), (b) => {
+        let want = 0n;
+        for (const x of b) want = (want << 8n) | BigInt(x);
+        assert.equal(bytesToBigInt(b), want);
+      }),
+    );
+    for (const n of [0n, 1n, 255n, 256n, 2n ** 48n - 1n, 2n ** 48n, 2n ** 53n + 1n, 2n ** 256n - 1n]) {
+      assert.equal(bytesToBigInt(bigIntToBytes(n)), n);
+    }
+    assert.equal(bytesToBigInt(Uint8Array.of(0, 0, 0, 0, 0, 0, 0, 1)), 1n, 'leading zeros, 8 bytes');
+    assert.equal(bytesToBigInt(Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0xff, 0xff)), 2n ** 48n - 1n);
+  });
+
   it('rlpEncode agrees with @ethereumjs/rlp, and rlpDecode inverts it', () => {
     check(
       fc.property(rlpItem, (x) => {
@@ -187,7 +202,92 @@ describe('fuzz: RLP', () => {
       }),
     );
   });
+
+  it('rlpListBounds refuses each non-canonical form rlpDecode refuses, at the top and nested', () => {
+    const cases: Array<[string, number[]]> = [
+      ['a single byte below 0x80 given a prefix', [0xc2, 0x81, 0x05]],
+      ['the same, nested', [0xc4, 0xc3, 0x01, 0x81, 0x05]],
+      ['the same, two lists deep', [0xc5, 0xc4, 0xc3, 0x01, 0x81, 0x05]],
+      ['a list running past its parent, which is not last', [0xc5, 0xc2, 0xc2, 0x01, 0x02, 0x03]],
+      ['a long-form string of 55 bytes', [0xf8, 0x39, 0xb8, 0x37, ...new Array(55).fill(1)]],
+      ['a long-form list of 55 bytes', [0xf8, 0x37, ...new Array(55).fill(0)]],
+      ['a list length with a leading zero', [0xf9, 0x00, 0x3a, 0xb8, 0x38, ...new Array(56).fill(1)]],
+      ['a string running past the list', [0xc2, 0x82, 0x01]],
+      ['a nested list running past its parent', [0xc3, 0xc3, 0x01, 0x02]],
+      ['a byte after the list', [0xc1, 0x01, 0x02]],
+      ['a byte string, not a list', [0x82, 0x01, 0x02]],
+    ];
+    for (const [what, bytes] of cases) {
+      const raw = Uint8Array.from(bytes);
+      assert.ok(!onlyThrows(() => rlpDecode(raw), Error).ok || !Array.isArray(rlpDecode(raw)), what);
+      assert.equal(rlpListBounds(raw), undefined, what);
+    }
+    // And the same shapes written canonically are accepted.
+    assert.deepEqual(rlpListBounds(Uint8Array.of(0xc2, 0x81, 0x80)), [1, 2, 3]);
+    assert.deepEqual(rlpListBounds(Uint8Array.of(0xc3, 0xc2, 0x01, 0x05)), [1, 2, 4]);
+  });
+
+  it('rlpListBounds accepts exactly the lists rlpDecode accepts, and bounds each item it decodes', () => {
+    const lists = rlpItem.filter(Array.isArray).map((x) => rlpEncode(x));
+    check(
+      fc.property(fc.oneof(hostileBytes(lists), lists), (bytes) => {
+        if (bytes.length === 0) return;
+        const decoded = onlyThrows(() => rlpDecode(bytes), Error);
+        const bounds = onlyThrows(() => rlpListBounds(bytes));
+        assert.ok(bounds.ok);
+        const isList = decoded.ok && Array.isArray(decoded.value);
+        assert.equal(bounds.value !== undefined, isList, 'accepted by one and not the other');
+        const at: number[] | undefined = bounds.value;
+        if (at === undefined || !decoded.ok || !Array.isArray(decoded.value)) return;
+        const items = decoded.value;
+        assert.equal(at.length, 3 * items.length);
+        for (let i = 0; i < items.length; i++) {
+          const start: number = at[3 * i];
+          const payload: number = at[3 * i + 1];
+          const end: number = at[3 * i + 2];
+          // The item's whole encoding, and (for a byte string) its payload, are the decoded item's.
+          assert.deepStrictEqual(
+            Uint8Array.from(bytes.subarray(start, end)),
+            Uint8Array.from(rlpEncode(items[i])),
+          );
+          assert.equal(bytes[start] >= 0xc0, Array.isArray(items[i]));
+          if (!Array.isArray(items[i]))
+            assert.deepStrictEqual(
+              Uint8Array.from(bytes.subarray(payload, end)),
+              Uint8Array.from(items[i] as Uint8Array),
+            );
+        }
+      }),
+    );
+  });
 });
+
+/** The RPC's fee summary as it read a transaction by decoding every field (@ethereumjs/rlp). */
+function summaryByDecoding(raw: Uint8Array): {
+  type: number;
+  gas: bigint;
+  feeCap: bigint;
+  replayProtected: boolean;
+} {
+  if (raw.length === 0) throw new Error('empty transaction');
+  const int = (x: unknown): bigint => {
+    if (!(x instanceof Uint8Array)) throw new Error('expected a byte string field');
+    return x.length === 0 ? 0n : BigInt(`0x${Buffer.from(x).toString('hex')}`);
+  };
+  const first = raw[0]!;
+  if (first >= 0xc0) {
+    const f = RLP.decode(raw) as unknown[];
+    if (!Array.isArray(f) || f.length !== 9) throw new Error('legacy transaction must have 9 fields');
+    const v = int(f[6]);
+    return { type: 0, gas: int(f[2]), feeCap: int(f[1]), replayProtected: v !== 27n && v !== 28n };
+  }
+  const f = RLP.decode(raw.subarray(1)) as unknown[];
+  if (!Array.isArray(f)) throw new Error('typed transaction payload must be a list');
+  if (first === 1) return { type: 1, gas: int(f[3]), feeCap: int(f[2]), replayProtected: true };
+  if (first === 2 || first === 4)
+    return { type: first, gas: int(f[4]), feeCap: int(f[3]), replayProtected: true };
+  throw new Error(`unsupported transaction type ${first}`);
+}
 
 describe('fuzz: transaction decoding', () => {
   it('decodeTx gives back the fields and the signer of every signed envelope', () => {
@@ -273,6 +373,11 @@ describe('fuzz: transaction decoding', () => {
           assert.equal(summary.value.feeCap, decoded.value.feeCap);
           assert.equal(summary.value.replayProtected, decoded.value.chainId !== undefined);
         }
+        // And on any bytes, what a full decode of the fields would read (the summary before it
+        // read the fields in place): the same answer, or a refusal where that one threw.
+        const viaDecode = onlyThrows(() => summaryByDecoding(raw), Error);
+        assert.equal(summary.ok, viaDecode.ok, 'refused by one reading and not the other');
+        if (summary.ok && viaDecode.ok) assert.deepEqual(summary.value, viaDecode.value);
       }),
       3,
     );

@@ -8,11 +8,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { evictBlockCache, flushMemtables, nativeStatus } from '@noded/native';
+import { keccak256, keccakBackend } from '@noded/crypto/src/hash.js';
+import { evictBlockCache, flushMemtables, nativeKeccak256, nativeStatus } from '@noded/native';
 import { Closers } from '@noded/service-shared/src/bootstrap.js';
 import { nativeReclaim } from '@noded/service-shared/src/native-reclaim.js';
 import { RocksKV } from '@noded/storage';
 import { silentLogger } from '@noded/types';
+import { keccak256 as ethersKeccak } from 'ethers';
 
 const MB = 1 << 20;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -280,5 +282,47 @@ describe('@noded/native', () => {
     const r = busyChild(1024 * MB);
     assert.deepEqual(r.logged, []);
     assert.ok(r.before - r.after < 8 * MB, `gave back ${((r.before - r.after) / MB).toFixed(1)} MB`);
+  });
+});
+
+describe("the add-on's keccak256", () => {
+  // An independent implementation (ethers', pure JavaScript) as the reference.
+  const reference = (d: Uint8Array) => ethersKeccak(d).slice(2);
+  const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+
+  it('is what @noded/crypto hashes with', () => {
+    assert.ok(nativeKeccak256 !== undefined, 'the add-on has no keccak256 (not built?)');
+    assert.equal(keccakBackend, 'addon');
+  });
+
+  it("gives the known digests and an independent implementation's on every length across three rate blocks", () => {
+    const k = nativeKeccak256!;
+    assert.equal(
+      hex(k(new Uint8Array(0))),
+      'c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470',
+    );
+    assert.equal(
+      hex(k(new TextEncoder().encode('abc'))),
+      '4e03657aea45a94fc7d47ba826c8d667c0d1e6e33a64a036ec44f58fa12d6c45',
+    );
+    let seed = 7;
+    const next = () => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed & 0xff;
+    };
+    // 135, 136 and 137 bytes straddle the rate (the padding bytes meet or spill into a block).
+    for (let len = 0; len <= 3 * 136 + 1; len++) {
+      const d = Uint8Array.from({ length: len }, next);
+      assert.equal(hex(k(d)), reference(d), `length ${len}`);
+      assert.equal(hex(keccak256(d)), reference(d), `@noded/crypto, length ${len}`);
+    }
+    // A view inside a larger buffer hashes its own bytes only; a Buffer is a Uint8Array.
+    const big = Uint8Array.from({ length: 300 }, next);
+    assert.equal(hex(k(big.subarray(17, 150))), reference(big.subarray(17, 150)));
+    assert.equal(hex(k(Buffer.from(big))), reference(big));
+  });
+
+  it('refuses what is not a Uint8Array (its caller never passes one)', () => {
+    assert.throws(() => nativeKeccak256!(new Uint16Array(4) as unknown as Uint8Array), /Uint8Array/);
   });
 });

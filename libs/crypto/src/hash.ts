@@ -2,6 +2,7 @@ import * as nodeCrypto from 'node:crypto';
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
+import { nativeKeccak256 } from '@noded/native';
 
 const require = createRequire(import.meta.url);
 
@@ -54,9 +55,27 @@ function nativeSponge(): KeccakState | undefined {
   }
 }
 
+/**
+ * libs/native's one-call digest, when its add-on is built and gives the digest of nothing right:
+ * one call and no Buffer per digest, against the sponge's four calls and a Buffer.
+ */
+function addonKeccak(): ((data: Uint8Array) => Uint8Array) | undefined {
+  try {
+    const k = nativeKeccak256;
+    if (k === undefined) return undefined;
+    return Buffer.from(k(new Uint8Array(0))).toString('hex') === KECCAK256_OF_NOTHING ? k : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const oneCall = addonKeccak();
 const sponge = nativeSponge();
-/** True when keccak256 runs on the native binding, false on the package's JavaScript fallback. */
-export const keccakIsNative = sponge !== undefined;
+/** True when keccak256 runs on a native binding, false on the package's JavaScript fallback. */
+export const keccakIsNative = oneCall !== undefined || sponge !== undefined;
+/** Which implementation keccak256 runs on (the add-on's one call, the package's sponge, or its JS). */
+export const keccakBackend: 'addon' | 'sponge' | 'js' =
+  oneCall !== undefined ? 'addon' : sponge !== undefined ? 'sponge' : 'js';
 // The package's API, which falls back to its JavaScript implementation without the binding.
 const createKeccak = require('keccak') as (alg: 'keccak256') => {
   update(data: Buffer): { digest(): Buffer };
@@ -64,6 +83,7 @@ const createKeccak = require('keccak') as (alg: 'keccak256') => {
 
 /** keccak256 of `data`: a fresh 32-byte array. */
 export function keccak256(data: Uint8Array): Uint8Array {
+  if (oneCall !== undefined) return oneCall(data);
   if (sponge === undefined) return new Uint8Array(createKeccak('keccak256').update(asBuffer(data)).digest());
   sponge.initialize(KECCAK256_RATE, KECCAK256_CAPACITY);
   sponge.absorb(asBuffer(data));

@@ -22,6 +22,12 @@ export function fromHex(h: string): Uint8Array {
 
 export function bytesToBigInt(b: Uint8Array): bigint {
   if (b.length === 0) return 0n;
+  // Up to six bytes fit a double exactly: no hex string to build and parse (nonces, gas, chain ids).
+  if (b.length <= 6) {
+    let n = 0;
+    for (let i = 0; i < b.length; i++) n = n * 256 + b[i];
+    return BigInt(n);
+  }
   return BigInt(`0x${toKey(b)}`);
 }
 

@@ -105,3 +105,6 @@ export function asBytes(d: RlpDecoded, what: string): Uint8Array {
   if (Array.isArray(d)) throw new Error(`${what}: expected RLP bytes`);
   return d;
 }
+
+/** The item bounds of an RLP list without copying it (in @noded/crypto: the RPC reads them too). */
+export { rlpListBounds } from '@noded/crypto';

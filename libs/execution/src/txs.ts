@@ -13,9 +13,9 @@ import {
 import { Address } from '@ethereumjs/util';
 import { keccak256 } from '@noded/crypto';
 import type { Hex } from '@noded/types';
-import { bigIntToBytes, bytesToBigInt, concat, maxBig, toHex, toKey } from './bytes.js';
+import { bigIntToBytes, bigIntToFixed, bytesToBigInt, concat, EMPTY, maxBig, toHex, toKey } from './bytes.js';
 import { nativeEcrecover } from './evm/common.js';
-import { type RlpDecoded, rlpDecode, rlpEncode } from './rlp.js';
+import { encodeBytes, rlpDecode, rlpHeaderSize, rlpListBounds, writeRlpHeader } from './rlp.js';
 
 /** Result codes of CheckTx / ExecTxResult for rejected transactions (codespace "evm"). */
 export const TxCode = {
@@ -347,15 +347,37 @@ export function checkTxFeeCap(d: DecodedTx, txFeeCap: bigint): void {
   }
 }
 
-const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 const EXPECTED_FIELDS: Record<number, number> = { 0: 9, 1: 11, 2: 12, 4: 13 };
+/** secp256k1's group order n, and n / 2 (EIP-2's bound on s), as 32 big-endian bytes. */
+const SECP256K1_N = bigIntToFixed(0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n, 32);
+const SECP256K1_HALF_N = bigIntToFixed(
+  0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n / 2n,
+  32,
+);
+
+/** Compares an unsigned big-endian integer of at most 32 bytes with a 32-byte one. */
+function compareUint256(a: Uint8Array, b32: Uint8Array): number {
+  const pad = 32 - a.length;
+  for (let i = 0; i < 32; i++) {
+    const x = i < pad ? 0 : a[i - pad];
+    if (x !== b32[i]) return x < b32[i] ? -1 : 1;
+  }
+  return 0;
+}
+
+function isZero(b: Uint8Array): boolean {
+  for (let i = 0; i < b.length; i++) if (b[i] !== 0) return false;
+  return true;
+}
 
 /**
  * The sender's 64-byte public key of raw transaction bytes, without building a transaction
- * object: the signing payload is the RLP of the unsigned fields (typed: type byte + list without
- * yParity, r, s; legacy: six fields, plus chain id, 0, 0 under EIP-155). Returns undefined for
- * anything `decodeTx` would refuse on the way to the sender (shape, chain id, v, r/s range, EIP-2
- * high s), so its caller can leave the precise error to `decodeTx`.
+ * object or decoding the fields it does not read: the signing payload is the RLP of the unsigned
+ * fields (typed: type byte + list without yParity, r, s; legacy: six fields, plus chain id, 0, 0
+ * under EIP-155), cut from `raw` (rlpListBounds accepts only canonical RLP, so the cut is what a
+ * re-encoding gives) under a new list header. Returns undefined for anything `decodeTx` would
+ * refuse on the way to the sender (shape, chain id, v, r/s range, EIP-2 high s), so its caller can
+ * leave the precise error to `decodeTx`.
  */
 export function recoverSenderPublicKey(raw: Uint8Array, evmChainId: bigint): Uint8Array | undefined {
   if (raw.length === 0) return undefined;
@@ -363,38 +385,53 @@ export function recoverSenderPublicKey(raw: Uint8Array, evmChainId: bigint): Uin
   const type = first >= 0xc0 ? 0 : first;
   const want = EXPECTED_FIELDS[type];
   if (want === undefined) return undefined;
-  let values: RlpDecoded;
+  const body = type === 0 ? raw : raw.subarray(1);
+  let items: number[] | undefined;
   try {
-    values = rlpDecode(type === 0 ? raw : raw.subarray(1));
+    items = rlpListBounds(body);
   } catch {
+    // A nesting deep enough to exhaust the stack: the decoder refuses it too.
     return undefined;
   }
-  if (!Array.isArray(values) || values.length !== want) return undefined;
-  const [vB, rB, sB] = values.slice(want - 3);
-  if (!(vB instanceof Uint8Array && rB instanceof Uint8Array && sB instanceof Uint8Array)) return undefined;
+  if (items === undefined || items.length !== 3 * want) return undefined;
+  const field = (i: number): Uint8Array | undefined =>
+    body[items[3 * i]] >= 0xc0 ? undefined : body.subarray(items[3 * i + 1], items[3 * i + 2]);
+  const vB = field(want - 3);
+  const rB = field(want - 2);
+  const sB = field(want - 1);
+  if (vB === undefined || rB === undefined || sB === undefined) return undefined;
   if (rB.length > 32 || sB.length > 32 || vB.length > 32) return undefined;
-  const r = bytesToBigInt(rB);
-  const s = bytesToBigInt(sB);
-  if (r === 0n || r >= SECP256K1_N || s === 0n || s > SECP256K1_N / 2n) return undefined;
+  if (isZero(rB) || compareUint256(rB, SECP256K1_N) >= 0) return undefined;
+  if (isZero(sB) || compareUint256(sB, SECP256K1_HALF_N) > 0) return undefined;
   const v = bytesToBigInt(vB);
-  let payload: Uint8Array;
+  // The unsigned fields, as they stand in `raw`: from the first item to the signature's v.
+  const fieldsStart = items[0];
+  let fieldsEnd: number;
+  let tail: Uint8Array = EMPTY;
   let legacyChainId: bigint | undefined;
   if (type === 0) {
-    const fields = values.slice(0, 6);
+    fieldsEnd = items[3 * 6];
     if (v >= 35n) {
       legacyChainId = (v - 35n) / 2n;
       if (legacyChainId !== evmChainId) return undefined;
-      fields.push(bigIntToBytes(evmChainId), new Uint8Array(0), new Uint8Array(0));
+      tail = concat(encodeBytes(bigIntToBytes(evmChainId)), EMPTY_RLP_PAIR);
     } else if (v !== 27n && v !== 28n) {
       return undefined;
     }
-    payload = rlpEncode(fields);
   } else {
-    const chain = values[0];
-    if (!(chain instanceof Uint8Array) || bytesToBigInt(chain) !== evmChainId) return undefined;
+    const chain = field(0);
+    if (chain === undefined || bytesToBigInt(chain) !== evmChainId) return undefined;
     if (v > 1n) return undefined;
-    payload = concat(Uint8Array.of(type), rlpEncode(values.slice(0, want - 3)));
+    fieldsEnd = items[3 * (want - 3)];
   }
+  const len = fieldsEnd - fieldsStart + tail.length;
+  const prefix = type === 0 ? 0 : 1;
+  const payload = new Uint8Array(prefix + rlpHeaderSize(len) + len);
+  if (prefix === 1) payload[0] = type;
+  let pos = writeRlpHeader(payload, prefix, len, 0xc0);
+  payload.set(body.subarray(fieldsStart, fieldsEnd), pos);
+  pos += fieldsEnd - fieldsStart;
+  payload.set(tail, pos);
   try {
     // The executor's own recovery (v -> recovery id as EthereumJS maps it, native secp256k1).
     return nativeEcrecover(keccak256(payload), v, rB, sB, legacyChainId);
@@ -402,6 +439,9 @@ export function recoverSenderPublicKey(raw: Uint8Array, evmChainId: bigint): Uin
     return undefined;
   }
 }
+
+/** Two empty RLP strings: the 0, 0 after the chain id in an EIP-155 signing payload. */
+const EMPTY_RLP_PAIR = Uint8Array.of(0x80, 0x80);
 
 /**
  * A sender recovery for a thread that admits transactions on behalf of the executor (the RPC

@@ -11,6 +11,8 @@ interface Addon {
   mallocInfo(): MallocInfo;
   flushMemtables(handle: bigint, location: string): void;
   evictBlockCache(handle: bigint, location: string): { before: number; after: number };
+  /** Absent from an add-on built before it was added. */
+  keccak256?(data: Uint8Array, out: Uint8Array): void;
 }
 
 /** glibc's heaps (mallinfo2 over every arena), bytes. */
@@ -137,3 +139,18 @@ export function evictBlockCache(
   if (addon === undefined || !status.flush) return undefined;
   return addon.evictBlockCache(handle, location);
 }
+
+/**
+ * Keccak-256 of `data` in one call of the add-on (a new 32-byte array), or undefined when the add-on
+ * is not loaded or has no keccak256: then @noded/crypto uses the `keccak` package's binding. Needs
+ * no RocksDB: it works whenever the add-on loads.
+ */
+export const nativeKeccak256: ((data: Uint8Array) => Uint8Array) | undefined = (() => {
+  const k = addon?.keccak256;
+  if (typeof k !== 'function') return undefined;
+  return (data: Uint8Array) => {
+    const out = new Uint8Array(32);
+    k(data, out);
+    return out;
+  };
+})();

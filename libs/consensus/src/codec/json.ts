@@ -25,39 +25,33 @@ function reviver(_key: string, value: unknown): unknown {
   return value;
 }
 
-/** A value the direct encoder leaves to JSON.stringify (toJSON methods, boxed primitives). */
+/** A value the tagged copy leaves to JSON.stringify's replacer (toJSON methods, boxed primitives). */
 const SLOW_PATH = Symbol('tagged JSON slow path');
 
 /**
- * The same text as JSON.stringify(value, replacer), written directly: a replacer function costs a
- * call per key and makes V8 leave its fast path, and the block meta, the chain state and its
- * validator sets are encoded at every block (about half the time on the records block sync writes
- * at each block). Anything it does not model (an object with toJSON, a boxed primitive) throws
- * SLOW_PATH and the whole value goes through JSON.stringify.
+ * `v` with every bigint, byte array and Map replaced by its tag object, everything else as is: a
+ * copy that plain JSON.stringify writes as JSON.stringify(v, replacer) would. A replacer function
+ * costs a call per key and takes V8 off its fast path, and a string built by hand piece by piece
+ * (the encoder this replaced) cost several times the copy and V8's own stringify on a block's
+ * transaction results, which are encoded at every block with a few hundred bytes per transaction
+ * (docs/benchmarks.md, "Node CPU per value transfer").
+ * Anything it does not model (an object with toJSON, a boxed primitive, an own "__proto__" key)
+ * throws SLOW_PATH and the whole value goes through the replacer.
  */
-function direct(v: unknown): string | undefined {
+function tagged(v: unknown): unknown {
   switch (typeof v) {
-    case 'string':
-      return JSON.stringify(v);
-    case 'number':
-      return Number.isFinite(v) ? `${v}` : 'null';
-    case 'boolean':
-      return v ? 'true' : 'false';
     case 'bigint':
-      return `{"$n":"${v}"}`;
+      return { $n: v.toString() };
     case 'object': {
-      if (v === null) return 'null';
+      if (v === null) return null;
       if (v instanceof Uint8Array)
-        return `{"$b":"${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64')}"}`;
+        return { $b: Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') };
       if (Array.isArray(v)) {
-        let out = '[';
-        for (let i = 0; i < v.length; i++) {
-          if (i > 0) out += ',';
-          out += direct(v[i]) ?? 'null';
-        }
-        return `${out}]`;
+        const out = new Array<unknown>(v.length);
+        for (let i = 0; i < v.length; i++) out[i] = tagged(v[i]);
+        return out;
       }
-      if (v instanceof Map) return `{"$m":${direct([...v.entries()])}}`;
+      if (v instanceof Map) return { $m: tagged([...v.entries()]) };
       const o = v as Record<string, unknown>;
       if (
         typeof o.toJSON === 'function' ||
@@ -66,25 +60,23 @@ function direct(v: unknown): string | undefined {
         v instanceof Boolean
       )
         throw SLOW_PATH;
-      let out = '{';
-      let first = true;
+      const out: Record<string, unknown> = {};
       for (const k of Object.keys(o)) {
-        const e = direct(o[k]);
-        if (e === undefined) continue;
-        out += first ? `${JSON.stringify(k)}:${e}` : `,${JSON.stringify(k)}:${e}`;
-        first = false;
+        if (k === '__proto__') throw SLOW_PATH;
+        out[k] = tagged(o[k]);
       }
-      return `${out}}`;
+      return out;
     }
     default:
-      // undefined, functions and symbols: left out of objects, null in arrays, as JSON does.
-      return undefined;
+      // Strings, numbers and booleans as they are; undefined, functions and symbols too, which
+      // JSON.stringify leaves out of objects and writes as null in arrays.
+      return v;
   }
 }
 
 export function toTaggedJson(value: unknown): string {
   try {
-    const out = direct(value);
+    const out = JSON.stringify(tagged(value));
     if (out !== undefined) return out;
   } catch (err) {
     if (err !== SLOW_PATH) throw err;

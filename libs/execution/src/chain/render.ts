@@ -213,17 +213,27 @@ export function renderReceipt(
   return receiptAt(b, receipts[i], i, firstLogIndex, bloom);
 }
 
+/** The hex of an empty 256-byte logs bloom (every receipt without logs): 514 characters, made once. */
+const EMPTY_BLOOM_HEX = toHex(new Uint8Array(256));
+
+function bloomHex(bloom: Uint8Array): Hex {
+  if (bloom.length !== 256) return toHex(bloom);
+  for (let k = 0; k < 256; k++) if (bloom[k] !== 0) return toHex(bloom);
+  return EMPTY_BLOOM_HEX;
+}
+
 function receiptAt(
   b: StoredBlock,
   r: StoredReceipt,
   i: number,
   firstLogIndex: bigint,
   bloom: Uint8Array,
+  blockHash: Hex = toHex(b.hash),
 ): EthReceipt {
   return {
     transactionHash: toHex(b.txHashes[i]),
     transactionIndex: BigInt(i),
-    blockHash: toHex(b.hash),
+    blockHash,
     blockNumber: b.number,
     from: toHex(r.from),
     to: r.to ? toHex(r.to) : null,
@@ -232,7 +242,7 @@ function receiptAt(
     effectiveGasPrice: r.effectiveGasPrice,
     contractAddress: r.contractAddress ? toHex(r.contractAddress) : null,
     logs: renderReceiptLogs(b, r, i, firstLogIndex),
-    logsBloom: toHex(bloom),
+    logsBloom: bloomHex(bloom),
     status: r.status,
     type: r.type,
   };
@@ -244,8 +254,9 @@ export function renderReceipts(
   blooms: Uint8Array[],
 ): EthReceipt[] {
   let firstLogIndex = 0n;
+  const blockHash = toHex(b.hash);
   return receipts.map((r, i) => {
-    const out = receiptAt(b, r, i, firstLogIndex, blooms[i]);
+    const out = receiptAt(b, r, i, firstLogIndex, blooms[i], blockHash);
     firstLogIndex += BigInt(r.logs.length);
     return out;
   });

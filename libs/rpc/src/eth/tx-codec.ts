@@ -1,8 +1,8 @@
 // Typed transaction encoding for the dev accounts' eth_sendTransaction (legacy with EIP-155,
 // EIP-2930, EIP-1559), and the few fields of a raw transaction the RPC checks before the mempool
 // does (fee cap, EIP-155 replay protection).
-import { decode, encode, type Input } from '@ethereumjs/rlp';
-import { keccak256, secp256k1Sign } from '@noded/crypto';
+import { encode, type Input } from '@ethereumjs/rlp';
+import { keccak256, rlpListBounds, secp256k1Sign } from '@noded/crypto';
 import type { AccessListEntry, Hex } from '@noded/types';
 import { bigintToBytes, bytesToBigint, bytesToHex, hexToBytes } from './hex.js';
 
@@ -120,42 +120,33 @@ export interface RawTxSummary {
   replayProtected: boolean;
 }
 
-const asBytes = (x: unknown): Uint8Array => {
-  if (!(x instanceof Uint8Array)) throw new Error('expected a byte string field');
-  return x;
-};
-
-/** Reads the fee fields of a raw transaction; throws on bytes that are not a transaction. */
+/**
+ * Reads the fee fields of a raw transaction; throws on bytes that are not a transaction. The
+ * fields are read in place (rlpListBounds accepts exactly what @ethereumjs/rlp decodes): every
+ * eth_sendRawTransaction passes here, and decoding copied every field of the transaction.
+ */
 export function summarizeRawTransaction(raw: Uint8Array): RawTxSummary {
   if (raw.length === 0) throw new Error('empty transaction');
   const first = raw[0]!;
-  if (first >= 0xc0) {
-    const f = decode(raw) as unknown[];
-    if (!Array.isArray(f) || f.length !== 9) throw new Error('legacy transaction must have 9 fields');
-    const v = bytesToBigint(asBytes(f[6]));
-    return {
-      type: 0,
-      gas: bytesToBigint(asBytes(f[2])),
-      feeCap: bytesToBigint(asBytes(f[1])),
-      replayProtected: v !== 27n && v !== 28n,
-    };
+  const legacy = first >= 0xc0;
+  const body = legacy ? raw : raw.subarray(1);
+  const at = rlpListBounds(body);
+  if (at === undefined) {
+    throw new Error(
+      legacy ? 'legacy transaction is no canonical RLP list' : 'typed transaction payload must be a list',
+    );
   }
-  const f = decode(raw.subarray(1)) as unknown[];
-  if (!Array.isArray(f)) throw new Error('typed transaction payload must be a list');
-  if (first === 1)
-    return {
-      type: 1,
-      gas: bytesToBigint(asBytes(f[3])),
-      feeCap: bytesToBigint(asBytes(f[2])),
-      replayProtected: true,
-    };
-  if (first === 2 || first === 4) {
-    return {
-      type: first,
-      gas: bytesToBigint(asBytes(f[4])),
-      feeCap: bytesToBigint(asBytes(f[3])),
-      replayProtected: true,
-    };
+  const int = (i: number): bigint => {
+    const start = at[3 * i];
+    if (start === undefined || body[start]! >= 0xc0) throw new Error('expected a byte string field');
+    return bytesToBigint(body.subarray(at[3 * i + 1], at[3 * i + 2]));
+  };
+  if (legacy) {
+    if (at.length !== 27) throw new Error('legacy transaction must have 9 fields');
+    const v = int(6);
+    return { type: 0, gas: int(2), feeCap: int(1), replayProtected: v !== 27n && v !== 28n };
   }
+  if (first === 1) return { type: 1, gas: int(3), feeCap: int(2), replayProtected: true };
+  if (first === 2 || first === 4) return { type: first, gas: int(4), feeCap: int(3), replayProtected: true };
   throw new Error(`unsupported transaction type ${first}`);
 }
