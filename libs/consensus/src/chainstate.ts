@@ -2,6 +2,7 @@
 // who validates, with which parameters, and the hashes the next header must carry. It advances only
 // through nextChainState(), a pure function of the committed block and the application's answer.
 import type { Block, BlockId, ConsensusParams, FinalizeBlockResponse, TimeNs, Validator } from '@noded/types';
+import { TaggedJsonText, toTaggedJson } from './codec/json.js';
 import { emptyBlockId } from './codec/types.js';
 import { ConsensusError } from './errors.js';
 import { txResultsHash } from './hash.js';
@@ -145,6 +146,33 @@ export function storeChainState(s: ChainState): StoredChainState {
     nextValidators: storeValidatorSet(s.nextValidators),
     lastValidators: storeValidatorSet(s.lastValidators),
   };
+}
+
+/**
+ * The state store's records of `s`, each encoded once: the tagged JSON of the state (the same text as
+ * of storeChainState(s)) with its three validator sets and params spliced in, and those four texts,
+ * which are stored beside it too. A set unchanged since its last encoding (or its copy's) is not
+ * encoded again.
+ */
+export function encodeChainStateRecords(s: ChainState): {
+  state: string;
+  validators: string;
+  nextValidators: string;
+  lastValidators: string;
+  consensusParams: string;
+} {
+  const validators = s.validators.storedJson();
+  const nextValidators = s.nextValidators.storedJson();
+  const lastValidators = s.lastValidators.storedJson();
+  const consensusParams = toTaggedJson(s.consensusParams);
+  const state = toTaggedJson({
+    ...s,
+    validators: new TaggedJsonText(validators),
+    nextValidators: new TaggedJsonText(nextValidators),
+    lastValidators: new TaggedJsonText(lastValidators),
+    consensusParams: new TaggedJsonText(consensusParams),
+  });
+  return { state, validators, nextValidators, lastValidators, consensusParams };
 }
 
 export function loadChainState(s: StoredChainState): ChainState {

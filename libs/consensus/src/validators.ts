@@ -6,6 +6,7 @@
 // that order defines validator indexes and validators_hash.
 import { ed25519Address } from '@noded/crypto';
 import type { Validator } from '@noded/types';
+import { toTaggedJson } from './codec/json.js';
 import { ConsensusError } from './errors.js';
 import { bytesEqual, hex, validatorsHash } from './hash.js';
 
@@ -30,6 +31,20 @@ function byPowerThenAddress(a: Validator, b: Validator): number {
   return compareBytes(a.address, b.address);
 }
 
+/**
+ * The tagged JSON of a set's stored form with what it was computed from: the members' key objects
+ * and their power and priority, and the proposer's address. The validators are plain objects that
+ * the set changes in place (priorities at every increment), so the text is used only while all of
+ * these still match, whoever changed them.
+ */
+interface StoredJson {
+  text: string;
+  keys: Uint8Array[];
+  powers: bigint[];
+  priorities: bigint[];
+  proposer: string | null;
+}
+
 /** A change to the set: power 0 removes the validator. */
 export interface ValidatorChange {
   pubKey: Uint8Array;
@@ -42,6 +57,7 @@ export class ValidatorSet {
   private total = 0n;
   private index = new Map<string, number>();
   private cachedHash: Uint8Array | null = null;
+  private cachedJson: StoredJson | null = null;
 
   private constructor(validators: Validator[], proposer: Uint8Array | null) {
     this.validators = validators;
@@ -87,7 +103,42 @@ export class ValidatorSet {
   }
 
   copy(): ValidatorSet {
-    return ValidatorSet.restore(this.validators, this.proposerAddr);
+    const c = ValidatorSet.restore(this.validators, this.proposerAddr);
+    // The copy's members are equal field by field (their key arrays the same objects): it may start
+    // from this set's text, which it checks against its own members at every use as this set does.
+    c.cachedJson = this.cachedJson;
+    return c;
+  }
+
+  /**
+   * Tagged JSON of `{validators, proposer}` (chainstate's StoredValidatorSet, what the state store
+   * writes at every block), computed again only when a member's power or priority, the members or the
+   * proposer changed since it was last computed, for this set or the one it was copied from.
+   */
+  storedJson(): string {
+    const c = this.cachedJson;
+    const proposer = this.proposerAddr ? hex(this.proposerAddr) : null;
+    if (c && c.proposer === proposer && c.powers.length === this.validators.length) {
+      let same = true;
+      for (let i = 0; i < this.validators.length && same; i++) {
+        const v = this.validators[i]!;
+        same =
+          c.keys[2 * i] === v.address &&
+          c.keys[2 * i + 1] === v.pubKey &&
+          c.powers[i] === v.votingPower &&
+          c.priorities[i] === v.proposerPriority;
+      }
+      if (same) return c.text;
+    }
+    const text = toTaggedJson({ validators: this.validators, proposer: this.proposerAddr });
+    this.cachedJson = {
+      text,
+      keys: this.validators.flatMap((v) => [v.address, v.pubKey]),
+      powers: this.validators.map((v) => v.votingPower),
+      priorities: this.validators.map((v) => v.proposerPriority),
+      proposer,
+    };
+    return text;
   }
 
   get size(): number {

@@ -3,8 +3,17 @@
 // {"$b":"<base64>"}. Plain JSON otherwise, so a record stays readable with standard tools.
 import { ConsensusError } from '../errors.js';
 
+/**
+ * Text already in tagged JSON, written verbatim where it stands in a value (the chain state carries
+ * its validator sets, which are encoded once and stored beside it too).
+ */
+export class TaggedJsonText {
+  constructor(readonly text: string) {}
+}
+
 function replacer(this: Record<string, unknown>, key: string, value: unknown): unknown {
   const original = this[key];
+  if (original instanceof TaggedJsonText) return JSON.parse(original.text);
   if (typeof original === 'bigint') return { $n: original.toString() };
   if (original instanceof Uint8Array)
     return { $b: Buffer.from(original.buffer, original.byteOffset, original.byteLength).toString('base64') };
@@ -47,6 +56,7 @@ function direct(v: unknown): string | undefined {
       return `{"$n":"${v}"}`;
     case 'object': {
       if (v === null) return 'null';
+      if (v instanceof TaggedJsonText) return v.text;
       if (v instanceof Uint8Array)
         return `{"$b":"${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64')}"}`;
       if (Array.isArray(v)) {

@@ -25,12 +25,11 @@ import type {
 } from '@noded/types';
 import {
   type ChainState,
+  encodeChainStateRecords,
   loadChainState,
   loadValidatorSet,
   type StoredChainState,
   type StoredValidatorSet,
-  storeChainState,
-  storeValidatorSet,
 } from '../chainstate.js';
 import { decodeTagged, encodeTagged } from '../codec/json.js';
 import {
@@ -182,6 +181,24 @@ export class BlockStore {
   }
 }
 
+/**
+ * The puts that store `s`: the state, the validator sets of its next two heights (and of its own
+ * height once past the initial one) and the params of the next height, each value encoded once.
+ */
+function stateRecords(s: ChainState): BatchOp[] {
+  const h = s.lastBlockHeight;
+  const r = encodeChainStateRecords(s);
+  const ops: BatchOp[] = [
+    { type: 'put', key: key('st:state'), value: enc.encode(r.state) },
+    { type: 'put', key: key('st:v:', h + 1), value: enc.encode(r.validators) },
+    { type: 'put', key: key('st:v:', h + 2), value: enc.encode(r.nextValidators) },
+    { type: 'put', key: key('st:p:', h + 1), value: enc.encode(r.consensusParams) },
+  ];
+  if (h >= s.initialHeight)
+    ops.push({ type: 'put', key: key('st:v:', h), value: enc.encode(r.lastValidators) });
+  return ops;
+}
+
 export class StateStore {
   constructor(private readonly kv: KVStore) {}
 
@@ -195,20 +212,7 @@ export class StateStore {
    * false (block sync: a lost state is rebuilt from the synced block results at the next start).
    */
   async saveState(s: ChainState, sync = true): Promise<void> {
-    const h = s.lastBlockHeight;
-    const ops: Array<{ type: 'put'; key: Uint8Array; value: Uint8Array }> = [
-      { type: 'put', key: key('st:state'), value: encodeTagged(storeChainState(s)) },
-      { type: 'put', key: key('st:v:', h + 1), value: encodeTagged(storeValidatorSet(s.validators)) },
-      { type: 'put', key: key('st:v:', h + 2), value: encodeTagged(storeValidatorSet(s.nextValidators)) },
-      { type: 'put', key: key('st:p:', h + 1), value: encodeTagged(s.consensusParams) },
-    ];
-    if (h >= s.initialHeight)
-      ops.push({
-        type: 'put',
-        key: key('st:v:', h),
-        value: encodeTagged(storeValidatorSet(s.lastValidators)),
-      });
-    await this.kv.write(ops, { sync });
+    await this.kv.write(stateRecords(s), { sync });
   }
 
   /**
@@ -229,18 +233,7 @@ export class StateStore {
     await above('st:r:', h + 1);
     await above('st:v:', h + 3);
     await above('st:p:', h + 2);
-    ops.push(
-      { type: 'put', key: key('st:state'), value: encodeTagged(storeChainState(s)) },
-      { type: 'put', key: key('st:v:', h + 1), value: encodeTagged(storeValidatorSet(s.validators)) },
-      { type: 'put', key: key('st:v:', h + 2), value: encodeTagged(storeValidatorSet(s.nextValidators)) },
-      { type: 'put', key: key('st:p:', h + 1), value: encodeTagged(s.consensusParams) },
-    );
-    if (h >= s.initialHeight)
-      ops.push({
-        type: 'put',
-        key: key('st:v:', h),
-        value: encodeTagged(storeValidatorSet(s.lastValidators)),
-      });
+    ops.push(...stateRecords(s));
     await this.kv.write(ops, { sync: true });
   }
 
