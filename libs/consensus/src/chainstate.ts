@@ -148,31 +148,36 @@ export function storeChainState(s: ChainState): StoredChainState {
   };
 }
 
+const utf8 = new TextEncoder();
+
 /**
  * The state store's records of `s`, each encoded once: the tagged JSON of the state (the same text as
  * of storeChainState(s)) with its three validator sets and params spliced in, and those four texts,
- * which are stored beside it too. A set unchanged since its last encoding (or its copy's) is not
- * encoded again.
+ * which are stored beside it too, all in UTF-8. A set unchanged since its last encoding (or its
+ * copy's) is not encoded again, and its bytes are shared: they are not to be written into.
  */
 export function encodeChainStateRecords(s: ChainState): {
-  state: string;
-  validators: string;
-  nextValidators: string;
-  lastValidators: string;
-  consensusParams: string;
+  state: Uint8Array;
+  validators: Uint8Array;
+  nextValidators: Uint8Array;
+  lastValidators: Uint8Array;
+  consensusParams: Uint8Array;
 } {
-  const validators = s.validators.storedJson();
-  const nextValidators = s.nextValidators.storedJson();
-  const lastValidators = s.lastValidators.storedJson();
   const consensusParams = toTaggedJson(s.consensusParams);
   const state = toTaggedJson({
     ...s,
-    validators: new TaggedJsonText(validators),
-    nextValidators: new TaggedJsonText(nextValidators),
-    lastValidators: new TaggedJsonText(lastValidators),
+    validators: new TaggedJsonText(s.validators.storedJson()),
+    nextValidators: new TaggedJsonText(s.nextValidators.storedJson()),
+    lastValidators: new TaggedJsonText(s.lastValidators.storedJson()),
     consensusParams: new TaggedJsonText(consensusParams),
   });
-  return { state, validators, nextValidators, lastValidators, consensusParams };
+  return {
+    state: utf8.encode(state),
+    validators: s.validators.storedJsonBytes(),
+    nextValidators: s.nextValidators.storedJsonBytes(),
+    lastValidators: s.lastValidators.storedJsonBytes(),
+    consensusParams: utf8.encode(consensusParams),
+  };
 }
 
 export function loadChainState(s: StoredChainState): ChainState {

@@ -15,6 +15,7 @@ export const MAX_TOTAL_VOTING_POWER = (2n ** 63n - 1n) / 8n;
 /** Priorities are kept within PRIORITY_WINDOW_SIZE_FACTOR * total power of each other. */
 export const PRIORITY_WINDOW_SIZE_FACTOR = 2n;
 
+const utf8 = new TextEncoder();
 const INT64_MAX = 2n ** 63n - 1n;
 const INT64_MIN = -(2n ** 63n);
 const clip = (v: bigint): bigint => (v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : v);
@@ -39,6 +40,8 @@ function byPowerThenAddress(a: Validator, b: Validator): number {
  */
 interface StoredJson {
   text: string;
+  /** The text in UTF-8, made at its first use. */
+  bytes: Uint8Array | null;
   keys: Uint8Array[];
   powers: bigint[];
   priorities: bigint[];
@@ -116,6 +119,17 @@ export class ValidatorSet {
    * proposer changed since it was last computed, for this set or the one it was copied from.
    */
   storedJson(): string {
+    return this.stored().text;
+  }
+
+  /** storedJson() in UTF-8, shared by every use until the set changes: not to be written into. */
+  storedJsonBytes(): Uint8Array {
+    const c = this.stored();
+    if (!c.bytes) c.bytes = utf8.encode(c.text);
+    return c.bytes;
+  }
+
+  private stored(): StoredJson {
     const c = this.cachedJson;
     const proposer = this.proposerAddr ? hex(this.proposerAddr) : null;
     if (c && c.proposer === proposer && c.powers.length === this.validators.length) {
@@ -128,17 +142,17 @@ export class ValidatorSet {
           c.powers[i] === v.votingPower &&
           c.priorities[i] === v.proposerPriority;
       }
-      if (same) return c.text;
+      if (same) return c;
     }
-    const text = toTaggedJson({ validators: this.validators, proposer: this.proposerAddr });
     this.cachedJson = {
-      text,
+      text: toTaggedJson({ validators: this.validators, proposer: this.proposerAddr }),
+      bytes: null,
       keys: this.validators.flatMap((v) => [v.address, v.pubKey]),
       powers: this.validators.map((v) => v.votingPower),
       priorities: this.validators.map((v) => v.proposerPriority),
       proposer,
     };
-    return text;
+    return this.cachedJson;
   }
 
   get size(): number {

@@ -44,9 +44,20 @@ import type { ValidatorSet } from '../validators.js';
 
 const enc = new TextEncoder();
 
+/** The few key prefixes in bytes, encoded once (keys are built for every record of every block). */
+const prefixes = new Map<string, Uint8Array>();
+function prefixBytes(prefix: string): Uint8Array {
+  let p = prefixes.get(prefix);
+  if (!p) {
+    p = enc.encode(prefix);
+    prefixes.set(prefix, p);
+  }
+  return p;
+}
+
 function key(prefix: string, height?: number): Uint8Array {
-  const p = enc.encode(prefix);
-  if (height === undefined) return p;
+  const p = prefixBytes(prefix);
+  if (height === undefined) return p.slice();
   const out = new Uint8Array(p.length + 8);
   out.set(p);
   new DataView(out.buffer).setBigUint64(p.length, BigInt(height));
@@ -54,7 +65,7 @@ function key(prefix: string, height?: number): Uint8Array {
 }
 
 function keyBytes(prefix: string, suffix: Uint8Array): Uint8Array {
-  const p = enc.encode(prefix);
+  const p = prefixBytes(prefix);
   const out = new Uint8Array(p.length + suffix.length);
   out.set(p);
   out.set(suffix, p.length);
@@ -189,13 +200,12 @@ function stateRecords(s: ChainState): BatchOp[] {
   const h = s.lastBlockHeight;
   const r = encodeChainStateRecords(s);
   const ops: BatchOp[] = [
-    { type: 'put', key: key('st:state'), value: enc.encode(r.state) },
-    { type: 'put', key: key('st:v:', h + 1), value: enc.encode(r.validators) },
-    { type: 'put', key: key('st:v:', h + 2), value: enc.encode(r.nextValidators) },
-    { type: 'put', key: key('st:p:', h + 1), value: enc.encode(r.consensusParams) },
+    { type: 'put', key: key('st:state'), value: r.state },
+    { type: 'put', key: key('st:v:', h + 1), value: r.validators },
+    { type: 'put', key: key('st:v:', h + 2), value: r.nextValidators },
+    { type: 'put', key: key('st:p:', h + 1), value: r.consensusParams },
   ];
-  if (h >= s.initialHeight)
-    ops.push({ type: 'put', key: key('st:v:', h), value: enc.encode(r.lastValidators) });
+  if (h >= s.initialHeight) ops.push({ type: 'put', key: key('st:v:', h), value: r.lastValidators });
   return ops;
 }
 
