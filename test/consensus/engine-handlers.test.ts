@@ -7,8 +7,11 @@ import { describe, it } from 'node:test';
 import {
   blockIdOf,
   createEngine,
+  decodeBlockSyncMessage,
   type EngineEffect,
   type EngineEvent,
+  encodeBlock,
+  encodeCommit,
   genesisChainState,
   makeBlock,
   nextChainState,
@@ -16,6 +19,8 @@ import {
   step,
   voteExtensionSignBytes,
 } from '@noded/consensus';
+import { ProtoWriter } from '@noded/consensus/src/codec/proto.js';
+import { blockBytes, blockSize } from '@noded/consensus/src/hash.js';
 import { ed25519Sign, sha256 } from '@noded/crypto';
 import type { Block, Commit, FinalizeBlockResponse, Proposal, Vote } from '@noded/types';
 import {
@@ -712,6 +717,42 @@ describe('engine handlers: a commit certificate', () => {
     );
     assert.equal(d.state.decided, false);
     assert.equal(d.state.blocks.size, 0);
+  });
+
+  it("a block sync response's block keeps the bytes it came in: canonical bytes decide, any other encoding of the same block is refused", () => {
+    const { d, keyOf, chain } = setup();
+    d.send((now) => ({ kind: 'start', now }));
+    const block = blockFor(chain, keyOf(0));
+    const commit = commitFor(chain, block);
+    // The same block with an unknown field after its own: it decodes to an equal block, but its
+    // parts are other bytes, so its part set header is not the one the commit signed.
+    const canonical = encodeBlock(block);
+    const padded = new Uint8Array([...canonical, 0x78, 0x01]);
+    const response = (blockBytes: Uint8Array) => {
+      const inner = new ProtoWriter();
+      inner.message(1, blockBytes);
+      inner.message(2, encodeCommit(commit));
+      const w = new ProtoWriter();
+      w.message(5, inner.finish());
+      return decodeBlockSyncMessage(w.finish());
+    };
+    const odd = response(padded);
+    assert.ok(odd.kind === 'block');
+    assert.deepEqual(odd.block, block, 'the unknown field is not part of the decoded block');
+    assert.deepEqual(blockIdOf(odd.block).hash, blockIdOf(block).hash);
+    assert.notDeepEqual(blockIdOf(odd.block).partSetHeader, blockIdOf(block).partSetHeader);
+    assert.equal(blockSize(odd.block), padded.length);
+    assert.deepEqual(
+      d.send((now) => ({ kind: 'commitCert', block: odd.block, commit: odd.commit, now })),
+      [{ kind: 'rejected', reason: "commit 1: the block does not hash to the commit's block ID" }],
+    );
+    assert.equal(d.state.decided, false);
+    const good = response(canonical);
+    assert.ok(good.kind === 'block');
+    assert.deepEqual(blockIdOf(good.block), blockIdOf(block));
+    assert.deepEqual(blockBytes(good.block), canonical);
+    const effs = d.send((now) => ({ kind: 'commitCert', block: good.block, commit: good.commit, now }));
+    assert.deepEqual(ofKind(effs, 'decide')[0]!.blockId, blockIdOf(block));
   });
 
   it('with vote extensions on, the extended commit decides; without it only when the next height is known committed', () => {

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { blockIdOf, decodeTagged, encodeTagged, makeBlock } from '@noded/consensus';
+import { TaggedJsonText, toTaggedJson, toTaggedJsonSpliced } from '@noded/consensus/src/codec/json.js';
 import { genesis, testKey } from './helpers.js';
 
 function replacer(this: Record<string, unknown>, key: string, value: unknown): unknown {
@@ -155,5 +156,25 @@ describe('tagged JSON', () => {
     };
     assert.equal(text(res), reference(res));
     assert.deepEqual(decodeTagged<typeof res>(encodeTagged(res)), res);
+  });
+
+  it('writes texts encoded before (TaggedJsonText) as they are, through either entry point', () => {
+    const set = { validators: [{ power: 10n, pubKey: Uint8Array.of(1, 2) }], proposer: null };
+    const setText = toTaggedJson(set);
+    const state = {
+      height: 7n,
+      chainId: 'c',
+      appHash: Uint8Array.of(3),
+      nested: [{ s: new TaggedJsonText(setText) }],
+    };
+    const plain = { height: 7n, chainId: 'c', appHash: Uint8Array.of(3), nested: [{ s: set }] };
+    // The same text as the value with the set in place, whichever way it is written.
+    assert.equal(toTaggedJson(state), toTaggedJson(plain));
+    assert.equal(toTaggedJsonSpliced(state), toTaggedJson(plain));
+    assert.equal(toTaggedJsonSpliced(plain), toTaggedJson(plain));
+    assert.deepEqual(decodeTagged(encodeTagged(state)), decodeTagged(encodeTagged(plain)));
+    // A value the fast paths leave to the replacer (a toJSON) still splices the text.
+    const withToJson = { ...state, when: { toJSON: () => 'then' } };
+    assert.equal(toTaggedJson(withToJson), toTaggedJson({ ...plain, when: 'then' }));
   });
 });

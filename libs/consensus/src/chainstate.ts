@@ -2,6 +2,7 @@
 // who validates, with which parameters, and the hashes the next header must carry. It advances only
 // through nextChainState(), a pure function of the committed block and the application's answer.
 import type { Block, BlockId, ConsensusParams, FinalizeBlockResponse, TimeNs, Validator } from '@noded/types';
+import { TaggedJsonText, toTaggedJson, toTaggedJsonSpliced } from './codec/json.js';
 import { emptyBlockId } from './codec/types.js';
 import { ConsensusError } from './errors.js';
 import { txResultsHash } from './hash.js';
@@ -144,6 +145,38 @@ export function storeChainState(s: ChainState): StoredChainState {
     validators: storeValidatorSet(s.validators),
     nextValidators: storeValidatorSet(s.nextValidators),
     lastValidators: storeValidatorSet(s.lastValidators),
+  };
+}
+
+const utf8 = new TextEncoder();
+
+/**
+ * The state store's records of `s`, each encoded once: the tagged JSON of the state (the same text as
+ * of storeChainState(s)) with its three validator sets and params spliced in, and those four texts,
+ * which are stored beside it too, all in UTF-8. A set unchanged since its last encoding (or its
+ * copy's) is not encoded again, and its bytes are shared: they are not to be written into.
+ */
+export function encodeChainStateRecords(s: ChainState): {
+  state: Uint8Array;
+  validators: Uint8Array;
+  nextValidators: Uint8Array;
+  lastValidators: Uint8Array;
+  consensusParams: Uint8Array;
+} {
+  const consensusParams = toTaggedJson(s.consensusParams);
+  const state = toTaggedJsonSpliced({
+    ...s,
+    validators: new TaggedJsonText(s.validators.storedJson()),
+    nextValidators: new TaggedJsonText(s.nextValidators.storedJson()),
+    lastValidators: new TaggedJsonText(s.lastValidators.storedJson()),
+    consensusParams: new TaggedJsonText(consensusParams),
+  });
+  return {
+    state: utf8.encode(state),
+    validators: s.validators.storedJsonBytes(),
+    nextValidators: s.nextValidators.storedJsonBytes(),
+    lastValidators: s.lastValidators.storedJsonBytes(),
+    consensusParams: utf8.encode(consensusParams),
   };
 }
 

@@ -140,18 +140,29 @@ interface BlockDigest {
 // Blocks are treated as immutable once built; their encoding and id are computed once per object.
 const digests = new WeakMap<Block, BlockDigest>();
 
-function digest(block: Block): BlockDigest {
-  let d = digests.get(block);
-  if (!d) {
-    const bytes = encodeBlock(block);
-    d = {
-      bytes,
-      size: bytes.length,
-      blockId: { hash: headerHash(block.header), partSetHeader: partSetHeaderOf(bytes) },
-    };
-    digests.set(block, d);
-  }
+function digestOf(block: Block, bytes: Uint8Array): BlockDigest {
+  const d = {
+    bytes,
+    size: bytes.length,
+    blockId: { hash: headerHash(block.header), partSetHeader: partSetHeaderOf(bytes) },
+  };
+  digests.set(block, d);
   return d;
+}
+
+function digest(block: Block): BlockDigest {
+  return digests.get(block) ?? digestOf(block, encodeBlock(block));
+}
+
+/**
+ * Takes `bytes`, which `block` was just decoded from, as its encoding instead of encoding it again
+ * (a block received from a peer; the bytes must not change afterwards). The part set header is
+ * computed from these bytes, so bytes that are not the canonical encoding give a block id that no
+ * commit signed, and the block is refused where its id is checked against its commit, as when it
+ * was encoded again; its size and stored bytes are then never used.
+ */
+export function adoptBlockBytes(block: Block, bytes: Uint8Array): void {
+  if (!digests.has(block)) digestOf(block, bytes);
 }
 
 /** The block id (header hash and part set header) of a block. */

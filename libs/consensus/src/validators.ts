@@ -6,6 +6,7 @@
 // that order defines validator indexes and validators_hash.
 import { ed25519Address } from '@noded/crypto';
 import type { Validator } from '@noded/types';
+import { toTaggedJson } from './codec/json.js';
 import { ConsensusError } from './errors.js';
 import { bytesEqual, hex, validatorsHash } from './hash.js';
 
@@ -14,6 +15,7 @@ export const MAX_TOTAL_VOTING_POWER = (2n ** 63n - 1n) / 8n;
 /** Priorities are kept within PRIORITY_WINDOW_SIZE_FACTOR * total power of each other. */
 export const PRIORITY_WINDOW_SIZE_FACTOR = 2n;
 
+const utf8 = new TextEncoder();
 const INT64_MAX = 2n ** 63n - 1n;
 const INT64_MIN = -(2n ** 63n);
 const clip = (v: bigint): bigint => (v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : v);
@@ -30,6 +32,22 @@ function byPowerThenAddress(a: Validator, b: Validator): number {
   return compareBytes(a.address, b.address);
 }
 
+/**
+ * The tagged JSON of a set's stored form with what it was computed from: the members' key objects
+ * and their power and priority, and the proposer's address. The validators are plain objects that
+ * the set changes in place (priorities at every increment), so the text is used only while all of
+ * these still match, whoever changed them.
+ */
+interface StoredJson {
+  text: string;
+  /** The text in UTF-8, made at its first use. */
+  bytes: Uint8Array | null;
+  keys: Uint8Array[];
+  powers: bigint[];
+  priorities: bigint[];
+  proposer: string | null;
+}
+
 /** A change to the set: power 0 removes the validator. */
 export interface ValidatorChange {
   pubKey: Uint8Array;
@@ -42,6 +60,7 @@ export class ValidatorSet {
   private total = 0n;
   private index = new Map<string, number>();
   private cachedHash: Uint8Array | null = null;
+  private cachedJson: StoredJson | null = null;
 
   private constructor(validators: Validator[], proposer: Uint8Array | null) {
     this.validators = validators;
@@ -87,7 +106,53 @@ export class ValidatorSet {
   }
 
   copy(): ValidatorSet {
-    return ValidatorSet.restore(this.validators, this.proposerAddr);
+    const c = ValidatorSet.restore(this.validators, this.proposerAddr);
+    // The copy's members are equal field by field (their key arrays the same objects): it may start
+    // from this set's text, which it checks against its own members at every use as this set does.
+    c.cachedJson = this.cachedJson;
+    return c;
+  }
+
+  /**
+   * Tagged JSON of `{validators, proposer}` (chainstate's StoredValidatorSet, what the state store
+   * writes at every block), computed again only when a member's power or priority, the members or the
+   * proposer changed since it was last computed, for this set or the one it was copied from.
+   */
+  storedJson(): string {
+    return this.stored().text;
+  }
+
+  /** storedJson() in UTF-8, shared by every use until the set changes: not to be written into. */
+  storedJsonBytes(): Uint8Array {
+    const c = this.stored();
+    if (!c.bytes) c.bytes = utf8.encode(c.text);
+    return c.bytes;
+  }
+
+  private stored(): StoredJson {
+    const c = this.cachedJson;
+    const proposer = this.proposerAddr ? hex(this.proposerAddr) : null;
+    if (c && c.proposer === proposer && c.powers.length === this.validators.length) {
+      let same = true;
+      for (let i = 0; i < this.validators.length && same; i++) {
+        const v = this.validators[i]!;
+        same =
+          c.keys[2 * i] === v.address &&
+          c.keys[2 * i + 1] === v.pubKey &&
+          c.powers[i] === v.votingPower &&
+          c.priorities[i] === v.proposerPriority;
+      }
+      if (same) return c;
+    }
+    this.cachedJson = {
+      text: toTaggedJson({ validators: this.validators, proposer: this.proposerAddr }),
+      bytes: null,
+      keys: this.validators.flatMap((v) => [v.address, v.pubKey]),
+      powers: this.validators.map((v) => v.votingPower),
+      priorities: this.validators.map((v) => v.proposerPriority),
+      proposer,
+    };
+    return this.cachedJson;
   }
 
   get size(): number {

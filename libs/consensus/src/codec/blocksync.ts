@@ -3,6 +3,7 @@
 // blocks and commits in CometBFT's own encodings. Decoding is for bytes from untrusted peers: every
 // malformed input is a ConsensusError('INVALID_ENCODING') naming what is wrong.
 import { ConsensusError } from '../errors.js';
+import { adoptBlockBytes } from '../hash.js';
 import type { BlockSyncMessage } from '../runtime/options.js';
 import { bytesOf, numberOf, ProtoWriter, readFields } from './proto.js';
 import {
@@ -96,11 +97,10 @@ export function decodeBlockSyncMessage(bytes: Uint8Array): BlockSyncMessage {
       return { kind: 'noBlock', height: height('no-block height', numberOf(g, 1)) };
     case FIELD.block: {
       if (!g.has(1) || !g.has(2)) fail('block response without its block or its commit');
-      const m: BlockSyncMessage = {
-        kind: 'block',
-        block: decodeBlock(bytesOf(g, 1)),
-        commit: decodeCommit(bytesOf(g, 2)),
-      };
+      const blockBytes = bytesOf(g, 1);
+      const block = decodeBlock(blockBytes);
+      adoptBlockBytes(block, blockBytes);
+      const m: BlockSyncMessage = { kind: 'block', block, commit: decodeCommit(bytesOf(g, 2)) };
       if (g.has(3)) m.extendedCommit = decodeExtendedCommit(bytesOf(g, 3));
       return m;
     }

@@ -3,8 +3,17 @@
 // {"$b":"<base64>"}. Plain JSON otherwise, so a record stays readable with standard tools.
 import { ConsensusError } from '../errors.js';
 
+/**
+ * Text already in tagged JSON, written verbatim where it stands in a value (the chain state carries
+ * its validator sets, which are encoded once and stored beside it too).
+ */
+export class TaggedJsonText {
+  constructor(readonly text: string) {}
+}
+
 function replacer(this: Record<string, unknown>, key: string, value: unknown): unknown {
   const original = this[key];
+  if (original instanceof TaggedJsonText) return JSON.parse(original.text);
   if (typeof original === 'bigint') return { $n: original.toString() };
   if (original instanceof Uint8Array)
     return { $b: Buffer.from(original.buffer, original.byteOffset, original.byteLength).toString('base64') };
@@ -27,6 +36,8 @@ function reviver(_key: string, value: unknown): unknown {
 
 /** A value the tagged copy leaves to JSON.stringify's replacer (toJSON methods, boxed primitives). */
 const SLOW_PATH = Symbol('tagged JSON slow path');
+/** A value holding TaggedJsonText, which JSON.stringify cannot write verbatim: see spliced(). */
+const SPLICE = Symbol('tagged JSON with texts to splice');
 
 /**
  * `v` with every bigint, byte array and Map replaced by its tag object, everything else as is: a
@@ -44,6 +55,7 @@ function tagged(v: unknown): unknown {
       return { $n: v.toString() };
     case 'object': {
       if (v === null) return null;
+      if (v instanceof TaggedJsonText) throw SPLICE;
       if (v instanceof Uint8Array)
         return { $b: Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') };
       if (Array.isArray(v)) {
@@ -74,9 +86,77 @@ function tagged(v: unknown): unknown {
   }
 }
 
+/**
+ * The same text as JSON.stringify(value, replacer), written piece by piece, with each TaggedJsonText
+ * written as it is: for the values that carry texts encoded before (the chain state's validator sets
+ * and params, written at every block). Throws SLOW_PATH as tagged() does.
+ */
+function spliced(v: unknown): string | undefined {
+  switch (typeof v) {
+    case 'string':
+      return JSON.stringify(v);
+    case 'number':
+      return Number.isFinite(v) ? `${v}` : 'null';
+    case 'boolean':
+      return v ? 'true' : 'false';
+    case 'bigint':
+      return `{"$n":"${v}"}`;
+    case 'object': {
+      if (v === null) return 'null';
+      if (v instanceof TaggedJsonText) return v.text;
+      if (v instanceof Uint8Array)
+        return `{"$b":"${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64')}"}`;
+      if (Array.isArray(v)) {
+        let out = '[';
+        for (let i = 0; i < v.length; i++) {
+          if (i > 0) out += ',';
+          out += spliced(v[i]) ?? 'null';
+        }
+        return `${out}]`;
+      }
+      if (v instanceof Map) return `{"$m":${spliced([...v.entries()])}}`;
+      const o = v as Record<string, unknown>;
+      if (
+        typeof o.toJSON === 'function' ||
+        v instanceof Number ||
+        v instanceof String ||
+        v instanceof Boolean
+      )
+        throw SLOW_PATH;
+      let out = '{';
+      let first = true;
+      for (const k of Object.keys(o)) {
+        const e = spliced(o[k]);
+        if (e === undefined) continue;
+        out += first ? `${JSON.stringify(k)}:${e}` : `,${JSON.stringify(k)}:${e}`;
+        first = false;
+      }
+      return `${out}}`;
+    }
+    default:
+      // undefined, functions and symbols: left out of objects, null in arrays, as JSON does.
+      return undefined;
+  }
+}
+
 export function toTaggedJson(value: unknown): string {
   try {
     const out = JSON.stringify(tagged(value));
+    if (out !== undefined) return out;
+  } catch (err) {
+    if (err === SPLICE) return toTaggedJsonSpliced(value);
+    if (err !== SLOW_PATH) throw err;
+  }
+  return JSON.stringify(value, replacer);
+}
+
+/**
+ * toTaggedJson for a value known to hold TaggedJsonText (chainstate.ts), written piece by piece
+ * straight away rather than after a tagged copy that would stop at the first text.
+ */
+export function toTaggedJsonSpliced(value: unknown): string {
+  try {
+    const out = spliced(value);
     if (out !== undefined) return out;
   } catch (err) {
     if (err !== SLOW_PATH) throw err;

@@ -106,14 +106,18 @@ export function lengthDelimited(bytes: Uint8Array): Uint8Array {
 
 export type ProtoValue = bigint | Uint8Array;
 
-/** Parses one message level into field number -> values (varints and fixed64 as bigint). */
+/**
+ * Parses one message level into field number -> values (varints and fixed64 as bigint). Keys,
+ * lengths and varints of up to four bytes (below 2^28) are read with numbers; a longer varint is
+ * read again from its first byte as a bigint, so every input reads (or fails) as with bigints only.
+ */
 export function readFields(bytes: Uint8Array): Map<number, ProtoValue[]> {
   const out = new Map<number, ProtoValue[]>();
   let pos = 0;
   const fail = (why: string): never => {
     throw new ConsensusError('INVALID_ENCODING', `protobuf: ${why} at byte ${pos} of ${bytes.length}`);
   };
-  const readVarint = (): bigint => {
+  const readBigVarint = (): bigint => {
     let result = 0n;
     let shift = 0n;
     for (;;) {
@@ -126,20 +130,35 @@ export function readFields(bytes: Uint8Array): Map<number, ProtoValue[]> {
     }
     return result;
   };
+  /** A varint below 2^28 as a number; anything longer (or truncated) through readBigVarint. */
+  const readVarint = (): number | bigint => {
+    const start = pos;
+    let result = 0;
+    for (let i = 0; i < 4 && pos < bytes.length; i++) {
+      const b = bytes[pos++]!;
+      result |= (b & 0x7f) << (7 * i);
+      if ((b & 0x80) === 0) return result;
+    }
+    pos = start;
+    return readBigVarint();
+  };
   while (pos < bytes.length) {
     const key = readVarint();
-    const field = Number(key >> 3n);
-    const wire = Number(key & 7n);
+    const field = typeof key === 'number' ? key >>> 3 : Number(key >> 3n);
+    const wire = typeof key === 'number' ? key & 7 : Number(key & 7n);
     let value: ProtoValue;
-    if (wire === 0) value = readVarint();
-    else if (wire === 1) {
+    if (wire === 0) {
+      const v = readVarint();
+      value = typeof v === 'number' ? BigInt(v) : v;
+    } else if (wire === 1) {
       if (pos + 8 > bytes.length) fail('truncated fixed64');
       let v = 0n;
       for (let i = 7; i >= 0; i--) v = (v << 8n) | BigInt(bytes[pos + i]!);
       pos += 8;
       value = v;
     } else if (wire === 2) {
-      const len = Number(readVarint());
+      const l = readVarint();
+      const len = typeof l === 'number' ? l : Number(l);
       if (pos + len > bytes.length) fail(`length ${len} past the end`);
       value = bytes.subarray(pos, pos + len);
       pos += len;

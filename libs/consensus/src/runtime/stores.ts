@@ -25,12 +25,11 @@ import type {
 } from '@noded/types';
 import {
   type ChainState,
+  encodeChainStateRecords,
   loadChainState,
   loadValidatorSet,
   type StoredChainState,
   type StoredValidatorSet,
-  storeChainState,
-  storeValidatorSet,
 } from '../chainstate.js';
 import { decodeTagged, encodeTagged } from '../codec/json.js';
 import {
@@ -45,9 +44,20 @@ import type { ValidatorSet } from '../validators.js';
 
 const enc = new TextEncoder();
 
+/** The few key prefixes in bytes, encoded once (keys are built for every record of every block). */
+const prefixes = new Map<string, Uint8Array>();
+function prefixBytes(prefix: string): Uint8Array {
+  let p = prefixes.get(prefix);
+  if (!p) {
+    p = enc.encode(prefix);
+    prefixes.set(prefix, p);
+  }
+  return p;
+}
+
 function key(prefix: string, height?: number): Uint8Array {
-  const p = enc.encode(prefix);
-  if (height === undefined) return p;
+  const p = prefixBytes(prefix);
+  if (height === undefined) return p.slice();
   const out = new Uint8Array(p.length + 8);
   out.set(p);
   new DataView(out.buffer).setBigUint64(p.length, BigInt(height));
@@ -55,7 +65,7 @@ function key(prefix: string, height?: number): Uint8Array {
 }
 
 function keyBytes(prefix: string, suffix: Uint8Array): Uint8Array {
-  const p = enc.encode(prefix);
+  const p = prefixBytes(prefix);
   const out = new Uint8Array(p.length + suffix.length);
   out.set(p);
   out.set(suffix, p.length);
@@ -182,6 +192,23 @@ export class BlockStore {
   }
 }
 
+/**
+ * The puts that store `s`: the state, the validator sets of its next two heights (and of its own
+ * height once past the initial one) and the params of the next height, each value encoded once.
+ */
+function stateRecords(s: ChainState): BatchOp[] {
+  const h = s.lastBlockHeight;
+  const r = encodeChainStateRecords(s);
+  const ops: BatchOp[] = [
+    { type: 'put', key: key('st:state'), value: r.state },
+    { type: 'put', key: key('st:v:', h + 1), value: r.validators },
+    { type: 'put', key: key('st:v:', h + 2), value: r.nextValidators },
+    { type: 'put', key: key('st:p:', h + 1), value: r.consensusParams },
+  ];
+  if (h >= s.initialHeight) ops.push({ type: 'put', key: key('st:v:', h), value: r.lastValidators });
+  return ops;
+}
+
 export class StateStore {
   constructor(private readonly kv: KVStore) {}
 
@@ -195,20 +222,7 @@ export class StateStore {
    * false (block sync: a lost state is rebuilt from the synced block results at the next start).
    */
   async saveState(s: ChainState, sync = true): Promise<void> {
-    const h = s.lastBlockHeight;
-    const ops: Array<{ type: 'put'; key: Uint8Array; value: Uint8Array }> = [
-      { type: 'put', key: key('st:state'), value: encodeTagged(storeChainState(s)) },
-      { type: 'put', key: key('st:v:', h + 1), value: encodeTagged(storeValidatorSet(s.validators)) },
-      { type: 'put', key: key('st:v:', h + 2), value: encodeTagged(storeValidatorSet(s.nextValidators)) },
-      { type: 'put', key: key('st:p:', h + 1), value: encodeTagged(s.consensusParams) },
-    ];
-    if (h >= s.initialHeight)
-      ops.push({
-        type: 'put',
-        key: key('st:v:', h),
-        value: encodeTagged(storeValidatorSet(s.lastValidators)),
-      });
-    await this.kv.write(ops, { sync });
+    await this.kv.write(stateRecords(s), { sync });
   }
 
   /**
@@ -229,18 +243,7 @@ export class StateStore {
     await above('st:r:', h + 1);
     await above('st:v:', h + 3);
     await above('st:p:', h + 2);
-    ops.push(
-      { type: 'put', key: key('st:state'), value: encodeTagged(storeChainState(s)) },
-      { type: 'put', key: key('st:v:', h + 1), value: encodeTagged(storeValidatorSet(s.validators)) },
-      { type: 'put', key: key('st:v:', h + 2), value: encodeTagged(storeValidatorSet(s.nextValidators)) },
-      { type: 'put', key: key('st:p:', h + 1), value: encodeTagged(s.consensusParams) },
-    );
-    if (h >= s.initialHeight)
-      ops.push({
-        type: 'put',
-        key: key('st:v:', h),
-        value: encodeTagged(storeValidatorSet(s.lastValidators)),
-      });
+    ops.push(...stateRecords(s));
     await this.kv.write(ops, { sync: true });
   }
 
