@@ -36,6 +36,11 @@ function reviver(_key: string, value: unknown): unknown {
 
 /** A value the tagged copy leaves to JSON.stringify's replacer (toJSON methods, boxed primitives). */
 const SLOW_PATH = Symbol('tagged JSON slow path');
+/** An object neither fast writer models: one with toJSON, or a boxed primitive. */
+function leftToReplacer(o: Record<string, unknown>): boolean {
+  return typeof o.toJSON === 'function' || o instanceof Number || o instanceof String || o instanceof Boolean;
+}
+
 /** A value holding TaggedJsonText, which JSON.stringify cannot write verbatim: see spliced(). */
 const SPLICE = Symbol('tagged JSON with texts to splice');
 
@@ -65,13 +70,7 @@ function tagged(v: unknown): unknown {
       }
       if (v instanceof Map) return { $m: tagged([...v.entries()]) };
       const o = v as Record<string, unknown>;
-      if (
-        typeof o.toJSON === 'function' ||
-        v instanceof Number ||
-        v instanceof String ||
-        v instanceof Boolean
-      )
-        throw SLOW_PATH;
+      if (leftToReplacer(o)) throw SLOW_PATH;
       const out: Record<string, unknown> = {};
       for (const k of Object.keys(o)) {
         if (k === '__proto__') throw SLOW_PATH;
@@ -116,13 +115,7 @@ function spliced(v: unknown): string | undefined {
       }
       if (v instanceof Map) return `{"$m":${spliced([...v.entries()])}}`;
       const o = v as Record<string, unknown>;
-      if (
-        typeof o.toJSON === 'function' ||
-        v instanceof Number ||
-        v instanceof String ||
-        v instanceof Boolean
-      )
-        throw SLOW_PATH;
+      if (leftToReplacer(o)) throw SLOW_PATH;
       let out = '{';
       let first = true;
       for (const k of Object.keys(o)) {
