@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConsensusError } from '@noded/consensus';
 import { type ProtoValue, readFields } from '@noded/consensus/src/codec/proto.js';
+import { prng } from './helpers.js';
 
 function reference(bytes: Uint8Array): Map<number, ProtoValue[]> {
   const out = new Map<number, ProtoValue[]>();
@@ -68,17 +69,6 @@ const outcome = (read: (b: Uint8Array) => Map<number, ProtoValue[]>, b: Uint8Arr
     return { error: (err as Error).message };
   }
 };
-
-/** A seeded PRNG (mulberry32), so that a failing input can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A varint of `v`, optionally padded with redundant continuation bytes up to `len` bytes. */
 function varint(v: bigint, len = 0): number[] {

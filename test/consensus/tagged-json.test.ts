@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { blockIdOf, decodeTagged, encodeTagged, makeBlock } from '@noded/consensus';
 import { TaggedJsonText, toTaggedJson, toTaggedJsonSpliced } from '@noded/consensus/src/codec/json.js';
-import { genesis, testKey } from './helpers.js';
+import { genesis, prng, testKey } from './helpers.js';
 
 function replacer(this: Record<string, unknown>, key: string, value: unknown): unknown {
   const original = this[key];
@@ -19,17 +19,6 @@ function replacer(this: Record<string, unknown>, key: string, value: unknown): u
 
 const reference = (v: unknown) => JSON.stringify(v, replacer);
 const text = (v: unknown) => new TextDecoder().decode(encodeTagged(v));
-
-/** A seeded PRNG (mulberry32), so that a failing value can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomValue(r: () => number, depth: number): unknown {
   const pick = Math.floor(r() * (depth > 3 ? 9 : 12));
