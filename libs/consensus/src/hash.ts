@@ -132,20 +132,17 @@ export function partSetHeaderOf(blockBytes: Uint8Array): PartSetHeader {
 }
 
 interface BlockDigest {
-  blockId: BlockId;
   size: number;
   bytes: Uint8Array;
+  /** Computed at the first blockIdOf: a block only served to peers never needs it. */
+  blockId?: BlockId;
 }
 
 // Blocks are treated as immutable once built; their encoding and id are computed once per object.
 const digests = new WeakMap<Block, BlockDigest>();
 
 function digestOf(block: Block, bytes: Uint8Array): BlockDigest {
-  const d = {
-    bytes,
-    size: bytes.length,
-    blockId: { hash: headerHash(block.header), partSetHeader: partSetHeaderOf(bytes) },
-  };
+  const d: BlockDigest = { bytes, size: bytes.length };
   digests.set(block, d);
   return d;
 }
@@ -156,10 +153,12 @@ function digest(block: Block): BlockDigest {
 
 /**
  * Takes `bytes`, which `block` was just decoded from, as its encoding instead of encoding it again
- * (a block received from a peer; the bytes must not change afterwards). The part set header is
- * computed from these bytes, so bytes that are not the canonical encoding give a block id that no
- * commit signed, and the block is refused where its id is checked against its commit, as when it
- * was encoded again; its size and stored bytes are then never used.
+ * (a block received from a peer, or read back from the block store; the bytes must not change
+ * afterwards). The part set header is computed from these bytes, so bytes that are not the
+ * canonical encoding give a block id that no commit signed, and the block is refused where its id is
+ * checked against its commit, as when it was encoded again; its size and stored bytes are then
+ * never used. Stored bytes are always canonical: they were either encoded here or received and
+ * checked against a commit that way.
  */
 export function adoptBlockBytes(block: Block, bytes: Uint8Array): void {
   if (!digests.has(block)) digestOf(block, bytes);
@@ -167,7 +166,10 @@ export function adoptBlockBytes(block: Block, bytes: Uint8Array): void {
 
 /** The block id (header hash and part set header) of a block. */
 export function blockIdOf(block: Block): BlockId {
-  return digest(block).blockId;
+  const d = digest(block);
+  if (d.blockId === undefined)
+    d.blockId = { hash: headerHash(block.header), partSetHeader: partSetHeaderOf(d.bytes) };
+  return d.blockId;
 }
 
 /** Encoded size of a block in bytes (what max_bytes limits). */

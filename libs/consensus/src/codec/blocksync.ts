@@ -3,14 +3,13 @@
 // blocks and commits in CometBFT's own encodings. Decoding is for bytes from untrusted peers: every
 // malformed input is a ConsensusError('INVALID_ENCODING') naming what is wrong.
 import { ConsensusError } from '../errors.js';
-import { adoptBlockBytes } from '../hash.js';
+import { adoptBlockBytes, blockBytes } from '../hash.js';
 import type { BlockSyncMessage } from '../runtime/options.js';
 import { bytesOf, numberOf, ProtoWriter, readFields } from './proto.js';
 import {
   decodeBlock,
   decodeCommit,
   decodeExtendedCommit,
-  encodeBlock,
   encodeCommit,
   encodeExtendedCommit,
 } from './types.js';
@@ -57,7 +56,7 @@ export function encodeBlockSyncMessage(m: BlockSyncMessage): Uint8Array {
       w.message(FIELD.noBlock, inner.finish());
       break;
     case 'block':
-      inner.message(1, encodeBlock(m.block));
+      inner.message(1, blockBytes(m.block));
       inner.message(2, encodeCommit(m.commit));
       if (m.extendedCommit) inner.message(3, encodeExtendedCommit(m.extendedCommit));
       w.message(FIELD.block, inner.finish());

@@ -39,7 +39,7 @@ import {
   encodeCommit,
   encodeExtendedCommit,
 } from '../codec/types.js';
-import { blockBytes, blockSize } from '../hash.js';
+import { adoptBlockBytes, blockBytes, blockSize } from '../hash.js';
 import type { ValidatorSet } from '../validators.js';
 
 const enc = new TextEncoder();
@@ -156,7 +156,11 @@ export class BlockStore {
 
   async loadBlock(height: number): Promise<Block | undefined> {
     const b = await this.kv.get(key('bs:b:', height));
-    return b ? decodeBlock(b) : undefined;
+    if (!b) return undefined;
+    // The stored bytes are the block's encoding: a block served to a peer is sent as read.
+    const block = decodeBlock(b);
+    adoptBlockBytes(block, b);
+    return block;
   }
 
   async heightOfHash(hash: Uint8Array): Promise<number | undefined> {
