@@ -1,6 +1,6 @@
 // Runs after `npm ci` / `npm install` (package.json "postinstall"). Performance rewrites of the
-// installed JavaScript of @ethereumjs/evm and @ethereumjs/util, none of which changes what they
-// compute, and one correctness fix of @chainsafe/libp2p-yamux (5).
+// installed JavaScript of @ethereumjs/evm, @ethereumjs/util and @chainsafe/libp2p-yamux (6), none of
+// which changes what they compute, and one correctness fix of @chainsafe/libp2p-yamux (5).
 //
 // 1. evm.js: three object literals in the call path go from spread-then-properties form
 //    ({ ...a, b: 1 }) to Object.assign with the same sources in the same order, which builds the
@@ -210,6 +210,28 @@ const YAMUX_REWRITES = [
   },
 ];
 
+// 6. stream.js: a stream answered every data frame it received with a window update frame (a yamux
+//    header through noise and the socket), however little of its window the frame used. The
+//    rewrite sends one only when at least half of the receive window has been consumed, as go-yamux
+//    does, or when the update carries a flag (the SYN/ACK that opens a stream). The sender still
+//    holds at least half a window meanwhile, so nothing waits for an update that is not sent; the
+//    window's growth (doubled when a window is used up within four round trips) is judged only
+//    when an update is sent. test/p2p/yamux-window.test.ts drives the patched stream.
+const YAMUX_STREAM_REWRITES = [
+  {
+    what: 'sendWindowUpdate: an update only once half the window is used',
+    from: `        // determine the flags if any
+        const flags = this.getSendFlags();
+`,
+    to: `        // determine the flags if any
+        const flags = this.getSendFlags();
+        if (flags === 0 && this.recvWindow - this.recvWindowCapacity < this.recvWindow / 2) {
+            return;
+        }
+`,
+  },
+];
+
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const esm = join(root, 'node_modules', '@ethereumjs', 'evm', 'dist', 'esm');
 
@@ -220,6 +242,13 @@ const patches = [
     pkg: '@chainsafe/libp2p-yamux',
     what: 'stream opening',
     rewrites: YAMUX_REWRITES,
+  },
+  {
+    file: join(root, 'node_modules', '@chainsafe', 'libp2p-yamux', 'dist', 'src', 'stream.js'),
+    marker: '/* noded: window updates once half the window is used (scripts/patch-deps.mjs) */',
+    pkg: '@chainsafe/libp2p-yamux',
+    what: 'window updates',
+    rewrites: YAMUX_STREAM_REWRITES,
   },
   {
     file: join(root, 'node_modules', '@ethereumjs', 'util', 'dist', 'esm', 'bytes.js'),
