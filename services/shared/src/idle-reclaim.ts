@@ -5,10 +5,9 @@
 // thread (the main one, the JSON-RPC thread, the indexer) runs one of these: every few seconds it
 // reads the thread's event-loop utilisation; after a busy interval and then a run of quiet ones, if
 // the heap's physical size is well over the smallest it has been, it runs one full collection, which
-// frees the empty pages; the next collection waits for the thread to be busy again. A thread that
-// stays busy is collected the same way, at most every busyCollectIntervalMs (2 minutes). Every run of
-// quiet readings, collected or not, is handed to `onQuiet` (native-reclaim.ts: RocksDB's memtables
-// and glibc's heaps).
+// frees the empty pages; the next collection waits for the thread to be busy again. Every run of quiet
+// readings, collected or not, is handed to `onQuiet` (native-reclaim.ts: RocksDB's memtables and
+// glibc's heaps).
 import { performance } from 'node:perf_hooks';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -29,14 +28,6 @@ export interface IdleReclaimOptions {
   quietIntervals: number;
   /** Growth of the heap's physical size over the smallest it has been that is worth a collection, bytes. */
   minGrowthBytes: number;
-  /**
-   * A thread that never goes quiet (a node under a load that never pauses) is still collected once
-   * this long after its last collection, when its heap has grown by minGrowthBytes; 0: never while
-   * busy. Under a steady load V8 keeps raising an isolate's old-generation limit, so its committed
-   * pages crept up for as long as the load lasted: in a 30-minute soak the three isolates' heap
-   * totals together grew about 30 MB an hour (docs/reliability.md, "Bounded memory").
-   */
-  busyCollectIntervalMs: number;
   /**
    * Called after every run of `quietIntervals` quiet readings (after the collection, if one ran),
    * loaded before or not: for native memory writes left behind (native-reclaim.ts), which a load too
@@ -61,7 +52,6 @@ export const defaultIdleReclaimOptions: IdleReclaimOptions = {
   quietFraction: 0.5,
   quietIntervals: 3,
   minGrowthBytes: 4 << 20,
-  busyCollectIntervalMs: 120_000,
 };
 
 /**
@@ -77,8 +67,6 @@ export interface Reclaimed {
   before: number;
   after: number;
   ms: number;
-  /** Taken while the thread was busy (busyCollectIntervalMs), not after it went quiet. */
-  busy: boolean;
 }
 
 export interface IdleReclaim {
@@ -99,7 +87,7 @@ export function logReclaim(log: Logger, thread: string): (r: Reclaimed) => void 
         afterMB: +(r.after / 1e6).toFixed(1),
         ms: Math.round(r.ms),
       },
-      r.busy ? 'heap collected under a steady load' : 'the thread went quiet: heap collected',
+      'the thread went quiet: heap collected',
     );
 }
 
@@ -136,15 +124,6 @@ export function startIdleReclaim(
   let peak = 0;
   let lowest = Number.POSITIVE_INFINITY;
   let count = 0;
-  let lastCollection = performance.now();
-  const collect = (size: number, busy: boolean) => {
-    const started = performance.now();
-    gc();
-    lastCollection = performance.now();
-    count++;
-    const after = getHeapStatistics().total_physical_size;
-    onReclaim({ before: size, after, ms: lastCollection - started, busy });
-  };
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization();
     const busy = performance.eventLoopUtilization(now, last).utilization;
@@ -155,12 +134,6 @@ export function startIdleReclaim(
     if (busy >= Math.max(o.quietUtilization, peak * o.quietFraction)) {
       armed = true;
       quiet = 0;
-      if (
-        o.busyCollectIntervalMs > 0 &&
-        performance.now() - lastCollection >= o.busyCollectIntervalMs &&
-        size - lowest >= o.minGrowthBytes
-      )
-        collect(size, true);
       return;
     }
     quiet++;
@@ -169,7 +142,13 @@ export function startIdleReclaim(
     if (armed) {
       armed = false;
       peak = 0;
-      if (size - lowest >= o.minGrowthBytes) collect(size, false);
+      if (size - lowest >= o.minGrowthBytes) {
+        const started = performance.now();
+        gc();
+        const after = getHeapStatistics().total_physical_size;
+        count++;
+        onReclaim({ before: size, after, ms: performance.now() - started });
+      }
     }
     // Native memory does not show in the heap's size, and a light load (the main thread under
     // quietUtilization throughout) never arms the collection above: onQuiet hears of every run of
