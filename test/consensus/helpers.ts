@@ -221,13 +221,4 @@ export function nonProposerSetup() {
   return { chain, self, others, keyOf, d };
 }
 
-/** A seeded PRNG (mulberry32), so that a failing random input can be replayed from its seed. */
-export function prng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { prng } from '../prng.js';

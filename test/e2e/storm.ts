@@ -6,6 +6,7 @@
 // every commit signed only for its block). Used by storm.test.ts (a short storm in CI) and by
 // storm-cli.ts (`npm run storm -- --kills 100`, recorded in docs/reliability.md).
 import { JsonRpcProvider, Wallet } from 'ethers';
+import { prng } from '../prng.js';
 import { DEV_KEYS } from './harness.js';
 import { createNetwork, heightOf, NETWORK_UP_MS, type Network, rpc, waitHeight } from './network.js';
 
@@ -27,18 +28,6 @@ export interface StormReport {
   blocksWithEvidence: number;
   conflictingVoteLines: number;
   seconds: number;
-}
-
-/** A small seeded PRNG (mulberry32), so a failing storm can be replayed with its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

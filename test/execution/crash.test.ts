@@ -9,6 +9,7 @@ import { keccak256 } from '@noded/crypto';
 import { Executor } from '@noded/execution';
 import { RocksKV } from '@noded/storage';
 import { EventBus, type Hex } from '@noded/types';
+import { prng } from '../prng.js';
 import { LAB_SOL } from './contracts.js';
 import { compile, executorOptions, produceBlock, startNode } from './helpers.js';
 import { labSelectors } from './selectors.js';
@@ -24,16 +25,6 @@ after(() => {
   for (const c of children) c.kill('SIGKILL');
   rmSync(dir, { recursive: true, force: true });
 });
-
-function rng(seed: number) {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Reference {
   hash: Hex;
@@ -116,7 +107,7 @@ describe('crash consistency', () => {
       });
     }
 
-    const r = rng(99);
+    const r = prng(99);
     let kills = 0;
     let last = 0;
     for (let round = 0; kills < KILLS && round < 60; round++) {

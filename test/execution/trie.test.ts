@@ -3,19 +3,9 @@ import { describe, it } from 'node:test';
 import { createMPT, verifyMPTWithMerkleProof } from '@ethereumjs/mpt';
 import { RLP } from '@ethereumjs/rlp';
 import { EMPTY_TRIE_ROOT, MerkleTrie, orderedTrieRoot } from '@noded/execution/src/trie/mpt.js';
+import { prng } from '../prng.js';
 
 /** Deterministic PRNG (mulberry32). */
-function rng(seed: number) {
-  let a = seed;
-  return () => {
-    a |= 0;
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
 function randomBytes(r: () => number, n: number): Uint8Array {
@@ -26,7 +16,7 @@ function randomBytes(r: () => number, n: number): Uint8Array {
 
 describe('MerkleTrie', () => {
   it('matches @ethereumjs/mpt roots and proofs over random batches, and persists exactly the live nodes', async () => {
-    const r = rng(7);
+    const r = prng(7);
     const store = new Map<string, Uint8Array>();
     const loader = async (paths: string[]) => paths.map((p) => store.get(p));
     let trie = new MerkleTrie('00', EMPTY_TRIE_ROOT, loader);
@@ -98,7 +88,7 @@ describe('MerkleTrie', () => {
 
   it('orderedTrieRoot matches the reference trie keyed by rlp(index)', async () => {
     for (const count of [0, 1, 2, 16, 130, 300]) {
-      const r = rng(count + 1);
+      const r = prng(count + 1);
       const values = Array.from({ length: count }, () => randomBytes(r, 1 + Math.floor(r() * 120)));
       const ref = await createMPT();
       for (let i = 0; i < count; i++) await ref.put(RLP.encode(i), values[i]);
