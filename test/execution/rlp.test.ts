@@ -4,7 +4,17 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { RLP } from '@ethereumjs/rlp';
 import { encodeBytes, encodeListOfEncoded, type RlpInput, rlpEncode } from '@noded/execution/src/rlp.js';
-import { prng } from '../prng.js';
+
+/** A small deterministic generator (xorshift32), so a failure names a reproducible case. */
+function prng(seed: number): () => number {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    return (s >>> 0) / 2 ** 32;
+  };
+}
 
 const SIZES = [0, 1, 2, 54, 55, 56, 57, 255, 256, 1024, 65535, 65536, 70000];
 

@@ -4,6 +4,7 @@
 import { RLP } from '@ethereumjs/rlp';
 import { keccak256 } from '@noded/crypto';
 import type { Hex } from '@noded/types';
+import { prng } from '../prng.js';
 import { addr, ETH, key, signTx } from './helpers.js';
 
 export interface WorkloadCode {
@@ -15,16 +16,6 @@ export const WORKLOAD_KEYS = Array.from({ length: 8 }, (_, i) => key(100 + i));
 
 export function workloadGenesis(): Array<{ address: Hex; balance: bigint }> {
   return WORKLOAD_KEYS.map((k) => ({ address: addr(k), balance: 1000n * ETH }));
-}
-
-function rng(seed: number) {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function word(v: bigint | Hex): string {
@@ -57,7 +48,7 @@ export function workloadBlocks(
   sel: Selectors,
   from = 1,
 ): Uint8Array[][] {
-  const r = rng(seed);
+  const r = prng(seed);
   const nonces = WORKLOAD_KEYS.map(() => 0n);
   const sender0 = addr(WORKLOAD_KEYS[0]);
   const lab = createAddress(sender0, 0);
