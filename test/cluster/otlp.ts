@@ -94,7 +94,11 @@ export class OtlpReceiver {
 
 export function one(spans: Span[], what: string, pred: (s: Span) => boolean): Span {
   const found = spans.filter(pred);
-  assert.equal(found.length, 1, `exactly one ${what}, found ${found.length}`);
+  assert.equal(
+    found.length,
+    1,
+    `exactly one ${what}, found ${found.length}: ${found.map((s) => `${s.service} ${s.name}`).join('; ')}`,
+  );
   return found[0]!;
 }
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -487,6 +488,48 @@ describe('ConsensusRuntime: block pacing and dev controls (single validator)', (
       // Through consensus: the block's commit carries the validator's precommit.
       const c = await rt.loadCommit(h + 1);
       assert.equal(c?.commit.signatures[0]?.blockIdFlag, 2);
+    } finally {
+      await rt.stop();
+    }
+  });
+
+  it('runs its work in its own async context, never in that of the caller whose input woke it', async () => {
+    // A traced broadcast_tx_sync calls txsAvailable() inside its server span; the block that call
+    // causes (PrepareProposal, FinalizeBlock, Commit) must not run as that request's children.
+    const caller = new AsyncLocalStorage<string>();
+    const seen: Array<{ call: string; store: string | undefined }> = [];
+    const app = new TestApp({ autoTxs: 0 });
+    for (const m of ['prepareProposal', 'processProposal', 'finalizeBlock', 'commit'] as const) {
+      const f = (app[m] as (...a: unknown[]) => unknown).bind(app);
+      (app as unknown as Record<string, unknown>)[m] = (...a: unknown[]) => {
+        seen.push({ call: m, store: caller.getStore() });
+        return f(...a);
+      };
+    }
+    const n = { ...node(40, { createEmptyBlocks: false, app }), app };
+    const rt = await ConsensusRuntime.create(n.opts);
+    await rt.start();
+    try {
+      await rt.waitForHeight(1, 10_000);
+      await sleep(200); // the runtime now waits for transactions, its queue empty
+      const h = rt.chainState().lastBlockHeight;
+      const before = seen.length;
+      caller.run('broadcast_tx_sync', () => {
+        n.app.addTx('k=v');
+        rt.txsAvailable();
+      });
+      await rt.waitForHeight(h + 1, 5_000);
+      const during = seen.slice(before);
+      assert.ok(
+        during.some((s) => s.call === 'finalizeBlock'),
+        `the transaction's block was finalized (${during.map((s) => s.call).join(', ')})`,
+      );
+      assert.deepEqual(
+        during.filter((s) => s.store !== undefined),
+        [],
+        "no application call of the block runs in the caller's context",
+      );
+      assert.equal(n.app.value('k'), 'v');
     } finally {
       await rt.stop();
     }

@@ -7,6 +7,7 @@
 // before it is broadcast. A decided block is stored with its commit (synced) and an end-height
 // marker written to the WAL before the application sees it; then finalizeBlock, the block results
 // are saved, commit, the new state is saved, and NewBlock / Tx / ValidatorSetUpdates are published.
+import { AsyncResource } from 'node:async_hooks';
 import { ed25519Verify } from '@noded/crypto';
 import { HoldingKV } from '@noded/storage';
 import type {
@@ -149,6 +150,12 @@ export class ConsensusRuntime {
   private chain!: ChainState;
   private readonly queue: Input[] = [];
   private draining: Promise<void> | null = null;
+  /**
+   * The async context the runtime was created in. Its work (the queue's drain and every timer it
+   * arms) runs there, never in the context of whichever caller's input started a drain: a traced
+   * broadcast_tx_sync that wakes the runtime must not become the parent of the block it causes.
+   */
+  private readonly home = new AsyncResource('noded.consensus.runtime');
   private replaying = false;
   private started = false;
   private stopped = false;
@@ -530,7 +537,7 @@ export class ConsensusRuntime {
   private enqueue(input: Input): void {
     if (this.stopped) return;
     this.queue.push(input);
-    if (!this.draining) this.draining = this.drain();
+    if (!this.draining) this.draining = this.home.runInAsyncScope(() => this.drain());
   }
 
   private async drain(): Promise<void> {
