@@ -289,6 +289,57 @@ function summaryByDecoding(raw: Uint8Array): {
   throw new Error(`unsupported transaction type ${first}`);
 }
 
+/** Near a power of two: the bounds EthereumJS' constructor checks (2^64-1 for gas and nonce, 2^256). */
+const nearBound = (bits: bigint) =>
+  fc.oneof(
+    fc.bigInt({ min: 0n, max: 100_000n }),
+    fc.constantFrom((1n << bits) - 2n, (1n << bits) - 1n, 1n << bits),
+    fc.bigInt({ min: 0n, max: 1n << (bits + 8n) }),
+  );
+/** Mostly `usual`, sometimes `odd`. */
+const mostly = <T>(usual: fc.Arbitrary<T>, odd: fc.Arbitrary<T>) =>
+  fc.oneof({ arbitrary: usual, weight: 6 }, { arbitrary: odd, weight: 1 });
+
+/** Value transfers (the shape decodeTx may leave without an EthereumJS object), fields at their bounds. */
+const transferModel: fc.Arbitrary<TxModel> = fc.tuple(nearBound(128n), nearBound(256n)).chain(([a, b]) =>
+  rec<TxModel>({
+    type: fc.constantFrom(0 as const, 1 as const, 2 as const),
+    protected: mostly(fc.constant(true), fc.constant(false)),
+    nonce: nearBound(64n),
+    gas: fc.oneof(fc.constant(21_000n), fc.bigInt({ min: 0n, max: 17_000_000n }), nearBound(64n)),
+    to: mostly(bytesOf(20), fc.constant(null)),
+    value: fc.oneof(u256, nearBound(256n)),
+    data: mostly(fc.constant(new Uint8Array(0)), fc.uint8Array({ minLength: 1, maxLength: 3 })),
+    gasPrice: fc.constantFrom(a, b),
+    maxFee: fc.constantFrom(a, b),
+    tip: fc.constantFrom(a, b, 0n),
+    accessList: mostly(
+      fc.constant<TxModel['accessList']>([]),
+      fc.array(fc.tuple(bytesOf(20), fc.array(bytesOf(32), { maxLength: 1 })), {
+        minLength: 1,
+        maxLength: 1,
+      }),
+    ),
+    authorizations: fc.constant<TxModel['authorizations']>([]),
+  }),
+);
+
+/** secp256k1's order: (r, n - s) with the other parity is the same signature, refused by EIP-2. */
+const SECP256K1_ORDER = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+
+/** A signed transfer, sometimes re-signed with the high-s twin of its signature. */
+const signedTransfer = fc.tuple(transferModel, privateKey, fc.nat(4)).map(([t, k, twist]) => {
+  const raw = sign(t, k);
+  if (twist !== 0) return raw;
+  const typed = raw[0]! < 0xc0;
+  const fields = RLP.decode(typed ? raw.subarray(1) : raw) as Uint8Array[];
+  const n = fields.length;
+  fields[n - 1] = bigIntToBytes(SECP256K1_ORDER - bytesToBigInt(fields[n - 1]!));
+  fields[n - 3] = bigIntToBytes(bytesToBigInt(fields[n - 3]!) ^ 1n);
+  const body = rlpEncode(fields);
+  return typed ? Uint8Array.from(Buffer.concat([raw.subarray(0, 1), body])) : body;
+});
+
 describe('fuzz: transaction decoding', () => {
   it('decodeTx gives back the fields and the signer of every signed envelope', () => {
     check(
@@ -341,6 +392,61 @@ describe('fuzz: transaction decoding', () => {
       ),
       4,
     );
+  });
+
+  it('a plain transfer decoded without the EthereumJS object agrees with the eager decode in every field and refusal', () => {
+    const fields = [
+      'hashHex',
+      'type',
+      'dataLength',
+      'accessListLength',
+      'sender',
+      'nonce',
+      'gasLimit',
+      'feeCap',
+      'tipCap',
+      'value',
+      'chainId',
+      'to',
+      'cost',
+      'minGas',
+      'intrinsicGas',
+    ] as const;
+    let lazyBuilt = 0;
+    check(
+      fc.property(fc.oneof(signedTransfer, mutated(signedTransfer)), fc.boolean(), (raw, withKey) => {
+        const key = withKey ? recoverSenderPublicKey(raw, CHAIN_ID) : undefined;
+        const lazy = onlyThrows(() => decodeTx(raw, common, CHAIN_ID, undefined, key), TxRejectedError);
+        const eager = onlyThrows(
+          () => decodeTx(raw, common, CHAIN_ID, undefined, key, { eager: true }),
+          TxRejectedError,
+        );
+        assert.equal(
+          lazy.ok,
+          eager.ok,
+          `one way refused: ${!lazy.ok ? lazy.error.message : ''}${!eager.ok ? eager.error.message : ''}`,
+        );
+        if (!lazy.ok && !eager.ok) {
+          assert.equal((lazy.error as TxRejectedError).code, (eager.error as TxRejectedError).code);
+          assert.equal(lazy.error.message, eager.error.message);
+          return;
+        }
+        if (!lazy.ok || !eager.ok) return;
+        const [l, e] = [lazy.value, eager.value];
+        for (const f of fields) assert.deepStrictEqual(l[f], e[f], f);
+        if (Object.getOwnPropertyDescriptor(l, 'tx')?.get !== undefined) lazyBuilt++;
+        // The object built on demand is the one the eager decode built, pinned the same way.
+        assert.ok(Object.isFrozen(l.tx));
+        assert.deepStrictEqual(Uint8Array.from(l.tx.serialize()), Uint8Array.from(e.tx.serialize()));
+        assert.deepStrictEqual(l.tx.hash(), e.tx.hash());
+        assert.equal(l.tx.getSenderAddress().toString(), e.tx.getSenderAddress().toString());
+        assert.deepStrictEqual(l.tx.getSenderPublicKey(), e.tx.getSenderPublicKey());
+        assert.equal(l.tx.getIntrinsicGas(), e.intrinsicGas);
+        assert.equal(l.tx, l.tx, 'built once');
+      }),
+      0.25,
+    );
+    assert.ok(lazyBuilt > 0, 'some transfers took the path without the EthereumJS object');
   });
 
   it('hostile bytes are refused only with TxRejectedError; the RPC fast paths agree with decodeTx', () => {

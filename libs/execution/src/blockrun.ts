@@ -235,8 +235,7 @@ export class BlockRun {
    */
   private async plainTransfer(vm: VM, d: DecodedTx): Promise<TxRun | undefined> {
     if (d.impersonated || d.to === null || d.type === 4 || d.minGas !== PLAIN_TRANSFER_GAS) return undefined;
-    const tx = d.tx as { data: Uint8Array; accessList?: unknown[] };
-    if (tx.data.length > 0 || (tx.accessList !== undefined && tx.accessList.length > 0)) return undefined;
+    if (d.dataLength > 0 || d.accessListLength > 0) return undefined;
     const header = this.block.header;
     if (d.gasLimit > header.gasLimit || vm.evm.precompiles.has(d.to)) return undefined;
     const coinbase = toKey(header.coinbase.bytes);

@@ -6,6 +6,7 @@ import {
   create1559FeeMarketTxFromBytesArray,
   createAccessList2930TxFromBytesArray,
   createEOACode7702TxFromBytesArray,
+  createFeeMarket1559Tx,
   createLegacyTxFromBytesArray,
   getCalldataFloorGas,
   type TypedTransaction,
@@ -64,8 +65,17 @@ export interface DecodedTx {
   raw: Uint8Array;
   hash: Uint8Array;
   hashHex: Hex;
+  /**
+   * The EthereumJS transaction (what runTx executes), its sender, public key and hash pinned. For a
+   * plain transfer (see `simpleShape`) it is built at the first read: a transfer that never reaches
+   * runTx never builds it.
+   */
   tx: TypedTransaction;
   type: number;
+  /** Bytes of calldata (or initcode). */
+  dataLength: number;
+  /** Entries of the EIP-2930 access list (0 for a legacy transaction). */
+  accessListLength: number;
   /** Sender address, lowercase hex without 0x. */
   sender: string;
   nonce: bigint;
@@ -117,8 +127,14 @@ export function decodeTx(
   evmChainId: bigint,
   knownHash?: Uint8Array,
   knownSenderPublicKey?: Uint8Array,
+  opts: DecodeOptions = {},
 ): DecodedTx {
-  return decodeWithSender(raw, common, evmChainId, knownHash, { publicKey: knownSenderPublicKey });
+  return decodeWithSender(raw, common, evmChainId, knownHash, { publicKey: knownSenderPublicKey }, opts);
+}
+
+export interface DecodeOptions {
+  /** Build the EthereumJS transaction at once even for a plain transfer (tests compare both ways). */
+  eager?: boolean;
 }
 
 /**
@@ -141,6 +157,7 @@ function decodeWithSender(
   evmChainId: bigint,
   knownHash: Uint8Array | undefined,
   known: { publicKey?: Uint8Array | undefined; address?: Uint8Array },
+  opts: DecodeOptions = {},
 ): DecodedTx {
   if (raw.length === 0) throw new TxRejectedError(TxCode.decode, 'typed transaction too short');
   const first = raw[0];
@@ -223,28 +240,12 @@ function decodeWithSender(
     }
   }
 
-  let tx: TypedTransaction;
-  // Built unfrozen so the sender and hash can be pinned first: EthereumJS derives the address with
-  // pure-JS keccak on every getSenderAddress() call (runTx calls it again).
-  const opts = { common, freeze: false };
-  try {
-    // biome-ignore lint/suspicious/noExplicitAny: EthereumJS' per-type value tuples
-    const vals = values as any;
-    if (type === 0) tx = createLegacyTxFromBytesArray(vals, opts);
-    else if (type === 1) tx = createAccessList2930TxFromBytesArray(vals, opts);
-    else if (type === 2) tx = create1559FeeMarketTxFromBytesArray(vals, opts);
-    else tx = createEOACode7702TxFromBytesArray(vals, opts);
-  } catch (err) {
-    const msg = (err as Error).message;
-    if (/initcode size/.test(msg)) {
-      throw new TxRejectedError(
-        TxCode.initcodeTooLarge,
-        `max initcode size exceeded: ${msg.replace(/^.*?: /, '')}`,
-      );
-    }
-    throw new TxRejectedError(TxCode.decode, `invalid transaction: ${msg.replace(/ \(tx type=.*$/, '')}`);
+  if (known.address === undefined && opts.eager !== true) {
+    const lazy = decodeSimple(raw, type, values, common, evmChainId, chainId, knownHash, known.publicKey);
+    if (lazy !== undefined) return lazy;
   }
 
+  const tx = buildTx(type, values, common);
   const hash = knownHash ?? keccak256(raw);
   let senderBytes: Uint8Array;
   if (known.address !== undefined) {
@@ -266,9 +267,7 @@ function decodeWithSender(
     Object.defineProperty(tx, 'getSenderPublicKey', { value: () => pub });
   }
   const senderAddress = new Address(senderBytes);
-  Object.defineProperty(tx, 'getSenderAddress', { value: () => senderAddress });
-  Object.defineProperty(tx, 'hash', { value: () => hash });
-  Object.freeze(tx);
+  pinTx(tx, senderAddress, hash);
   const sender = toKey(senderBytes);
   const feeCap = 'maxFeePerGas' in tx ? tx.maxFeePerGas : (tx as { gasPrice: bigint }).gasPrice;
   const tipCap =
@@ -281,6 +280,8 @@ function decodeWithSender(
     hashHex: toHex(hash),
     tx,
     type,
+    dataLength: tx.data.length,
+    accessListLength: 'accessList' in tx ? tx.accessList.length : 0,
     sender,
     nonce: tx.nonce,
     gasLimit: tx.gasLimit,
@@ -292,6 +293,170 @@ function decodeWithSender(
     cost: tx.value + tx.gasLimit * feeCap,
     minGas: maxBig(floor, intrinsicGas),
     intrinsicGas,
+  };
+}
+
+/**
+ * EthereumJS' transaction of the decoded fields, unfrozen (the sender and hash are pinned before it
+ * is frozen: EthereumJS derives the address with pure-JS keccak on every getSenderAddress() call,
+ * and runTx calls it again). Its constructor's refusals become TxRejectedError.
+ */
+function buildTx(type: number, values: Uint8Array[], common: Common): TypedTransaction {
+  const opts = { common, freeze: false };
+  try {
+    // biome-ignore lint/suspicious/noExplicitAny: EthereumJS' per-type value tuples
+    const vals = values as any;
+    if (type === 0) return createLegacyTxFromBytesArray(vals, opts);
+    if (type === 1) return createAccessList2930TxFromBytesArray(vals, opts);
+    if (type === 2) return create1559FeeMarketTxFromBytesArray(vals, opts);
+    return createEOACode7702TxFromBytesArray(vals, opts);
+  } catch (err) {
+    const msg = (err as Error).message;
+    if (/initcode size/.test(msg)) {
+      throw new TxRejectedError(
+        TxCode.initcodeTooLarge,
+        `max initcode size exceeded: ${msg.replace(/^.*?: /, '')}`,
+      );
+    }
+    throw new TxRejectedError(TxCode.decode, `invalid transaction: ${msg.replace(/ \(tx type=.*$/, '')}`);
+  }
+}
+
+function pinTx(tx: TypedTransaction, senderAddress: Address, hash: Uint8Array): void {
+  Object.defineProperty(tx, 'getSenderAddress', { value: () => senderAddress });
+  Object.defineProperty(tx, 'hash', { value: () => hash });
+  Object.freeze(tx);
+}
+
+/** What a plain transfer's decode needs to know of a Common, read once from a sample transaction. */
+interface SimpleRules {
+  /** Plain transfers may skip the EthereumJS object under these rules (no EIP-2780 gas terms). */
+  ok: boolean;
+  /** Intrinsic gas and EIP-7623 floor of a call without calldata or access list. */
+  intrinsicGas: bigint;
+  floor: bigint;
+  /** EIP-7825's cap on a transaction's gas as EthereumJS' constructor applies it; undefined: none. */
+  maxGas: bigint | undefined;
+}
+const SIMPLE_RULES = new WeakMap<Common, SimpleRules>();
+
+function simpleRules(common: Common): SimpleRules {
+  let r = SIMPLE_RULES.get(common);
+  if (r === undefined) {
+    const sample = createFeeMarket1559Tx({ to: new Uint8Array(20) }, { common });
+    const c = sample.common;
+    r = {
+      ok:
+        !c.isActivatedEIP(2780) &&
+        c.isActivatedEIP(1559) &&
+        c.isActivatedEIP(2930) &&
+        c.gteHardfork('spuriousDragon') &&
+        c.gteHardfork('homestead'),
+      intrinsicGas: sample.getIntrinsicGas(),
+      floor: getCalldataFloorGas(sample, new Address(new Uint8Array(20))),
+      maxGas:
+        c.isActivatedEIP(7825) && !c.isActivatedEIP(8037) ? c.param('maxTransactionGasLimit') : undefined,
+    };
+    SIMPLE_RULES.set(common, r);
+  }
+  return r;
+}
+
+const MAX_UINT64_BYTES = 8;
+const MAX_UINT256 = (1n << 256n) - 1n;
+const MAX_SAFE_V = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** An unsigned integer field of at most `bytes` bytes (canonical form was checked by the caller). */
+const fits = (v: Uint8Array, bytes: number) => v.length <= bytes;
+
+/**
+ * A plain transfer (legacy with EIP-155, EIP-2930 or EIP-1559; a 20-byte recipient, no calldata, an
+ * empty access list) whose fields every check of EthereumJS' constructor accepts, decoded without
+ * building the EthereumJS object: its sender from the known key or from native recovery, its gas
+ * from the Common's rules. Undefined for anything else, or anything EthereumJS might refuse: the
+ * caller then builds the object, and the refusal is EthereumJS' own.
+ */
+function decodeSimple(
+  raw: Uint8Array,
+  type: number,
+  values: Uint8Array[],
+  common: Common,
+  evmChainId: bigint,
+  chainId: bigint | undefined,
+  knownHash: Uint8Array | undefined,
+  knownPublicKey: Uint8Array | undefined,
+): DecodedTx | undefined {
+  if (type !== 0 && type !== 1 && type !== 2) return undefined;
+  const rules = simpleRules(common);
+  if (!rules.ok) return undefined;
+  // Field positions: [chainId,] nonce, (gasPrice | tip, feeCap), gas, to, value, data, [accessList,] v, r, s.
+  const base = type === 0 ? 0 : 1;
+  const feeAt = type === 2 ? base + 2 : base + 1;
+  const gasAt = feeAt + 1;
+  const to = values[gasAt + 1] as unknown;
+  const value = values[gasAt + 2];
+  const data = values[gasAt + 3] as unknown;
+  const n = values.length;
+  const [v, r, sig] = [values[n - 3], values[n - 2], values[n - 1]];
+  if (!(to instanceof Uint8Array) || to.length !== 20) return undefined;
+  if (!(data instanceof Uint8Array) || data.length !== 0) return undefined;
+  if (type !== 0) {
+    const list = values[gasAt + 4] as unknown;
+    if (!Array.isArray(list) || list.length !== 0) return undefined;
+  }
+  // The integers are canonical byte strings here (checkCanonicalInts); their bounds as EthereumJS
+  // checks them: value, fees, r and s below 2^256, gas at most 2^64-1, nonce below 2^64-1.
+  const nonce = values[base];
+  const gas = values[gasAt];
+  if (!fits(value, 32) || !fits(values[feeAt], 32) || !fits(values[base + 1], 32)) return undefined;
+  if (!fits(gas, MAX_UINT64_BYTES) || !fits(nonce, MAX_UINT64_BYTES)) return undefined;
+  if (nonce.length === MAX_UINT64_BYTES && nonce.every((b) => b === 0xff)) return undefined;
+  if (!fits(r, 32) || !fits(sig, 32) || isZero(r) || isZero(sig)) return undefined;
+  // EIP-2: no s above n / 2. The y-parity of a typed transaction is 0 or 1; a legacy v is EIP-155's
+  // 2 * chain id + 35 or 36 for a chain id of at least 1 (decodeWithSender matched the chain id).
+  if (compareUint256(sig, SECP256K1_HALF_N) > 0) return undefined;
+  const vNum = bytesToBigInt(v);
+  // (EthereumJS reads a legacy v as a JavaScript number: kept to where that is exact.)
+  if (type === 0 ? vNum < 37n || vNum > MAX_SAFE_V || chainId === undefined : vNum > 1n) return undefined;
+  const gasLimit = bytesToBigInt(gas);
+  if (rules.maxGas !== undefined && gasLimit > rules.maxGas) return undefined;
+  const feeCap = bytesToBigInt(values[feeAt]);
+  if (gasLimit * feeCap > MAX_UINT256) return undefined;
+  const tipCap = type === 2 ? bytesToBigInt(values[base + 1]) : feeCap;
+  const pub = knownPublicKey ?? recoverSenderPublicKey(raw, evmChainId);
+  if (pub === undefined) return undefined;
+
+  const hash = knownHash ?? keccak256(raw);
+  const senderBytes = keccak256(pub).subarray(12);
+  const amount = bytesToBigInt(value);
+  let built: TypedTransaction | undefined;
+  return {
+    raw,
+    hash,
+    hashHex: toHex(hash),
+    get tx(): TypedTransaction {
+      if (built === undefined) {
+        const tx = buildTx(type, values, common);
+        Object.defineProperty(tx, 'getSenderPublicKey', { value: () => pub });
+        pinTx(tx, new Address(senderBytes), hash);
+        built = tx;
+      }
+      return built;
+    },
+    type,
+    dataLength: 0,
+    accessListLength: 0,
+    sender: toKey(senderBytes),
+    nonce: bytesToBigInt(nonce),
+    gasLimit,
+    feeCap,
+    tipCap,
+    value: amount,
+    chainId,
+    to: toKey(to),
+    cost: amount + gasLimit * feeCap,
+    minGas: maxBig(rules.floor, rules.intrinsicGas),
+    intrinsicGas: rules.intrinsicGas,
   };
 }
 
