@@ -107,6 +107,43 @@ describe('startIdleReclaim', () => {
     assert.equal(await afterLightLoad({}), 0, "the main thread's options never arm at 5-10% busy");
   });
 
+  it('sweeps a thread that a steady load keeps neither quiet nor collected, once its old generation grew', async () => {
+    // A busy thread (never quiet) whose objects live just long enough to be promoted, then die: the
+    // indexer's pattern. V8 has no reason to collect a small old generation; the sweep does, once.
+    const underLoad = async (sweepAfterMs: number) => {
+      const seen: Reclaimed[] = [];
+      const r = startIdleReclaim((x) => seen.push(x), {
+        ...fast,
+        quietFraction: 0,
+        minGrowthBytes: 1024 * MB,
+        sweepAfterMs,
+        sweepGrowthBytes: 2 * MB,
+      });
+      assert.ok(r);
+      try {
+        const held: Array<Array<{ i: number; s: string }>> = [];
+        const until = Date.now() + 2_500;
+        while (Date.now() < until && seen.length === 0) {
+          // 30 ms of work in every 40 ms: busy. Each batch is held across a few scavenges, then dropped.
+          const spin = Date.now() + 30;
+          const batch: Array<{ i: number; s: string }> = [];
+          while (Date.now() < spin) for (let i = 0; i < 500; i++) batch.push({ i, s: `promoted ${i}` });
+          held.push(batch);
+          if (held.length > 4) held.shift();
+          await sleep(10);
+        }
+        return { seen };
+      } finally {
+        r.stop();
+      }
+    };
+    const swept = await underLoad(300);
+    assert.ok(swept.seen.length >= 1, 'swept under the load');
+    assert.ok(swept.seen[0]!.sweep, 'by the sweep, not as a quiet thread');
+    const alone = await underLoad(0);
+    assert.equal(alone.seen.length, 0, 'without the sweep a busy thread is left alone');
+  });
+
   it('leaves a busy thread alone, however much its heap grew', async () => {
     const r = startIdleReclaim(() => {}, { ...fast, minGrowthBytes: 1 * MB });
     assert.ok(r);

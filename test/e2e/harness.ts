@@ -1,6 +1,6 @@
 // Starts real `noded` processes on 127.0.0.1 with free ports for end-to-end tests, and stops them.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -221,7 +221,9 @@ export async function startAllInOne(
   minBlock = 1n,
 ): Promise<RunningNode> {
   let out = '';
-  const proc = spawn(process.execPath, [CLI, 'start', '--home', home, ...args], {
+  // NODED_E2E_NODE_FLAGS: Node/V8 flags for the node's process (e.g. --trace-gc, which NODE_OPTIONS refuses).
+  const flags = (process.env.NODED_E2E_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
+  const proc = spawn(process.execPath, [...flags, CLI, 'start', '--home', home, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env },
   });
@@ -231,6 +233,15 @@ export async function startAllInOne(
   proc.stderr?.on('data', (d) => {
     out += d;
   });
+  // NODED_E2E_NODE_OUTPUT=<file>: the node's stdout and stderr also go there (e.g. a soak run with
+  // NODED_E2E_NODE_FLAGS=--trace-gc, whose lines would otherwise only be held in memory).
+  const tee = process.env.NODED_E2E_NODE_OUTPUT;
+  if (tee) {
+    const file = createWriteStream(tee, { flags: 'a' });
+    proc.stdout?.pipe(file, { end: false });
+    proc.stderr?.pipe(file, { end: false });
+    proc.once('exit', () => file.end());
+  }
   const urls = nodeUrls(ports);
   const { ethUrl } = urls;
   const node: RunningNode = {
