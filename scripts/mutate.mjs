@@ -172,10 +172,11 @@ const MODULES = {
     slower: ['dist/test/execution/mempool.test.js'],
   },
   // Decoding and stateless validation of raw transactions (decodeTx and the checks before the
-  // pool's: checkStateless, checkTxFeeCap). The TxCode table (data) is left out, and the RPC
+  // pool's: checkStateless, checkTxFeeCap; a plain transfer's decode without the EthereumJS object,
+  // decodeSimple). The TxCode table (data) is left out, and the RPC
   // thread's sender recovery is its own module, tx-sender.
   txs: {
-    mutate: ['libs/execution/src/txs.ts:88-348'],
+    mutate: ['libs/execution/src/txs.ts:98-513'],
     tests: ['dist/test/execution/txs.test.js'],
     slower: ['dist/test/execution/mempool.test.js', 'dist/test/fuzz/txs.test.js'],
     extra: [{ file: 'dist/test/fuzz/regressions.test.js', names: 'transaction decoding' }],
@@ -183,7 +184,7 @@ const MODULES = {
   // recoverSenderPublicKey: the sender's key from raw bytes without an EthereumJS object (the
   // JSON-RPC thread), and its agreement with decodeTx (the fuzz suite).
   'tx-sender': {
-    mutate: ['libs/execution/src/txs.ts:350-413'],
+    mutate: ['libs/execution/src/txs.ts:515-578'],
     tests: ['dist/test/execution/sender.test.js', 'dist/test/fuzz/txs.test.js'],
   },
   'comet-body-limit': {
