@@ -181,6 +181,12 @@ const MODULES = {
     slower: ['dist/test/execution/mempool.test.js', 'dist/test/fuzz/txs.test.js'],
     extra: [{ file: 'dist/test/fuzz/regressions.test.js', names: 'transaction decoding' }],
   },
+  // A plain transfer decoded without the EthereumJS object (simpleRules, decodeSimple): the
+  // differential property of the fuzz suite holds it to the eager decode, field by field.
+  'tx-plain': {
+    mutate: ['libs/execution/src/txs.ts:343-460'],
+    tests: ['dist/test/fuzz/txs.test.js', 'dist/test/execution/txs.test.js'],
+  },
   // recoverSenderPublicKey: the sender's key from raw bytes without an EthereumJS object (the
   // JSON-RPC thread), and its agreement with decodeTx (the fuzz suite).
   'tx-sender': {

@@ -146,16 +146,20 @@ export function startIdleReclaim(
   let peak = 0;
   let lowest = Number.POSITIVE_INFINITY;
   let count = 0;
-  // The old generation's used size after the last major collection (the lowest reading since), and
-  // when that was: it only falls when one has run, so a fall restarts the sweep's clock.
+  // The old generation's used size after the last major collection, and when that was. Between two
+  // major collections it only grows (scavenges promote into it), so a reading below the one before
+  // means V8 ran one: its clock restarts there, even when the survivors left more than before.
   let oldFloor = oldSpaceUsed();
   let oldFloorAt = performance.now();
+  let oldBefore = oldFloor;
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization();
     const busy = performance.eventLoopUtilization(now, last).utilization;
     last = now;
     const old = oldSpaceUsed();
-    if (old < oldFloor) {
+    const fell = old < oldBefore;
+    oldBefore = old;
+    if (fell) {
       oldFloor = old;
       oldFloorAt = performance.now();
     } else if (
@@ -168,6 +172,7 @@ export function startIdleReclaim(
       gc();
       count++;
       oldFloor = oldSpaceUsed();
+      oldBefore = oldFloor;
       oldFloorAt = performance.now();
       onReclaim({
         before,
