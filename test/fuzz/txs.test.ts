@@ -394,6 +394,90 @@ describe('fuzz: transaction decoding', () => {
     );
   });
 
+  it('which transfers skip the EthereumJS object: each kind at its bounds, and one past them', () => {
+    const n = bigIntToBytes;
+    const key = Uint8Array.from({ length: 32 }, (_, i) => i + 1);
+    const base: TxModel = {
+      type: 2,
+      protected: true,
+      nonce: 5n,
+      gas: 21_000n,
+      to: new Uint8Array(20).fill(0x11),
+      value: 1n,
+      data: new Uint8Array(0),
+      gasPrice: 10n ** 10n,
+      maxFee: 10n ** 10n,
+      tip: 10n ** 9n,
+      accessList: [],
+      authorizations: [],
+    };
+    const pub = recoverSenderPublicKey(sign(base, key), CHAIN_ID)!;
+    /** `t`'s fields under a signature of our choosing (the sender key is passed as known). */
+    const crafted = (t: TxModel, v: bigint, r: bigint, sig: bigint) => {
+      const body = rlpEncode([...unsignedFields(t), n(v), n(r), n(sig)]);
+      return t.type === 0 ? body : Uint8Array.from(Buffer.concat([Uint8Array.of(t.type), body]));
+    };
+    const HALF_N = SECP256K1_ORDER / 2n;
+    const MAX = (1n << 256n) - 1n;
+    const lazy = (raw: Uint8Array, c = common, chain = CHAIN_ID, known: Uint8Array | undefined = pub) => {
+      const d = decodeTx(raw, c, chain, undefined, known);
+      const e = decodeTx(raw, c, chain, undefined, known, { eager: true });
+      for (const f of ['sender', 'nonce', 'gasLimit', 'feeCap', 'tipCap', 'value', 'to', 'minGas'] as const)
+        assert.deepStrictEqual(d[f], e[f], f);
+      return Object.getOwnPropertyDescriptor(d, 'tx')?.get !== undefined;
+    };
+    const refused = (raw: Uint8Array) => {
+      const e = onlyThrows(
+        () => decodeTx(raw, common, CHAIN_ID, undefined, pub, { eager: true }),
+        TxRejectedError,
+      );
+      const d = onlyThrows(() => decodeTx(raw, common, CHAIN_ID, undefined, pub), TxRejectedError);
+      assert.ok(!e.ok && !d.ok, 'refused both ways');
+      assert.equal(d.error.message, e.error.message);
+    };
+
+    // Signed transfers of each envelope, with both y-parities: the path without the object.
+    for (const type of [0, 1, 2] as const) {
+      const parities = new Set<number>();
+      for (let nonce = 0n; nonce < 64n && parities.size < 2; nonce++) {
+        const raw = sign({ ...base, type, nonce }, key);
+        const fields = RLP.decode(type === 0 ? raw : raw.subarray(1)) as Uint8Array[];
+        const v = bytesToBigInt(fields[fields.length - 3]!);
+        const parity = Number(type === 0 ? (v - 35n) % 2n : v);
+        if (parities.has(parity)) continue;
+        parities.add(parity);
+        assert.ok(lazy(raw, common, CHAIN_ID, undefined), `type ${type}, parity ${parity}, recovered`);
+        assert.ok(lazy(raw), `type ${type}, parity ${parity}, known key`);
+      }
+      assert.equal(parities.size, 2);
+    }
+    // At each bound EthereumJS checks, still without the object.
+    const t = (over: Partial<TxModel>): TxModel => ({ ...base, ...over });
+    assert.ok(lazy(crafted(t({ nonce: (1n << 64n) - 2n }), 0n, 1n, 1n)), 'nonce 2^64-2');
+    assert.ok(lazy(crafted(t({ value: MAX }), 1n, 1n, 1n)), 'value 2^256-1');
+    assert.ok(lazy(crafted(base, 0n, SECP256K1_ORDER - 1n, HALF_N)), 's = n/2');
+    assert.ok(lazy(crafted(t({ gas: 16_777_216n }), 0n, 1n, 1n)), 'gas at the EIP-7825 cap');
+    assert.ok(
+      lazy(crafted(t({ gas: 65_535n, maxFee: MAX / 65_535n, tip: 0n }), 0n, 1n, 1n)),
+      'gas x fee cap = 2^256-1',
+    );
+    const chain1 = chainCommon(1n);
+    for (const v of [37n, 38n])
+      assert.ok(lazy(crafted(t({ type: 0 }), v, 1n, 1n), chain1, 1n), `legacy v ${v} on chain 1`);
+    // One past them: refused, with EthereumJS' own words, as before.
+    refused(crafted(t({ nonce: (1n << 64n) - 1n }), 0n, 1n, 1n));
+    refused(crafted(t({ value: 1n << 256n }), 0n, 1n, 1n));
+    refused(crafted(base, 0n, 1n, HALF_N + 1n));
+    refused(crafted(t({ gas: 65_536n, maxFee: 1n << 240n, tip: 0n }), 0n, 1n, 1n));
+    // Not plain transfers, or not provably acceptable without EthereumJS: the object at once.
+    assert.ok(!lazy(crafted(t({ type: 0 }), 27n, 1n, 1n)), 'legacy without EIP-155');
+    assert.ok(!lazy(crafted(base, 0n, 0n, 1n)), 'r = 0');
+    assert.ok(!lazy(crafted(base, 0n, 1n, 0n)), 's = 0');
+    assert.ok(!lazy(crafted(t({ data: Uint8Array.of(1) }), 0n, 1n, 1n)), 'calldata');
+    assert.ok(!lazy(crafted(t({ accessList: [[new Uint8Array(20), []]] }), 0n, 1n, 1n)), 'an access list');
+    assert.ok(!lazy(crafted(t({ to: null }), 0n, 1n, 1n)), 'a creation');
+  });
+
   it('a plain transfer decoded without the EthereumJS object agrees with the eager decode in every field and refusal', () => {
     const fields = [
       'hashHex',
