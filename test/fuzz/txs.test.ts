@@ -469,6 +469,17 @@ describe('fuzz: transaction decoding', () => {
     refused(crafted(t({ value: 1n << 256n }), 0n, 1n, 1n));
     refused(crafted(base, 0n, 1n, HALF_N + 1n));
     refused(crafted(t({ gas: 65_536n, maxFee: 1n << 240n, tip: 0n }), 0n, 1n, 1n));
+    refused(crafted(base, 0n, 1n, 1n << 256n)); // s of 33 bytes
+    refused(crafted(base, 0n, 1n << 256n, 1n)); // r of 33 bytes
+    refused(crafted(base, 2n, 1n, 1n)); // y-parity 2
+    {
+      // EIP-155 with chain id 0 (v 35): EthereumJS wants v >= 37.
+      const raw = crafted(t({ type: 0 }), 35n, 1n, 1n);
+      const chain0 = chainCommon(0n);
+      const e = onlyThrows(() => decodeTx(raw, chain0, 0n, undefined, pub, { eager: true }), TxRejectedError);
+      const d = onlyThrows(() => decodeTx(raw, chain0, 0n, undefined, pub), TxRejectedError);
+      assert.ok(!e.ok && !d.ok && d.error.message === e.error.message, 'legacy v 35 refused both ways');
+    }
     // Not plain transfers, or not provably acceptable without EthereumJS: the object at once.
     assert.ok(!lazy(crafted(t({ type: 0 }), 27n, 1n, 1n)), 'legacy without EIP-155');
     assert.ok(!lazy(crafted(base, 0n, 0n, 1n)), 'r = 0');
