@@ -67,7 +67,7 @@ export interface DecodedTx {
   hashHex: Hex;
   /**
    * The EthereumJS transaction (what runTx executes), its sender, public key and hash pinned. For a
-   * plain transfer (see `simpleShape`) it is built at the first read: a transfer that never reaches
+   * plain transfer (see `decodeSimple`) it is built at the first read: a transfer that never reaches
    * runTx never builds it.
    */
   tx: TypedTransaction;
@@ -248,6 +248,7 @@ function decodeWithSender(
   const tx = buildTx(type, values, common);
   const hash = knownHash ?? keccak256(raw);
   let senderBytes: Uint8Array;
+  let publicKey: Uint8Array | undefined;
   if (known.address !== undefined) {
     senderBytes = known.address;
   } else {
@@ -264,10 +265,10 @@ function decodeWithSender(
       );
     }
     senderBytes = keccak256(pub).subarray(12);
-    Object.defineProperty(tx, 'getSenderPublicKey', { value: () => pub });
+    publicKey = pub;
   }
   const senderAddress = new Address(senderBytes);
-  pinTx(tx, senderAddress, hash);
+  pinTx(tx, senderAddress, hash, publicKey);
   const sender = toKey(senderBytes);
   const feeCap = 'maxFeePerGas' in tx ? tx.maxFeePerGas : (tx as { gasPrice: bigint }).gasPrice;
   const tipCap =
@@ -322,7 +323,9 @@ function buildTx(type: number, values: Uint8Array[], common: Common): TypedTrans
   }
 }
 
-function pinTx(tx: TypedTransaction, senderAddress: Address, hash: Uint8Array): void {
+/** Pins the sender (and its key, when recovered) and the hash on `tx`, then freezes it. */
+function pinTx(tx: TypedTransaction, senderAddress: Address, hash: Uint8Array, publicKey?: Uint8Array): void {
+  if (publicKey !== undefined) Object.defineProperty(tx, 'getSenderPublicKey', { value: () => publicKey });
   Object.defineProperty(tx, 'getSenderAddress', { value: () => senderAddress });
   Object.defineProperty(tx, 'hash', { value: () => hash });
   Object.freeze(tx);
@@ -350,8 +353,7 @@ function simpleRules(common: Common): SimpleRules {
         !c.isActivatedEIP(2780) &&
         c.isActivatedEIP(1559) &&
         c.isActivatedEIP(2930) &&
-        c.gteHardfork('spuriousDragon') &&
-        c.gteHardfork('homestead'),
+        c.gteHardfork('spuriousDragon'),
       intrinsicGas: sample.getIntrinsicGas(),
       floor: getCalldataFloorGas(sample, new Address(new Uint8Array(20))),
       maxGas:
@@ -437,8 +439,7 @@ function decodeSimple(
     get tx(): TypedTransaction {
       if (built === undefined) {
         const tx = buildTx(type, values, common);
-        Object.defineProperty(tx, 'getSenderPublicKey', { value: () => pub });
-        pinTx(tx, new Address(senderBytes), hash);
+        pinTx(tx, new Address(senderBytes), hash, pub);
         built = tx;
       }
       return built;

@@ -152,6 +152,21 @@ export function startIdleReclaim(
   let oldFloor = oldSpaceUsed();
   let oldFloorAt = performance.now();
   let oldBefore = oldFloor;
+  /** One full collection (the sweep's or a quiet one): counted, reported, the sweep's clock restarted. */
+  const collect = (before: number, sweep: boolean) => {
+    const started = performance.now();
+    gc();
+    count++;
+    oldFloor = oldSpaceUsed();
+    oldBefore = oldFloor;
+    oldFloorAt = performance.now();
+    const after = getHeapStatistics().total_physical_size;
+    onReclaim(
+      sweep
+        ? { before, after, ms: oldFloorAt - started, sweep }
+        : { before, after, ms: oldFloorAt - started },
+    );
+  };
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization();
     const busy = performance.eventLoopUtilization(now, last).utilization;
@@ -166,21 +181,8 @@ export function startIdleReclaim(
       o.sweepAfterMs > 0 &&
       performance.now() - oldFloorAt >= o.sweepAfterMs &&
       old - oldFloor >= o.sweepGrowthBytes
-    ) {
-      const before = getHeapStatistics().total_physical_size;
-      const started = performance.now();
-      gc();
-      count++;
-      oldFloor = oldSpaceUsed();
-      oldBefore = oldFloor;
-      oldFloorAt = performance.now();
-      onReclaim({
-        before,
-        after: getHeapStatistics().total_physical_size,
-        ms: oldFloorAt - started,
-        sweep: true,
-      });
-    }
+    )
+      collect(getHeapStatistics().total_physical_size, true);
     const size = getHeapStatistics().total_physical_size;
     lowest = Math.min(lowest, size);
     peak = Math.max(peak, busy);
@@ -195,13 +197,7 @@ export function startIdleReclaim(
     if (armed) {
       armed = false;
       peak = 0;
-      if (size - lowest >= o.minGrowthBytes) {
-        const started = performance.now();
-        gc();
-        const after = getHeapStatistics().total_physical_size;
-        count++;
-        onReclaim({ before: size, after, ms: performance.now() - started });
-      }
+      if (size - lowest >= o.minGrowthBytes) collect(size, false);
     }
     // Native memory does not show in the heap's size, and a light load (the main thread under
     // quietUtilization throughout) never arms the collection above: onQuiet hears of every run of
