@@ -176,7 +176,7 @@ const MODULES = {
   // decodeSimple). The TxCode table (data) is left out, and the RPC
   // thread's sender recovery is its own module, tx-sender.
   txs: {
-    mutate: ['libs/execution/src/txs.ts:98-513'],
+    mutate: ['libs/execution/src/txs.ts:98-514'],
     tests: ['dist/test/execution/txs.test.js'],
     slower: ['dist/test/execution/mempool.test.js', 'dist/test/fuzz/txs.test.js'],
     extra: [{ file: 'dist/test/fuzz/regressions.test.js', names: 'transaction decoding' }],
@@ -184,13 +184,13 @@ const MODULES = {
   // A plain transfer decoded without the EthereumJS object (simpleRules, decodeSimple): the
   // differential property of the fuzz suite holds it to the eager decode, field by field.
   'tx-plain': {
-    mutate: ['libs/execution/src/txs.ts:343-460'],
+    mutate: ['libs/execution/src/txs.ts:346-462'],
     tests: ['dist/test/fuzz/txs.test.js', 'dist/test/execution/txs.test.js'],
   },
   // recoverSenderPublicKey: the sender's key from raw bytes without an EthereumJS object (the
   // JSON-RPC thread), and its agreement with decodeTx (the fuzz suite).
   'tx-sender': {
-    mutate: ['libs/execution/src/txs.ts:515-578'],
+    mutate: ['libs/execution/src/txs.ts:516-579'],
     tests: ['dist/test/execution/sender.test.js', 'dist/test/fuzz/txs.test.js'],
   },
   'comet-body-limit': {
