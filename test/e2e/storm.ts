@@ -5,7 +5,7 @@
 // two different blocks at one height (no duplicate-vote evidence, no conflicting-votes log line,
 // every commit signed only for its block). Used by storm.test.ts (a short storm in CI) and by
 // storm-cli.ts (`npm run storm -- --kills 100`, recorded in docs/reliability.md).
-import { JsonRpcProvider, Wallet } from 'ethers';
+import { JsonRpcProvider, type TransactionReceipt, Wallet } from 'ethers';
 import { prng } from '../prng.js';
 import { DEV_KEYS } from './harness.js';
 import { createNetwork, heightOf, NETWORK_UP_MS, type Network, rpc, waitHeight } from './network.js';
@@ -31,6 +31,25 @@ export interface StormReport {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The receipt of `hash` once it is in a block, or null after `ms`. Not ethers' waitForTransaction:
+ * when the node is killed before its first getBlockNumber answers, that rejection escapes its
+ * promise executor as an unhandled rejection, which fails the whole test file.
+ */
+async function receiptOf(
+  provider: JsonRpcProvider,
+  hash: string,
+  ms: number,
+): Promise<TransactionReceipt | null> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    const r = await provider.getTransactionReceipt(hash);
+    if (r) return r;
+    await sleep(200);
+  }
+  return null;
+}
 
 export async function runStorm(opts: StormOptions): Promise<StormReport> {
   const log = opts.log ?? (() => {});
@@ -68,7 +87,7 @@ export async function runStorm(opts: StormOptions): Promise<StormReport> {
           const tx = await wallet.sendTransaction({ to: Wallet.createRandom().address, value: 1n, nonce });
           nonces.set(s, nonce + 1);
           sent++;
-          const r = await provider.waitForTransaction(tx.hash, 1, 20_000);
+          const r = await receiptOf(provider, tx.hash, 20_000);
           if (r) receipts.set(tx.hash, r.blockHash);
         } catch {
           // The node went down under us, or a nonce raced a restart: ask again next time.

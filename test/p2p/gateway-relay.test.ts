@@ -23,6 +23,7 @@ import {
   MEMPOOL_PROTOCOL,
   MEMPOOL_TRACED_PROTOCOL,
   MempoolChannel,
+  type P2PHost,
 } from '@noded/p2p';
 import { silentLogger } from '@noded/types';
 import { startTestHost, stopTestHosts, until } from './helpers.js';
@@ -44,6 +45,7 @@ async function startGateway(channelsSetup?: (protocol: string) => void, maxBuffe
   const key = ed25519Generate();
   const nodeId = nodeIdFromPublicKey(key.publicKey);
   let hostPort = 0;
+  let host: P2PHost | undefined;
   const relay = new GatewayRelay({
     chainId: 'chain-local',
     nodeId,
@@ -61,12 +63,19 @@ async function startGateway(channelsSetup?: (protocol: string) => void, maxBuffe
         { key },
       );
       hostPort = t.port;
+      host = t.host;
       return t.host;
     },
   });
   const server = await serveGateway(relay, '127.0.0.1:0');
   servers.push(server);
-  return { relay, nodeId, address: `127.0.0.1:${server.port}`, hostPort: () => hostPort };
+  return {
+    relay,
+    nodeId,
+    address: `127.0.0.1:${server.port}`,
+    hostPort: () => hostPort,
+    host: () => host,
+  };
 }
 
 /** A raw relay stream, its events kept, and its final status. */
@@ -395,8 +404,17 @@ describe('p2p-gateway relay', () => {
       `the gateway held no more than the bound for the paused consumer (${frames} frames of ${FRAME} bytes)`,
     );
 
+    // Under load the gateway may still be taking the paused phase's frames off the wire: let them all
+    // arrive (and go nowhere, nothing being attached) so that none reaches the next consumer.
+    const echo = (t: ReturnType<P2PHost['traffic']>) => t.find((x) => x.channel === ECHO);
+    await until(
+      "the paused phase's frames all at the gateway",
+      () => echo(gw.host()!.traffic())?.received === echo(peer.host.traffic())?.sent,
+      15_000,
+    );
+
     // A consumer that keeps reading: ten times the bound passes, paced as a peer that waits for
-    // answers, and the stream stays attached.
+    // answers, and the stream stays attached. Its frames are told apart from the paused phase's.
     let got = 0;
     const remote = new GatewayHost({
       address: gw.address,
@@ -405,14 +423,21 @@ describe('p2p-gateway relay', () => {
       logger: silentLogger,
       maxRetryMs: 300,
     });
-    remote.register({ protocol: ECHO, maxMessageBytes: 64 * 1024, onMessage: () => void got++ });
+    remote.register({
+      protocol: ECHO,
+      maxMessageBytes: 64 * 1024,
+      onMessage: (_from, payload) => {
+        if (payload[0] === 8) got++;
+      },
+    });
     remote.start();
     await remote.waitAttached(10_000);
     await until('peer seen', () => remote.peerIds().includes(peer.id));
+    const kept = new Uint8Array(FRAME).fill(8);
     const batch = Math.floor(BOUND / 2 / FRAME);
     const batches = Math.ceil((10 * BOUND) / (batch * FRAME));
     for (let b = 0; b < batches; b++) {
-      for (let i = 0; i < batch; i++) peer.host.send(gw.nodeId, ECHO, frame);
+      for (let i = 0; i < batch; i++) peer.host.send(gw.nodeId, ECHO, kept);
       await until(`batch ${b} delivered`, () => got === (b + 1) * batch, 15_000);
     }
     assert.equal(gw.relay.cutoffs, 1, 'the consumer that keeps up was never cut off');
