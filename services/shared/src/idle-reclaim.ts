@@ -44,6 +44,12 @@ export interface IdleReclaimOptions {
    * light to arm the collection leaves as well.
    */
   onQuiet?: () => void;
+  /**
+   * The thread's busy share since the previous reading, 0-1. Default: its event-loop utilisation,
+   * which counts wall time, so other work on the machine inflates it; a test that must know the
+   * readings (which thresholds arm a collection) gives its own.
+   */
+  utilization?: () => number;
 }
 
 /**
@@ -139,6 +145,14 @@ export function startIdleReclaim(
   const gc = collector();
   if (gc === undefined) return undefined;
   let last = performance.eventLoopUtilization();
+  const utilization =
+    o.utilization ??
+    (() => {
+      const now = performance.eventLoopUtilization();
+      const u = performance.eventLoopUtilization(now, last).utilization;
+      last = now;
+      return u;
+    });
   let quiet = 0;
   // Armed by a busy interval, spent by a collection: one collection per load, however long the quiet.
   let armed = false;
@@ -168,9 +182,7 @@ export function startIdleReclaim(
     );
   };
   const timer = setInterval(() => {
-    const now = performance.eventLoopUtilization();
-    const busy = performance.eventLoopUtilization(now, last).utilization;
-    last = now;
+    const busy = utilization();
     const old = oldSpaceUsed();
     const fell = old < oldBefore;
     oldBefore = old;
