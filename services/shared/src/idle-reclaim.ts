@@ -4,8 +4,8 @@
 // when it had run and 24.6-35.7 MB when it had not (docs/reliability.md, "Bounded memory"). Each
 // thread (the main one, the JSON-RPC thread, the indexer) runs one of these: every few seconds it
 // reads the thread's event-loop utilisation; after a busy interval and then a run of quiet ones, if
-// the heap's physical size is well over the smallest it has been, it runs one full collection, which
-// frees the empty pages; the next collection waits for the thread to be busy again. Every run of quiet
+// the heap's physical size is well over the smallest it has been, it runs a full collection twice,
+// which frees the empty pages and then the sparse ones; the next collection waits for the thread to be busy again. Every run of quiet
 // readings, collected or not, is handed to `onQuiet` (native-reclaim.ts: RocksDB's memtables and
 // glibc's heaps).
 //
@@ -13,7 +13,7 @@
 // indexer at 5-9% under a steady load: in a 10-minute soak not one major collection after its first
 // 15 s, its old generation growing by what each scavenge promoted, and its committed pages with it)
 // is swept: when no major collection has happened for sweepAfterMs and the old generation grew by
-// sweepGrowthBytes since the last one, one full collection runs, loaded or not.
+// sweepGrowthBytes since the last one, the same double collection runs, loaded or not.
 import { performance } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -55,12 +55,14 @@ export interface IdleReclaimOptions {
 /**
  * 5 s readings, 15 s under 25% busy (or under half the busiest reading since the last collection),
  * 4 MB grown. Measured event-loop utilisation (a chain-local node, 2 shared cores): the main thread
- * 6-20% idle and 58-79% under the soak's load; the JSON-RPC thread under 1% idle and 13-27% loaded;
- * the indexer under 1% idle and 5-9% loaded. On a machine at load average 45-55 the main thread's
- * heap was still 20-33 MB over idle a minute after soaks, where 25% alone was rarely seen
- * (docs/reliability.md, "Bounded memory"): half its loaded figure is. A collection taken
- * for quiet during a light load costs one full collection of these heaps (20-60 ms), and the next
- * waits for 4 MB more growth.
+ * 1.5-20% idle (the higher figures on a busy machine) and 15-79% under the soak's load; the JSON-RPC
+ * thread under 0.2% idle and 1.6-27% loaded; the indexer under 1% idle and 5-11% loaded. On a machine
+ * at load average 45-55 the main thread's heap was still 20-33 MB over idle a minute after soaks,
+ * where 25% alone was rarely seen (docs/reliability.md, "Bounded memory"): half its loaded figure is.
+ * Readings under 25% in a load also count as quiet, and each such run hands onQuiet a flush of the
+ * memtables: with 10% here (tried 2026-11-29) the load's memtables filled to their budgets between
+ * flushes instead, and a 30-minute soak's RSS swung by 40 MB. A collection taken for quiet costs two
+ * full collections of these heaps (20-60 ms each), and the next waits for 4 MB more growth.
  */
 export const defaultIdleReclaimOptions: IdleReclaimOptions = {
   intervalMs: 5_000,
@@ -73,12 +75,12 @@ export const defaultIdleReclaimOptions: IdleReclaimOptions = {
 };
 
 /**
- * The two worker threads' (JSON-RPC, tx indexer): 3% busy. They are under 1% busy idle but only 5-9%
- * (indexer) and 13-27% (JSON-RPC) under the soak's load, so the main thread's 25% never armed the
- * indexer's collection and seldom the JSON-RPC thread's: a minute after 5-minute soaks their heaps held
- * about 13 MB more than idle (docs/reliability.md, "Bounded memory", 2026-11-28 late morning).
+ * The two worker threads' (JSON-RPC, tx indexer): 1% busy. Read every 5 s in a soak (2026-11-29):
+ * idle, both at 0.0-0.2%; under the soak's load the indexer at 7-11% and the JSON-RPC thread at only
+ * 1.6-2.7%, so the 3% these had before never armed the JSON-RPC thread's collection and its heap
+ * kept 6.5 MB more than idle a minute after the load. The main thread's 25% is further off still.
  */
-export const workerIdleReclaimOptions: Partial<IdleReclaimOptions> = { quietUtilization: 0.03 };
+export const workerIdleReclaimOptions: Partial<IdleReclaimOptions> = { quietUtilization: 0.01 };
 
 export interface Reclaimed {
   /** The heap's physical size before and after the collection, bytes. */
@@ -166,9 +168,15 @@ export function startIdleReclaim(
   let oldFloor = oldSpaceUsed();
   let oldFloorAt = performance.now();
   let oldBefore = oldFloor;
-  /** One full collection (the sweep's or a quiet one): counted, reported, the sweep's clock restarted. */
+  /** One reclaim, two full collections (the sweep's or a quiet one): counted, reported, the sweep's clock restarted. */
   const collect = (before: number, sweep: boolean) => {
     const started = performance.now();
+    // Twice: the first collection finds what died, but it picks the pages to compact from what
+    // their live bytes were before, so it frees only the pages left empty; the second, knowing each
+    // page's live bytes, moves the survivors off the sparse ones and gives those back. Measured (a
+    // 20-minute soak, every thread): the second gave 1.8-2.9 MB more of old space, a third nothing
+    // more, at 20-60 ms each.
+    gc();
     gc();
     count++;
     oldFloor = oldSpaceUsed();
