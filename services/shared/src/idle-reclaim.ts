@@ -5,9 +5,9 @@
 // thread (the main one, the JSON-RPC thread, the indexer) runs one of these: every few seconds it
 // reads the thread's event-loop utilisation; after a busy interval and then a run of quiet ones, if
 // the heap's physical size is well over the smallest it has been, it runs a full collection twice,
-// which frees the empty pages and then the sparse ones; the next collection waits for the thread to be busy again. Every run of quiet
-// readings, collected or not, is handed to `onQuiet` (native-reclaim.ts: RocksDB's memtables and
-// glibc's heaps).
+// which frees the empty pages and then the sparse ones; the next collection waits for the thread to
+// be busy again. Every run of quiet readings, collected or not, is handed to `onQuiet`
+// (native-reclaim.ts: RocksDB's memtables and glibc's heaps).
 //
 // A thread that is never quiet and never busy enough for V8 to collect its old generation (the
 // indexer at 5-9% under a steady load: in a 10-minute soak not one major collection after its first
@@ -168,14 +168,17 @@ export function startIdleReclaim(
   let oldFloor = oldSpaceUsed();
   let oldFloorAt = performance.now();
   let oldBefore = oldFloor;
-  /** One reclaim, two full collections (the sweep's or a quiet one): counted, reported, the sweep's clock restarted. */
+  /**
+   * One reclaim, two full collections (the sweep's or a quiet one): counted, reported, the sweep's
+   * clock restarted.
+   */
   const collect = (before: number, sweep: boolean) => {
     const started = performance.now();
     // Twice: the first collection finds what died, but it picks the pages to compact from what
     // their live bytes were before, so it frees only the pages left empty; the second, knowing each
     // page's live bytes, moves the survivors off the sparse ones and gives those back. Measured (a
-    // 20-minute soak, every thread): the second gave 1.8-2.9 MB more of old space, a third nothing
-    // more, at 20-60 ms each.
+    // 20-minute soak, the main thread and the indexer): the second gave 0.5-2.9 MB more of old space,
+    // mostly about 2; a third seldom more (0.5 and 1.0 MB, twice); 20-60 ms each.
     gc();
     gc();
     count++;
