@@ -103,7 +103,7 @@ describe('startIdleReclaim', () => {
     }
   });
 
-  it("arms the workers' 1% on a light load's readings (the JSON-RPC thread's 1.6-2.7%), never the main thread's 25%", async () => {
+  it("arms the workers' 1% on a light load's readings (the indexer's 1.5-3.5%), never the main thread's 25%", async () => {
     // Event-loop utilisation counts wall time: beside five allocating processes on two cores, the
     // load above read 19% and armed the main thread's options. The readings are given here, the heap
     // grown for real.
@@ -148,7 +148,7 @@ describe('startIdleReclaim', () => {
 
   it('sweeps a thread that a steady load keeps neither quiet nor collected, once its old generation grew', async () => {
     // A busy thread (never quiet) whose objects live just long enough to be promoted, then die: the
-    // indexer's pattern. V8 has no reason to collect a small old generation; the sweep does, once.
+    // JSON-RPC thread's pattern. V8 has no reason to collect a small old generation; the sweep does, once.
     const underLoad = async (sweepAfterMs: number) => {
       const seen: Reclaimed[] = [];
       const r = startIdleReclaim((x) => seen.push(x), {

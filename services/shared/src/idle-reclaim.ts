@@ -10,10 +10,11 @@
 // (native-reclaim.ts: RocksDB's memtables and glibc's heaps).
 //
 // A thread that is never quiet and never busy enough for V8 to collect its old generation (the
-// indexer at 5-9% under a steady load: in a 10-minute soak not one major collection after its first
-// 15 s, its old generation growing by what each scavenge promoted, and its committed pages with it)
-// is swept: when no major collection has happened for sweepAfterMs and the old generation grew by
-// sweepGrowthBytes since the last one, the same double collection runs, loaded or not.
+// JSON-RPC thread at 6-13% under the soak's steady load: in a 30-minute soak V8 ran no major
+// collection of its own there, its old generation growing by what each scavenge promoted, and its
+// committed pages with it; the sweep ran 28, 65 s apart) is swept: when no major collection has
+// happened for sweepAfterMs and the old generation grew by sweepGrowthBytes since the last one, the
+// same double collection runs, loaded or not.
 import { performance } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -55,10 +56,12 @@ export interface IdleReclaimOptions {
 /**
  * 5 s readings, 15 s under 25% busy (or under half the busiest reading since the last collection),
  * 4 MB grown. Measured event-loop utilisation (a chain-local node, 2 shared cores): the main thread
- * 1.5-20% idle (the higher figures on a busy machine) and 15-79% under the soak's load; the JSON-RPC
- * thread under 0.2% idle and 1.6-27% loaded; the indexer under 1% idle and 5-11% loaded. On a machine
- * at load average 45-55 the main thread's heap was still 20-33 MB over idle a minute after soaks,
- * where 25% alone was rarely seen (docs/reliability.md, "Bounded memory"): half its loaded figure is.
+ * 1.5-20% idle (the higher figures on a busy machine) and 12-79% under the soak's load; the JSON-RPC
+ * thread under 0.1% idle and 6-13% loaded; the indexer under 0.2% idle and 1.5-3.5% loaded (each
+ * reading tagged by its thread's own module, 2026-11-29; that morning's notes had the two workers
+ * swapped). On a machine at load average 45-55 the main thread's heap was still 20-33 MB over idle a
+ * minute after soaks, where 25% alone was rarely seen (docs/reliability.md, "Bounded memory"): half
+ * its loaded figure is.
  * Readings under 25% in a load also count as quiet, and each such run hands onQuiet a flush of the
  * memtables: with 10% here (tried 2026-11-29) the load's memtables filled to their budgets between
  * flushes instead, and a 30-minute soak's RSS swung by 40 MB. A collection taken for quiet costs two
@@ -75,10 +78,10 @@ export const defaultIdleReclaimOptions: IdleReclaimOptions = {
 };
 
 /**
- * The two worker threads' (JSON-RPC, tx indexer): 1% busy. Read every 5 s in a soak (2026-11-29):
- * idle, both at 0.0-0.2%; under the soak's load the indexer at 7-11% and the JSON-RPC thread at only
- * 1.6-2.7%, so the 3% these had before never armed the JSON-RPC thread's collection and its heap
- * kept 6.5 MB more than idle a minute after the load. The main thread's 25% is further off still.
+ * The two worker threads' (JSON-RPC, tx indexer): 1% busy. Read every 5 s in a 30-minute soak
+ * (2026-11-29, each reading tagged by its thread): idle, both at 0.04-0.2%; under the soak's load the
+ * JSON-RPC thread at 6-13% and the indexer at only 1.5-3.5%, which the 3% these had before missed in
+ * part. The main thread's 25% is further off still.
  */
 export const workerIdleReclaimOptions: Partial<IdleReclaimOptions> = { quietUtilization: 0.01 };
 

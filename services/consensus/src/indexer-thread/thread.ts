@@ -156,8 +156,8 @@ export class IndexerThread implements TxIndexBackend {
 
   /**
    * RocksKV.flushMemtables of tx_index.db, in its thread. The node's main thread asks when it goes
-   * quiet after a load: the indexer's own thread is too lightly loaded (5-9% under load) for its
-   * quiet to tell a load's end.
+   * quiet after a load: the indexer's own thread is too lightly loaded (1.5-9% under the soak's
+   * load, by the day) for its quiet to tell a load's end.
    */
   flushMemtables(minBytes?: number): Promise<boolean> {
     return this.request({ op: 'flushMemtables', minBytes: minBytes ?? 1 << 20 });
