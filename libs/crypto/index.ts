@@ -1,5 +1,5 @@
 // libs/crypto: hashing and signatures, each through the fastest implementation available here.
-// sha256 (node:crypto) and keccak256 (native binding).
+// sha256 and keccak256 (libs/native's add-on, else node:crypto and the keccak package's binding).
 
 // ed25519 for consensus and node keys; CometBFT addresses and node IDs.
 export {

@@ -6,5 +6,6 @@ export {
   mallocTrim,
   type NativeStatus,
   nativeKeccak256,
+  nativeSha256,
   nativeStatus,
 } from './src/native.js';

@@ -4,12 +4,13 @@
 // `npm run build` did not compile the add-on.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { keccak256, keccakBackend } from '@noded/crypto/src/hash.js';
-import { evictBlockCache, flushMemtables, nativeKeccak256, nativeStatus } from '@noded/native';
+import { keccak256, keccakBackend, sha256, sha256Backend } from '@noded/crypto/src/hash.js';
+import { evictBlockCache, flushMemtables, nativeKeccak256, nativeSha256, nativeStatus } from '@noded/native';
 import { Closers } from '@noded/service-shared/src/bootstrap.js';
 import { nativeReclaim } from '@noded/service-shared/src/native-reclaim.js';
 import { RocksKV } from '@noded/storage';
@@ -324,5 +325,55 @@ describe("the add-on's keccak256", () => {
 
   it('refuses what is not a Uint8Array (its caller never passes one)', () => {
     assert.throws(() => nativeKeccak256!(new Uint16Array(4) as unknown as Uint8Array), /Uint8Array/);
+  });
+});
+
+describe("the add-on's sha256", () => {
+  // node:crypto (OpenSSL) as the reference.
+  const reference = (d: Uint8Array) => createHash('sha256').update(d).digest('hex');
+  const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+
+  it('is what @noded/crypto hashes with', () => {
+    assert.ok(nativeSha256 !== undefined, 'the add-on has no sha256 (not built?)');
+    assert.equal(sha256Backend, 'addon');
+  });
+
+  it("gives FIPS 180-4's examples and OpenSSL's digest on every length across three blocks", () => {
+    const h = nativeSha256!;
+    assert.equal(
+      hex(h(new Uint8Array(0))),
+      'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+    );
+    assert.equal(
+      hex(h(new TextEncoder().encode('abc'))),
+      'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad',
+    );
+    assert.equal(
+      hex(h(new TextEncoder().encode('abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq'))),
+      '248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1',
+    );
+    let seed = 11;
+    const next = () => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed & 0xff;
+    };
+    // 55, 56 and 64 bytes: the padding and the length fit one block, spill into a second, or need one of their own.
+    for (let len = 0; len <= 3 * 64 + 1; len++) {
+      const d = Uint8Array.from({ length: len }, next);
+      assert.equal(hex(h(d)), reference(d), `length ${len}`);
+      assert.equal(hex(sha256(d)), reference(d), `@noded/crypto, length ${len}`);
+    }
+    // Longer inputs (a large transaction), a view inside a larger buffer, and a Buffer.
+    const big = Uint8Array.from({ length: 100_003 }, next);
+    assert.equal(hex(h(big)), reference(big));
+    assert.equal(hex(h(big.subarray(17, 150))), reference(big.subarray(17, 150)));
+    assert.equal(hex(h(Buffer.from(big.subarray(0, 999)))), reference(big.subarray(0, 999)));
+  });
+
+  it('refuses what is not a Uint8Array (its caller never passes one)', () => {
+    assert.throws(
+      () => nativeSha256!(new Uint16Array(4) as unknown as Uint8Array),
+      /sha256\(data, out\).*Uint8Array/,
+    );
   });
 });

@@ -13,6 +13,8 @@ interface Addon {
   evictBlockCache(handle: bigint, location: string): { before: number; after: number };
   /** Absent from an add-on built before it was added. */
   keccak256?(data: Uint8Array, out: Uint8Array): void;
+  /** Absent from an add-on built before it was added. */
+  sha256?(data: Uint8Array, out: Uint8Array): void;
 }
 
 /** glibc's heaps (mallinfo2 over every arena), bytes. */
@@ -140,17 +142,27 @@ export function evictBlockCache(
   return addon.evictBlockCache(handle, location);
 }
 
+/** A digest of the add-on as a function that returns a new 32-byte array; undefined when absent. */
+function oneCallDigest(
+  digest: ((data: Uint8Array, out: Uint8Array) => void) | undefined,
+): ((data: Uint8Array) => Uint8Array) | undefined {
+  if (typeof digest !== 'function') return undefined;
+  return (data: Uint8Array) => {
+    const out = new Uint8Array(32);
+    digest(data, out);
+    return out;
+  };
+}
+
 /**
  * Keccak-256 of `data` in one call of the add-on (a new 32-byte array), or undefined when the add-on
  * is not loaded or has no keccak256: then @noded/crypto uses the `keccak` package's binding. Needs
  * no RocksDB: it works whenever the add-on loads.
  */
-export const nativeKeccak256: ((data: Uint8Array) => Uint8Array) | undefined = (() => {
-  const k = addon?.keccak256;
-  if (typeof k !== 'function') return undefined;
-  return (data: Uint8Array) => {
-    const out = new Uint8Array(32);
-    k(data, out);
-    return out;
-  };
-})();
+export const nativeKeccak256 = oneCallDigest(addon?.keccak256);
+
+/**
+ * SHA-256 of `data` in one call of the add-on (a new 32-byte array), or undefined when the add-on is
+ * not loaded or has no sha256: then @noded/crypto uses node:crypto. Needs no RocksDB.
+ */
+export const nativeSha256 = oneCallDigest(addon?.sha256);

@@ -28,6 +28,13 @@
 //   constants and rotation offsets are computed at load from the specification's definitions (the
 //   rc LFSR, the (t+1)(t+2)/2 offsets along the pi walk) rather than written out.
 //
+// sha256(data, out): FIPS 180-4's SHA-256 of a Uint8Array into a 32-byte Uint8Array the caller made, in
+//   one call: CometBFT's hash of every transaction, Merkle leaf and inner node. node:crypto's one-shot
+//   hash() returns a new Buffer through OpenSSL's EVP layer: 2.5-3.5 us a digest of 33-110 bytes on a
+//   loaded 2-core machine, against 1.6-2.2 for this call. The round constants and the initial
+//   hash value are computed at compile time from their definitions (the first 32 bits of the fractional
+//   parts of the cube roots of the first 64 primes, and of the square roots of the first 8).
+//
 // No RocksDB symbol is linked: DB::DefaultColumnFamily, DB::Flush, DB::GetOptions,
 // Configurable::GetOptionsPtr, Cache::GetUsage and Cache::EraseUnRefEntries are virtual, called through the
 // object's own table; everything else used from the headers is inline. The headers are the installed
@@ -274,13 +281,114 @@ void Keccak256(const uint8_t* in, size_t len, uint8_t out[32]) {
   for (int i = 0; i < 32; i++) out[i] = static_cast<uint8_t>(a[i / 8] >> (8 * (i % 8)));
 }
 
-// keccak256(data, out): writes the digest of `data` into `out` (both Uint8Array, out of 32 bytes).
+// ---- SHA-256 ------------------------------------------------------------------------------------
+
+constexpr bool IsPrime(uint32_t n) {
+  if (n < 2) return false;
+  for (uint32_t d = 2; d * d <= n; d++)
+    if (n % d == 0) return false;
+  return true;
+}
+
+// The largest x below 2^40 with x^k <= n (k = 2 or 3; x^3 < 2^120 fits).
+constexpr uint64_t IntegerRoot(unsigned __int128 n, int k) {
+  uint64_t lo = 0;
+  uint64_t hi = uint64_t{1} << 40;
+  while (hi - lo > 1) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    unsigned __int128 power = 1;
+    for (int i = 0; i < k; i++) power *= mid;
+    if (power <= n) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+struct Sha256Tables {
+  uint32_t k[64];
+  uint32_t h0[8];
+  // frac(root(p)) * 2^32 = root(p * 2^(32 * degree)) mod 2^32: the integer root of p shifted left,
+  // truncated to its low 32 bits.
+  constexpr Sha256Tables() : k(), h0() {
+    uint32_t p = 2;
+    for (int i = 0; i < 64; i++, p++) {
+      while (!IsPrime(p)) p++;
+      k[i] = static_cast<uint32_t>(IntegerRoot(static_cast<unsigned __int128>(p) << 96, 3));
+      if (i < 8) h0[i] = static_cast<uint32_t>(IntegerRoot(static_cast<unsigned __int128>(p) << 64, 2));
+    }
+  }
+};
+
+constexpr Sha256Tables kSha256;
+static_assert(kSha256.k[0] == 0x428a2f98u && kSha256.k[63] == 0xc67178f2u, "SHA-256 round constants");
+static_assert(kSha256.h0[0] == 0x6a09e667u && kSha256.h0[7] == 0x5be0cd19u, "SHA-256 initial hash value");
+
+inline uint32_t Rotr(uint32_t v, int n) { return (v >> n) | (v << (32 - n)); }
+
+inline uint32_t Load32Be(const uint8_t* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+
+void Sha256Block(uint32_t h[8], const uint8_t* block) {
+  uint32_t w[64];
+  for (int t = 0; t < 16; t++) w[t] = Load32Be(block + 4 * t);
+  for (int t = 16; t < 64; t++) {
+    const uint32_t s0 = Rotr(w[t - 15], 7) ^ Rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
+    const uint32_t s1 = Rotr(w[t - 2], 17) ^ Rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
+    w[t] = w[t - 16] + s0 + w[t - 7] + s1;
+  }
+  uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+  for (int t = 0; t < 64; t++) {
+    const uint32_t t1 = hh + (Rotr(e, 6) ^ Rotr(e, 11) ^ Rotr(e, 25)) + ((e & f) ^ (~e & g)) + kSha256.k[t] + w[t];
+    const uint32_t t2 = (Rotr(a, 2) ^ Rotr(a, 13) ^ Rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+    hh = g;
+    g = f;
+    f = e;
+    e = d + t1;
+    d = c;
+    c = b;
+    b = a;
+    a = t1 + t2;
+  }
+  h[0] += a;
+  h[1] += b;
+  h[2] += c;
+  h[3] += d;
+  h[4] += e;
+  h[5] += f;
+  h[6] += g;
+  h[7] += hh;
+}
+
+void Sha256(const uint8_t* in, size_t len, uint8_t out[32]) {
+  uint32_t h[8];
+  for (int i = 0; i < 8; i++) h[i] = kSha256.h0[i];
+  const size_t full = len - len % 64;
+  for (size_t i = 0; i < full; i += 64) Sha256Block(h, in + i);
+  // The rest, the 0x80 byte, zeros and the length in bits (big-endian) fill one block or spill into two.
+  uint8_t last[128] = {0};
+  const size_t rest = len - full;
+  if (rest > 0) std::memcpy(last, in + full, rest);
+  last[rest] = 0x80;
+  const size_t blocks = rest + 1 + 8 <= 64 ? 1 : 2;
+  const uint64_t bits = static_cast<uint64_t>(len) * 8;
+  for (int i = 0; i < 8; i++) last[blocks * 64 - 1 - i] = static_cast<uint8_t>(bits >> (8 * i));
+  Sha256Block(h, last);
+  if (blocks == 2) Sha256Block(h, last + 64);
+  for (int i = 0; i < 32; i++) out[i] = static_cast<uint8_t>(h[i / 4] >> (24 - 8 * (i % 4)));
+}
+
+// ---- the digests' calls ---------------------------------------------------------------------------
+
+using DigestFn = void (*)(const uint8_t*, size_t, uint8_t[32]);
+
+// name(data, out): writes the digest of `data` into `out` (both Uint8Array, out of 32 bytes).
 // The caller allocates `out`: an ArrayBuffer made through N-API costs more than the digest.
-napi_value Keccak256Call(napi_env env, napi_callback_info info) {
+napi_value DigestCall(napi_env env, napi_callback_info info, const char* name, DigestFn digest) {
   size_t argc = 2;
   napi_value argv[2];
   if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok || argc != 2) {
-    return Throw(env, "keccak256(data, out): two Uint8Arrays expected");
+    return Throw(env, std::string(name) + "(data, out): two Uint8Arrays expected");
   }
   napi_typedarray_type type;
   napi_typedarray_type outType;
@@ -292,10 +400,18 @@ napi_value Keccak256Call(napi_env env, napi_callback_info info) {
       type != napi_uint8_array ||
       napi_get_typedarray_info(env, argv[1], &outType, &outLength, &outData, nullptr, nullptr) != napi_ok ||
       outType != napi_uint8_array || outLength != 32) {
-    return Throw(env, "keccak256(data, out): data must be a Uint8Array, out a Uint8Array of 32 bytes");
+    return Throw(env, std::string(name) + "(data, out): data must be a Uint8Array, out a Uint8Array of 32 bytes");
   }
-  Keccak256(static_cast<const uint8_t*>(data), length, static_cast<uint8_t*>(outData));
+  digest(static_cast<const uint8_t*>(data), length, static_cast<uint8_t*>(outData));
   return nullptr;
+}
+
+napi_value Keccak256Call(napi_env env, napi_callback_info info) {
+  return DigestCall(env, info, "keccak256", Keccak256);
+}
+
+napi_value Sha256Call(napi_env env, napi_callback_info info) {
+  return DigestCall(env, info, "sha256", Sha256);
 }
 
 }  // namespace
@@ -307,6 +423,7 @@ NAPI_MODULE_INIT() {
       {"flushMemtables", nullptr, FlushMemtables, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"evictBlockCache", nullptr, EvictBlockCache, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"keccak256", nullptr, Keccak256Call, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"sha256", nullptr, Sha256Call, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(properties) / sizeof(properties[0]), properties);
   return exports;
