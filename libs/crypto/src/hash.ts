@@ -16,22 +16,27 @@ const oneShot = (nodeCrypto as { hash?: (alg: string, data: Uint8Array, enc: 'bu
 
 const SHA256_OF_NOTHING = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
+type Digest = (data: Uint8Array) => Uint8Array;
+
 /**
- * libs/native's one-call SHA-256, when its add-on is built and gives the digest of nothing right: no
- * Buffer and no OpenSSL context per digest (1.6-2.2 against 2.5-3.5 us for node:crypto's one-shot on
- * the 33- to 110-byte inputs of Merkle nodes and transactions, measured on a loaded 2-core machine).
+ * One of libs/native's one-call digests, when its add-on is built and gives the digest of nothing
+ * right (`ofNothing`, hex); undefined otherwise, so the caller falls back.
  */
-function addonSha256(): ((data: Uint8Array) => Uint8Array) | undefined {
+function checkedAddon(digest: Digest | undefined, ofNothing: string): Digest | undefined {
   try {
-    const h = nativeSha256;
-    if (h === undefined) return undefined;
-    return Buffer.from(h(new Uint8Array(0))).toString('hex') === SHA256_OF_NOTHING ? h : undefined;
+    if (digest === undefined) return undefined;
+    return Buffer.from(digest(new Uint8Array(0))).toString('hex') === ofNothing ? digest : undefined;
   } catch {
     return undefined;
   }
 }
 
-const sha256Call = addonSha256();
+/**
+ * The add-on's SHA-256: no Buffer and no OpenSSL context per digest (1.6-2.2 against 2.5-3.5 us for
+ * node:crypto's one-shot on the 33- to 110-byte inputs of Merkle nodes and transactions, measured on a
+ * loaded 2-core machine).
+ */
+const sha256Call = checkedAddon(nativeSha256, SHA256_OF_NOTHING);
 /** Which implementation sha256 runs on (the add-on's one call, or node:crypto). */
 export const sha256Backend: 'addon' | 'node:crypto' = sha256Call !== undefined ? 'addon' : 'node:crypto';
 
@@ -78,21 +83,8 @@ function nativeSponge(): KeccakState | undefined {
   }
 }
 
-/**
- * libs/native's one-call digest, when its add-on is built and gives the digest of nothing right:
- * one call and no Buffer per digest, against the sponge's four calls and a Buffer.
- */
-function addonKeccak(): ((data: Uint8Array) => Uint8Array) | undefined {
-  try {
-    const k = nativeKeccak256;
-    if (k === undefined) return undefined;
-    return Buffer.from(k(new Uint8Array(0))).toString('hex') === KECCAK256_OF_NOTHING ? k : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-const oneCall = addonKeccak();
+/** The add-on's Keccak-256: one call and no Buffer per digest, against the sponge's four calls and a Buffer. */
+const oneCall = checkedAddon(nativeKeccak256, KECCAK256_OF_NOTHING);
 const sponge = nativeSponge();
 /** True when keccak256 runs on a native binding, false on the package's JavaScript fallback. */
 export const keccakIsNative = oneCall !== undefined || sponge !== undefined;
