@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -152,6 +152,31 @@ describe('KVStore', () => {
       assert.equal(s(await again.get(b('new'))), 'v');
       assert.deepEqual(await again.get(b('old-7999')), value);
       await again.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("RocksKV's options as RocksDB records them: levels 0-1 raw, ZSTD below without a trained dictionary", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'noded-kv-'));
+    try {
+      const kv = await RocksKV.open(join(dir, 'db'));
+      await kv.close();
+      // RocksDB writes the options it runs with to OPTIONS-<n>; the newest is the one in force.
+      const name = readdirSync(join(dir, 'db'))
+        .filter((n) => /^OPTIONS-\d+$/.test(n))
+        .sort((x, y) => Number(x.slice(8)) - Number(y.slice(8)))
+        .pop();
+      assert.ok(name, 'an OPTIONS file');
+      const text = readFileSync(join(dir, 'db', name), 'utf8');
+      const option = (key: string) => new RegExp(`^\\s*${key}=(.*)$`, 'm').exec(text)?.[1];
+      assert.equal(
+        option('compression_per_level'),
+        'kNoCompression:kNoCompression:kZSTD:kZSTD:kZSTD:kZSTD:kZSTD',
+      );
+      const zstd = option('compression_opts') ?? '';
+      assert.match(zstd, /[{;]max_dict_bytes=0;/);
+      assert.match(zstd, /[{;]zstd_max_train_bytes=0;/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
