@@ -11,6 +11,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -322,12 +323,37 @@ export interface NodedStartOptions {
   timeoutCommit?: string;
 }
 
+/** Bytes of the files under `dir`, all levels down. */
+function dirBytes(dir: string): number {
+  let total = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) total += dirBytes(path);
+    else if (entry.isFile()) total += statSync(path).size;
+  }
+  return total;
+}
+
+/** "N MB (application.db N, ...)": a stopped node's data directory, and each database in it. */
+function diskReport(data: string): string {
+  if (!existsSync(data)) return 'no data directory';
+  const mb = (b: number) => (b / 1e6).toFixed(0);
+  const dbs = readdirSync(data)
+    .filter((n) => n.endsWith('.db'))
+    .sort()
+    .map((n) => `${n} ${mb(dirBytes(join(data, n)))}`);
+  return `${mb(dirBytes(data))} MB (${dbs.join(', ')})`;
+}
+
 /** A fresh chain-local home (`noded init full`), every listener moved to a free 127.0.0.1 port, then `noded start`. */
 export async function startNoded(opts: NodedStartOptions = {}): Promise<BenchTarget> {
   if (!existsSync(NODED_CLI))
     throw new TargetError(`noded CLI not built: ${NODED_CLI} is missing (npm run build)`);
   const home = mkdtempSync(join(tmpdir(), 'noded-bench-'));
-  const cleanup = () => rmSync(home, { recursive: true, force: true });
+  const cleanup = () => {
+    console.log(`[bench] noded: on disk at the stop, ${diskReport(join(home, 'data'))}`);
+    rmSync(home, { recursive: true, force: true });
+  };
   const init = spawnSync(
     process.execPath,
     [NODED_CLI, 'init', 'full', '--chain-id', 'chain-local', '--home', home],
