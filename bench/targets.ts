@@ -338,11 +338,15 @@ function dirBytes(dir: string): number {
 function diskReport(data: string): string {
   if (!existsSync(data)) return 'no data directory';
   const mb = (b: number) => (b / 1e6).toFixed(0);
-  const dbs = readdirSync(data)
-    .filter((n) => n.endsWith('.db'))
-    .sort()
-    .map((n) => `${n} ${mb(dirBytes(join(data, n)))}`);
-  return `${mb(dirBytes(data))} MB (${dbs.join(', ')})`;
+  let total = 0;
+  const dbs: string[] = [];
+  for (const entry of readdirSync(data, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    const path = join(data, entry.name);
+    const bytes = entry.isDirectory() ? dirBytes(path) : entry.isFile() ? statSync(path).size : 0;
+    total += bytes;
+    if (entry.isDirectory() && entry.name.endsWith('.db')) dbs.push(`${entry.name} ${mb(bytes)}`);
+  }
+  return `${mb(total)} MB (${dbs.join(', ')})`;
 }
 
 /** A fresh chain-local home (`noded init full`), every listener moved to a free 127.0.0.1 port, then `noded start`. */
@@ -350,9 +354,10 @@ export async function startNoded(opts: NodedStartOptions = {}): Promise<BenchTar
   if (!existsSync(NODED_CLI))
     throw new TargetError(`noded CLI not built: ${NODED_CLI} is missing (npm run build)`);
   const home = mkdtempSync(join(tmpdir(), 'noded-bench-'));
+  const remove = () => rmSync(home, { recursive: true, force: true });
   const cleanup = () => {
     console.log(`[bench] noded: on disk at the stop, ${diskReport(join(home, 'data'))}`);
-    rmSync(home, { recursive: true, force: true });
+    remove();
   };
   const init = spawnSync(
     process.execPath,
@@ -363,7 +368,7 @@ export async function startNoded(opts: NodedStartOptions = {}): Promise<BenchTar
     },
   );
   if (init.status !== 0) {
-    cleanup();
+    remove();
     throw new TargetError(`noded init failed (exit ${init.status}): ${init.stderr || init.stdout}`);
   }
   const [rpcPort, p2pPort, apiPort, evmHttp, evmWs, metrics] = await Promise.all(
