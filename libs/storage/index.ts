@@ -9,5 +9,14 @@ export type { BatchOp, KVStore, Range } from './src/kv.js';
 export { hasSyncReads, type SyncReader } from './src/kv.js';
 // In-memory engine for simulations and unit tests.
 export { MemoryKV } from './src/memory.js';
+// CPU priority of storage's background threads: RocksDB's compaction pool (lowered at every open)
+// and the transaction indexer's thread (which lowers itself).
+export {
+  COMPACTION_NICE,
+  INDEXER_NICE,
+  lowerCompactionThreads,
+  lowerThisThread,
+  lowerThreadsNamed,
+} from './src/priority.js';
 // RocksDB on disk: the one production engine.
 export { defaultRocksOptions, RocksKV, type RocksMemory, type RocksOptions } from './src/rocksdb.js';

@@ -1,10 +1,17 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
+import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { type KVStore, MemoryKV, RocksKV } from '@noded/storage';
+import {
+  COMPACTION_NICE,
+  type KVStore,
+  lowerCompactionThreads,
+  lowerThreadsNamed,
+  MemoryKV,
+  RocksKV,
+} from '@noded/storage';
 
 const b = (s: string) => new TextEncoder().encode(s);
 const s = (u: Uint8Array | undefined) => (u ? new TextDecoder().decode(u) : undefined);
@@ -177,6 +184,35 @@ describe('KVStore', () => {
       const zstd = option('compression_opts') ?? '';
       assert.match(zstd, /[{;]max_dict_bytes=0;/);
       assert.match(zstd, /[{;]zstd_max_train_bytes=0;/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("RocksKV.open lowers RocksDB's compaction threads to nice 10 and leaves the flush threads and this one alone", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'noded-kv-'));
+    const threads = () =>
+      readdirSync('/proc/self/task').map((tid) => ({
+        tid: Number(tid),
+        comm: readFileSync(`/proc/self/task/${tid}/comm`, 'latin1').trimEnd(),
+      }));
+    try {
+      const kv = await RocksKV.open(join(dir, 'db'));
+      try {
+        const all = threads();
+        const compaction = all.filter((t) => t.comm === 'rocksdb:low');
+        const flush = all.filter((t) => t.comm === 'rocksdb:high');
+        assert.ok(compaction.length > 0, `a rocksdb:low thread among ${all.map((t) => t.comm).join(', ')}`);
+        assert.ok(flush.length > 0, 'a rocksdb:high thread');
+        for (const t of compaction) assert.equal(getPriority(t.tid), COMPACTION_NICE, `thread ${t.tid}`);
+        for (const t of flush) assert.equal(getPriority(t.tid), 0, `thread ${t.tid}`);
+        assert.equal(getPriority(process.pid), 0, 'the main thread');
+        // Nothing is ever raised back: a second open finds them lowered and lowers nothing.
+        assert.equal(lowerCompactionThreads(), 0);
+        assert.equal(lowerThreadsNamed('no-such-thread', 5), 0);
+      } finally {
+        await kv.close();
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

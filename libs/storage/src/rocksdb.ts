@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { evictBlockCache, flushMemtables } from '@noded/native';
 import type { BatchOp, KVStore, Range, SyncReader } from './kv.js';
+import { lowerCompactionThreads } from './priority.js';
 
 const require = createRequire(import.meta.url);
 
@@ -111,6 +112,9 @@ export class RocksKV implements KVStore, SyncReader {
       const cause = (err as { cause?: Error }).cause?.message ?? (err as Error).message;
       throw new Error(`cannot open database at ${location}: ${cause}`);
     }
+    // The open may have started compaction threads (the pool is the process's): they yield to the
+    // node's own threads when both want a core (priority.ts).
+    lowerCompactionThreads();
     return new RocksKV(db, location);
   }
 

@@ -5,7 +5,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { Query, TxIndexStore } from '@noded/rpc';
 import { DATABASE_MEMORY } from '@noded/service-shared/src/databases.js';
 import { startIdleReclaim, workerIdleReclaimOptions } from '@noded/service-shared/src/idle-reclaim.js';
-import { RocksKV } from '@noded/storage';
+import { INDEXER_NICE, lowerThisThread, RocksKV } from '@noded/storage';
 import type { IndexerReady, IndexerReply, IndexerRequest, IndexerThreadData } from './thread.js';
 
 if (parentPort === null) throw new Error('indexer-thread/worker.js runs only as a worker thread');
@@ -20,6 +20,10 @@ async function serve(): Promise<void> {
     port.postMessage({ ready: false, message: (err as Error).message } satisfies IndexerReady);
     return;
   }
+  // Indexing follows the chain: admission and the next block come first when both want a core.
+  // Lowered after the open, so that no thread it starts (RocksDB's pools grow at an open, and a new
+  // thread takes its creator's priority) is lowered with it.
+  lowerThisThread(INDEXER_NICE);
   const store = new TxIndexStore(kv);
   const inFlight = new Set<Promise<unknown>>();
   let closing = false;
