@@ -200,15 +200,19 @@ function snapshotOf(chain: EthChain): ChainSnapshot {
  * first (the host's pending-transaction hashes and changed snapshot); later() holds a message
  * until the end of the event loop's turn (setImmediate) or the next push(), so that what one turn
  * produced leaves in one postMessage; schedule() asks for such a flush with nothing held.
- * Holding the host's replies back to send several per postMessage was measured: it lowered
- * eth_call from 3500 to 2400-2750 requests/s (both threads waited on each other's batches) and
- * did not change the transfer figures, so replies are pushed; the pending hashes (hundreds per
- * block) and the edge's eth_sendRawTransaction calls (many per turn in a burst) are held. Holding
- * every chain call halved eth_call throughput in one run of two (6,783 against 14,141 req/s on the
- * 4,096-holder row), so reads are pushed.
+ * Holding the host's replies back until the end of the turn was measured: it lowered eth_call from
+ * 3500 to 2400-2750 requests/s (both threads waited on each other's batches) and did not change
+ * the transfer figures. So replies go with soon(), held only while the microtasks queued before
+ * them run: a burst of eth_sendRawTransaction started together answers in one postMessage (the
+ * host's postMessage was 4% of its thread under the transfer loads; value transfers +2-4%, reads
+ * unchanged, docs/benchmarks.md "The main thread's share of two cores"). The pending hashes
+ * (hundreds per block) and the edge's eth_sendRawTransaction calls (many per turn in a burst) are
+ * held. Holding every chain call halved eth_call throughput in one run of two (6,783 against
+ * 14,141 req/s on the 4,096-holder row), so reads are pushed.
  */
 class Outbox<M> {
   private scheduled = false;
+  private microtaskQueued = false;
   private held: M[] = [];
 
   constructor(
@@ -224,6 +228,21 @@ class Outbox<M> {
   later(m: M): void {
     this.held.push(m);
     this.schedule();
+  }
+
+  /**
+   * Holds `m` only until the microtasks queued before it have run: the replies of calls that finish
+   * together (a batch of eth_sendRawTransaction started in one go, each admitted without touching
+   * the disk) leave in one postMessage, and none waits for the end of the turn.
+   */
+  soon(m: M): void {
+    this.held.push(m);
+    if (this.microtaskQueued) return;
+    this.microtaskQueued = true;
+    queueMicrotask(() => {
+      this.microtaskQueued = false;
+      if (this.held.length > 0) this.flush();
+    });
   }
 
   schedule(): void {
@@ -526,7 +545,7 @@ export class EthEdgeHost {
     } catch (err) {
       reply = { t: 'err', id, e: toWire(err) };
     }
-    if (!this.closed) this.out.push(reply);
+    if (!this.closed) this.out.soon(reply);
   }
 
   private async serveDev(id: number, method: string, args: unknown[]): Promise<void> {
@@ -544,7 +563,7 @@ export class EthEdgeHost {
     } catch (err) {
       reply = { t: 'err', id, e: toWire(err) };
     }
-    if (!this.closed) this.out.push(reply);
+    if (!this.closed) this.out.soon(reply);
   }
 }
 
