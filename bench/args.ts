@@ -82,6 +82,11 @@ export interface BenchOptions {
   generatorThreads: number;
   /** Seconds a freshly started node sits unloaded before its idle memory is read. */
   idleSettleSeconds: number;
+  /**
+   * Before the reads: seconds in a row the node must stay under READS_QUIET_CORES of CPU (the
+   * compaction, indexing and idle reclaim a load leaves behind done); 0: start the reads at once.
+   */
+  readSettleSeconds: number;
   /** Run noded under `node --cpu-prof` and summarise the profile. */
   profile: boolean;
   /**
@@ -135,6 +140,10 @@ markdown under bench/results/.
   --read-concurrency LIST    connection counts of the read load, each row at each (default 32,256; quick 32)
   --loader auto|wrk|node     read load generator: wrk if installed (auto), or the built-in node:http loop
   --idle-settle S            seconds a started node idles before its idle memory is read (default 5, quick 1)
+  --read-settle S            before the reads, wait (up to 120 s) until the node has used under 0.15 cores
+                             for S seconds in a row, so that what the loads left behind (compaction, the
+                             index catching up, the idle reclaim 15 s after a load) is done (default 25,
+                             quick 0; 0: at once)
   --rounds R                 run every node R times in alternating order; medians in the table (default 1)
   --profile                  run noded under node --cpu-prof and print its top self-time functions
   --timeout-commit DUR       override noded's [consensus] timeout_commit (e.g. 500ms)
@@ -214,6 +223,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | null {
       'read-concurrency': { type: 'string' },
       loader: { type: 'string' },
       'idle-settle': { type: 'string' },
+      'read-settle': { type: 'string' },
       profile: { type: 'boolean', default: false },
       rounds: { type: 'string' },
       'timeout-commit': { type: 'string' },
@@ -279,6 +289,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | null {
     ceilingSeconds: int('ceiling-seconds', values['ceiling-seconds'], quick ? 2 : 5, 1, 600),
     generatorThreads: int('generator-threads', values['generator-threads'], 2, 1, 19),
     idleSettleSeconds: int('idle-settle', values['idle-settle'], quick ? 1 : 5, 0, 120),
+    readSettleSeconds: int('read-settle', values['read-settle'], quick ? 0 : 25, 0, 110),
     profile: values.profile === true,
     rounds: int('rounds', values.rounds, 1, 1, 9),
     timeoutCommit,

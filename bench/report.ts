@@ -54,6 +54,14 @@ export const READ_METHODS: ReadMethod[] = [
 /** The key of a read row measured at `concurrency` connections. */
 export const readKey = (m: ReadMethod, concurrency: number) => `${m} @${concurrency}`;
 
+/** How long the reads waited for the node to go quiet, and whether it did (bench/run.ts settle). */
+export interface ReadSettle {
+  waitedMs: number;
+  quiet: boolean;
+  /** The node's busiest second in the wait, cores. */
+  busiestCores: number;
+}
+
 export interface TargetRun {
   target: TargetName;
   /** 1-based round (--rounds); absent in reports written before rounds existed. */
@@ -76,6 +84,8 @@ export interface TargetRun {
   reads: Partial<Record<string, ReadResult>>;
   /** What each read row asked, where it is not obvious (the getLogs range and its log count). */
   readNotes?: Record<string, string>;
+  /** The wait for the node to go quiet before the reads (--read-settle). */
+  readSettle?: ReadSettle;
   /** CPU profiles (--profile, noded only): one per thread (main, JSON-RPC). */
   profiles?: ThreadProfile[];
 }

@@ -36,6 +36,7 @@ import {
   formatTable,
   machineInfo,
   type ReadMethod,
+  type ReadSettle,
   readKey,
   type TargetRun,
 } from './report.js';
@@ -57,6 +58,44 @@ const log = (msg: string) => console.log(`[bench] ${msg}`);
 
 /** The target's CPU: each process of a cluster on its own, else the node's process tree. */
 const nodeCpu = (t: BenchTarget) => cpuSampler(t.processes ?? t.pid);
+
+/** Under this much CPU (cores, the node's whole process tree) a node counts as quiet before the reads. */
+const READS_QUIET_CORES = 0.15;
+/** The longest the reads wait for a node to go quiet, ms. */
+const READS_SETTLE_MAX_MS = 120_000;
+
+/**
+ * Waits until the node has used under READS_QUIET_CORES for `quietSeconds` in a row, at most
+ * READS_SETTLE_MAX_MS, so that the reads measure a node at rest rather than what the loads before
+ * them left it doing; logs and returns how long that took and whether it went quiet.
+ */
+async function settle(name: string, target: BenchTarget, quietSeconds: number): Promise<ReadSettle> {
+  const sample = nodeCpu(target);
+  const start = performance.now();
+  let prev = sample();
+  let quietSince = prev.at;
+  let busiest = 0;
+  for (;;) {
+    await sleep(1000);
+    const cur = sample();
+    const cores = (cur.nodeMs - prev.nodeMs) / (cur.at - prev.at);
+    prev = cur;
+    if (cores >= READS_QUIET_CORES) {
+      quietSince = cur.at;
+      busiest = Math.max(busiest, cores);
+    }
+    const waitedMs = cur.at - start;
+    const quiet = cur.at - quietSince >= quietSeconds * 1000;
+    if (quiet || waitedMs >= READS_SETTLE_MAX_MS) {
+      log(
+        quiet
+          ? `${name}: quiet for ${quietSeconds} s before the reads, after ${(waitedMs / 1000).toFixed(0)} s (busiest second ${busiest.toFixed(2)} cores)`
+          : `${name}: still busy after ${(waitedMs / 1000).toFixed(0)} s (${cores.toFixed(2)} cores in the last second); the reads start anyway`,
+      );
+      return { waitedMs, quiet, busiestCores: busiest };
+    }
+  }
+}
 
 /** Resident memory of the node: a cluster's processes summed. */
 function nodeMemory(t: BenchTarget): MemorySample {
@@ -563,6 +602,7 @@ async function benchTarget(
       }
       if (opts.workloads.includes('reads')) {
         const rows = await readBodies(ctx, run, tokenAddress);
+        if (opts.readSettleSeconds > 0) run.readSettle = await settle(name, target, opts.readSettleSeconds);
         for (const concurrency of opts.readConcurrency) {
           for (const [method, bodies] of rows) {
             const probe = JSON.parse(bodies[0]!) as { method: string; params: unknown[] };

@@ -285,6 +285,14 @@ describe('bench arguments', () => {
     assert.equal(parseBenchArgs(['--window', '0'])!.window, 0);
   });
 
+  it('waits for 25 quiet seconds before the reads by default, none with --quick; --read-settle is checked', () => {
+    assert.equal(parseBenchArgs([])!.readSettleSeconds, 25);
+    assert.equal(parseBenchArgs(['--quick'])!.readSettleSeconds, 0);
+    assert.equal(parseBenchArgs(['--read-settle', '0'])!.readSettleSeconds, 0);
+    assert.throws(() => parseBenchArgs(['--read-settle', '111']), /read-settle/);
+    assert.throws(() => parseBenchArgs(['--read-settle', 'soon']), /read-settle/);
+  });
+
   it('runs all six nodes and the generator workloads by default; --only and --targets pick nodes', () => {
     const o = parseBenchArgs([])!;
     assert.deepEqual(o.targets, ['noded', 'cluster', 'cluster-2edges', 'anvil-1s', 'anvil', 'hardhat']);
