@@ -2,7 +2,7 @@
 // persistence across restart and catch-up, in this thread and on the node's indexer thread; and
 // tx_index.indexer = "null".
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -11,6 +11,7 @@ import { IndexerQueryError, TxIndexer } from '@noded/rpc/src/comet/index.js';
 import { IndexerThread } from '@noded/service-consensus/src/indexer-thread/thread.js';
 import { INDEXER_NICE, MemoryKV, RocksKV } from '@noded/storage';
 import { silentLogger } from '@noded/types';
+import { processThreads } from '../threads.js';
 import { FakeChain } from './fake-node.js';
 
 const heightsOf = (txs: Array<{ height: number; index: number }>) => txs.map((t) => `${t.height}/${t.index}`);
@@ -111,21 +112,15 @@ describe('TxIndexer', () => {
 
   it("on its own thread at nice 10, which lowers nothing else but RocksDB's compaction threads", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'noded-txindex-nice-'));
-    // This process's threads with their names and nice values (Linux's /proc; os.getPriority per thread).
-    const threads = () =>
-      readdirSync('/proc/self/task').map((tid) => ({
-        tid: Number(tid),
-        comm: readFileSync(`/proc/self/task/${tid}/comm`, 'latin1').trimEnd(),
-        nice: getPriority(Number(tid)),
-      }));
-    const before = new Set(threads().map((t) => t.tid));
+    const before = new Set(processThreads().map((t) => t.tid));
     const thread = await IndexerThread.open({
       path: join(dir, 'tx_index.db'),
       onFatal: (err) => assert.fail(err),
     });
     try {
-      const lowered = threads().filter((t) => t.nice !== 0 && t.comm !== 'rocksdb:low');
-      assert.equal(lowered.length, 1, JSON.stringify(threads()));
+      const all = processThreads();
+      const lowered = all.filter((t) => t.nice !== 0 && t.comm !== 'rocksdb:low');
+      assert.equal(lowered.length, 1, JSON.stringify(all));
       assert.equal(lowered[0]!.nice, INDEXER_NICE);
       assert.ok(!before.has(lowered[0]!.tid), 'the lowered thread is the one just started');
       assert.equal(getPriority(process.pid), 0);

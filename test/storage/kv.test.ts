@@ -12,6 +12,7 @@ import {
   MemoryKV,
   RocksKV,
 } from '@noded/storage';
+import { processThreads } from '../threads.js';
 
 const b = (s: string) => new TextEncoder().encode(s);
 const s = (u: Uint8Array | undefined) => (u ? new TextDecoder().decode(u) : undefined);
@@ -191,21 +192,16 @@ describe('KVStore', () => {
 
   it("RocksKV.open lowers RocksDB's compaction threads to nice 10 and leaves the flush threads and this one alone", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'noded-kv-'));
-    const threads = () =>
-      readdirSync('/proc/self/task').map((tid) => ({
-        tid: Number(tid),
-        comm: readFileSync(`/proc/self/task/${tid}/comm`, 'latin1').trimEnd(),
-      }));
     try {
       const kv = await RocksKV.open(join(dir, 'db'));
       try {
-        const all = threads();
+        const all = processThreads();
         const compaction = all.filter((t) => t.comm === 'rocksdb:low');
         const flush = all.filter((t) => t.comm === 'rocksdb:high');
         assert.ok(compaction.length > 0, `a rocksdb:low thread among ${all.map((t) => t.comm).join(', ')}`);
         assert.ok(flush.length > 0, 'a rocksdb:high thread');
-        for (const t of compaction) assert.equal(getPriority(t.tid), COMPACTION_NICE, `thread ${t.tid}`);
-        for (const t of flush) assert.equal(getPriority(t.tid), 0, `thread ${t.tid}`);
+        for (const t of compaction) assert.equal(t.nice, COMPACTION_NICE, `thread ${t.tid}`);
+        for (const t of flush) assert.equal(t.nice, 0, `thread ${t.tid}`);
         assert.equal(getPriority(process.pid), 0, 'the main thread');
         // Nothing is ever raised back: a second open finds them lowered and lowers nothing.
         assert.equal(lowerCompactionThreads(), 0);
