@@ -133,6 +133,22 @@ async function serveChain(
   return { server, top: server.blockStoreHeight() };
 }
 
+/** Block message `m` with signature `index` of its commit forged: `mask` flipped in its byte `at`. */
+function forgeSignature<M extends Extract<BlockSyncMessage, { kind: 'block' }>>(
+  m: M,
+  index: number,
+  at: number,
+  mask: number,
+): M {
+  const signatures = m.commit.signatures.map((s, i) => {
+    if (i !== index) return s;
+    const bad = new Uint8Array(s.signature);
+    bad[at]! ^= mask;
+    return { ...s, signature: bad };
+  });
+  return { ...m, commit: { ...m.commit, signatures } };
+}
+
 /** `onReport` is called as B reports A, before B goes on: what B had stored and applied then. */
 function syncLink(
   tamper: (m: BlockSyncMessage) => BlockSyncMessage,
@@ -196,13 +212,7 @@ describe('block sync: commit signatures checked ahead on a worker thread', () =>
         const h = m.block.header.height;
         if (mode === 'forge' && h === 5 && sent.forge === 0) {
           sent.forge!++;
-          const signatures = m.commit.signatures.map((s, i) => {
-            if (i !== 2) return s;
-            const bad = new Uint8Array(s.signature);
-            bad[10]! ^= 0x01;
-            return { ...s, signature: bad };
-          });
-          return { ...m, commit: { ...m.commit, signatures } };
+          return forgeSignature(m, 2, 10, 0x01);
         }
         if (mode === 'short' && h === 7 && sent.short === 0) {
           sent.short!++;
@@ -287,13 +297,7 @@ describe('block sync: commit signatures checked ahead on a worker thread', () =>
     let forge = true;
     const net = syncLink((m) => {
       if (m.kind !== 'block' || !forge || m.block.header.height !== 3) return m;
-      const signatures = m.commit.signatures.map((s, i) => {
-        if (i !== 0) return s;
-        const bad = new Uint8Array(s.signature);
-        bad[0]! ^= 0x80;
-        return { ...s, signature: bad };
-      });
-      return { ...m, commit: { ...m.commit, signatures } };
+      return forgeSignature(m, 0, 0, 0x80);
     });
     const { server, top } = await serveChain(dir, chain, net);
     const lines: Array<Record<string, number>> = [];
