@@ -1,7 +1,7 @@
 // CPU priority of storage's background threads. Under a load on a machine with few cores the node's
 // threads want more CPU than there is, and the kernel shares it out by weight: at equal weights
-// RocksDB's compaction took its share from the main thread, which every block and every admission
-// waits on (docs/benchmarks.md, "The main thread's share of two cores"). A higher nice value lowers
+// RocksDB's compaction and the transaction indexer took their shares from the main thread, which
+// every block and every admission waits on (docs/benchmarks.md, "The main thread's share of two cores"). A higher nice value lowers
 // only a thread's weight when threads compete; alone on a core it still runs at full speed. Lowering
 // is always allowed; raising back needs CAP_SYS_NICE, so nothing here ever raises a priority.
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
@@ -26,7 +26,7 @@ export const INDEXER_NICE = 10;
 const COMPACTION_THREAD = 'rocksdb:low';
 
 /**
- * Sets thread `tid` of this process to `nice` unless it is there or lower already. false when the
+ * Sets thread `tid` of this process to `nice` unless its nice value is that or more already. false when the
  * thread is gone or the system refuses (no such call on this platform).
  */
 function lowerThread(tid: number, nice: number): boolean {
