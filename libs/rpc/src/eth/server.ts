@@ -1,9 +1,15 @@
 // The Ethereum JSON-RPC server: JSON-RPC 2.0 envelopes and batches with geth's rules, HTTP
 // (node:http) on [evm] rpc_address and WebSocket (ws) on [evm] ws_address, subscriptions fed from
 // the event bus, and the [evm.rpc] limits.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingMessage,
+  maxHeaderSize,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { inSpan, tracingEnabled } from '@noded/telemetry';
+import { extractTraceContext, inSpan, tracingEnabled } from '@noded/telemetry';
 import {
   ChainError,
   type EthBlock,
@@ -24,6 +30,7 @@ import {
   listenOn,
   traceParentOfRequest,
 } from '../http.js';
+import { PostFront } from '../post-front.js';
 import { type CallContext, EthApi, type SyncStatus } from './api.js';
 import type { DevAccounts } from './dev-accounts.js';
 import type { DevChainInfo } from './dev-state.js';
@@ -110,6 +117,10 @@ class BytesReply {
     readonly tail: string,
   ) {}
 
+  get chunks(): readonly Uint8Array[] {
+    return this.body.chunks;
+  }
+
   get byteLength(): number {
     return Buffer.byteLength(this.head) + this.body.length + Buffer.byteLength(this.tail);
   }
@@ -138,6 +149,7 @@ export class EthRpcServer {
   private readonly sessions = new Set<WsSession>();
   private readonly unsubscribeBus: () => void;
   private httpServer: Server | undefined;
+  private httpFront: PostFront | undefined;
   private wsServer: Server | undefined;
   private wss: WebSocketServer | undefined;
   private pingTimer: NodeJS.Timeout | undefined;
@@ -180,11 +192,35 @@ export class EthRpcServer {
     return text === undefined ? undefined : JSON.parse(textOf(text));
   }
 
-  /** Serves JSON-RPC over HTTP; resolves with the bound port (useful with port 0). */
+  /**
+   * Serves JSON-RPC over HTTP; resolves with the bound port (useful with port 0). The listener is a
+   * PostFront (post-front.ts): it answers the plain JSON POST itself and hands every other
+   * connection (CORS, chunked bodies, refusals, health checks) to the node:http server below.
+   */
   async listenHttp(host: string, port: number): Promise<number> {
     if (this.httpServer !== undefined) throw new Error('EthRpcServer: HTTP is already listening');
     this.httpServer = this.createHttpServer();
-    return listenOn(this.httpServer, host, port);
+    const t = this.options.httpTimeoutMs;
+    this.httpFront = new PostFront(this.httpServer, (body, header) => this.answerPost(body, header), {
+      maxBodyBytes: this.options.maxBodyBytes,
+      contentTypes: ACCEPTED_CONTENT_TYPES,
+      headersTimeoutMs: this.httpServer.headersTimeout,
+      requestTimeoutMs: this.httpServer.requestTimeout,
+      keepAliveTimeoutMs: this.httpServer.keepAliveTimeout,
+      checkIntervalMs: t > 0 ? Math.max(50, Math.min(1000, Math.floor(t / 4))) : 1000,
+      maxHeaderBytes: maxHeaderSize,
+    });
+    return this.httpFront.listen(host, port);
+  }
+
+  /** One POST the front served: the same answer onHttpRequest gives it. */
+  private async answerPost(
+    body: string,
+    header: (name: string) => string | undefined,
+  ): Promise<string | BytesReply> {
+    const ctx: CallContext = { transport: 'http', afterReply: [] };
+    if (tracingEnabled()) ctx.traceParent = extractTraceContext(header);
+    return (await this.respondText(body, ctx, this.options.httpTimeoutMs)) ?? '';
   }
 
   /** Serves JSON-RPC and subscriptions over WebSocket (plain HTTP POST works there too). */
@@ -235,7 +271,7 @@ export class EthRpcServer {
     for (const s of this.sessions) s.terminate();
     this.sessions.clear();
     this.wss?.close();
-    await Promise.all([closeServer(this.httpServer), closeServer(this.wsServer)]);
+    await Promise.all([this.httpFront?.close(), closeServer(this.wsServer)]);
   }
 
   // ---- JSON-RPC envelope ---------------------------------------------------------------------
