@@ -60,11 +60,17 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const UNSAFE_HEAD = /[\0-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)|(?<!\r)\n/;
 const DIGITS = /^\d{1,15}$/;
 
-/** The parts of a request head the front acts on; undefined: not its shape (node:http serves it). */
-interface Head {
-  length: number;
-  close: boolean;
-  traceHeaders: Record<string, string> | undefined;
+/**
+ * The parts of a request head the front acts on. A class, not an object literal: V8 may learn that a
+ * literal's objects live long (a request held while the chain answers) and allocate all of that
+ * literal's objects in the old generation from then on; it does not do so for a constructor's.
+ */
+class Head {
+  constructor(
+    readonly length: number,
+    readonly close: boolean,
+    readonly traceHeaders: Record<string, string> | undefined,
+  ) {}
 }
 
 function parseHead(text: string, opts: PostFrontOptions): Head | undefined {
@@ -120,7 +126,7 @@ function parseHead(text: string, opts: PostFrontOptions): Head | undefined {
     }
   }
   if (!host || !typed || length === undefined || length > opts.maxBodyBytes) return undefined;
-  return { length, close, traceHeaders };
+  return new Head(length, close, traceHeaders);
 }
 
 let dateText = '';
@@ -140,7 +146,7 @@ class Connection {
   phase: Phase = 'idle';
   /** When the current phase began (the request's first byte for 'head' and 'body'), Date.now(). */
   since = Date.now();
-  private parts: Buffer[] = [];
+  private readonly parts: Buffer[] = [];
   private size = 0;
   private head: Head | undefined;
   private headBytes = 0;
@@ -181,8 +187,18 @@ class Connection {
 
   /** The bytes held, as one buffer (joined only when there is more than one piece). */
   private joined(): Buffer {
-    if (this.parts.length > 1) this.parts = [Buffer.concat(this.parts, this.size)];
+    if (this.parts.length > 1) this.hold(Buffer.concat(this.parts, this.size));
     return this.parts[0]!;
+  }
+
+  /** Keeps `rest` as all that is held, in the connection's one array. */
+  private hold(rest: Buffer | undefined): void {
+    this.parts.length = 0;
+    if (rest === undefined) this.size = 0;
+    else {
+      this.parts.push(rest);
+      this.size = rest.length;
+    }
   }
 
   /** Reads the next request out of what is held, if it is all in; serves it or hands the socket over. */
@@ -228,13 +244,7 @@ class Connection {
     const body = held.toString('utf8', this.headBytes, need);
     const head = this.head;
     this.head = undefined;
-    if (held.length === need) {
-      this.parts = [];
-      this.size = 0;
-    } else {
-      this.parts = [held.subarray(need)];
-      this.size = held.length - need;
-    }
+    this.hold(held.length === need ? undefined : held.subarray(need));
     this.phase = 'busy';
     const traced = head.traceHeaders;
     this.front
@@ -312,16 +322,14 @@ class Connection {
     this.socket.off('error', this.onError);
     this.socket.off('close', this.onClose);
     if (this.size > 0) this.socket.unshift(this.joined());
-    this.parts = [];
-    this.size = 0;
+    this.hold(undefined);
     if (this.socket.isPaused()) this.socket.resume();
     this.front.fallback.emit('connection', this.socket);
   }
 
   gone(): void {
     this.phase = 'gone';
-    this.parts = [];
-    this.size = 0;
+    this.hold(undefined);
   }
 }
 

@@ -175,6 +175,15 @@ export const hexOrDecimal64: Decoder<bigint> = (v) => {
 
 export type BlockTag = 'latest' | 'pending' | 'safe' | 'finalized' | 'earliest';
 const TAGS = new Set<string>(['latest', 'pending', 'safe', 'finalized', 'earliest']);
+/**
+ * One frozen parameter per tag, shared by every call: a fresh `{ tag }` per call would be an object
+ * literal that lives across the call's wait for the chain, which V8 may learn to allocate in the old
+ * generation (see decodeArgs).
+ */
+const TAG_PARAMS = new Map<string, { readonly tag: BlockTag }>(
+  [...TAGS].map((t) => [t, Object.freeze({ tag: t as BlockTag })]),
+);
+const tagParam = (t: string): { tag: BlockTag } => TAG_PARAMS.get(t) as { tag: BlockTag };
 
 /** rpc.BlockNumber: a tag or a number. */
 export type BlockNumberParam = { tag: BlockTag } | { number: bigint };
@@ -198,7 +207,7 @@ function decodeUint64Text(s: string): bigint {
 /** rpc.BlockNumber */
 export const blockNumber: Decoder<BlockNumberParam> = (v) => {
   const input = typeof v === 'string' ? v : JSON.stringify(v ?? null);
-  if (TAGS.has(input)) return { tag: input as BlockTag };
+  if (TAGS.has(input)) return tagParam(input);
   const n = decodeUint64Text(input);
   if (n > MAX_INT64) throw plain('block number larger than int64');
   return { number: n };
@@ -220,7 +229,7 @@ export const blockRef: Decoder<BlockRef> = (v) => {
   }
   if (v === null) return { none: true };
   if (typeof v !== 'string') throw typeError(jsonKind(v), 'string');
-  if (TAGS.has(v)) return { tag: v as BlockTag };
+  if (TAGS.has(v)) return tagParam(v);
   if (v.length === 66) {
     const raw = v.slice(2);
     if (!has0x(v)) throw plain('hex string without 0x prefix');
@@ -458,25 +467,23 @@ export function decodeArgs<S extends readonly ArgSpec<unknown>[]>(params: unknow
   if (params === undefined || params === null) list = [];
   else if (Array.isArray(params)) list = params;
   else throw invalidParams('non-array args');
-  const out: unknown[] = [];
-  for (let i = 0; i < list.length; i++) {
-    const spec = specs[i];
-    if (spec === undefined) throw invalidParams(`too many arguments, want at most ${specs.length}`);
-    const v = list[i];
-    if (v === null && spec.optional) {
-      out.push(undefined);
-      continue;
+  // Built by map, not pushed onto a literal: V8 may learn that a literal's arrays live long (the
+  // arguments of a call held while the chain answers) and allocate all of them in the old
+  // generation from then on; an array a builtin makes is never placed there.
+  const out = specs.map((spec, i) => {
+    if (i >= list.length) {
+      if (!spec.optional) throw invalidParams(`missing value for required argument ${i}`);
+      return undefined;
     }
+    const v = list[i];
+    if (v === null && spec.optional) return undefined;
     try {
-      out.push(spec.decode(v));
+      return spec.decode(v);
     } catch (e) {
       if (e instanceof DecodeError) throw invalidParams(`invalid argument ${i}: ${e.describe()}`);
       throw e;
     }
-  }
-  for (let i = list.length; i < specs.length; i++) {
-    if (!specs[i]!.optional) throw invalidParams(`missing value for required argument ${i}`);
-    out.push(undefined);
-  }
+  });
+  if (list.length > specs.length) throw invalidParams(`too many arguments, want at most ${specs.length}`);
   return out as ArgsOf<S>;
 }

@@ -7,7 +7,6 @@ import { join, resolve } from 'node:path';
 import { homePaths, LOG_LEVELS, loadGenesis } from '@noded/config';
 import type { ServiceModuleFactory } from '@noded/service-shared/src/bootstrap.js';
 import { SERVICE_NAMES, type ServiceName } from '@noded/service-shared/src/settings.js';
-import { applyServerV8Flags } from '@noded/service-shared/src/v8-flags.js';
 import type { Command } from 'commander';
 import { addHomeOption, CliError, type HomeOpts, homeOf, requireHome, say } from '../util.js';
 
@@ -104,7 +103,6 @@ async function runService(name: string, opts: ServiceOpts): Promise<void> {
   const home = homeOf(opts);
   requireHome(home);
   const service = name as ServiceName;
-  applyServerV8Flags();
   try {
     await runServiceProcess(service, await MODULES[service](), { ...opts, home }, say);
   } catch (err) {

@@ -19,7 +19,6 @@ import {
   releaseHomeLock,
 } from '@noded/config';
 import { stopOnSignals } from '@noded/service-shared/src/signals.js';
-import { applyServerV8Flags } from '@noded/service-shared/src/v8-flags.js';
 import type { Command } from 'commander';
 import { checkStart, type StartCheck } from '../checks.js';
 import {
@@ -248,7 +247,6 @@ async function runNodeProcess(opts: StartOptions, plan: string[]): Promise<void>
   say('starting noded:');
   for (const l of plan) say(l);
 
-  applyServerV8Flags();
   let node: RunningNode;
   try {
     node = await runNode(opts);
