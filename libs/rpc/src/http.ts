@@ -1,6 +1,6 @@
 // HTTP helpers shared by the servers of this lib.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server as NetServer } from 'node:net';
 import { extractTraceContext, type TraceParent, tracingEnabled } from '@noded/telemetry';
 import type { Logger } from '@noded/types';
 
@@ -48,8 +48,8 @@ export function discardCap(limit: number): number {
   return Math.max(8 * limit, 64 * 1024 * 1024);
 }
 
-/** Binds `server` (HTTP or HTTPS); resolves with the bound port (useful with port 0). */
-export function listenOn(server: Server, host: string, port: number): Promise<number> {
+/** Binds `server` (HTTP, HTTPS or plain TCP); resolves with the bound port (useful with port 0). */
+export function listenOn(server: NetServer, host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -21,6 +21,7 @@
 
 import type { Server as HttpServer } from 'node:http';
 import { createServer, type Server as NetServer, type Socket } from 'node:net';
+import { listenOn } from './http.js';
 
 /** A reply body: text, or bytes in an envelope (written as they are, in one corked write). */
 export type PostReply =
@@ -355,14 +356,7 @@ export class PostFront {
 
   /** Binds host:port; resolves with the bound port (useful with port 0). */
   listen(host: string, port: number): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(port, host, () => {
-        this.server.off('error', reject);
-        const address = this.server.address();
-        resolve(typeof address === 'object' && address !== null ? address.port : port);
-      });
-    });
+    return listenOn(this.server, host, port);
   }
 
   /** Stops accepting, closes every connection (its own and the ones handed over). */

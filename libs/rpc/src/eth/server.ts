@@ -142,21 +142,41 @@ function resultText(id: unknown, result: unknown): Reply {
 }
 
 /**
- * The context of one call that came over HTTP. A class, not an object literal: V8 may learn that a
- * literal's objects live long (a call held while the chain answers, as eth_sendRawTransaction is
- * under load) and allocate all of that literal's objects in the old generation from then on; it
- * does not do so for a constructor's. Nothing runs after an HTTP reply, so `afterReply` is made
- * only if asked for.
+ * The context of one call. A class, not an object literal: V8 may learn that a literal's objects
+ * live long (a call held while the chain answers, as eth_sendRawTransaction is under load) and
+ * allocate all of that literal's objects in the old generation from then on; it does not do so for
+ * a constructor's. Only a WebSocket subscription runs anything after its reply, so `afterReply` is
+ * made only if asked for.
  */
-class HttpCall implements CallContext {
-  readonly transport = 'http' as const;
+class Call implements CallContext {
+  session?: WsSession;
   traceParent?: TraceParent;
   private after: Array<() => void> | undefined;
+
+  constructor(
+    readonly transport: Transport,
+    session?: WsSession,
+  ) {
+    if (session !== undefined) this.session = session;
+  }
 
   get afterReply(): Array<() => void> {
     this.after ??= [];
     return this.after;
   }
+
+  /** Runs what was asked to run after the reply (nothing, unless afterReply was asked for). */
+  replied(): void {
+    if (this.after !== undefined) for (const start of this.after) start();
+  }
+}
+
+/**
+ * How often Node (and the JSON POST front) check the request timeouts of an `http_timeout` of `t`
+ * ms: a quarter of it, within 50 ms..1 s; `whenNone` when it is 0 (no request timeout).
+ */
+function timeoutCheckMs(t: number, whenNone: number): number {
+  return t > 0 ? Math.max(50, Math.min(1000, Math.floor(t / 4))) : whenNone;
 }
 
 export class EthRpcServer {
@@ -202,7 +222,7 @@ export class EthRpcServer {
    * Returns the response (object, or array for a batch), or undefined when only notifications came.
    */
   async handle(body: unknown, transport: Transport): Promise<unknown> {
-    const ctx: CallContext = { transport, afterReply: [] };
+    const ctx = new Call(transport);
     const text =
       typeof body === 'string' || body instanceof Uint8Array
         ? await this.respondText(typeof body === 'string' ? body : Buffer.from(body).toString('utf8'), ctx, 0)
@@ -225,7 +245,8 @@ export class EthRpcServer {
       headersTimeoutMs: this.httpServer.headersTimeout,
       requestTimeoutMs: this.httpServer.requestTimeout,
       keepAliveTimeoutMs: this.httpServer.keepAliveTimeout,
-      checkIntervalMs: t > 0 ? Math.max(50, Math.min(1000, Math.floor(t / 4))) : 1000,
+      // The front's keep-alive timeout (5 s) needs checking even with no request timeout.
+      checkIntervalMs: timeoutCheckMs(t, 1000),
       maxHeaderBytes: maxHeaderSize,
     });
     return this.httpFront.listen(host, port);
@@ -236,7 +257,7 @@ export class EthRpcServer {
     body: string,
     header: (name: string) => string | undefined,
   ): Promise<string | BytesReply> {
-    const ctx = new HttpCall();
+    const ctx = new Call('http');
     if (tracingEnabled()) ctx.traceParent = extractTraceContext(header);
     return (await this.respondText(body, ctx, this.options.httpTimeoutMs)) ?? '';
   }
@@ -486,7 +507,7 @@ export class EthRpcServer {
         requestTimeout: Math.max(t, 0),
         headersTimeout: t > 0 ? Math.min(t, 60_000) : 60_000,
         // How often Node checks those timeouts (its default, 30 s, would stretch them by as much).
-        connectionsCheckingInterval: t > 0 ? Math.max(50, Math.min(1000, Math.floor(t / 4))) : 30_000,
+        connectionsCheckingInterval: timeoutCheckMs(t, 30_000),
       },
       (req, res) => {
         this.onHttpRequest(req, res).catch((e) => {
@@ -577,7 +598,7 @@ export class EthRpcServer {
       return;
     }
     if (body === null) return; // client went away
-    const ctx: CallContext = { transport: 'http', afterReply: [] };
+    const ctx = new Call('http');
     // A request that carries a W3C traceparent joins the caller's trace (docs/json-rpc.md "Tracing").
     ctx.traceParent = traceParentOfRequest(req);
     const reply = await this.respondText(body, ctx, this.options.httpTimeoutMs);
@@ -656,10 +677,10 @@ export class EthRpcServer {
     const text = Array.isArray(data)
       ? Buffer.concat(data).toString('utf8')
       : Buffer.from(data as ArrayBuffer).toString('utf8');
-    const ctx: CallContext = { transport: 'ws', session, afterReply: [] };
+    const ctx = new Call('ws', session);
     const reply = await this.respondText(text, ctx, 0);
     if (reply !== undefined && !session.send(textOf(reply))) return;
-    for (const start of ctx.afterReply) start();
+    ctx.replied();
   }
 
   private pingAll(): void {
